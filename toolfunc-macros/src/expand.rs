@@ -1,0 +1,249 @@
+//! Code generation for `#[tool]`. Sees only validated models; the only file that
+//! quotes code.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
+use syn::spanned::Spanned;
+use syn::{Item, LitStr};
+
+use crate::attr::ToolAttrs;
+use crate::docs::{description_expr, doc_parts};
+use crate::fallback;
+use crate::model::{Output, Param, ParamKind, ToolFn};
+use crate::validate::{Errors, validate};
+
+/// Entry point of `#[tool]`.
+pub(crate) fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
+    let item: Item = match syn::parse2(input.clone()) {
+        Ok(item) => item,
+        Err(err) => return fallback::emit(&input, &err),
+    };
+    let Item::Fn(func) = item else {
+        return fallback::emit(&input, &fallback::not_a_function(&item));
+    };
+    let mut errors = Errors::default();
+    let attrs = ToolAttrs::parse(args).unwrap_or_else(|err| {
+        errors.push(err);
+        ToolAttrs::default()
+    });
+    let model = ToolFn::new(attrs, func, &mut errors);
+    validate(&model, &mut errors);
+    match errors.finish() {
+        Ok(()) => generate(&model),
+        Err(err) => fallback::emit(&model.item, &err),
+    }
+}
+
+fn some_str(value: Option<&LitStr>, p: &TokenStream) -> TokenStream {
+    match value {
+        Some(lit) => quote!(#p::Some(#lit)),
+        None => quote!(#p::None),
+    }
+}
+
+fn generate(model: &ToolFn) -> TokenStream {
+    let attrs = &model.attrs;
+    let krate = attrs
+        .krate
+        .as_ref()
+        .map_or_else(|| quote!(::toolfunc), |path| quote!(#path));
+    let p = quote!(#krate::__private);
+    let item = &model.item;
+    let fn_ident = &item.sig.ident;
+    let name = attrs.name.as_ref().map_or_else(
+        || LitStr::new(&fn_ident.unraw().to_string(), fn_ident.span()),
+        Clone::clone,
+    );
+
+    let description = match &attrs.description {
+        Some(lit) => quote!(#p::Some(#lit)),
+        None => match description_expr(&doc_parts(&item.attrs)) {
+            Some(expr) => quote!(#p::Some(#expr)),
+            None => quote!(#p::None),
+        },
+    };
+    let title = some_str(attrs.title.as_ref(), &p);
+    let summary = some_str(attrs.summary.as_ref(), &p);
+    let alias = attrs.alias.iter().flatten();
+    let tags = attrs.tags.iter().flatten();
+
+    let ctx = syn::Ident::new("__toolfunc_ctx", Span::mixed_site());
+    let raw = syn::Ident::new("__toolfunc_args", Span::mixed_site());
+    let params = syn::Ident::new("__toolfunc_params", Span::mixed_site());
+    let out = syn::Ident::new("__toolfunc_out", Span::mixed_site());
+    let params_ty = format_ident!("__ToolfuncParams");
+
+    // The parameters type: the user's struct with `args`, else a struct of the arguments.
+    let args: Vec<&Param> = model.args().collect();
+    let (params_item, params_type, param_order) = if attrs.args.is_some() {
+        let ty = &args[0].ty;
+        (quote!(), quote!(#ty), quote!(#p::None))
+    } else {
+        let path = quote!(#p).to_string().replace(' ', "");
+        let serde_path = format!("{path}::serde");
+        let schemars_path = format!("{path}::schemars");
+        let deny = attrs
+            .deny_unknown_fields
+            .map(|span| quote_spanned!(span=> #[serde(deny_unknown_fields)]));
+        let fields = args.iter().map(|param| {
+            let (attrs, ident, ty) = (&param.attrs, &param.ident, &param.ty);
+            quote!(#(#attrs)* #ident: #ty)
+        });
+        let names = args.iter().map(|param| serde_name(param));
+        (
+            quote! {
+                #[derive(#p::serde::Deserialize, #p::schemars::JsonSchema)]
+                #[serde(crate = #serde_path)]
+                #[schemars(crate = #schemars_path)]
+                #deny
+                struct #params_ty { #(#fields,)* }
+            },
+            quote!(#params_ty),
+            quote!(#p::Some(&[#(#names),*])),
+        )
+    };
+
+    // Checks spanned at the user's types, so a missing trait lands under that type.
+    let param_checks = args.iter().map(|param| {
+        let ty = &param.ty;
+        quote_spanned!(ty.span()=> #p::assert_param::<#ty>();)
+    });
+    let (result_fn, result_check) = match &model.output {
+        Output::Value(ty) | Output::Result(Some(ty)) => (
+            quote!(#p::Some(|| #p::schema_of::<#ty>())),
+            quote_spanned!(ty.span()=> #p::assert_output::<#ty>();),
+        ),
+        Output::Unit | Output::Result(None) => (quote!(#p::None), quote!()),
+    };
+
+    let is_async = model.is_async();
+    let call_args = model.params.iter().map(|param| match param.kind {
+        ParamKind::Ctx { by_ref } => match (by_ref, is_async) {
+            (true, true) => quote!(&#ctx),
+            (true, false) | (false, true) => quote!(#ctx),
+            (false, false) => quote!(<#p::Ctx as ::core::clone::Clone>::clone(#ctx)),
+        },
+        ParamKind::Arg if attrs.args.is_some() => quote!(#params),
+        ParamKind::Arg => {
+            let ident = &param.ident;
+            quote!(#params.#ident)
+        }
+    });
+    let await_ = is_async.then(|| quote!(.await));
+    let convert = match &model.output {
+        Output::Unit => quote! {
+            let () = #out;
+            #p::Ok(#p::Value::Null)
+        },
+        Output::Value(_) => quote!(#p::to_output(&#out)),
+        Output::Result(_) => {
+            let ok = syn::Ident::new("__toolfunc_ok", Span::mixed_site());
+            let err = syn::Ident::new("__toolfunc_err", Span::mixed_site());
+            quote! {
+                match #out {
+                    #p::Ok(#ok) => #p::to_output(&#ok),
+                    #p::Err(#err) => {
+                        #[allow(unused_imports)]
+                        use #p::convert::{ViaDisplay as _, ViaStdError as _, ViaToolError as _};
+                        #p::Err((&&&#p::convert::Probe::new(#err)).into_tool_error())
+                    }
+                }
+            }
+        }
+    };
+    let body = quote! {
+        let #params: #params_type = match #p::parse_args(#raw) {
+            #p::Ok(v) => v,
+            #p::Err(e) => return #p::Err(e),
+        };
+        let #out = #fn_ident(#(#call_args),*) #await_;
+        #convert
+    };
+    let handler = if is_async {
+        quote! {
+            fn __toolfunc_handler(
+                #ctx: #p::Ctx,
+                #raw: #p::Value,
+            ) -> #p::BoxFuture<'static, #p::Result<#p::Value, #p::ToolError>> {
+                #p::box_future(async move { #body })
+            }
+        }
+    } else {
+        quote! {
+            fn __toolfunc_handler(
+                #ctx: &#p::Ctx,
+                #raw: #p::Value,
+            ) -> #p::Result<#p::Value, #p::ToolError> {
+                #body
+            }
+        }
+    };
+    let kind = if is_async {
+        quote!(Async)
+    } else {
+        quote!(Sync)
+    };
+    let params_schema = quote!(|| #p::schema_of::<#params_type>());
+    let location =
+        quote_spanned!(fn_ident.span()=> ::core::concat!(::core::file!(), ":", ::core::line!()));
+
+    quote! {
+        #item
+
+        #[allow(non_camel_case_types, clippy::all, clippy::pedantic)]
+        const _: () = {
+            #params_item
+
+            #[automatically_derived]
+            #[allow(unused)]
+            fn __toolfunc_checks() {
+                #(#param_checks)*
+                #result_check
+            }
+
+            #handler
+
+            #p::inventory::submit! {
+                #p::ToolSpec {
+                    name: #name,
+                    title: #title,
+                    description: #description,
+                    summary: #summary,
+                    alias: &[#(#alias),*],
+                    tags: &[#(#tags),*],
+                    param_order: #param_order,
+                    params: #params_schema,
+                    result: #result_fn,
+                    handler: #p::SpecHandler::#kind(__toolfunc_handler),
+                    location: #location,
+                }
+            }
+        };
+    }
+}
+
+/// The JSON name of an argument: its `#[serde(rename = "...")]`, else its identifier.
+fn serde_name(param: &Param) -> String {
+    let mut name = None;
+    for attr in param.attrs.iter().filter(|a| a.path().is_ident("serde")) {
+        // Other serde keys are serde's business; only `rename` matters here.
+        let _ = attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("rename") {
+                if let Ok(value) = meta.value() {
+                    if let Ok(lit) = value.parse::<LitStr>() {
+                        name = Some(lit.value());
+                    }
+                }
+            } else if meta.input.peek(syn::Token![=]) {
+                let _: syn::Token![=] = meta.input.parse()?;
+                let _: syn::Expr = meta.input.parse()?;
+            } else if meta.input.peek(syn::token::Paren) {
+                let _content;
+                syn::parenthesized!(_content in meta.input);
+            }
+            Ok(())
+        });
+    }
+    name.unwrap_or_else(|| param.ident.unraw().to_string())
+}

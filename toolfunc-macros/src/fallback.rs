@@ -1,0 +1,36 @@
+//! What to emit when the input has mistakes: the user's item without our attributes
+//! (so the rest of the crate and the IDE keep working) and every error.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{ToTokens, quote};
+use syn::Item;
+
+/// The cleaned item followed by the errors.
+pub(crate) fn emit(item: &impl ToTokens, err: &syn::Error) -> TokenStream {
+    let errors = err.to_compile_error();
+    quote!(#item #errors)
+}
+
+/// The error for `#[tool]` on something that is not a function, spanned at the
+/// item's keyword.
+pub(crate) fn not_a_function(item: &Item) -> syn::Error {
+    let span = match item {
+        Item::Struct(i) => i.struct_token.span,
+        Item::Enum(i) => i.enum_token.span,
+        Item::Union(i) => i.union_token.span,
+        Item::Impl(i) => i.impl_token.span,
+        Item::Trait(i) => i.trait_token.span,
+        Item::Mod(i) => i.mod_token.span,
+        Item::Const(i) => i.const_token.span,
+        Item::Static(i) => i.static_token.span,
+        Item::Type(i) => i.type_token.span,
+        Item::Use(i) => i.use_token.span,
+        _ => Span::call_site(),
+    };
+    let hint = if matches!(item, Item::Impl(_)) {
+        "; for an impl block use #[tool_service]"
+    } else {
+        ""
+    };
+    syn::Error::new(span, format!("#[tool] applies to functions only{hint}"))
+}

@@ -1,0 +1,20 @@
+//! Procedural macros of [toolfunc](https://docs.rs/toolfunc). Use them through the
+//! `toolfunc` crate, which re-exports them and holds the code they expand to.
+
+mod attr;
+mod docs;
+mod expand;
+mod fallback;
+mod model;
+mod validate;
+
+use proc_macro::TokenStream;
+
+/// Turns a function into a tool registered in `toolfunc::Registry::global()`.
+///
+/// The documentation, with the table of keys and examples, is on the re-export
+/// `toolfunc::tool`.
+#[proc_macro_attribute]
+pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
+    expand::tool(args.into(), input.into()).into()
+}

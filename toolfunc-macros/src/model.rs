@@ -1,0 +1,234 @@
+//! The model of a `#[tool]` function: its parameters (injected context or argument),
+//! its output, and the cleaned item to re-emit.
+
+use syn::{Attribute, FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, ReturnType, Type};
+
+use crate::attr::ToolAttrs;
+use crate::validate::Errors;
+
+pub(crate) struct ToolFn {
+    pub(crate) attrs: ToolAttrs,
+    /// The function as the user wrote it, minus the attributes we consume.
+    pub(crate) item: ItemFn,
+    pub(crate) params: Vec<Param>,
+    pub(crate) output: Output,
+}
+
+pub(crate) struct Param {
+    pub(crate) ident: Ident,
+    pub(crate) ty: Type,
+    /// Doc comments and `#[serde]`/`#[schemars]` attributes, moved onto the field of
+    /// the generated parameters struct.
+    pub(crate) attrs: Vec<Attribute>,
+    pub(crate) kind: ParamKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ParamKind {
+    /// `&Ctx` (`by_ref`) or `Ctx`: injected, not in the schema.
+    Ctx { by_ref: bool },
+    /// A named argument from the arguments object.
+    Arg,
+}
+
+pub(crate) enum Output {
+    /// No return value (or `()`): the tool returns `null` and has no result schema.
+    Unit,
+    /// `-> T`.
+    Value(Type),
+    /// `-> Result<T, E>` (any type named `Result`, so aliases work): `T` is the
+    /// result; `Err` becomes a `ToolError`.
+    Result(Option<Type>),
+}
+
+impl ToolFn {
+    /// Builds the model; structural mistakes (a `self` receiver, a pattern parameter)
+    /// are added to `errors` and their parameter is left out.
+    pub(crate) fn new(attrs: ToolAttrs, mut item: ItemFn, errors: &mut Errors) -> Self {
+        let mut params = Vec::new();
+        for input in &mut item.sig.inputs {
+            match input {
+                FnArg::Receiver(receiver) => errors.push(syn::Error::new_spanned(
+                    &receiver.self_token,
+                    "#[tool] cannot take `self`: it applies to free functions; \
+                     for methods, put #[tool_service] on the impl block",
+                )),
+                FnArg::Typed(pat_type) => {
+                    // Parameter attributes are ours: doc comments and serde/schemars
+                    // attributes go to the generated struct; rustc would reject them here.
+                    let (moved, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut pat_type.attrs)
+                        .into_iter()
+                        .partition(|a| !is_kept_on_param(a));
+                    pat_type.attrs = kept;
+                    let ident = match &*pat_type.pat {
+                        Pat::Ident(pat) if pat.subpat.is_none() && pat.by_ref.is_none() => {
+                            pat.ident.clone()
+                        }
+                        other => {
+                            errors.push(syn::Error::new_spanned(
+                                other,
+                                "#[tool] parameters must be plain identifiers, because each \
+                                 becomes a named argument; write `name: Type` and destructure \
+                                 in the body",
+                            ));
+                            continue;
+                        }
+                    };
+                    let kind = ctx_kind(&pat_type.ty).unwrap_or(ParamKind::Arg);
+                    params.push(Param {
+                        ident,
+                        ty: (*pat_type.ty).clone(),
+                        attrs: moved,
+                        kind,
+                    });
+                }
+            }
+        }
+        let output = match &item.sig.output {
+            ReturnType::Default => Output::Unit,
+            ReturnType::Type(_, ty) => output_of(ty),
+        };
+        Self {
+            attrs,
+            item,
+            params,
+            output,
+        }
+    }
+
+    pub(crate) fn is_async(&self) -> bool {
+        self.item.sig.asyncness.is_some()
+    }
+
+    pub(crate) fn args(&self) -> impl Iterator<Item = &Param> {
+        self.params.iter().filter(|p| p.kind == ParamKind::Arg)
+    }
+}
+
+/// `cfg` and lint attributes stay on the parameter; everything else is ours.
+fn is_kept_on_param(attr: &Attribute) -> bool {
+    [
+        "cfg", "cfg_attr", "allow", "warn", "deny", "expect", "forbid",
+    ]
+    .iter()
+    .any(|name| attr.path().is_ident(name))
+}
+
+/// `Ctx`, `toolfunc::Ctx` or `::toolfunc::Ctx`, by value or by shared reference.
+fn ctx_kind(ty: &Type) -> Option<ParamKind> {
+    let (ty, by_ref) = match ty {
+        Type::Reference(r) if r.mutability.is_none() => (&*r.elem, true),
+        other => (other, false),
+    };
+    let Type::Path(path) = ty else { return None };
+    if path.qself.is_some() {
+        return None;
+    }
+    let segments: Vec<String> = path
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    let is_ctx = match segments.as_slice() {
+        [one] => one == "Ctx",
+        [krate, ctx] => krate == "toolfunc" && ctx == "Ctx",
+        _ => false,
+    };
+    (is_ctx && path.path.segments.iter().all(|s| s.arguments.is_none()))
+        .then_some(ParamKind::Ctx { by_ref })
+}
+
+fn output_of(ty: &Type) -> Output {
+    if let Type::Tuple(tuple) = ty {
+        if tuple.elems.is_empty() {
+            return Output::Unit;
+        }
+    }
+    if let Type::Path(path) = ty {
+        if let Some(last) = path.path.segments.last() {
+            if last.ident == "Result" {
+                if let PathArguments::AngleBracketed(args) = &last.arguments {
+                    if let Some(GenericArgument::Type(ok)) = args.args.first() {
+                        let unit = matches!(ok, Type::Tuple(t) if t.elems.is_empty());
+                        return Output::Result((!unit).then(|| ok.clone()));
+                    }
+                }
+            }
+        }
+    }
+    Output::Value(ty.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use syn::parse_quote;
+
+    fn model(item: ItemFn) -> (ToolFn, Errors) {
+        let mut errors = Errors::default();
+        let f = ToolFn::new(ToolAttrs::default(), item, &mut errors);
+        (f, errors)
+    }
+
+    #[test]
+    fn classifies_params_and_strips_their_docs() {
+        let (f, errors) = model(parse_quote! {
+            fn add(ctx: &toolfunc::Ctx, /** Left. */ a: f64, #[serde(default)] b: Option<f64>) -> f64 { a }
+        });
+        assert!(errors.finish().is_ok());
+        let kinds: Vec<_> = f.params.iter().map(|p| p.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                ParamKind::Ctx { by_ref: true },
+                ParamKind::Arg,
+                ParamKind::Arg
+            ]
+        );
+        assert_eq!(f.params[1].attrs.len(), 1);
+        assert_eq!(f.params[2].attrs.len(), 1);
+        let FnArg::Typed(first) = &f.item.sig.inputs[1] else {
+            panic!()
+        };
+        assert!(first.attrs.is_empty());
+        assert!(matches!(f.output, Output::Value(_)));
+    }
+
+    #[test]
+    fn result_alias_and_unit() {
+        let (f, _) = model(parse_quote!(
+            fn f() -> io::Result<String> {
+                todo!()
+            }
+        ));
+        assert!(matches!(f.output, Output::Result(Some(_))));
+        let (f, _) = model(parse_quote!(
+            fn f() -> Result<(), E> {
+                todo!()
+            }
+        ));
+        assert!(matches!(f.output, Output::Result(None)));
+        let (f, _) = model(parse_quote!(
+            fn f() -> () {}
+        ));
+        assert!(matches!(f.output, Output::Unit));
+    }
+
+    #[test]
+    fn ctx_lookalikes_are_arguments() {
+        let (f, _) = model(parse_quote!(
+            fn f(a: other::Ctx, b: &mut Ctx) {}
+        ));
+        assert!(f.params.iter().all(|p| p.kind == ParamKind::Arg));
+    }
+
+    #[test]
+    fn pattern_and_self_are_errors() {
+        let (f, errors) = model(parse_quote!(
+            fn f(&self, (a, b): (i32, i32)) {}
+        ));
+        assert!(f.params.is_empty());
+        assert_eq!(errors.finish().err().unwrap().into_iter().count(), 2);
+    }
+}

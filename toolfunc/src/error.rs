@@ -1,0 +1,465 @@
+//! `ToolError`: the one error type of toolfunc, with stable codes that survive a wire.
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+/// Everything that can go wrong when a tool is registered or run.
+///
+/// Each variant has a stable machine-readable [`code`](ToolError::code) and an HTTP
+/// [`status`](ToolError::status). A `ToolError` serialises to
+/// `{"code": "...", "message": "...", "data": ...}` and deserialises back into the same
+/// variant, so an error raised by a remote tool arrives as the error that was raised.
+///
+/// | code | variant | status | when |
+/// | --- | --- | --- | --- |
+/// | `NOT_FOUND` | [`NotFound`](ToolError::NotFound) | 404 | no tool has that name or alias |
+/// | `ARGUMENTS` | [`Arguments`](ToolError::Arguments) | 400 | arguments do not match the parameter schema |
+/// | `FAILED` | [`Failed`](ToolError::Failed) | 500 | the handler returned an error |
+/// | `PANICKED` | [`Panicked`](ToolError::Panicked) | 500 | the handler panicked |
+/// | `CANCELLED` | [`Cancelled`](ToolError::Cancelled) | 499 | the call was cancelled |
+/// | `TIMEOUT` | [`Timeout`](ToolError::Timeout) | 408 | the call ran past its deadline |
+/// | `CONFLICT` | [`Conflict`](ToolError::Conflict) | 409 | a name or alias is already taken |
+/// | `ASYNC_ONLY` | [`AsyncOnly`](ToolError::AsyncOnly) | 400 | `run_sync` on a tool that can only run asynchronously |
+/// | `SEALED` | [`Sealed`](ToolError::Sealed) | 403 | registration on a sealed registry |
+/// | `DEFINITION` | [`Definition`](ToolError::Definition) | 500 | a tool definition is invalid (bad schema, no handler) |
+/// | `OUTPUT` | [`Output`](ToolError::Output) | 500 | a handler's result could not be serialised |
+/// | any other | [`Custom`](ToolError::Custom) | chosen | an application-defined error |
+///
+/// ```
+/// use toolfunc::ToolError;
+///
+/// let err = ToolError::arguments("/items/2/id", "invalid type: string \"x\", expected u64");
+/// assert_eq!(err.code(), "ARGUMENTS");
+/// assert_eq!(err.status(), 400);
+///
+/// let wire = serde_json::to_value(&err).unwrap();
+/// assert_eq!(wire["data"]["path"], "/items/2/id");
+/// let back: ToolError = serde_json::from_value(wire).unwrap();
+/// assert!(matches!(back, ToolError::Arguments { .. }));
+/// ```
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// No tool is registered under this name or alias.
+    #[error("tool not found: {name}")]
+    NotFound {
+        /// The name that was looked up.
+        name: String,
+    },
+
+    /// The arguments do not match the tool's parameters.
+    #[error("invalid arguments at {}: {message}", display_path(path))]
+    Arguments {
+        /// JSON Pointer (RFC 6901) of the failing value; `""` is the arguments object itself.
+        path: String,
+        /// What was expected and what was found.
+        message: String,
+    },
+
+    /// The handler returned an error.
+    #[error("{message}")]
+    Failed {
+        /// The handler error's message.
+        message: String,
+        /// Optional structured data for the caller.
+        data: Option<Value>,
+        /// The handler's error, when it was a `std::error::Error` (not carried over a wire).
+        #[source]
+        source: Option<Arc<dyn StdError + Send + Sync>>,
+    },
+
+    /// The handler panicked. The panic was caught; the registry is unaffected.
+    #[error("tool panicked: {message}")]
+    Panicked {
+        /// The panic payload, when it was a string.
+        message: String,
+    },
+
+    /// The call was cancelled before it finished.
+    #[error("call cancelled{}", reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default())]
+    Cancelled {
+        /// Why, when the canceller said so.
+        reason: Option<String>,
+    },
+
+    /// The call ran past its deadline.
+    #[error("call timed out{}", after_ms.map(|ms| format!(" after {ms} ms")).unwrap_or_default())]
+    Timeout {
+        /// The deadline that expired, in milliseconds, when known.
+        after_ms: Option<u64>,
+    },
+
+    /// A name or alias is already taken.
+    #[error("{message}")]
+    Conflict {
+        /// Which name collided with what.
+        message: String,
+    },
+
+    /// `run_sync` was asked to run a tool that only runs asynchronously.
+    #[error("tool `{name}` is async: use `run` instead of `run_sync`")]
+    AsyncOnly {
+        /// The tool's name.
+        name: String,
+    },
+
+    /// The registry is sealed and accepts no more registrations.
+    #[error("registry is sealed: cannot register `{name}`")]
+    Sealed {
+        /// The tool that was refused.
+        name: String,
+    },
+
+    /// A tool definition is invalid.
+    #[error("invalid definition of `{name}`: {message}")]
+    Definition {
+        /// The tool's name.
+        name: String,
+        /// What is wrong with it.
+        message: String,
+    },
+
+    /// The handler's result could not be turned into JSON.
+    #[error("tool result could not be serialised: {message}")]
+    Output {
+        /// The serialiser's message.
+        message: String,
+    },
+
+    /// An application-defined error with its own code and HTTP status.
+    #[error("{message}")]
+    Custom {
+        /// A stable, upper-case code such as `USER_NOT_FOUND`.
+        code: String,
+        /// The HTTP status to answer with (100..=599).
+        status: u16,
+        /// A human-readable message.
+        message: String,
+        /// Optional structured data for the caller.
+        data: Option<Value>,
+    },
+}
+
+fn display_path(path: &str) -> &str {
+    if path.is_empty() {
+        "the arguments"
+    } else {
+        path
+    }
+}
+
+impl ToolError {
+    /// A [`ToolError::NotFound`] for `name`.
+    pub fn not_found(name: impl Into<String>) -> Self {
+        Self::NotFound { name: name.into() }
+    }
+
+    /// A [`ToolError::Arguments`] at `path` (a JSON Pointer such as `/items/2/id`).
+    pub fn arguments(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Arguments {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+
+    /// A [`ToolError::Failed`] carrying `message`.
+    ///
+    /// ```
+    /// let err = toolfunc::ToolError::failed("disk full");
+    /// assert_eq!(err.code(), "FAILED");
+    /// assert_eq!(err.to_string(), "disk full");
+    /// ```
+    pub fn failed(message: impl fmt::Display) -> Self {
+        Self::Failed {
+            message: message.to_string(),
+            data: None,
+            source: None,
+        }
+    }
+
+    /// A [`ToolError::Failed`] that keeps `error` as its source.
+    pub fn from_error<E: StdError + Send + Sync + 'static>(error: E) -> Self {
+        Self::Failed {
+            message: error.to_string(),
+            data: None,
+            source: Some(Arc::new(error)),
+        }
+    }
+
+    /// A [`ToolError::Conflict`] with `message`.
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::Conflict {
+            message: message.into(),
+        }
+    }
+
+    /// A [`ToolError::Cancelled`], with an optional reason.
+    pub fn cancelled(reason: Option<String>) -> Self {
+        Self::Cancelled { reason }
+    }
+
+    /// A [`ToolError::Custom`]: an application error with its own code and HTTP status.
+    ///
+    /// A status outside 100..=599 is replaced by 500.
+    ///
+    /// ```
+    /// let err = toolfunc::ToolError::custom("USER_NOT_FOUND", 404, "no user 7");
+    /// assert_eq!((err.code(), err.status()), ("USER_NOT_FOUND", 404));
+    /// ```
+    pub fn custom(code: impl Into<String>, status: u16, message: impl Into<String>) -> Self {
+        Self::Custom {
+            code: code.into(),
+            status: if (100..=599).contains(&status) {
+                status
+            } else {
+                500
+            },
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// Attaches structured data to a `Failed` or `Custom` error (other variants carry
+    /// their data in their fields and are returned unchanged).
+    #[must_use]
+    pub fn with_data(mut self, value: Value) -> Self {
+        match &mut self {
+            Self::Failed { data, .. } | Self::Custom { data, .. } => *data = Some(value),
+            _ => {}
+        }
+        self
+    }
+
+    /// The stable machine-readable code, e.g. `"NOT_FOUND"`.
+    pub fn code(&self) -> &str {
+        match self {
+            Self::NotFound { .. } => "NOT_FOUND",
+            Self::Arguments { .. } => "ARGUMENTS",
+            Self::Failed { .. } => "FAILED",
+            Self::Panicked { .. } => "PANICKED",
+            Self::Cancelled { .. } => "CANCELLED",
+            Self::Timeout { .. } => "TIMEOUT",
+            Self::Conflict { .. } => "CONFLICT",
+            Self::AsyncOnly { .. } => "ASYNC_ONLY",
+            Self::Sealed { .. } => "SEALED",
+            Self::Definition { .. } => "DEFINITION",
+            Self::Output { .. } => "OUTPUT",
+            Self::Custom { code, .. } => code,
+        }
+    }
+
+    /// The HTTP status that carries this error.
+    pub fn status(&self) -> u16 {
+        match self {
+            Self::NotFound { .. } => 404,
+            Self::Arguments { .. } | Self::AsyncOnly { .. } => 400,
+            Self::Cancelled { .. } => 499,
+            Self::Timeout { .. } => 408,
+            Self::Conflict { .. } => 409,
+            Self::Sealed { .. } => 403,
+            Self::Failed { .. }
+            | Self::Panicked { .. }
+            | Self::Definition { .. }
+            | Self::Output { .. } => 500,
+            Self::Custom { status, .. } => *status,
+        }
+    }
+
+    /// The structured data that goes to the wire next to the message.
+    pub fn data(&self) -> Option<Value> {
+        let one = |k: &str, v: Value| Some(Value::Object(Map::from_iter([(k.to_owned(), v)])));
+        match self {
+            // `what` is the field the reference RPC clients read for "not found".
+            Self::NotFound { name } => one("what", Value::String(name.clone())),
+            Self::Arguments { path, .. } => one("path", Value::String(path.clone())),
+            Self::Cancelled { reason } => reason
+                .as_ref()
+                .and_then(|r| one("reason", Value::String(r.clone()))),
+            Self::Timeout { after_ms } => after_ms.and_then(|ms| one("afterMs", Value::from(ms))),
+            Self::AsyncOnly { name } | Self::Sealed { name } | Self::Definition { name, .. } => {
+                one("name", Value::String(name.clone()))
+            }
+            Self::Failed { data, .. } | Self::Custom { data, .. } => data.clone(),
+            Self::Panicked { .. } | Self::Conflict { .. } | Self::Output { .. } => None,
+        }
+    }
+
+    /// The message without the code, as it goes to the wire.
+    fn wire_message(&self) -> String {
+        match self {
+            Self::Arguments { message, .. }
+            | Self::Failed { message, .. }
+            | Self::Panicked { message }
+            | Self::Conflict { message }
+            | Self::Definition { message, .. }
+            | Self::Output { message }
+            | Self::Custom { message, .. } => message.clone(),
+            _ => self.to_string(),
+        }
+    }
+}
+
+/// The wire form of a [`ToolError`].
+#[derive(Serialize, Deserialize)]
+struct Wire {
+    code: String,
+    message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    status: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    data: Option<Value>,
+}
+
+impl Serialize for ToolError {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        Wire {
+            code: self.code().to_owned(),
+            message: self.wire_message(),
+            status: Some(self.status()),
+            data: self.data(),
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolError {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(Wire::deserialize(deserializer)?.into())
+    }
+}
+
+impl From<Wire> for ToolError {
+    fn from(wire: Wire) -> Self {
+        let Wire {
+            code,
+            message,
+            status,
+            data,
+        } = wire;
+        let field = |key: &str| {
+            data.as_ref()
+                .and_then(|d| d.get(key))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        match code.as_str() {
+            "NOT_FOUND" => Self::NotFound {
+                name: field("what").unwrap_or(message),
+            },
+            "ARGUMENTS" => Self::Arguments {
+                path: field("path").unwrap_or_default(),
+                message,
+            },
+            "FAILED" => Self::Failed {
+                message,
+                data,
+                source: None,
+            },
+            "PANICKED" => Self::Panicked { message },
+            "CANCELLED" => Self::Cancelled {
+                reason: field("reason"),
+            },
+            "TIMEOUT" => Self::Timeout {
+                after_ms: data
+                    .as_ref()
+                    .and_then(|d| d.get("afterMs"))
+                    .and_then(Value::as_u64),
+            },
+            "CONFLICT" => Self::Conflict { message },
+            "ASYNC_ONLY" => Self::AsyncOnly {
+                name: field("name").unwrap_or_default(),
+            },
+            "SEALED" => Self::Sealed {
+                name: field("name").unwrap_or_default(),
+            },
+            "DEFINITION" => Self::Definition {
+                name: field("name").unwrap_or_default(),
+                message,
+            },
+            "OUTPUT" => Self::Output { message },
+            _ => {
+                let mut err = Self::custom(code, status.unwrap_or(500), message);
+                if let Self::Custom { data: slot, .. } = &mut err {
+                    *slot = data;
+                }
+                err
+            }
+        }
+    }
+}
+
+/// Turns a handler's error into a [`ToolError`]: a `ToolError` passes through unchanged,
+/// a `std::error::Error` becomes `FAILED` keeping its source, anything else that is
+/// `Display` becomes `FAILED` with its message.
+///
+/// Used by the code `#[tool]` generates (autoref specialisation on a concrete type).
+#[doc(hidden)]
+pub mod convert {
+    use std::cell::Cell;
+
+    use super::{StdError, ToolError, fmt};
+
+    /// Holds a handler error for the conversion probe below. The `Cell` lets a method
+    /// that receives `&&Probe` move the error out.
+    pub struct Probe<E>(Cell<Option<E>>);
+
+    impl<E> Probe<E> {
+        /// Wraps `error`.
+        pub fn new(error: E) -> Self {
+            Self(Cell::new(Some(error)))
+        }
+
+        fn take(&self) -> Option<E> {
+            self.0.take()
+        }
+    }
+
+    // Called as `(&&&Probe::new(e)).into_tool_error()`: method lookup tries
+    // `&&Probe<ToolError>`, then `&Probe<impl Error>`, then `Probe<impl Display>`, so
+    // the most specific conversion wins. Each probe is used exactly once on a fresh
+    // `Probe`, so `take` finds the error; the fallbacks only keep the conversion total.
+
+    /// Highest priority: the error already is a `ToolError`.
+    pub trait ViaToolError {
+        /// Converts.
+        fn into_tool_error(&self) -> ToolError;
+    }
+    impl ViaToolError for &&Probe<ToolError> {
+        fn into_tool_error(&self) -> ToolError {
+            self.take()
+                .unwrap_or_else(|| ToolError::failed("error already taken"))
+        }
+    }
+
+    /// Next: a `std::error::Error` whose source chain is kept.
+    pub trait ViaStdError {
+        /// Converts.
+        fn into_tool_error(&self) -> ToolError;
+    }
+    impl<E: StdError + Send + Sync + 'static> ViaStdError for &Probe<E> {
+        fn into_tool_error(&self) -> ToolError {
+            self.take().map_or_else(
+                || ToolError::failed("error already taken"),
+                ToolError::from_error,
+            )
+        }
+    }
+
+    /// Last: anything `Display`.
+    pub trait ViaDisplay {
+        /// Converts.
+        fn into_tool_error(&self) -> ToolError;
+    }
+    impl<E: fmt::Display> ViaDisplay for Probe<E> {
+        fn into_tool_error(&self) -> ToolError {
+            self.take().map_or_else(
+                || ToolError::failed("error already taken"),
+                |e| ToolError::failed(e),
+            )
+        }
+    }
+}

@@ -1,0 +1,342 @@
+//! `Registry`: tools by name and alias, the global registry filled by `#[tool]`, and
+//! running tools by name.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::fmt;
+use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use serde_json::Value;
+
+use crate::tool::ToolSpec;
+use crate::{Ctx, ToolCall, ToolDefinition, ToolError, ToolFunc, ToolResult};
+
+/// A set of tools, each reachable by its name and its aliases.
+///
+/// `Registry` is a cheap handle (`Clone` shares the same tools). Use
+/// [`Registry::global`] for the tools declared with `#[tool]` anywhere in the program,
+/// or [`Registry::new`] for an empty one.
+///
+/// ```
+/// use serde_json::json;
+/// use toolfunc::{tool, Registry};
+///
+/// /// Adds two numbers.
+/// #[tool(alias = "plus", tags = ["math"])]
+/// fn add(/** The left operand. */ a: f64, /** The right operand. */ b: f64) -> f64 {
+///     a + b
+/// }
+///
+/// let registry = Registry::global();
+/// assert_eq!(registry.run_sync("add", json!({"a": 1, "b": 2})).unwrap(), json!(3.0));
+/// assert_eq!(registry.run_sync("plus", json!({"a": 1, "b": 2})).unwrap(), json!(3.0));
+/// ```
+#[derive(Clone, Default)]
+pub struct Registry {
+    inner: Arc<RwLock<State>>,
+}
+
+#[derive(Default)]
+struct State {
+    tools: HashMap<String, Slot>,
+    /// alias → name of the tool that owns it.
+    aliases: HashMap<String, String>,
+}
+
+struct Slot {
+    tool: Arc<ToolFunc>,
+    /// How many registrations hold this tool; it is removed when this reaches zero.
+    refs: usize,
+}
+
+impl State {
+    fn lookup(&self, name: &str) -> Option<&Arc<ToolFunc>> {
+        match self.tools.get(name) {
+            Some(slot) => Some(&slot.tool),
+            None => self
+                .aliases
+                .get(name)
+                .and_then(|owner| self.tools.get(owner))
+                .map(|slot| &slot.tool),
+        }
+    }
+
+    /// Why `tool` cannot be added (its name or an alias already names something else).
+    fn conflict(&self, tool: &ToolFunc) -> Option<String> {
+        let name = tool.name();
+        if let Some(owner) = self.aliases.get(name) {
+            return Some(format!(
+                "tool name `{name}` is already an alias of `{owner}`"
+            ));
+        }
+        for alias in &tool.definition().alias {
+            if alias == name {
+                continue;
+            }
+            if self.tools.contains_key(alias) {
+                return Some(format!(
+                    "alias `{alias}` of `{name}` is already the name of a tool"
+                ));
+            }
+            if let Some(owner) = self.aliases.get(alias) {
+                if owner != name {
+                    return Some(format!(
+                        "alias `{alias}` of `{name}` is already an alias of `{owner}`"
+                    ));
+                }
+            }
+        }
+        None
+    }
+
+    fn insert(&mut self, tool: Arc<ToolFunc>) {
+        for alias in &tool.definition().alias {
+            if alias != tool.name() {
+                self.aliases.insert(alias.clone(), tool.name().to_owned());
+            }
+        }
+        self.tools
+            .insert(tool.name().to_owned(), Slot { tool, refs: 1 });
+    }
+}
+
+static GLOBAL: OnceLock<Result<Registry, ToolError>> = OnceLock::new();
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The registry of every `#[tool]` in the program, built on first use.
+    ///
+    /// Tools declared in a library crate are only linked in when the binary uses
+    /// something from that crate (a limit of link-time collection).
+    ///
+    /// # Panics
+    ///
+    /// When two `#[tool]`s share a name or alias, or a tool's definition is invalid:
+    /// the message lists every such problem with the source location of each tool.
+    /// Use [`Registry::try_global`] to handle that as an error instead.
+    pub fn global() -> &'static Registry {
+        match Self::try_global() {
+            Ok(registry) => registry,
+            Err(err) => panic!("toolfunc: the global registry cannot be built: {err}"),
+        }
+    }
+
+    /// The global registry, or the error that prevents building it (`CONFLICT` for
+    /// duplicate names or aliases, `DEFINITION` for an invalid tool).
+    pub fn try_global() -> Result<&'static Registry, ToolError> {
+        GLOBAL
+            .get_or_init(Self::from_inventory)
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    fn from_inventory() -> Result<Registry, ToolError> {
+        let registry = Registry::new();
+        let mut problems = Vec::new();
+        let mut conflict = false;
+        let mut origin: HashMap<&str, &str> = HashMap::new();
+        for spec in inventory::iter::<ToolSpec> {
+            let tool = match spec.build() {
+                Ok(tool) => tool,
+                Err(err) => {
+                    problems.push(format!("{err} (at {})", spec.location));
+                    continue;
+                }
+            };
+            let mut state = registry.write();
+            if let Some(first) = state.tools.get(tool.name()) {
+                conflict = true;
+                let first_at = origin.get(first.tool.name()).copied().unwrap_or("?");
+                problems.push(format!(
+                    "two tools are named `{}`: at {first_at} and at {}",
+                    tool.name(),
+                    spec.location
+                ));
+            } else if let Some(why) = state.conflict(&tool) {
+                conflict = true;
+                problems.push(format!("{why} (at {})", spec.location));
+            } else {
+                origin.insert(spec.name, spec.location);
+                state.insert(Arc::new(tool));
+            }
+        }
+        if problems.is_empty() {
+            return Ok(registry);
+        }
+        problems.sort();
+        let message = format!(
+            "{} problem(s) among #[tool] declarations:\n  - {}",
+            problems.len(),
+            problems.join("\n  - ")
+        );
+        Err(if conflict {
+            ToolError::conflict(message)
+        } else {
+            ToolError::Definition {
+                name: "#[tool]".into(),
+                message,
+            }
+        })
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, State> {
+        // No user code runs under the lock, so a poisoned lock still holds a consistent map.
+        self.inner.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, State> {
+        self.inner.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers a tool. Returns `Ok(true)` when it is new, `Ok(false)` when a tool of
+    /// that name was already registered: the existing tool is kept and its
+    /// registration count goes up (each [`unregister`](Self::unregister) takes one
+    /// back). Fails with `CONFLICT` when the name or an alias is already used by
+    /// another tool's alias or name.
+    pub fn register(&self, tool: ToolFunc) -> Result<bool, ToolError> {
+        let mut state = self.write();
+        if let Some(slot) = state.tools.get_mut(tool.name()) {
+            slot.refs += 1;
+            return Ok(false);
+        }
+        if let Some(why) = state.conflict(&tool) {
+            return Err(ToolError::conflict(why));
+        }
+        state.insert(Arc::new(tool));
+        Ok(true)
+    }
+
+    /// Takes back one registration of the tool named `name` (or an alias of it); the
+    /// tool is removed when none is left. Returns `false` when no such tool exists.
+    pub fn unregister(&self, name: &str) -> bool {
+        let mut state = self.write();
+        let owner = match state.aliases.get(name) {
+            Some(owner) => owner.clone(),
+            None => name.to_owned(),
+        };
+        let Entry::Occupied(mut slot) = state.tools.entry(owner) else {
+            return false;
+        };
+        slot.get_mut().refs -= 1;
+        if slot.get().refs == 0 {
+            let tool = slot.remove().tool;
+            for alias in &tool.definition().alias {
+                state.aliases.remove(alias);
+            }
+        }
+        true
+    }
+
+    /// The tool named `name`, by name or alias.
+    pub fn get(&self, name: &str) -> Option<Arc<ToolFunc>> {
+        self.read().lookup(name).cloned()
+    }
+
+    /// Whether a tool is reachable by `name` (a name or an alias).
+    pub fn has(&self, name: &str) -> bool {
+        self.read().lookup(name).is_some()
+    }
+
+    /// The names of all tools, sorted.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.read().tools.keys().cloned().collect();
+        names.sort_unstable();
+        names
+    }
+
+    /// The definitions of all tools as advertised to a caller (an authored `summary`
+    /// replaces the description), sorted by name. The full definition of one tool is
+    /// `registry.get(name)?.definition()`.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        let state = self.read();
+        let mut defs: Vec<ToolDefinition> = state
+            .tools
+            .values()
+            .map(|slot| slot.tool.definition().advertised())
+            .collect();
+        drop(state);
+        defs.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        defs
+    }
+
+    fn resolve(&self, name: &str) -> Result<Arc<ToolFunc>, ToolError> {
+        self.get(name).ok_or_else(|| ToolError::not_found(name))
+    }
+
+    /// Runs a tool by name or alias with an arguments object.
+    ///
+    /// The arguments are checked before the handler runs (`ARGUMENTS`, with the JSON
+    /// Pointer of the failing value); a handler error is `FAILED` (or the handler's
+    /// own `ToolError`), and a panic is `PANICKED`.
+    pub async fn run(&self, name: &str, args: Value) -> Result<Value, ToolError> {
+        let tool = self.resolve(name)?;
+        let ctx = Ctx::new(self.clone(), Arc::clone(&tool), None);
+        tool.call(ctx, args).await
+    }
+
+    /// Runs a sync tool on the calling thread. An async tool gives `ASYNC_ONLY`.
+    pub fn run_sync(&self, name: &str, args: Value) -> Result<Value, ToolError> {
+        let tool = self.resolve(name)?;
+        let ctx = Ctx::new(self.clone(), Arc::clone(&tool), None);
+        tool.call_sync(&ctx, args)
+    }
+
+    /// Runs a tool with positional arguments, mapped onto its parameters in
+    /// declaration order (see [`ToolBuilder::param_order`](crate::ToolBuilder::param_order)).
+    pub async fn run_with_pos(&self, name: &str, args: Vec<Value>) -> Result<Value, ToolError> {
+        let tool = self.resolve(name)?;
+        let args = tool.positional_to_named(args)?;
+        let ctx = Ctx::new(self.clone(), Arc::clone(&tool), None);
+        tool.call(ctx, args).await
+    }
+
+    /// Runs a sync tool with positional arguments on the calling thread.
+    pub fn run_with_pos_sync(&self, name: &str, args: Vec<Value>) -> Result<Value, ToolError> {
+        let tool = self.resolve(name)?;
+        let args = tool.positional_to_named(args)?;
+        let ctx = Ctx::new(self.clone(), Arc::clone(&tool), None);
+        tool.call_sync(&ctx, args)
+    }
+
+    /// Executes one call; any failure is in the result, never returned as an error.
+    pub async fn execute(&self, call: ToolCall) -> ToolResult {
+        let ToolCall {
+            id,
+            name,
+            arguments,
+        } = call;
+        let output = match self.resolve(&name) {
+            Ok(tool) => {
+                let ctx = Ctx::new(
+                    self.clone(),
+                    Arc::clone(&tool),
+                    Some(Arc::from(id.as_str())),
+                );
+                tool.call(ctx, arguments).await
+            }
+            Err(err) => Err(err),
+        };
+        ToolResult::new(id, name, output)
+    }
+
+    /// Executes calls concurrently and returns their results in input order. One
+    /// failing call never fails the batch.
+    pub async fn execute_batch(
+        &self,
+        calls: impl IntoIterator<Item = ToolCall>,
+    ) -> Vec<ToolResult> {
+        futures::future::join_all(calls.into_iter().map(|call| self.execute(call))).await
+    }
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry")
+            .field("tools", &self.names())
+            .finish()
+    }
+}

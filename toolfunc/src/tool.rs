@@ -1,0 +1,632 @@
+//! `ToolFunc` (a tool: definition + handler), `ToolDefinition` (its serialisable
+//! metadata) and `ToolBuilder` (tools made at run time).
+
+use std::any::Any;
+use std::fmt;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::schema::{check_params_root, empty_object, parse_args, schema_of, validate};
+use crate::{Ctx, ToolError};
+
+/// The serialisable metadata of a tool: what discovery, LLM exports and remote
+/// clients see.
+///
+/// Fields left unset are omitted from the JSON. `params` is always a JSON Schema whose
+/// root is `"type": "object"`.
+///
+/// ```
+/// let def: toolfunc::ToolDefinition = serde_json::from_value(serde_json::json!({
+///     "name": "echo",
+///     "description": "Echo the input.",
+///     "params": {"type": "object", "properties": {"text": {"type": "string"}}}
+/// })).unwrap();
+/// assert_eq!(def.name, "echo");
+/// assert!(def.alias.is_empty());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ToolDefinition {
+    /// The unique name the tool is run by.
+    pub name: String,
+    /// A short human-readable title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The full description (from the doc comment or the `description` key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// A concise description, advertised in place of `description` by
+    /// [`Registry::definitions`](crate::Registry::definitions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// JSON Schema of the arguments object.
+    #[serde(default = "empty_object")]
+    pub params: Value,
+    /// JSON Schema of the result; absent for tools that return nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// Other names the tool can be run by.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", with = "one_or_many")]
+    pub alias: Vec<String>,
+    /// Free-form grouping labels.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", with = "one_or_many")]
+    pub tags: Vec<String>,
+}
+
+impl ToolDefinition {
+    /// The definition as advertised to a caller: an authored `summary` replaces the
+    /// full `description` (which stays on the tool for direct lookup).
+    #[must_use]
+    pub fn advertised(&self) -> Self {
+        let mut def = self.clone();
+        if let Some(summary) = def.summary.take() {
+            def.description = Some(summary);
+        }
+        def
+    }
+}
+
+/// `alias` and `tags` are a string or a list of strings in the definitions of the
+/// reference RPC library; accept both, always write a list.
+mod one_or_many {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+
+    pub(super) fn serialize<S: Serializer>(v: &[String], s: S) -> Result<S::Ok, S::Error> {
+        v.serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+        Ok(match OneOrMany::deserialize(d)? {
+            OneOrMany::One(s) => vec![s],
+            OneOrMany::Many(v) => v,
+        })
+    }
+}
+
+type SyncFn = dyn Fn(&Ctx, Value) -> Result<Value, ToolError> + Send + Sync;
+type AsyncFn = dyn Fn(Ctx, Value) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
+
+enum Handler {
+    Sync(Box<SyncFn>),
+    Async(Box<AsyncFn>),
+}
+
+/// How the arguments are checked before the handler runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ArgCheck {
+    /// The handler deserialises into a Rust type; that is the check (no double work).
+    Typed,
+    /// The arguments are checked against the definition's `params` schema.
+    Schema,
+}
+
+/// How `run_with_pos` maps positional arguments onto named ones.
+#[derive(Debug, Clone)]
+enum Positional {
+    /// The i-th value is the argument named `names[i]`.
+    Names(Vec<String>),
+    /// The tool takes one arguments struct: a single object argument is the whole
+    /// arguments object; otherwise values map onto the schema's properties in order.
+    WholeObject,
+}
+
+/// One tool: its [`ToolDefinition`] and its handler.
+///
+/// `#[tool]` functions become `ToolFunc`s in the global registry; tools made at run
+/// time come from [`ToolFunc::builder`] or [`ToolFunc::from_definition`].
+pub struct ToolFunc {
+    definition: ToolDefinition,
+    handler: Handler,
+    check: ArgCheck,
+    positional: Positional,
+}
+
+impl fmt::Debug for ToolFunc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolFunc")
+            .field("definition", &self.definition)
+            .field("async", &self.is_async())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolFunc {
+    /// Starts a tool made at run time.
+    ///
+    /// ```
+    /// use serde_json::{json, Value};
+    /// use toolfunc::{Registry, ToolFunc};
+    ///
+    /// let echo = ToolFunc::builder("echo")
+    ///     .description("Return the arguments unchanged.")
+    ///     .params_schema(json!({
+    ///         "type": "object",
+    ///         "properties": {"text": {"type": "string"}},
+    ///         "required": ["text"]
+    ///     }))
+    ///     .handler_sync(|_ctx, args: Value| Ok(args))
+    ///     .build()
+    ///     .unwrap();
+    ///
+    /// let registry = Registry::new();
+    /// registry.register(echo).unwrap();
+    /// assert_eq!(registry.run_sync("echo", json!({"text": "hi"})).unwrap(), json!({"text": "hi"}));
+    /// // The given schema is enforced before the handler runs.
+    /// assert_eq!(registry.run_sync("echo", json!({"text": 1})).unwrap_err().code(), "ARGUMENTS");
+    /// ```
+    pub fn builder(name: impl Into<String>) -> ToolBuilder {
+        ToolBuilder::new(name.into())
+    }
+
+    /// Starts a tool from a definition (for example one loaded from JSON); add a
+    /// handler and build.
+    pub fn from_definition(definition: ToolDefinition) -> ToolBuilder {
+        let ToolDefinition {
+            name,
+            title,
+            description,
+            summary,
+            params,
+            result,
+            alias,
+            tags,
+        } = definition;
+        ToolBuilder {
+            title,
+            description,
+            summary,
+            params: Some(params),
+            result,
+            alias,
+            tags,
+            ..ToolBuilder::new(name)
+        }
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        &self.definition.name
+    }
+
+    /// The tool's full definition.
+    pub fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    /// Whether the tool only runs asynchronously (`run_sync` refuses it).
+    pub fn is_async(&self) -> bool {
+        matches!(self.handler, Handler::Async(_))
+    }
+
+    /// Normalises and checks the arguments: `null` means no arguments; anything else
+    /// must be an object.
+    fn prepare(&self, args: Value) -> Result<Value, ToolError> {
+        let args = match args {
+            Value::Null => Value::Object(serde_json::Map::new()),
+            Value::Object(_) => args,
+            other => {
+                return Err(ToolError::arguments(
+                    "",
+                    format!(
+                        "expected an object of named arguments, found {}",
+                        kind_of(&other)
+                    ),
+                ));
+            }
+        };
+        if self.check == ArgCheck::Schema {
+            validate(&self.definition.params, &args)?;
+        }
+        Ok(args)
+    }
+
+    /// Runs the handler synchronously. Async tools give `ASYNC_ONLY`.
+    pub(crate) fn call_sync(&self, ctx: &Ctx, args: Value) -> Result<Value, ToolError> {
+        match &self.handler {
+            Handler::Sync(f) => {
+                let args = self.prepare(args)?;
+                catch_unwind(AssertUnwindSafe(|| f(ctx, args)))
+                    .unwrap_or_else(|p| Err(panicked(&*p)))
+            }
+            Handler::Async(_) => Err(ToolError::AsyncOnly {
+                name: self.definition.name.clone(),
+            }),
+        }
+    }
+
+    /// Runs the handler. Sync handlers run inline; a panic anywhere becomes `PANICKED`.
+    pub(crate) async fn call(&self, ctx: Ctx, args: Value) -> Result<Value, ToolError> {
+        match &self.handler {
+            Handler::Sync(_) => self.call_sync(&ctx, args),
+            Handler::Async(f) => {
+                let args = self.prepare(args)?;
+                let future =
+                    catch_unwind(AssertUnwindSafe(|| f(ctx, args))).map_err(|p| panicked(&*p))?;
+                AssertUnwindSafe(future)
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|p| Err(panicked(&*p)))
+            }
+        }
+    }
+
+    /// Maps positional arguments onto named ones.
+    pub(crate) fn positional_to_named(&self, values: Vec<Value>) -> Result<Value, ToolError> {
+        let names: Vec<&str> = match &self.positional {
+            Positional::Names(names) => names.iter().map(String::as_str).collect(),
+            Positional::WholeObject => {
+                if let [Value::Object(_)] = values.as_slice() {
+                    return Ok(values.into_iter().next().unwrap_or_default());
+                }
+                self.definition
+                    .params
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .map(|p| p.keys().map(String::as_str).collect())
+                    .unwrap_or_default()
+            }
+        };
+        if values.len() > names.len() {
+            return Err(ToolError::arguments(
+                format!("/{}", names.len()),
+                format!(
+                    "expected at most {} positional argument{}, found {}",
+                    names.len(),
+                    if names.len() == 1 { "" } else { "s" },
+                    values.len()
+                ),
+            ));
+        }
+        Ok(Value::Object(
+            names
+                .iter()
+                .zip(values)
+                .map(|(name, value)| ((*name).to_owned(), value))
+                .collect(),
+        ))
+    }
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+pub(crate) fn panicked(payload: &(dyn Any + Send)) -> ToolError {
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic payload".to_owned());
+    tracing::error!(panic = %message, "tool handler panicked");
+    ToolError::Panicked { message }
+}
+
+/// Serialises a handler's output (`OUTPUT` error when it cannot be).
+#[doc(hidden)]
+pub fn to_output<T: Serialize + ?Sized>(value: &T) -> Result<Value, ToolError> {
+    serde_json::to_value(value).map_err(|e| ToolError::Output {
+        message: e.to_string(),
+    })
+}
+
+/// Builds a [`ToolFunc`] at run time. Start with [`ToolFunc::builder`].
+///
+/// Handlers come in four forms: over raw JSON ([`handler`](Self::handler),
+/// [`handler_sync`](Self::handler_sync)) — the arguments are then checked against
+/// [`params_schema`](Self::params_schema) before the handler runs — or over typed
+/// arguments ([`typed`](Self::typed), [`typed_sync`](Self::typed_sync)), whose
+/// parameter and result schemas are derived from the types unless given.
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct ToolBuilder {
+    name: String,
+    title: Option<String>,
+    description: Option<String>,
+    summary: Option<String>,
+    alias: Vec<String>,
+    tags: Vec<String>,
+    params: Option<Value>,
+    result: Option<Value>,
+    param_order: Option<Vec<String>>,
+    whole_object: bool,
+    handler: Option<Handler>,
+    check: ArgCheck,
+}
+
+impl fmt::Debug for ToolBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolBuilder")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolBuilder {
+    fn new(name: String) -> Self {
+        Self {
+            name,
+            title: None,
+            description: None,
+            summary: None,
+            alias: Vec::new(),
+            tags: Vec::new(),
+            params: None,
+            result: None,
+            param_order: None,
+            whole_object: false,
+            handler: None,
+            check: ArgCheck::Schema,
+        }
+    }
+
+    /// Sets the title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Sets the description.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Sets the summary advertised in place of the description.
+    pub fn summary(mut self, summary: impl Into<String>) -> Self {
+        self.summary = Some(summary.into());
+        self
+    }
+
+    /// Adds an alias.
+    pub fn alias(mut self, alias: impl Into<String>) -> Self {
+        self.alias.push(alias.into());
+        self
+    }
+
+    /// Adds a tag.
+    pub fn tag(mut self, tag: impl Into<String>) -> Self {
+        self.tags.push(tag.into());
+        self
+    }
+
+    /// Sets the parameters schema (its root must be `"type": "object"`).
+    pub fn params_schema(mut self, schema: Value) -> Self {
+        self.params = Some(schema);
+        self
+    }
+
+    /// Sets the result schema.
+    pub fn result_schema(mut self, schema: Value) -> Self {
+        self.result = Some(schema);
+        self
+    }
+
+    /// Sets the order in which `run_with_pos` maps positional values onto parameter
+    /// names. Without it, the order of the schema's `properties` is used.
+    pub fn param_order<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.param_order = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sets an async handler over the raw JSON arguments object.
+    pub fn handler<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(Ctx, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+    {
+        self.handler = Some(Handler::Async(Box::new(move |ctx, args| {
+            Box::pin(f(ctx, args))
+        })));
+        self.check = ArgCheck::Schema;
+        self
+    }
+
+    /// Sets a sync handler over the raw JSON arguments object.
+    pub fn handler_sync<F>(mut self, f: F) -> Self
+    where
+        F: Fn(&Ctx, Value) -> Result<Value, ToolError> + Send + Sync + 'static,
+    {
+        self.handler = Some(Handler::Sync(Box::new(f)));
+        self.check = ArgCheck::Schema;
+        self
+    }
+
+    /// Sets an async handler over typed arguments. The parameters schema comes from
+    /// `A` and the result schema from `R` unless they were set.
+    ///
+    /// ```
+    /// # tokio_test_block_on(async {
+    /// use toolfunc::{Registry, ToolError, ToolFunc};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Greet { name: String }
+    ///
+    /// let registry = Registry::new();
+    /// registry.register(
+    ///     ToolFunc::builder("greet")
+    ///         .typed(|_ctx, args: Greet| async move { Ok::<_, ToolError>(format!("hello {}", args.name)) })
+    ///         .build()
+    ///         .unwrap(),
+    /// ).unwrap();
+    /// let out = registry.run("greet", serde_json::json!({"name": "Ann"})).await.unwrap();
+    /// assert_eq!(out, "hello Ann");
+    /// # });
+    /// # fn tokio_test_block_on<F: std::future::Future>(f: F) -> F::Output { futures::executor::block_on(f) }
+    /// ```
+    pub fn typed<A, R, F, Fut>(mut self, f: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        R: Serialize + JsonSchema + 'static,
+        F: Fn(Ctx, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
+    {
+        self.set_typed_schemas::<A, R>();
+        let f = Arc::new(f);
+        self.handler = Some(Handler::Async(Box::new(move |ctx, args| {
+            let f = Arc::clone(&f);
+            Box::pin(async move {
+                let args = parse_args::<A>(args)?;
+                to_output(&f(ctx, args).await?)
+            })
+        })));
+        self
+    }
+
+    /// Sets a sync handler over typed arguments. The parameters schema comes from `A`
+    /// and the result schema from `R` unless they were set.
+    pub fn typed_sync<A, R, F>(mut self, f: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + 'static,
+        R: Serialize + JsonSchema + 'static,
+        F: Fn(&Ctx, A) -> Result<R, ToolError> + Send + Sync + 'static,
+    {
+        self.set_typed_schemas::<A, R>();
+        self.handler = Some(Handler::Sync(Box::new(move |ctx, args| {
+            to_output(&f(ctx, parse_args::<A>(args)?)?)
+        })));
+        self
+    }
+
+    fn set_typed_schemas<A: JsonSchema, R: JsonSchema>(&mut self) {
+        if self.params.is_none() {
+            self.params = Some(schema_of::<A>());
+        }
+        if self.result.is_none() {
+            let result = schema_of::<R>();
+            // `()` has the schema `{"type": "null"}`: a tool that returns nothing.
+            if result != serde_json::json!({"type": "null"}) {
+                self.result = Some(result);
+            }
+        }
+        self.whole_object = true;
+        self.check = ArgCheck::Typed;
+    }
+
+    /// Builds the tool. Fails with `DEFINITION` when there is no handler, the name
+    /// is empty, or the parameters schema's root is not an object.
+    pub fn build(self) -> Result<ToolFunc, ToolError> {
+        let definition_error = |message: String| ToolError::Definition {
+            name: self.name.clone(),
+            message,
+        };
+        if self.name.is_empty() {
+            return Err(definition_error("the tool name is empty".into()));
+        }
+        let mut params = self.params.clone().unwrap_or_else(empty_object);
+        check_params_root(&params).map_err(definition_error)?;
+        // Providers expect `properties` on every object root, even an empty one.
+        if let Some(map) = params.as_object_mut() {
+            map.entry("properties")
+                .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        }
+        let positional = match (self.param_order.clone(), self.whole_object) {
+            (Some(names), _) => Positional::Names(names),
+            (None, true) => Positional::WholeObject,
+            (None, false) => Positional::Names(
+                params
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .map(|p| p.keys().cloned().collect())
+                    .unwrap_or_default(),
+            ),
+        };
+        let Some(handler) = self.handler else {
+            return Err(definition_error("no handler was set".into()));
+        };
+        Ok(ToolFunc {
+            definition: ToolDefinition {
+                name: self.name,
+                title: self.title,
+                description: self.description,
+                summary: self.summary,
+                params,
+                result: self.result,
+                alias: self.alias,
+                tags: self.tags,
+            },
+            handler,
+            check: self.check,
+            positional,
+        })
+    }
+}
+
+/// What `#[tool]` submits to the global registry: const data only, turned into a
+/// [`ToolFunc`] through [`ToolBuilder`] when the global registry is first used.
+#[doc(hidden)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub title: Option<&'static str>,
+    pub description: Option<&'static str>,
+    pub summary: Option<&'static str>,
+    pub alias: &'static [&'static str],
+    pub tags: &'static [&'static str],
+    /// Parameter names in declaration order; `None` for a single arguments struct.
+    pub param_order: Option<&'static [&'static str]>,
+    pub params: fn() -> Value,
+    pub result: Option<fn() -> Value>,
+    pub handler: SpecHandler,
+    /// `file:line` of the function, for startup diagnostics.
+    pub location: &'static str,
+}
+
+/// The handler of a [`ToolSpec`].
+#[doc(hidden)]
+pub enum SpecHandler {
+    Sync(fn(&Ctx, Value) -> Result<Value, ToolError>),
+    Async(fn(Ctx, Value) -> BoxFuture<'static, Result<Value, ToolError>>),
+}
+
+inventory::collect!(ToolSpec);
+
+impl ToolSpec {
+    pub(crate) fn build(&self) -> Result<ToolFunc, ToolError> {
+        let mut builder = ToolFunc::builder(self.name);
+        builder.title = self.title.map(str::to_owned);
+        builder.description = self.description.map(str::to_owned);
+        builder.summary = self.summary.map(str::to_owned);
+        builder.alias = self.alias.iter().map(|s| (*s).to_owned()).collect();
+        builder.tags = self.tags.iter().map(|s| (*s).to_owned()).collect();
+        builder.params = Some((self.params)());
+        builder.result = self.result.map(|f| f());
+        match self.param_order {
+            Some(names) => {
+                builder.param_order = Some(names.iter().map(|s| (*s).to_owned()).collect())
+            }
+            None => builder.whole_object = true,
+        }
+        builder.handler = Some(match self.handler {
+            SpecHandler::Sync(f) => Handler::Sync(Box::new(f)),
+            SpecHandler::Async(f) => Handler::Async(Box::new(f)),
+        });
+        // The generated handler deserialises into the parameters struct: that is the check.
+        builder.check = ArgCheck::Typed;
+        builder.build()
+    }
+}
