@@ -145,7 +145,8 @@ fn str_list(meta: &ParseNestedMeta<'_>) -> syn::Result<Vec<LitStr>> {
     if value.peek(syn::token::Bracket) {
         let content;
         syn::bracketed!(content in value);
-        let items = content.parse_terminated(|input| input.parse::<LitStr>(), Token![,])?;
+        let items =
+            content.parse_terminated(syn::parse::ParseBuffer::parse::<LitStr>, Token![,])?;
         Ok(items.into_iter().collect())
     } else {
         let lit: LitStr = value.parse().map_err(|err| {

@@ -5,7 +5,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
-use syn::{Item, LitStr};
+use syn::{Ident, Item, LitStr};
 
 use crate::attr::ToolAttrs;
 use crate::docs::{description_expr, doc_parts};
@@ -14,13 +14,13 @@ use crate::model::{Output, Param, ParamKind, ToolFn};
 use crate::validate::{Errors, validate};
 
 /// Entry point of `#[tool]`.
-pub(crate) fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
+pub(crate) fn tool(args: TokenStream, input: &TokenStream) -> TokenStream {
     let item: Item = match syn::parse2(input.clone()) {
         Ok(item) => item,
-        Err(err) => return fallback::emit(&input, &err),
+        Err(err) => return fallback::emit(input, &err),
     };
     let Item::Fn(func) = item else {
-        return fallback::emit(&input, &fallback::not_a_function(&item));
+        return fallback::emit(input, &fallback::not_a_function(&item));
     };
     let mut errors = Errors::default();
     let attrs = ToolAttrs::parse(args).unwrap_or_else(|err| {
@@ -36,9 +36,27 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
 }
 
 fn some_str(value: Option<&LitStr>, p: &TokenStream) -> TokenStream {
-    match value {
-        Some(lit) => quote!(#p::Some(#lit)),
-        None => quote!(#p::None),
+    value.map_or_else(|| quote!(#p::None), |lit| quote!(#p::Some(#lit)))
+}
+
+/// Hidden locals of the generated handler; `mixed_site` keeps them out of the user's
+/// reach and the user's names out of theirs.
+struct Locals {
+    ctx: Ident,
+    raw: Ident,
+    params: Ident,
+    out: Ident,
+}
+
+impl Locals {
+    fn new() -> Self {
+        let local = |name: &str| Ident::new(name, Span::mixed_site());
+        Self {
+            ctx: local("__toolfunc_ctx"),
+            raw: local("__toolfunc_args"),
+            params: local("__toolfunc_params"),
+            out: local("__toolfunc_out"),
+        }
     }
 }
 
@@ -55,81 +73,155 @@ fn generate(model: &ToolFn) -> TokenStream {
         || LitStr::new(&fn_ident.unraw().to_string(), fn_ident.span()),
         Clone::clone,
     );
-
     let description = match &attrs.description {
         Some(lit) => quote!(#p::Some(#lit)),
-        None => match description_expr(&doc_parts(&item.attrs)) {
-            Some(expr) => quote!(#p::Some(#expr)),
-            None => quote!(#p::None),
-        },
+        None => description_expr(&doc_parts(&item.attrs))
+            .map_or_else(|| quote!(#p::None), |expr| quote!(#p::Some(#expr))),
     };
     let title = some_str(attrs.title.as_ref(), &p);
     let summary = some_str(attrs.summary.as_ref(), &p);
     let alias = attrs.alias.iter().flatten();
     let tags = attrs.tags.iter().flatten();
 
-    let ctx = syn::Ident::new("__toolfunc_ctx", Span::mixed_site());
-    let raw = syn::Ident::new("__toolfunc_args", Span::mixed_site());
-    let params = syn::Ident::new("__toolfunc_params", Span::mixed_site());
-    let out = syn::Ident::new("__toolfunc_out", Span::mixed_site());
-    let params_ty = format_ident!("__ToolfuncParams");
-
-    // The parameters type: the user's struct with `args`, else a struct of the arguments.
-    let args: Vec<&Param> = model.args().collect();
-    let (params_item, params_type, param_order) = if attrs.args.is_some() {
-        let ty = &args[0].ty;
-        (quote!(), quote!(#ty), quote!(#p::None))
-    } else {
-        let path = quote!(#p).to_string().replace(' ', "");
-        let serde_path = format!("{path}::serde");
-        let schemars_path = format!("{path}::schemars");
-        let deny = attrs
-            .deny_unknown_fields
-            .map(|span| quote_spanned!(span=> #[serde(deny_unknown_fields)]));
-        let fields = args.iter().map(|param| {
-            let (attrs, ident, ty) = (&param.attrs, &param.ident, &param.ty);
-            quote!(#(#attrs)* #ident: #ty)
-        });
-        let names = args.iter().map(|param| serde_name(param));
-        (
-            quote! {
-                #[derive(#p::serde::Deserialize, #p::schemars::JsonSchema)]
-                #[serde(crate = #serde_path)]
-                #[schemars(crate = #schemars_path)]
-                #deny
-                struct #params_ty { #(#fields,)* }
-            },
-            quote!(#params_ty),
-            quote!(#p::Some(&[#(#names),*])),
-        )
+    let ParamsType {
+        item: params_item,
+        ty: params_type,
+        order: param_order,
+    } = params_type(model, &p);
+    let checks = checks(model, &p);
+    let result_fn = match &model.output {
+        Output::Value(ty) | Output::Result(Some(ty)) => quote!(#p::Some(|| #p::schema_of::<#ty>())),
+        Output::Unit | Output::Result(None) => quote!(#p::None),
     };
+    let handler = handler(model, &p, &params_type);
+    let kind = if model.is_async() {
+        quote!(Async)
+    } else {
+        quote!(Sync)
+    };
+    let location =
+        quote_spanned!(fn_ident.span()=> ::core::concat!(::core::file!(), ":", ::core::line!()));
 
-    // Checks spanned at the user's types, so a missing trait lands under that type.
-    let param_checks = args.iter().map(|param| {
+    quote! {
+        #item
+
+        #[allow(non_camel_case_types, clippy::all, clippy::pedantic)]
+        const _: () = {
+            #params_item
+            #checks
+            #handler
+
+            #p::inventory::submit! {
+                #p::ToolSpec {
+                    name: #name,
+                    title: #title,
+                    description: #description,
+                    summary: #summary,
+                    alias: &[#(#alias),*],
+                    tags: &[#(#tags),*],
+                    param_order: #param_order,
+                    params: || #p::schema_of::<#params_type>(),
+                    result: #result_fn,
+                    handler: #p::SpecHandler::#kind(__toolfunc_handler),
+                    location: #location,
+                }
+            }
+        };
+    }
+}
+
+struct ParamsType {
+    /// The generated struct, if any.
+    item: TokenStream,
+    /// The type the arguments object deserialises into.
+    ty: TokenStream,
+    /// `Some(&[names])` in declaration order, or `None` for a user's args struct.
+    order: TokenStream,
+}
+
+/// The parameters type: the user's struct with `args`, else a struct of the arguments
+/// carrying their doc comments and serde/schemars attributes.
+fn params_type(model: &ToolFn, p: &TokenStream) -> ParamsType {
+    let args: Vec<&Param> = model.args().collect();
+    if model.attrs.args.is_some() {
+        let ty = &args[0].ty;
+        return ParamsType {
+            item: quote!(),
+            ty: quote!(#ty),
+            order: quote!(#p::None),
+        };
+    }
+    let path = quote!(#p).to_string().replace(' ', "");
+    let serde_path = format!("{path}::serde");
+    let schemars_path = format!("{path}::schemars");
+    let deny = model
+        .attrs
+        .deny_unknown_fields
+        .map(|span| quote_spanned!(span=> #[serde(deny_unknown_fields)]));
+    let fields = args.iter().map(|param| {
+        let (attrs, ident, ty) = (&param.attrs, &param.ident, &param.ty);
+        quote!(#(#attrs)* #ident: #ty)
+    });
+    let names = args.iter().map(|param| serde_name(param));
+    let ty = format_ident!("__ToolfuncParams");
+    ParamsType {
+        item: quote! {
+            #[derive(#p::serde::Deserialize, #p::schemars::JsonSchema)]
+            #[serde(crate = #serde_path)]
+            #[schemars(crate = #schemars_path)]
+            #deny
+            struct #ty { #(#fields,)* }
+        },
+        ty: quote!(#ty),
+        order: quote!(#p::Some(&[#(#names),*])),
+    }
+}
+
+/// Trait checks spanned at the user's types, so a missing impl lands under that type.
+fn checks(model: &ToolFn, p: &TokenStream) -> TokenStream {
+    let params = model.args().map(|param| {
         let ty = &param.ty;
         quote_spanned!(ty.span()=> #p::assert_param::<#ty>();)
     });
-    let (result_fn, result_check) = match &model.output {
-        Output::Value(ty) | Output::Result(Some(ty)) => (
-            quote!(#p::Some(|| #p::schema_of::<#ty>())),
-            quote_spanned!(ty.span()=> #p::assert_output::<#ty>();),
-        ),
-        Output::Unit | Output::Result(None) => (quote!(#p::None), quote!()),
+    let output = match &model.output {
+        Output::Value(ty) | Output::Result(Some(ty)) => {
+            quote_spanned!(ty.span()=> #p::assert_output::<#ty>();)
+        }
+        Output::Unit | Output::Result(None) => quote!(),
     };
+    quote! {
+        #[allow(unused)]
+        fn __toolfunc_checks() {
+            #(#params)*
+            #output
+        }
+    }
+}
 
+/// `__toolfunc_handler`: parses the arguments, calls the user's function, converts
+/// its output.
+fn handler(model: &ToolFn, p: &TokenStream, params_type: &TokenStream) -> TokenStream {
+    let Locals {
+        ctx,
+        raw,
+        params,
+        out,
+    } = Locals::new();
     let is_async = model.is_async();
+    let whole = model.attrs.args.is_some();
     let call_args = model.params.iter().map(|param| match param.kind {
         ParamKind::Ctx { by_ref } => match (by_ref, is_async) {
             (true, true) => quote!(&#ctx),
             (true, false) | (false, true) => quote!(#ctx),
             (false, false) => quote!(<#p::Ctx as ::core::clone::Clone>::clone(#ctx)),
         },
-        ParamKind::Arg if attrs.args.is_some() => quote!(#params),
+        ParamKind::Arg if whole => quote!(#params),
         ParamKind::Arg => {
             let ident = &param.ident;
             quote!(#params.#ident)
         }
     });
+    let fn_ident = &model.item.sig.ident;
     let await_ = is_async.then(|| quote!(.await));
     let convert = match &model.output {
         Output::Unit => quote! {
@@ -138,15 +230,15 @@ fn generate(model: &ToolFn) -> TokenStream {
         },
         Output::Value(_) => quote!(#p::to_output(&#out)),
         Output::Result(_) => {
-            let ok = syn::Ident::new("__toolfunc_ok", Span::mixed_site());
-            let err = syn::Ident::new("__toolfunc_err", Span::mixed_site());
+            let ok = Ident::new("__toolfunc_ok", Span::mixed_site());
+            let err = Ident::new("__toolfunc_err", Span::mixed_site());
             quote! {
                 match #out {
                     #p::Ok(#ok) => #p::to_output(&#ok),
                     #p::Err(#err) => {
                         #[allow(unused_imports)]
                         use #p::convert::{ViaDisplay as _, ViaStdError as _, ViaToolError as _};
-                        #p::Err((&&&#p::convert::Probe::new(#err)).into_tool_error())
+                        #p::Err((&&&#p::convert::Probe::new(#err)).to_tool_error())
                     }
                 }
             }
@@ -160,7 +252,7 @@ fn generate(model: &ToolFn) -> TokenStream {
         let #out = #fn_ident(#(#call_args),*) #await_;
         #convert
     };
-    let handler = if is_async {
+    if is_async {
         quote! {
             fn __toolfunc_handler(
                 #ctx: #p::Ctx,
@@ -178,48 +270,6 @@ fn generate(model: &ToolFn) -> TokenStream {
                 #body
             }
         }
-    };
-    let kind = if is_async {
-        quote!(Async)
-    } else {
-        quote!(Sync)
-    };
-    let params_schema = quote!(|| #p::schema_of::<#params_type>());
-    let location =
-        quote_spanned!(fn_ident.span()=> ::core::concat!(::core::file!(), ":", ::core::line!()));
-
-    quote! {
-        #item
-
-        #[allow(non_camel_case_types, clippy::all, clippy::pedantic)]
-        const _: () = {
-            #params_item
-
-            #[automatically_derived]
-            #[allow(unused)]
-            fn __toolfunc_checks() {
-                #(#param_checks)*
-                #result_check
-            }
-
-            #handler
-
-            #p::inventory::submit! {
-                #p::ToolSpec {
-                    name: #name,
-                    title: #title,
-                    description: #description,
-                    summary: #summary,
-                    alias: &[#(#alias),*],
-                    tags: &[#(#tags),*],
-                    param_order: #param_order,
-                    params: #params_schema,
-                    result: #result_fn,
-                    handler: #p::SpecHandler::#kind(__toolfunc_handler),
-                    location: #location,
-                }
-            }
-        };
     }
 }
 
@@ -230,10 +280,10 @@ fn serde_name(param: &Param) -> String {
         // Other serde keys are serde's business; only `rename` matters here.
         let _ = attr.parse_nested_meta(|meta| {
             if meta.path.is_ident("rename") {
-                if let Ok(value) = meta.value() {
-                    if let Ok(lit) = value.parse::<LitStr>() {
-                        name = Some(lit.value());
-                    }
+                if let Ok(value) = meta.value()
+                    && let Ok(lit) = value.parse::<LitStr>()
+                {
+                    name = Some(lit.value());
                 }
             } else if meta.input.peek(syn::Token![=]) {
                 let _: syn::Token![=] = meta.input.parse()?;

@@ -16,5 +16,5 @@ use proc_macro::TokenStream;
 /// `toolfunc::tool`.
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
-    expand::tool(args.into(), input.into()).into()
+    expand::tool(args.into(), &input.into()).into()
 }

@@ -49,7 +49,7 @@ impl ToolFn {
         for input in &mut item.sig.inputs {
             match input {
                 FnArg::Receiver(receiver) => errors.push(syn::Error::new_spanned(
-                    &receiver.self_token,
+                    receiver.self_token,
                     "#[tool] cannot take `self`: it applies to free functions; \
                      for methods, put #[tool_service] on the impl block",
                 )),
@@ -140,22 +140,19 @@ fn ctx_kind(ty: &Type) -> Option<ParamKind> {
 }
 
 fn output_of(ty: &Type) -> Output {
-    if let Type::Tuple(tuple) = ty {
-        if tuple.elems.is_empty() {
-            return Output::Unit;
-        }
+    if let Type::Tuple(tuple) = ty
+        && tuple.elems.is_empty()
+    {
+        return Output::Unit;
     }
-    if let Type::Path(path) = ty {
-        if let Some(last) = path.path.segments.last() {
-            if last.ident == "Result" {
-                if let PathArguments::AngleBracketed(args) = &last.arguments {
-                    if let Some(GenericArgument::Type(ok)) = args.args.first() {
-                        let unit = matches!(ok, Type::Tuple(t) if t.elems.is_empty());
-                        return Output::Result((!unit).then(|| ok.clone()));
-                    }
-                }
-            }
-        }
+    if let Type::Path(path) = ty
+        && let Some(last) = path.path.segments.last()
+        && last.ident == "Result"
+        && let PathArguments::AngleBracketed(args) = &last.arguments
+        && let Some(GenericArgument::Type(ok)) = args.args.first()
+    {
+        let unit = matches!(ok, Type::Tuple(t) if t.elems.is_empty());
+        return Output::Result((!unit).then(|| ok.clone()));
     }
     Output::Value(ty.clone())
 }

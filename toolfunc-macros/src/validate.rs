@@ -79,23 +79,23 @@ pub(crate) fn validate(tool: &ToolFn, errors: &mut Errors) {
         }
     }
 
-    if let syn::ReturnType::Type(_, ty) = &sig.output {
-        if let Some(impl_trait) = find_impl_trait(ty) {
-            errors.push(syn::Error::new(
-                impl_trait,
-                "#[tool] needs a nameable return type to build its result schema; \
-                 return a concrete type",
-            ));
-        }
+    if let syn::ReturnType::Type(_, ty) = &sig.output
+        && let Some(impl_trait) = find_impl_trait(ty)
+    {
+        errors.push(syn::Error::new(
+            impl_trait,
+            "#[tool] needs a nameable return type to build its result schema; \
+             return a concrete type",
+        ));
     }
 
-    if let Some(name) = &tool.attrs.name {
-        if name.value().is_empty() {
-            errors.push(syn::Error::new_spanned(
-                name,
-                "#[tool] `name` cannot be empty",
-            ));
-        }
+    if let Some(name) = &tool.attrs.name
+        && name.value().is_empty()
+    {
+        errors.push(syn::Error::new_spanned(
+            name,
+            "#[tool] `name` cannot be empty",
+        ));
     }
 }
 

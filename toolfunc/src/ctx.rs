@@ -45,6 +45,10 @@ impl Ctx {
         }
     }
 
+    pub(crate) fn tool(&self) -> &Arc<ToolFunc> {
+        &self.tool
+    }
+
     /// The name of the running tool.
     pub fn tool_name(&self) -> &str {
         self.tool.name()

@@ -418,7 +418,7 @@ pub mod convert {
         }
     }
 
-    // Called as `(&&&Probe::new(e)).into_tool_error()`: method lookup tries
+    // Called as `(&&&Probe::new(e)).to_tool_error()`: method lookup tries
     // `&&Probe<ToolError>`, then `&Probe<impl Error>`, then `Probe<impl Display>`, so
     // the most specific conversion wins. Each probe is used exactly once on a fresh
     // `Probe`, so `take` finds the error; the fallbacks only keep the conversion total.
@@ -426,10 +426,10 @@ pub mod convert {
     /// Highest priority: the error already is a `ToolError`.
     pub trait ViaToolError {
         /// Converts.
-        fn into_tool_error(&self) -> ToolError;
+        fn to_tool_error(&self) -> ToolError;
     }
     impl ViaToolError for &&Probe<ToolError> {
-        fn into_tool_error(&self) -> ToolError {
+        fn to_tool_error(&self) -> ToolError {
             self.take()
                 .unwrap_or_else(|| ToolError::failed("error already taken"))
         }
@@ -438,10 +438,10 @@ pub mod convert {
     /// Next: a `std::error::Error` whose source chain is kept.
     pub trait ViaStdError {
         /// Converts.
-        fn into_tool_error(&self) -> ToolError;
+        fn to_tool_error(&self) -> ToolError;
     }
     impl<E: StdError + Send + Sync + 'static> ViaStdError for &Probe<E> {
-        fn into_tool_error(&self) -> ToolError {
+        fn to_tool_error(&self) -> ToolError {
             self.take().map_or_else(
                 || ToolError::failed("error already taken"),
                 ToolError::from_error,
@@ -452,10 +452,10 @@ pub mod convert {
     /// Last: anything `Display`.
     pub trait ViaDisplay {
         /// Converts.
-        fn into_tool_error(&self) -> ToolError;
+        fn to_tool_error(&self) -> ToolError;
     }
     impl<E: fmt::Display> ViaDisplay for Probe<E> {
-        fn into_tool_error(&self) -> ToolError {
+        fn to_tool_error(&self) -> ToolError {
             self.take().map_or_else(
                 || ToolError::failed("error already taken"),
                 |e| ToolError::failed(e),

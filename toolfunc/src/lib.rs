@@ -32,12 +32,106 @@ mod registry;
 pub mod schema;
 mod tool;
 
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
+
 pub use call::{ToolCall, ToolResult};
 pub use ctx::Ctx;
 pub use error::ToolError;
 pub use registry::Registry;
 pub use tool::{ToolBuilder, ToolDefinition, ToolFunc};
 
+/// Turns a function into a tool in [`Registry::global()`], with no registration call.
+///
+/// The function stays an ordinary Rust function. The macro adds, beside it, a
+/// parameters type (serde `Deserialize` + schemars `JsonSchema`), the tool's
+/// definition, a handler, and a link-time registration.
+///
+/// ```
+/// use serde_json::json;
+/// use toolfunc::{tool, Ctx, Registry, ToolError};
+///
+/// /// Adds two numbers.
+/// ///
+/// /// The doc comment is the description; this paragraph is kept too.
+/// #[tool(alias = "plus", tags = ["math"])]
+/// fn add(
+///     /// The left operand.
+///     a: f64,
+///     /// The right operand; 0 when omitted.
+///     b: Option<f64>,
+/// ) -> f64 {
+///     a + b.unwrap_or(0.0)
+/// }
+///
+/// /// Looks a user up.
+/// #[tool(name = "user_get", summary = "Fetch one user.")]
+/// async fn get_user(ctx: &Ctx, id: u64) -> Result<String, ToolError> {
+///     if id == 0 {
+///         return Err(ToolError::custom("USER_NOT_FOUND", 404, "no user 0"));
+///     }
+///     Ok(format!("user {id} (via {})", ctx.tool_name()))
+/// }
+///
+/// # futures::executor::block_on(async {
+/// let registry = Registry::global();
+/// assert_eq!(registry.run("plus", json!({"a": 1})).await.unwrap(), json!(1.0));
+/// assert_eq!(registry.run("user_get", json!({"id": 7})).await.unwrap(), "user 7 (via user_get)");
+/// assert_eq!(registry.run("user_get", json!({"id": 0})).await.unwrap_err().code(), "USER_NOT_FOUND");
+/// # });
+/// ```
+///
+/// # Keys
+///
+/// | key | value | effect |
+/// | --- | --- | --- |
+/// | `name` | string | the tool's name (default: the function's name) |
+/// | `title` | string | a short human-readable title |
+/// | `description` | string | the description (default: the doc comment) |
+/// | `summary` | string | advertised in place of the description by [`Registry::definitions`] |
+/// | `alias` | string or list | other names the tool runs by |
+/// | `tags` | string or list | grouping labels |
+/// | `args` | flag | the single (non-context) parameter is the whole arguments object; its type derives `Deserialize` + `JsonSchema` |
+/// | `deny_unknown_fields` | flag | unknown argument names are an `ARGUMENTS` error (default: ignored) |
+/// | `crate` | path | where to find this crate, when it is renamed or re-exported (default `::toolfunc`) |
+///
+/// # Parameters
+///
+/// * Each parameter is a named argument; its doc comment becomes its description in
+///   the schema, and `#[serde(...)]`/`#[schemars(...)]` attributes on it apply to it
+///   (`#[serde(default)]`, `#[serde(rename = "type")]`, `#[schemars(range(min = 1))]`).
+/// * `Option<T>` parameters are optional (left out of `required`).
+/// * A parameter of type `&Ctx` or `Ctx` receives the call's [`Ctx`]; it is not an
+///   argument and is not in the schema.
+/// * Parameters must own their data (`String`, not `&str`) and implement
+///   `Deserialize` and `JsonSchema`.
+///
+/// # Return type
+///
+/// * `T` is the result (its schema is the tool's result schema); `()` or no return
+///   type gives `null` and no result schema.
+/// * `Result<T, E>` (or any alias named `Result`): `Err` becomes a [`ToolError`]. A
+///   `ToolError` passes through unchanged; any other `std::error::Error` becomes
+///   `FAILED` keeping it as the source; any other `Display` becomes `FAILED` with its
+///   message.
+/// * `async fn` tools run with [`Registry::run`]; [`Registry::run_sync`] refuses them
+///   with `ASYNC_ONLY`.
+///
+/// # Unknown fields
+///
+/// Arguments that no parameter names are ignored, as serde does by default, so
+/// callers that send extra keys keep working. `deny_unknown_fields` makes them an
+/// error (and puts `"additionalProperties": false` in the schema).
+///
+/// # Mistakes caught at compile time
+///
+/// A `self` receiver, generic parameters, `unsafe fn`, pattern parameters
+/// (`(a, b): (i32, i32)`), borrowed or `impl Trait` parameters, two context
+/// parameters, a parameter or result type without the serde/schemars traits (reported
+/// under that type), unknown or repeated keys, and `#[tool]` on anything but a
+/// function.
 #[cfg(feature = "macros")]
 pub use toolfunc_macros::tool;
 

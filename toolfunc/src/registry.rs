@@ -36,11 +36,15 @@ pub struct Registry {
     inner: Arc<RwLock<State>>,
 }
 
+/// Tool names are chosen by the program, not by callers: a caller can only look names
+/// up, never insert them, so a fast non-keyed hash is safe here.
+type Map<V> = HashMap<String, V, rustc_hash::FxBuildHasher>;
+
 #[derive(Default)]
 struct State {
-    tools: HashMap<String, Slot>,
+    tools: Map<Slot>,
     /// alias → name of the tool that owns it.
-    aliases: HashMap<String, String>,
+    aliases: Map<String>,
 }
 
 struct Slot {
@@ -78,12 +82,12 @@ impl State {
                     "alias `{alias}` of `{name}` is already the name of a tool"
                 ));
             }
-            if let Some(owner) = self.aliases.get(alias) {
-                if owner != name {
-                    return Some(format!(
-                        "alias `{alias}` of `{name}` is already an alias of `{owner}`"
-                    ));
-                }
+            if let Some(owner) = self.aliases.get(alias)
+                && owner != name
+            {
+                return Some(format!(
+                    "alias `{alias}` of `{name}` is already an alias of `{owner}`"
+                ));
             }
         }
         None
@@ -273,16 +277,14 @@ impl Registry {
     /// Pointer of the failing value); a handler error is `FAILED` (or the handler's
     /// own `ToolError`), and a panic is `PANICKED`.
     pub async fn run(&self, name: &str, args: Value) -> Result<Value, ToolError> {
-        let tool = self.resolve(name)?;
-        let ctx = Ctx::new(self.clone(), Arc::clone(&tool), None);
-        tool.call(ctx, args).await
+        let ctx = Ctx::new(self.clone(), self.resolve(name)?, None);
+        ToolFunc::call(ctx, args).await
     }
 
     /// Runs a sync tool on the calling thread. An async tool gives `ASYNC_ONLY`.
     pub fn run_sync(&self, name: &str, args: Value) -> Result<Value, ToolError> {
-        let tool = self.resolve(name)?;
-        let ctx = Ctx::new(self.clone(), Arc::clone(&tool), None);
-        tool.call_sync(&ctx, args)
+        let ctx = Ctx::new(self.clone(), self.resolve(name)?, None);
+        ctx.tool().call_sync(&ctx, args)
     }
 
     /// Runs a tool with positional arguments, mapped onto its parameters in
@@ -290,16 +292,15 @@ impl Registry {
     pub async fn run_with_pos(&self, name: &str, args: Vec<Value>) -> Result<Value, ToolError> {
         let tool = self.resolve(name)?;
         let args = tool.positional_to_named(args)?;
-        let ctx = Ctx::new(self.clone(), Arc::clone(&tool), None);
-        tool.call(ctx, args).await
+        ToolFunc::call(Ctx::new(self.clone(), tool, None), args).await
     }
 
     /// Runs a sync tool with positional arguments on the calling thread.
     pub fn run_with_pos_sync(&self, name: &str, args: Vec<Value>) -> Result<Value, ToolError> {
         let tool = self.resolve(name)?;
         let args = tool.positional_to_named(args)?;
-        let ctx = Ctx::new(self.clone(), Arc::clone(&tool), None);
-        tool.call_sync(&ctx, args)
+        let ctx = Ctx::new(self.clone(), tool, None);
+        ctx.tool().call_sync(&ctx, args)
     }
 
     /// Executes one call; any failure is in the result, never returned as an error.
@@ -311,12 +312,8 @@ impl Registry {
         } = call;
         let output = match self.resolve(&name) {
             Ok(tool) => {
-                let ctx = Ctx::new(
-                    self.clone(),
-                    Arc::clone(&tool),
-                    Some(Arc::from(id.as_str())),
-                );
-                tool.call(ctx, arguments).await
+                let ctx = Ctx::new(self.clone(), tool, Some(Arc::from(id.as_str())));
+                ToolFunc::call(ctx, arguments).await
             }
             Err(err) => Err(err),
         };

@@ -68,18 +68,31 @@ pub(crate) fn check_params_root(schema: &Value) -> Result<(), String> {
 /// assert!(matches!(err, toolfunc::ToolError::Arguments { ref path, .. } if path == "/items/2/id"));
 /// ```
 pub fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
-    serde_path_to_error::deserialize(args).map_err(|err| {
-        let mut path = pointer(err.path());
-        let message = err.into_inner().to_string();
-        // serde reports a missing field at the object that lacks it; point at the field.
-        if let Some(field) = message
-            .strip_prefix("missing field `")
-            .and_then(|rest| rest.strip_suffix('`'))
-        {
-            push_token(&mut path, field);
+    // Fast path: plain serde. Path tracking allocates for every map key it passes,
+    // so it only runs again, on the same value, when this fails.
+    match T::deserialize(&args) {
+        Ok(value) => Ok(value),
+        Err(_) => Err(locate_error::<T>(args)),
+    }
+}
+
+#[cold]
+fn locate_error<T: DeserializeOwned>(args: Value) -> ToolError {
+    match serde_path_to_error::deserialize::<_, T>(args) {
+        Ok(_) => ToolError::arguments("", "the arguments could not be deserialised"),
+        Err(err) => {
+            let mut path = pointer(err.path());
+            let message = err.into_inner().to_string();
+            // serde reports a missing field at the object that lacks it; point at the field.
+            if let Some(field) = message
+                .strip_prefix("missing field `")
+                .and_then(|rest| rest.strip_suffix('`'))
+            {
+                push_token(&mut path, field);
+            }
+            ToolError::arguments(path, message)
         }
-        ToolError::arguments(path, message)
-    })
+    }
 }
 
 fn pointer(path: &serde_path_to_error::Path) -> String {
@@ -151,9 +164,9 @@ impl Checker<'_> {
             return fail(path, "schema nesting too deep (recursive $ref?)".into());
         }
         let schema = match schema {
-            Value::Bool(true) => return Ok(()),
-            Value::Bool(false) => return fail(path, "no value is allowed here".into()),
             Value::Object(map) => map,
+            Value::Bool(false) => return fail(path, "no value is allowed here".into()),
+            // `true` and non-schema values constrain nothing.
             _ => return Ok(()),
         };
         if let Some(Value::String(reference)) = schema.get("$ref") {
@@ -186,18 +199,18 @@ impl Checker<'_> {
                 return fail(path, format!("expected {expected}, found {found}"));
             }
         }
-        if let Some(Value::Array(allowed)) = schema.get("enum") {
-            if !allowed.contains(value) {
-                return fail(
-                    path,
-                    format!("expected one of {}", Value::from(allowed.clone())),
-                );
-            }
+        if let Some(Value::Array(allowed)) = schema.get("enum")
+            && !allowed.contains(value)
+        {
+            return fail(
+                path,
+                format!("expected one of {}", Value::from(allowed.clone())),
+            );
         }
-        if let Some(expected) = schema.get("const") {
-            if expected != value {
-                return fail(path, format!("expected {expected}"));
-            }
+        if let Some(expected) = schema.get("const")
+            && expected != value
+        {
+            return fail(path, format!("expected {expected}"));
         }
         self.check_combinators(schema, value, path, depth)?;
         match value {
@@ -206,15 +219,15 @@ impl Checker<'_> {
             Value::Number(n) => check_number(schema, n.as_f64().unwrap_or(f64::NAN), path),
             Value::String(s) => {
                 let len = s.chars().count() as u64;
-                if let Some(min) = schema.get("minLength").and_then(Value::as_u64) {
-                    if len < min {
-                        return fail(path, format!("expected at least {min} characters"));
-                    }
+                if let Some(min) = schema.get("minLength").and_then(Value::as_u64)
+                    && len < min
+                {
+                    return fail(path, format!("expected at least {min} characters"));
                 }
-                if let Some(max) = schema.get("maxLength").and_then(Value::as_u64) {
-                    if len > max {
-                        return fail(path, format!("expected at most {max} characters"));
-                    }
+                if let Some(max) = schema.get("maxLength").and_then(Value::as_u64)
+                    && len > max
+                {
+                    return fail(path, format!("expected at most {max} characters"));
                 }
                 Ok(())
             }
@@ -248,10 +261,10 @@ impl Checker<'_> {
                 }
                 if matched == 0 {
                     // One option: its own error is the clearest message.
-                    if options.len() == 1 {
-                        if let Some(failure) = first_failure {
-                            return Err(failure);
-                        }
+                    if options.len() == 1
+                        && let Some(failure) = first_failure
+                    {
+                        return Err(failure);
                     }
                     return Err((path.clone(), format!("matches none of the {key} options")));
                 }
@@ -263,10 +276,10 @@ impl Checker<'_> {
                 }
             }
         }
-        if let Some(not) = schema.get("not") {
-            if self.check(not, value, &mut path.clone(), depth + 1).is_ok() {
-                return Err((path.clone(), "matches a schema it must not match".into()));
-            }
+        if let Some(not) = schema.get("not")
+            && self.check(not, value, &mut path.clone(), depth + 1).is_ok()
+        {
+            return Err((path.clone(), "matches a schema it must not match".into()));
         }
         Ok(())
     }
@@ -318,15 +331,15 @@ impl Checker<'_> {
         depth: usize,
     ) -> Result<(), Failure> {
         let count = items.len() as u64;
-        if let Some(min) = schema.get("minItems").and_then(Value::as_u64) {
-            if count < min {
-                return Err((path.clone(), format!("expected at least {min} items")));
-            }
+        if let Some(min) = schema.get("minItems").and_then(Value::as_u64)
+            && count < min
+        {
+            return Err((path.clone(), format!("expected at least {min} items")));
         }
-        if let Some(max) = schema.get("maxItems").and_then(Value::as_u64) {
-            if count > max {
-                return Err((path.clone(), format!("expected at most {max} items")));
-            }
+        if let Some(max) = schema.get("maxItems").and_then(Value::as_u64)
+            && count > max
+        {
+            return Err((path.clone(), format!("expected at most {max} items")));
         }
         let prefix = schema
             .get("prefixItems")
@@ -354,25 +367,25 @@ impl Checker<'_> {
 fn check_number(schema: &Map<String, Value>, n: f64, path: &str) -> Result<(), Failure> {
     let bound = |key: &str| schema.get(key).and_then(Value::as_f64);
     let fail = |message: String| Err((path.to_owned(), message));
-    if let Some(min) = bound("minimum") {
-        if n < min {
-            return fail(format!("expected a number >= {min}"));
-        }
+    if let Some(min) = bound("minimum")
+        && n < min
+    {
+        return fail(format!("expected a number >= {min}"));
     }
-    if let Some(max) = bound("maximum") {
-        if n > max {
-            return fail(format!("expected a number <= {max}"));
-        }
+    if let Some(max) = bound("maximum")
+        && n > max
+    {
+        return fail(format!("expected a number <= {max}"));
     }
-    if let Some(min) = bound("exclusiveMinimum") {
-        if n <= min {
-            return fail(format!("expected a number > {min}"));
-        }
+    if let Some(min) = bound("exclusiveMinimum")
+        && n <= min
+    {
+        return fail(format!("expected a number > {min}"));
     }
-    if let Some(max) = bound("exclusiveMaximum") {
-        if n >= max {
-            return fail(format!("expected a number < {max}"));
-        }
+    if let Some(max) = bound("exclusiveMaximum")
+        && n >= max
+    {
+        return fail(format!("expected a number < {max}"));
     }
     Ok(())
 }

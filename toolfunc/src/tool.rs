@@ -7,8 +7,11 @@ use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 use futures::FutureExt;
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, CatchUnwind};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -250,19 +253,24 @@ impl ToolFunc {
         }
     }
 
-    /// Runs the handler. Sync handlers run inline; a panic anywhere becomes `PANICKED`.
-    pub(crate) async fn call(&self, ctx: Ctx, args: Value) -> Result<Value, ToolError> {
-        match &self.handler {
-            Handler::Sync(_) => self.call_sync(&ctx, args),
-            Handler::Async(f) => {
-                let args = self.prepare(args)?;
-                let future =
-                    catch_unwind(AssertUnwindSafe(|| f(ctx, args))).map_err(|p| panicked(&*p))?;
-                AssertUnwindSafe(future)
-                    .catch_unwind()
-                    .await
-                    .unwrap_or_else(|p| Err(panicked(&*p)))
-            }
+    /// Runs the tool of `ctx`. Sync handlers run inline within the first poll; a panic
+    /// anywhere becomes `PANICKED`.
+    pub(crate) fn call(ctx: Ctx, args: Value) -> Call {
+        let tool = ctx.tool();
+        if let Handler::Sync(_) = tool.handler {
+            return Call::Ready(Some(tool.call_sync(&ctx, args)));
+        }
+        // The handler borrows the tool while `ctx` moves into it: hold the tool apart.
+        let tool = Arc::clone(tool);
+        let Handler::Async(f) = &tool.handler else {
+            unreachable!("sync handlers returned above")
+        };
+        let started = tool.prepare(args).and_then(|args| {
+            catch_unwind(AssertUnwindSafe(|| f(ctx, args))).map_err(|p| panicked(&*p))
+        });
+        match started {
+            Ok(future) => Call::Running(AssertUnwindSafe(future).catch_unwind()),
+            Err(err) => Call::Ready(Some(Err(err))),
         }
     }
 
@@ -300,6 +308,31 @@ impl ToolFunc {
                 .map(|(name, value)| ((*name).to_owned(), value))
                 .collect(),
         ))
+    }
+}
+
+/// The future of one handler call: already finished (sync handlers, early errors) or
+/// running (async handlers), with panics caught either way.
+pub(crate) enum Call {
+    Ready(Option<Result<Value, ToolError>>),
+    Running(CatchUnwind<AssertUnwindSafe<BoxFuture<'static, Result<Value, ToolError>>>>),
+}
+
+impl Future for Call {
+    type Output = Result<Value, ToolError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // Both variants are `Unpin` (the running future is boxed).
+        match self.get_mut() {
+            Self::Ready(result) => Poll::Ready(
+                result
+                    .take()
+                    .unwrap_or_else(|| Err(ToolError::failed("call polled after completion"))),
+            ),
+            Self::Running(future) => Pin::new(future)
+                .poll(cx)
+                .map(|caught| caught.unwrap_or_else(|p| Err(panicked(&*p)))),
+        }
     }
 }
 
@@ -617,7 +650,7 @@ impl ToolSpec {
         builder.result = self.result.map(|f| f());
         match self.param_order {
             Some(names) => {
-                builder.param_order = Some(names.iter().map(|s| (*s).to_owned()).collect())
+                builder.param_order = Some(names.iter().map(|s| (*s).to_owned()).collect());
             }
             None => builder.whole_object = true,
         }

@@ -1,0 +1,108 @@
+//! A tour of toolfunc: declare tools with `#[tool]`, then discover and run them by name.
+//!
+//! Run with `cargo run --example quickstart`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use toolfunc::{Ctx, Registry, ToolCall, ToolError, tool};
+
+/// Adds two numbers.
+#[tool(alias = "plus", tags = ["math"])]
+fn add(
+    /// The left operand.
+    a: f64,
+    /// The right operand.
+    b: f64,
+) -> f64 {
+    a + b
+}
+
+/// Greets someone, in an optional language.
+#[tool(title = "Greeter")]
+async fn greet(ctx: &Ctx, name: String, lang: Option<Lang>) -> String {
+    let hello = match lang.unwrap_or_default() {
+        Lang::En => "Hello",
+        Lang::Fr => "Bonjour",
+    };
+    format!("{hello}, {name}! (call {})", ctx.call_id().unwrap_or("-"))
+}
+
+/// A greeting language.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Lang {
+    #[default]
+    En,
+    Fr,
+}
+
+/// An order line.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+struct Line {
+    /// Product id.
+    id: u64,
+    /// How many.
+    qty: u32,
+}
+
+/// Totals the quantities of an order.
+#[tool(summary = "Total an order.")]
+fn total(lines: Vec<Line>) -> Result<u32, ToolError> {
+    lines
+        .iter()
+        .try_fold(0u32, |sum, line| sum.checked_add(line.qty))
+        .ok_or_else(|| ToolError::failed("total overflows u32"))
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let registry = Registry::global();
+
+    println!("tools: {:?}\n", registry.names());
+    for def in registry.definitions() {
+        println!("{}", serde_json::to_string(&def)?);
+    }
+
+    println!(
+        "\nadd(1, 2)            = {}",
+        registry.run("add", json!({"a": 1, "b": 2})).await?
+    );
+    println!(
+        "plus(1, 2) [sync]    = {}",
+        registry.run_sync("plus", json!({"a": 1, "b": 2}))?
+    );
+    println!(
+        "add with positions   = {}",
+        registry
+            .run_with_pos("add", vec![json!(1), json!(2)])
+            .await?
+    );
+
+    let lines = json!({"lines": [{"id": 1, "qty": 2}, {"id": 2, "qty": 3}]});
+    println!(
+        "total                = {}",
+        registry.run("total", lines).await?
+    );
+
+    let bad = json!({"lines": [{"id": 1, "qty": 2}, {"id": "two", "qty": 3}]});
+    let err = registry.run("total", bad).await.unwrap_err();
+    println!(
+        "bad total            = {} [{}] {}",
+        err.code(),
+        err.status(),
+        serde_json::to_string(&err)?
+    );
+
+    let results = registry
+        .execute_batch([
+            ToolCall::new("c1", "greet", json!({"name": "Ann", "lang": "fr"})),
+            ToolCall::new("c2", "nope", json!({})),
+            ToolCall::new("c3", "add", json!({"a": 40, "b": 2})),
+        ])
+        .await;
+    println!("\nbatch (order kept, failures isolated):");
+    for result in &results {
+        println!("  {}", serde_json::to_string(result)?);
+    }
+    Ok(())
+}
