@@ -20,6 +20,7 @@ fn add(
 /// Greets someone, in an optional language.
 #[tool(title = "Greeter")]
 async fn greet(ctx: &Ctx, name: String, lang: Option<Lang>) -> String {
+    tokio::task::yield_now().await; // stands in for real I/O
     let hello = match lang.unwrap_or_default() {
         Lang::En => "Hello",
         Lang::Fr => "Bonjour",

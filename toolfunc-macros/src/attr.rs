@@ -38,18 +38,13 @@ impl ToolAttrs {
         let mut attrs = Self::default();
         let mut errors: Option<syn::Error> = None;
         let parser = syn::meta::parser(|meta| {
-            if let Err(err) = attrs.parse_key(&meta) {
+            // Every value is read whole before it is judged, so one bad key never
+            // hides the keys after it.
+            let value = read_value(&meta)?;
+            if let Err(err) = attrs.parse_key(&meta, value) {
                 match &mut errors {
                     Some(all) => all.combine(err),
                     None => errors = Some(err),
-                }
-                // Skip the value of a bad key so the remaining keys are still checked.
-                if meta.input.peek(Token![=]) {
-                    let _: Token![=] = meta.input.parse()?;
-                    let _: syn::Expr = meta.input.parse()?;
-                } else if meta.input.peek(syn::token::Paren) {
-                    let _content;
-                    syn::parenthesized!(_content in meta.input);
                 }
             }
             Ok(())
@@ -61,37 +56,100 @@ impl ToolAttrs {
         }
     }
 
-    fn parse_key(&mut self, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+    fn parse_key(&mut self, meta: &ParseNestedMeta<'_>, value: Value) -> syn::Result<()> {
         let path = &meta.path;
         let Some(key) = path.get_ident().map(ToString::to_string) else {
-            return Err(meta.error(unknown_key_message(&quote::quote!(#path).to_string())));
+            let shown: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+            return Err(syn::Error::new_spanned(
+                path,
+                unknown_key_message(&shown.join("::")),
+            ));
         };
+        let at_key = |message: String| syn::Error::new_spanned(path, message);
+        let needs_value = [
+            "name",
+            "title",
+            "description",
+            "summary",
+            "alias",
+            "tags",
+            "crate",
+        ];
+        if matches!(value, Value::None) && needs_value.contains(&key.as_str()) {
+            return Err(at_key(format!(
+                "#[tool] key `{key}` needs a value, like `{key} = ...`"
+            )));
+        }
         match key.as_str() {
             // name = "tool_name"
-            "name" => set(&mut self.name, meta, &key, lit_str(meta)?),
+            "name" => set(&mut self.name, path, &key, lit_str(&key, value)?),
             // title = "Human title"
-            "title" => set(&mut self.title, meta, &key, lit_str(meta)?),
+            "title" => set(&mut self.title, path, &key, lit_str(&key, value)?),
             // description = "Overrides the doc comment."
-            "description" => set(&mut self.description, meta, &key, lit_str(meta)?),
+            "description" => set(&mut self.description, path, &key, lit_str(&key, value)?),
             // summary = "Advertised in place of the description."
-            "summary" => set(&mut self.summary, meta, &key, lit_str(meta)?),
+            "summary" => set(&mut self.summary, path, &key, lit_str(&key, value)?),
             // alias = "plus"  |  alias = ["plus", "sum"]
-            "alias" => set(&mut self.alias, meta, &key, str_list(meta)?),
+            "alias" => set(&mut self.alias, path, &key, str_list(&key, value)?),
             // tags = "math"  |  tags = ["math", "pure"]
-            "tags" => set(&mut self.tags, meta, &key, str_list(meta)?),
+            "tags" => set(&mut self.tags, path, &key, str_list(&key, value)?),
             // args
-            "args" => set(&mut self.args, meta, &key, flag(meta, &key)?),
+            "args" => set(&mut self.args, path, &key, flag(path, &key, &value)?),
             // deny_unknown_fields
-            "deny_unknown_fields" => {
-                set(&mut self.deny_unknown_fields, meta, &key, flag(meta, &key)?)
-            }
+            "deny_unknown_fields" => set(
+                &mut self.deny_unknown_fields,
+                path,
+                &key,
+                flag(path, &key, &value)?,
+            ),
             // crate = path::to::toolfunc
             "crate" => {
-                let value: Path = meta.value()?.parse()?;
-                set(&mut self.krate, meta, &key, value)
+                let krate = match value {
+                    Value::Expr(syn::Expr::Path(p)) if p.qself.is_none() => p.path,
+                    Value::Expr(syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Str(lit),
+                        ..
+                    })) => {
+                        return Err(syn::Error::new_spanned(
+                            lit,
+                            "#[tool] key `crate` takes a path without quotes, like `crate = ::toolfunc`",
+                        ));
+                    }
+                    Value::Expr(other) => {
+                        return Err(syn::Error::new_spanned(
+                            other,
+                            "#[tool] key `crate` takes a path, like `crate = ::toolfunc`",
+                        ));
+                    }
+                    _ => {
+                        return Err(at_key(
+                            "#[tool] key `crate` needs a value: `crate = ::toolfunc`".into(),
+                        ));
+                    }
+                };
+                set(&mut self.krate, path, &key, krate)
             }
-            other => Err(meta.error(unknown_key_message(other))),
+            other => Err(at_key(unknown_key_message(other))),
         }
+    }
+}
+
+/// What follows a key: nothing, `= expr`, or a parenthesised list.
+pub(crate) enum Value {
+    None,
+    Expr(syn::Expr),
+    List(proc_macro2::TokenStream),
+}
+
+fn read_value(meta: &ParseNestedMeta<'_>) -> syn::Result<Value> {
+    if meta.input.peek(Token![=]) {
+        Ok(Value::Expr(meta.value()?.parse()?))
+    } else if meta.input.peek(syn::token::Paren) {
+        let content;
+        syn::parenthesized!(content in meta.input);
+        Ok(Value::List(content.parse()?))
+    } else {
+        Ok(Value::None)
     }
 }
 
@@ -109,53 +167,77 @@ fn unknown_key_message(key: &str) -> String {
     )
 }
 
-fn set<T>(
-    slot: &mut Option<T>,
-    meta: &ParseNestedMeta<'_>,
-    key: &str,
-    value: T,
-) -> syn::Result<()> {
+fn set<T>(slot: &mut Option<T>, path: &Path, key: &str, value: T) -> syn::Result<()> {
     if slot.is_some() {
-        return Err(meta.error(format!("#[tool] key `{key}` is specified more than once")));
+        return Err(syn::Error::new_spanned(
+            path,
+            format!("#[tool] key `{key}` is specified more than once"),
+        ));
     }
     *slot = Some(value);
     Ok(())
 }
 
-fn lit_str(meta: &ParseNestedMeta<'_>) -> syn::Result<LitStr> {
-    let value = meta.value()?;
-    value.parse::<LitStr>().map_err(|err| {
-        syn::Error::new(
-            err.span(),
-            "expected a string literal, like `key = \"value\"`",
-        )
-    })
+fn as_lit_str(expr: &syn::Expr) -> Option<&LitStr> {
+    match expr {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(lit),
+            ..
+        }) => Some(lit),
+        _ => None,
+    }
 }
 
-fn flag(meta: &ParseNestedMeta<'_>, key: &str) -> syn::Result<Span> {
-    if meta.input.peek(Token![=]) || meta.input.peek(syn::token::Paren) {
-        return Err(meta.error(format!("#[tool] key `{key}` takes no value: write `{key}`")));
+fn lit_str(key: &str, value: Value) -> syn::Result<LitStr> {
+    match value {
+        Value::Expr(expr) => as_lit_str(&expr).cloned().ok_or_else(|| {
+            syn::Error::new_spanned(
+                expr,
+                format!("#[tool] key `{key}` takes a string literal, like `{key} = \"...\"`"),
+            )
+        }),
+        Value::List(tokens) => Err(syn::Error::new_spanned(
+            tokens,
+            format!("#[tool] key `{key}` takes a string literal, like `{key} = \"...\"`"),
+        )),
+        Value::None => Err(syn::Error::new(
+            Span::call_site(),
+            format!("#[tool] key `{key}` needs a value, like `{key} = \"...\"`"),
+        )),
     }
-    Ok(meta.path.require_ident()?.span())
+}
+
+fn flag(path: &Path, key: &str, value: &Value) -> syn::Result<Span> {
+    match value {
+        Value::None => Ok(path.require_ident()?.span()),
+        _ => Err(syn::Error::new_spanned(
+            path,
+            format!("#[tool] key `{key}` takes no value: write `{key}`"),
+        )),
+    }
 }
 
 /// `"a"` or `["a", "b"]`.
-fn str_list(meta: &ParseNestedMeta<'_>) -> syn::Result<Vec<LitStr>> {
-    let value = meta.value()?;
-    if value.peek(syn::token::Bracket) {
-        let content;
-        syn::bracketed!(content in value);
-        let items =
-            content.parse_terminated(syn::parse::ParseBuffer::parse::<LitStr>, Token![,])?;
-        Ok(items.into_iter().collect())
-    } else {
-        let lit: LitStr = value.parse().map_err(|err| {
-            syn::Error::new(
-                err.span(),
-                "expected a string literal or a list of them, like `[\"a\", \"b\"]`",
-            )
-        })?;
-        Ok(vec![lit])
+fn str_list(key: &str, value: Value) -> syn::Result<Vec<LitStr>> {
+    let message = format!(
+        "#[tool] key `{key}` takes a string literal or a list of them, like `{key} = [\"a\", \"b\"]`"
+    );
+    match value {
+        Value::Expr(syn::Expr::Array(array)) => array
+            .elems
+            .iter()
+            .map(|e| {
+                as_lit_str(e)
+                    .cloned()
+                    .ok_or_else(|| syn::Error::new_spanned(e, &message))
+            })
+            .collect(),
+        Value::Expr(expr) => as_lit_str(&expr)
+            .cloned()
+            .map(|lit| vec![lit])
+            .ok_or_else(|| syn::Error::new_spanned(expr, &message)),
+        Value::List(tokens) => Err(syn::Error::new_spanned(tokens, message)),
+        Value::None => Err(syn::Error::new(Span::call_site(), message)),
     }
 }
 

@@ -86,12 +86,15 @@ fn generate(model: &ToolFn) -> TokenStream {
     let ParamsType {
         item: params_item,
         ty: params_type,
-        order: param_order,
     } = params_type(model, &p);
     let checks = checks(model, &p);
     let result_fn = match &model.output {
-        Output::Value(ty) | Output::Result(Some(ty)) => quote!(#p::Some(|| #p::schema_of::<#ty>())),
-        Output::Unit | Output::Result(None) => quote!(#p::None),
+        Output::Value(ty) | Output::Result { ok: Some(ty), .. } => {
+            let schema_of = respan(quote!(#p::result_schema_of), ty.span());
+            let schema = quote_spanned!(ty.span()=> #schema_of::<#ty>());
+            quote!(#p::Some(|| #schema))
+        }
+        Output::Unit | Output::Result { ok: None, .. } => quote!(#p::None),
     };
     let handler = handler(model, &p, &params_type);
     let kind = if model.is_async() {
@@ -103,10 +106,17 @@ fn generate(model: &ToolFn) -> TokenStream {
         quote_spanned!(fn_ident.span()=> ::core::concat!(::core::file!(), ":", ::core::line!()));
 
     quote! {
+        // Tool parameters must own their data (they are deserialised from JSON), so
+        // clippy's advice to borrow them cannot be followed.
+        #[allow(clippy::needless_pass_by_value)]
         #item
 
         #[allow(non_camel_case_types, clippy::all, clippy::pedantic)]
         const _: () = {
+            // The schemars derive calls `.into()` without a path; keep it working
+            // under `#![no_implicit_prelude]`.
+            #[allow(unused_imports)]
+            use ::core::convert::Into as _;
             #params_item
             #checks
             #handler
@@ -119,7 +129,7 @@ fn generate(model: &ToolFn) -> TokenStream {
                     summary: #summary,
                     alias: &[#(#alias),*],
                     tags: &[#(#tags),*],
-                    param_order: #param_order,
+                    param_order: #p::field_order::<#params_type>,
                     params: || #p::schema_of::<#params_type>(),
                     result: #result_fn,
                     handler: #p::SpecHandler::#kind(__toolfunc_handler),
@@ -135,8 +145,6 @@ struct ParamsType {
     item: TokenStream,
     /// The type the arguments object deserialises into.
     ty: TokenStream,
-    /// `Some(&[names])` in declaration order, or `None` for a user's args struct.
-    order: TokenStream,
 }
 
 /// The parameters type: the user's struct with `args`, else a struct of the arguments
@@ -148,7 +156,6 @@ fn params_type(model: &ToolFn, p: &TokenStream) -> ParamsType {
         return ParamsType {
             item: quote!(),
             ty: quote!(#ty),
-            order: quote!(#p::None),
         };
     }
     let path = quote!(#p).to_string().replace(' ', "");
@@ -162,7 +169,6 @@ fn params_type(model: &ToolFn, p: &TokenStream) -> ParamsType {
         let (attrs, ident, ty) = (&param.attrs, &param.ident, &param.ty);
         quote!(#(#attrs)* #ident: #ty)
     });
-    let names = args.iter().map(|param| serde_name(param));
     let ty = format_ident!("__ToolfuncParams");
     ParamsType {
         item: quote! {
@@ -173,7 +179,6 @@ fn params_type(model: &ToolFn, p: &TokenStream) -> ParamsType {
             struct #ty { #(#fields,)* }
         },
         ty: quote!(#ty),
-        order: quote!(#p::Some(&[#(#names),*])),
     }
 }
 
@@ -183,17 +188,25 @@ fn checks(model: &ToolFn, p: &TokenStream) -> TokenStream {
         let ty = &param.ty;
         quote_spanned!(ty.span()=> #p::assert_param::<#ty>();)
     });
-    let output = match &model.output {
-        Output::Value(ty) | Output::Result(Some(ty)) => {
-            quote_spanned!(ty.span()=> #p::assert_output::<#ty>();)
+    let contexts = model.params.iter().filter_map(|param| match param.kind {
+        ParamKind::Ctx { .. } => {
+            let ty = &param.ty;
+            Some(quote_spanned!(ty.span()=> #p::assert_ctx::<#ty>();))
         }
-        Output::Unit | Output::Result(None) => quote!(),
+        ParamKind::Arg => None,
+    });
+    let error = match &model.output {
+        Output::Result { err: Some(err), .. } => {
+            quote_spanned!(err.span()=> #p::assert_error::<#err>();)
+        }
+        _ => quote!(),
     };
     quote! {
         #[allow(unused)]
         fn __toolfunc_checks() {
             #(#params)*
-            #output
+            #(#contexts)*
+            #error
         }
     }
 }
@@ -228,13 +241,23 @@ fn handler(model: &ToolFn, p: &TokenStream, params_type: &TokenStream) -> TokenS
             let () = #out;
             #p::Ok(#p::Value::Null)
         },
-        Output::Value(_) => quote!(#p::to_output(&#out)),
-        Output::Result(_) => {
+        Output::Value(ty) => {
+            let to_output = respan(quote!(#p::tool_output), ty.span());
+            quote_spanned!(ty.span()=> #to_output::<#ty>(#out))
+        }
+        Output::Result { ok: ok_ty, .. } => {
+            let to_output = ok_ty.as_ref().map_or_else(
+                || quote!(#p::tool_output::<()>),
+                |ty| {
+                    let path = respan(quote!(#p::tool_output), ty.span());
+                    quote_spanned!(ty.span()=> #path::<#ty>)
+                },
+            );
             let ok = Ident::new("__toolfunc_ok", Span::mixed_site());
             let err = Ident::new("__toolfunc_err", Span::mixed_site());
             quote! {
                 match #out {
-                    #p::Ok(#ok) => #p::to_output(&#ok),
+                    #p::Ok(#ok) => #to_output(#ok),
                     #p::Err(#err) => {
                         #[allow(unused_imports)]
                         use #p::convert::{ViaDisplay as _, ViaStdError as _, ViaToolError as _};
@@ -273,27 +296,14 @@ fn handler(model: &ToolFn, p: &TokenStream, params_type: &TokenStream) -> TokenS
     }
 }
 
-/// The JSON name of an argument: its `#[serde(rename = "...")]`, else its identifier.
-fn serde_name(param: &Param) -> String {
-    let mut name = None;
-    for attr in param.attrs.iter().filter(|a| a.path().is_ident("serde")) {
-        // Other serde keys are serde's business; only `rename` matters here.
-        let _ = attr.parse_nested_meta(|meta| {
-            if meta.path.is_ident("rename") {
-                if let Ok(value) = meta.value()
-                    && let Ok(lit) = value.parse::<LitStr>()
-                {
-                    name = Some(lit.value());
-                }
-            } else if meta.input.peek(syn::Token![=]) {
-                let _: syn::Token![=] = meta.input.parse()?;
-                let _: syn::Expr = meta.input.parse()?;
-            } else if meta.input.peek(syn::token::Paren) {
-                let _content;
-                syn::parenthesized!(_content in meta.input);
-            }
-            Ok(())
-        });
-    }
-    name.unwrap_or_else(|| param.ident.unraw().to_string())
+/// `tokens` with every span set to `span`, so a trait error in a generated call lands
+/// under the user's type rather than under `#[tool]`.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut token| {
+            token.set_span(span);
+            token
+        })
+        .collect()
 }

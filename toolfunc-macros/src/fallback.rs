@@ -28,7 +28,7 @@ pub(crate) fn not_a_function(item: &Item) -> syn::Error {
         _ => Span::call_site(),
     };
     let hint = if matches!(item, Item::Impl(_)) {
-        "; for an impl block use #[tool_service]"
+        ", not impl blocks: put it on free functions"
     } else {
         ""
     };

@@ -1,6 +1,9 @@
 //! Procedural macros of [toolfunc](https://docs.rs/toolfunc). Use them through the
 //! `toolfunc` crate, which re-exports them and holds the code they expand to.
 
+// Libraries report through return values and `tracing`, never by printing.
+#![warn(clippy::print_stdout, clippy::print_stderr, clippy::dbg_macro)]
+
 mod attr;
 mod docs;
 mod expand;

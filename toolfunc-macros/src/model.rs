@@ -31,14 +31,16 @@ pub(crate) enum ParamKind {
     Arg,
 }
 
+#[allow(clippy::large_enum_variant)] // one per macro call; boxing buys nothing
 pub(crate) enum Output {
     /// No return value (or `()`): the tool returns `null` and has no result schema.
     Unit,
     /// `-> T`.
     Value(Type),
     /// `-> Result<T, E>` (any type named `Result`, so aliases work): `T` is the
-    /// result; `Err` becomes a `ToolError`.
-    Result(Option<Type>),
+    /// result (`None` for `()`); `Err` becomes a `ToolError`. `err` is `E` when
+    /// written out (not for aliases such as `io::Result<T>`).
+    Result { ok: Option<Type>, err: Option<Type> },
 }
 
 impl ToolFn {
@@ -46,19 +48,38 @@ impl ToolFn {
     /// are added to `errors` and their parameter is left out.
     pub(crate) fn new(attrs: ToolAttrs, mut item: ItemFn, errors: &mut Errors) -> Self {
         let mut params = Vec::new();
+        // A receiver is reported here and left out of the re-emitted function, so
+        // rustc does not report it a second time.
+        let inputs = std::mem::take(&mut item.sig.inputs);
+        for input in inputs {
+            if let FnArg::Receiver(receiver) = &input {
+                errors.push(syn::Error::new_spanned(
+                    receiver.self_token,
+                    "#[tool] applies to free functions and cannot take `self`; \
+                     move the function out of the impl block",
+                ));
+                continue;
+            }
+            item.sig.inputs.push(input);
+        }
         for input in &mut item.sig.inputs {
             match input {
-                FnArg::Receiver(receiver) => errors.push(syn::Error::new_spanned(
-                    receiver.self_token,
-                    "#[tool] cannot take `self`: it applies to free functions; \
-                     for methods, put #[tool_service] on the impl block",
-                )),
+                FnArg::Receiver(_) => {}
                 FnArg::Typed(pat_type) => {
                     // Parameter attributes are ours: doc comments and serde/schemars
                     // attributes go to the generated struct; rustc would reject them here.
                     let (moved, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut pat_type.attrs)
                         .into_iter()
                         .partition(|a| !is_kept_on_param(a));
+                    for attr in &kept {
+                        if attr.path().is_ident("cfg") || attr.path().is_ident("cfg_attr") {
+                            errors.push(syn::Error::new_spanned(
+                                attr,
+                                "#[tool] parameters cannot be conditional: a tool's \
+                                 arguments are the same in every build",
+                            ));
+                        }
+                    }
                     pat_type.attrs = kept;
                     let ident = match &*pat_type.pat {
                         Pat::Ident(pat) if pat.subpat.is_none() && pat.by_ref.is_none() => {
@@ -152,7 +173,14 @@ fn output_of(ty: &Type) -> Output {
         && let Some(GenericArgument::Type(ok)) = args.args.first()
     {
         let unit = matches!(ok, Type::Tuple(t) if t.elems.is_empty());
-        return Output::Result((!unit).then(|| ok.clone()));
+        let err = match args.args.iter().nth(1) {
+            Some(GenericArgument::Type(err)) => Some(err.clone()),
+            _ => None,
+        };
+        return Output::Result {
+            ok: (!unit).then(|| ok.clone()),
+            err,
+        };
     }
     Output::Value(ty.clone())
 }
@@ -199,13 +227,25 @@ mod tests {
                 todo!()
             }
         ));
-        assert!(matches!(f.output, Output::Result(Some(_))));
+        assert!(matches!(
+            f.output,
+            Output::Result {
+                ok: Some(_),
+                err: None
+            }
+        ));
         let (f, _) = model(parse_quote!(
             fn f() -> Result<(), E> {
                 todo!()
             }
         ));
-        assert!(matches!(f.output, Output::Result(None)));
+        assert!(matches!(
+            f.output,
+            Output::Result {
+                ok: None,
+                err: Some(_)
+            }
+        ));
         let (f, _) = model(parse_quote!(
             fn f() -> () {}
         ));

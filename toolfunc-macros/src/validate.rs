@@ -1,7 +1,6 @@
 //! Semantic checks on the model, as their own pass: every mistake is collected so one
 //! build reports them all.
 
-use syn::spanned::Spanned;
 use syn::{Type, visit::Visit};
 
 use crate::model::{ParamKind, ToolFn};
@@ -67,6 +66,22 @@ pub(crate) fn validate(tool: &ToolFn, errors: &mut Errors) {
     }
 
     if let Some(span) = tool.attrs.args {
+        if let Some(deny) = tool.attrs.deny_unknown_fields {
+            errors.push(syn::Error::new(
+                deny,
+                "#[tool] key `deny_unknown_fields` has no effect with `args`: \
+                 put #[serde(deny_unknown_fields)] on the arguments struct",
+            ));
+        }
+        for param in tool.args() {
+            if let Some(attr) = param.attrs.first() {
+                errors.push(syn::Error::new_spanned(
+                    attr,
+                    "with #[tool(args)], attributes and doc comments on the parameter have \
+                     no effect: put them on the arguments struct and its fields",
+                ));
+            }
+        }
         let count = tool.args().count();
         if count != 1 {
             errors.push(syn::Error::new(
@@ -82,7 +97,7 @@ pub(crate) fn validate(tool: &ToolFn, errors: &mut Errors) {
     if let syn::ReturnType::Type(_, ty) = &sig.output
         && let Some(impl_trait) = find_impl_trait(ty)
     {
-        errors.push(syn::Error::new(
+        errors.push(syn::Error::new_spanned(
             impl_trait,
             "#[tool] needs a nameable return type to build its result schema; \
              return a concrete type",
@@ -99,40 +114,69 @@ pub(crate) fn validate(tool: &ToolFn, errors: &mut Errors) {
     }
 }
 
-/// Arguments are deserialised from JSON the tool does not keep: they must own their data.
+/// Arguments are deserialised from JSON the tool does not keep: they must own their
+/// data, at any depth (`Option<&str>` no more than `&str`).
 fn check_owned(ty: &Type, errors: &mut Errors) {
-    match ty {
-        Type::Reference(r) => {
-            let hint = match &*r.elem {
+    if let Some(impl_trait) = find_impl_trait(ty) {
+        errors.push(syn::Error::new_spanned(
+            impl_trait,
+            "#[tool] parameters cannot be or contain `impl Trait`: use a concrete type",
+        ));
+        return;
+    }
+    let mut finder = BorrowFinder(None);
+    finder.visit_type(ty);
+    if let Some(borrow) = finder.0 {
+        let hint = match &borrow {
+            Borrow::Ref(r) => match &*r.elem {
                 Type::Path(p) if p.path.is_ident("str") => "; use `String` instead of `&str`",
                 Type::Slice(_) => "; use `Vec<T>` instead of `&[T]`",
+                Type::Path(p)
+                    if r.mutability.is_some()
+                        && p.path.segments.last().is_some_and(|s| s.ident == "Ctx") =>
+                {
+                    "; the context is taken as `&Ctx`, never `&mut Ctx`"
+                }
                 _ => "",
-            };
-            errors.push(syn::Error::new_spanned(
-                ty,
-                format!("#[tool] parameters must be owned types{hint}"),
-            ));
+            },
+            Borrow::Lifetime(_) => "; a borrowed lifetime cannot outlive the arguments",
+        };
+        let message = format!("#[tool] parameters must be owned types{hint}");
+        errors.push(match borrow {
+            Borrow::Ref(r) => syn::Error::new_spanned(r, message),
+            Borrow::Lifetime(l) => syn::Error::new_spanned(l, message),
+        });
+    }
+}
+
+enum Borrow {
+    Ref(syn::TypeReference),
+    Lifetime(syn::Lifetime),
+}
+
+/// The first `&T` or non-`'static` lifetime in a type.
+struct BorrowFinder(Option<Borrow>);
+
+impl<'ast> Visit<'ast> for BorrowFinder {
+    fn visit_type_reference(&mut self, node: &'ast syn::TypeReference) {
+        if self.0.is_none() {
+            self.0 = Some(Borrow::Ref(node.clone()));
         }
-        Type::ImplTrait(_) => errors.push(syn::Error::new_spanned(
-            ty,
-            "#[tool] parameters cannot be `impl Trait`: use a concrete type",
-        )),
-        _ => {
-            if let Some(span) = find_impl_trait(ty) {
-                errors.push(syn::Error::new(
-                    span,
-                    "#[tool] parameters cannot contain `impl Trait`: use a concrete type",
-                ));
-            }
+    }
+    fn visit_lifetime(&mut self, node: &'ast syn::Lifetime) {
+        if self.0.is_none() && node.ident != "static" {
+            self.0 = Some(Borrow::Lifetime(node.clone()));
         }
     }
 }
 
-fn find_impl_trait(ty: &Type) -> Option<proc_macro2::Span> {
-    struct Finder(Option<proc_macro2::Span>);
+fn find_impl_trait(ty: &Type) -> Option<syn::TypeImplTrait> {
+    struct Finder(Option<syn::TypeImplTrait>);
     impl<'ast> Visit<'ast> for Finder {
         fn visit_type_impl_trait(&mut self, node: &'ast syn::TypeImplTrait) {
-            self.0.get_or_insert(node.span());
+            if self.0.is_none() {
+                self.0 = Some(node.clone());
+            }
         }
     }
     let mut finder = Finder(None);

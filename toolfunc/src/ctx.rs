@@ -13,7 +13,7 @@ use crate::{Registry, ToolDefinition, ToolError, ToolFunc};
 /// A `#[tool]` function receives it by declaring a `&Ctx` (or `Ctx`) parameter, which
 /// is injected and left out of the parameter schema:
 ///
-/// ```
+/// ```rust,standalone_crate
 /// use toolfunc::{tool, Ctx, Registry};
 ///
 /// /// Says which tool is running.

@@ -41,18 +41,16 @@ use serde_json::{Map, Value};
 /// let back: ToolError = serde_json::from_value(wire).unwrap();
 /// assert!(matches!(back, ToolError::Arguments { .. }));
 /// ```
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum ToolError {
     /// No tool is registered under this name or alias.
-    #[error("tool not found: {name}")]
     NotFound {
         /// The name that was looked up.
         name: String,
     },
 
     /// The arguments do not match the tool's parameters.
-    #[error("invalid arguments at {}: {message}", display_path(path))]
     Arguments {
         /// JSON Pointer (RFC 6901) of the failing value; `""` is the arguments object itself.
         path: String,
@@ -61,61 +59,52 @@ pub enum ToolError {
     },
 
     /// The handler returned an error.
-    #[error("{message}")]
     Failed {
         /// The handler error's message.
         message: String,
         /// Optional structured data for the caller.
         data: Option<Value>,
         /// The handler's error, when it was a `std::error::Error` (not carried over a wire).
-        #[source]
         source: Option<Arc<dyn StdError + Send + Sync>>,
     },
 
     /// The handler panicked. The panic was caught; the registry is unaffected.
-    #[error("tool panicked: {message}")]
     Panicked {
         /// The panic payload, when it was a string.
         message: String,
     },
 
     /// The call was cancelled before it finished.
-    #[error("call cancelled{}", reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default())]
     Cancelled {
         /// Why, when the canceller said so.
         reason: Option<String>,
     },
 
     /// The call ran past its deadline.
-    #[error("call timed out{}", after_ms.map(|ms| format!(" after {ms} ms")).unwrap_or_default())]
     Timeout {
         /// The deadline that expired, in milliseconds, when known.
         after_ms: Option<u64>,
     },
 
     /// A name or alias is already taken.
-    #[error("{message}")]
     Conflict {
         /// Which name collided with what.
         message: String,
     },
 
     /// `run_sync` was asked to run a tool that only runs asynchronously.
-    #[error("tool `{name}` is async: use `run` instead of `run_sync`")]
     AsyncOnly {
         /// The tool's name.
         name: String,
     },
 
     /// The registry is sealed and accepts no more registrations.
-    #[error("registry is sealed: cannot register `{name}`")]
     Sealed {
         /// The tool that was refused.
         name: String,
     },
 
     /// A tool definition is invalid.
-    #[error("invalid definition of `{name}`: {message}")]
     Definition {
         /// The tool's name.
         name: String,
@@ -124,14 +113,12 @@ pub enum ToolError {
     },
 
     /// The handler's result could not be turned into JSON.
-    #[error("tool result could not be serialised: {message}")]
     Output {
         /// The serialiser's message.
         message: String,
     },
 
     /// An application-defined error with its own code and HTTP status.
-    #[error("{message}")]
     Custom {
         /// A stable, upper-case code such as `USER_NOT_FOUND`.
         code: String,
@@ -149,6 +136,51 @@ fn display_path(path: &str) -> &str {
         "the arguments"
     } else {
         path
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotFound { name } => write!(f, "tool not found: {name}"),
+            Self::Arguments { path, message } => {
+                write!(f, "invalid arguments at {}: {message}", display_path(path))
+            }
+            Self::Failed { message, .. }
+            | Self::Conflict { message }
+            | Self::Custom { message, .. } => f.write_str(message),
+            Self::Panicked { message } => write!(f, "tool panicked: {message}"),
+            Self::Cancelled { reason: None } => f.write_str("call cancelled"),
+            Self::Cancelled {
+                reason: Some(reason),
+            } => write!(f, "call cancelled: {reason}"),
+            Self::Timeout { after_ms: None } => f.write_str("call timed out"),
+            Self::Timeout { after_ms: Some(ms) } => write!(f, "call timed out after {ms} ms"),
+            Self::AsyncOnly { name } => {
+                write!(f, "tool `{name}` is async: use `run` instead of `run_sync`")
+            }
+            Self::Sealed { name } => write!(f, "registry is sealed: cannot register `{name}`"),
+            Self::Definition { name, message } => {
+                write!(f, "invalid definition of `{name}`: {message}")
+            }
+            Self::Output { message } => {
+                write!(f, "tool result could not be serialised: {message}")
+            }
+        }
+    }
+}
+
+// Written by hand rather than derived: `source()` must hand out the handler's own
+// error, not the `Arc` that shares it, so callers can `downcast_ref` to their type.
+impl StdError for ToolError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match self {
+            Self::Failed {
+                source: Some(source),
+                ..
+            } => Some(&**source),
+            _ => None,
+        }
     }
 }
 

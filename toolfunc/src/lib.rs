@@ -1,7 +1,7 @@
 //! Tool functions for Rust: plain functions that carry JSON-Schema metadata, sit in a
 //! global registry from startup, and run by name.
 //!
-//! ```
+//! ```rust,standalone_crate
 //! use serde_json::json;
 //! use toolfunc::{tool, Registry};
 //!
@@ -24,6 +24,9 @@
 //! ```
 //!
 //! See the crate README for the attribute keys, the runtime API and the error codes.
+
+// Libraries report through return values and `tracing`, never by printing.
+#![warn(clippy::print_stdout, clippy::print_stderr, clippy::dbg_macro)]
 
 mod call;
 mod ctx;
@@ -49,7 +52,7 @@ pub use tool::{ToolBuilder, ToolDefinition, ToolFunc};
 /// parameters type (serde `Deserialize` + schemars `JsonSchema`), the tool's
 /// definition, a handler, and a link-time registration.
 ///
-/// ```
+/// ```rust,standalone_crate
 /// use serde_json::json;
 /// use toolfunc::{tool, Ctx, Registry, ToolError};
 ///
@@ -75,7 +78,7 @@ pub use tool::{ToolBuilder, ToolDefinition, ToolFunc};
 ///     Ok(format!("user {id} (via {})", ctx.tool_name()))
 /// }
 ///
-/// # futures::executor::block_on(async {
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let registry = Registry::global();
 /// assert_eq!(registry.run("plus", json!({"a": 1})).await.unwrap(), json!(1.0));
 /// assert_eq!(registry.run("user_get", json!({"id": 7})).await.unwrap(), "user 7 (via user_get)");
@@ -146,7 +149,7 @@ pub mod __private {
     pub use ::serde_json::{self, Value};
 
     pub use crate::error::convert;
-    pub use crate::schema::{parse_args, schema_of};
+    pub use crate::schema::{field_order, parse_args, schema_of};
     pub use crate::tool::{SpecHandler, ToolSpec, to_output};
     pub use crate::{Ctx, ToolError};
     pub use ::core::option::Option::{self, None, Some};
@@ -178,9 +181,41 @@ pub mod __private {
         label = "this type must implement `serde::Serialize` and `schemars::JsonSchema`",
         note = "derive both: #[derive(serde::Serialize, schemars::JsonSchema)]"
     )]
-    pub trait ToolOutput {}
+    pub trait ToolOutput: ::serde::Serialize + ::schemars::JsonSchema {}
     impl<T: ::serde::Serialize + ::schemars::JsonSchema + ?Sized> ToolOutput for T {}
 
-    /// Checks, at the return type, that it can be a tool result.
-    pub const fn assert_output<T: ToolOutput + ?Sized>() {}
+    /// Serialises a tool's output; the bound reports a wrong type under the user's type.
+    pub fn tool_output<T: ToolOutput>(value: T) -> Result<Value, ToolError> {
+        to_output(&value)
+    }
+
+    /// The result schema of a tool; the bound reports a wrong type under the user's type.
+    pub fn result_schema_of<T: ToolOutput + ?Sized>() -> Value {
+        schema_of::<T>()
+    }
+
+    /// A parameter taken as the call context.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is taken as the call context because it is named `Ctx`",
+        label = "#[tool] injects `toolfunc::Ctx` into parameters named `Ctx` or `&Ctx`",
+        note = "import `toolfunc::Ctx`, or rename your own type"
+    )]
+    pub trait IsCtx {}
+    impl IsCtx for Ctx {}
+    impl IsCtx for &Ctx {}
+
+    /// Checks, at the parameter's type, that a `Ctx` parameter is toolfunc's.
+    pub const fn assert_ctx<T: IsCtx + ?Sized>() {}
+
+    /// The error type of a `#[tool]` function returning `Result<T, E>`.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be the error of a #[tool] function",
+        label = "this type must implement `std::fmt::Display` (or be a `ToolError`)",
+        note = "implement `Display` or `std::error::Error`, or return `ToolError`"
+    )]
+    pub trait ToolFailure {}
+    impl<E: ::core::fmt::Display + ?Sized> ToolFailure for E {}
+
+    /// Checks, at the error type, that it can become a `ToolError`.
+    pub const fn assert_error<E: ToolFailure + ?Sized>() {}
 }

@@ -17,7 +17,7 @@ use crate::{Ctx, ToolCall, ToolDefinition, ToolError, ToolFunc, ToolResult};
 /// [`Registry::global`] for the tools declared with `#[tool]` anywhere in the program,
 /// or [`Registry::new`] for an empty one.
 ///
-/// ```
+/// ```rust,standalone_crate
 /// use serde_json::json;
 /// use toolfunc::{tool, Registry};
 ///

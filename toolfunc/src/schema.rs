@@ -57,9 +57,9 @@ pub(crate) fn check_params_root(schema: &Value) -> Result<(), String> {
 /// description of what was expected.
 ///
 /// ```
-/// #[derive(serde::Deserialize)]
+/// #[derive(Debug, serde::Deserialize)]
 /// struct Item { id: u64 }
-/// #[derive(serde::Deserialize)]
+/// #[derive(Debug, serde::Deserialize)]
 /// struct Args { items: Vec<Item> }
 ///
 /// let err = toolfunc::schema::parse_args::<Args>(serde_json::json!({
@@ -95,6 +95,60 @@ fn locate_error<T: DeserializeOwned>(args: Value) -> ToolError {
     }
 }
 
+/// The names of `T`'s fields in declaration order, as serde reads them (renames
+/// applied), restricted to those `schema` lists under `properties`; properties serde
+/// does not name (flattened fields) follow in schema order.
+///
+/// Schema property order alone is alphabetical (serde_json's default map), so
+/// positional calls use this.
+#[doc(hidden)]
+pub fn field_order<T: DeserializeOwned>(schema: &Value) -> Vec<String> {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let listed = |name: &str| properties.is_some_and(|p| p.contains_key(name));
+    let mut fields: Option<&'static [&'static str]> = None;
+    // The probe fails every request; all it wants is the field list.
+    let _ = T::deserialize(FieldsProbe(&mut fields));
+    let mut names: Vec<String> = fields
+        .unwrap_or_default()
+        .iter()
+        .filter(|name| listed(name))
+        .map(|name| (*name).to_owned())
+        .collect();
+    for key in properties.into_iter().flat_map(|p| p.keys()) {
+        if !names.contains(key) {
+            names.push(key.clone());
+        }
+    }
+    names
+}
+
+/// A deserializer that records the field list a derived struct asks for.
+struct FieldsProbe<'a>(&'a mut Option<&'static [&'static str]>);
+
+impl<'de> serde::Deserializer<'de> for FieldsProbe<'_> {
+    type Error = serde::de::value::Error;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+        Err(serde::de::Error::custom("field probe"))
+    }
+
+    fn deserialize_struct<V: serde::de::Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        _visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        *self.0 = Some(fields);
+        Err(serde::de::Error::custom("field probe"))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+        byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+        identifier ignored_any
+    }
+}
+
 fn pointer(path: &serde_path_to_error::Path) -> String {
     use serde_path_to_error::Segment;
     let mut out = String::new();
@@ -125,8 +179,11 @@ fn push_token(pointer: &mut String, token: &str) {
 /// The check covers the keywords that describe a value's shape: `type`, `properties`,
 /// `required`, `additionalProperties`, `items`, `prefixItems`, `enum`, `const`,
 /// `anyOf`, `oneOf`, `allOf`, `not`, local `$ref`s into `$defs`/`definitions`, and the
-/// numeric, string-length and array-length bounds. Other keywords (`format`,
-/// `pattern`, ...) are annotations here and are not enforced.
+/// numeric, string-length and array-length bounds. Numbers compare by value (`1` equals
+/// `1.0`). Keywords that need regular expressions or formats (`pattern`,
+/// `patternProperties`, `format`) are not evaluated; where `patternProperties` is
+/// present, `additionalProperties` is not enforced either, so valid input is never
+/// refused.
 ///
 /// ```
 /// use serde_json::json;
@@ -200,7 +257,7 @@ impl Checker<'_> {
             }
         }
         if let Some(Value::Array(allowed)) = schema.get("enum")
-            && !allowed.contains(value)
+            && !allowed.iter().any(|a| json_eq(a, value))
         {
             return fail(
                 path,
@@ -208,7 +265,7 @@ impl Checker<'_> {
             );
         }
         if let Some(expected) = schema.get("const")
-            && expected != value
+            && !json_eq(expected, value)
         {
             return fail(path, format!("expected {expected}"));
         }
@@ -303,7 +360,14 @@ impl Checker<'_> {
             }
         }
         let properties = schema.get("properties").and_then(Value::as_object);
-        let additional = schema.get("additionalProperties");
+        // `patternProperties` needs regular expressions, which this check does not
+        // evaluate: when present, properties outside `properties` are let through
+        // rather than wrongly refused.
+        let additional = if schema.contains_key("patternProperties") {
+            None
+        } else {
+            schema.get("additionalProperties")
+        };
         for (key, item) in object {
             let len = path.len();
             push_token(path, key);
@@ -388,6 +452,28 @@ fn check_number(schema: &Map<String, Value>, n: f64, path: &str) -> Result<(), F
         return fail(format!("expected a number < {max}"));
     }
     Ok(())
+}
+
+/// JSON equality as JSON Schema defines it: numbers compare by value (`1 == 1.0`).
+fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
+            (Some(x), Some(y)) => x == y,
+            _ => match (x.as_u64(), y.as_u64()) {
+                (Some(x), Some(y)) => x == y,
+                _ => x.as_f64() == y.as_f64(),
+            },
+        },
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| json_eq(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
 }
 
 fn type_matches(expected: &str, value: &Value) -> bool {

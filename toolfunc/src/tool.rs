@@ -17,7 +17,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::schema::{check_params_root, empty_object, parse_args, schema_of, validate};
+use crate::schema::{
+    check_params_root, empty_object, field_order, parse_args, schema_of, validate,
+};
 use crate::{Ctx, ToolError};
 
 /// The serialisable metadata of a tool: what discovery, LLM exports and remote
@@ -119,16 +121,6 @@ enum ArgCheck {
     Schema,
 }
 
-/// How `run_with_pos` maps positional arguments onto named ones.
-#[derive(Debug, Clone)]
-enum Positional {
-    /// The i-th value is the argument named `names[i]`.
-    Names(Vec<String>),
-    /// The tool takes one arguments struct: a single object argument is the whole
-    /// arguments object; otherwise values map onto the schema's properties in order.
-    WholeObject,
-}
-
 /// One tool: its [`ToolDefinition`] and its handler.
 ///
 /// `#[tool]` functions become `ToolFunc`s in the global registry; tools made at run
@@ -137,7 +129,8 @@ pub struct ToolFunc {
     definition: ToolDefinition,
     handler: Handler,
     check: ArgCheck,
-    positional: Positional,
+    /// `run_with_pos` maps the i-th value onto the argument named `positional[i]`.
+    positional: Vec<String>,
 }
 
 impl fmt::Debug for ToolFunc {
@@ -276,20 +269,7 @@ impl ToolFunc {
 
     /// Maps positional arguments onto named ones.
     pub(crate) fn positional_to_named(&self, values: Vec<Value>) -> Result<Value, ToolError> {
-        let names: Vec<&str> = match &self.positional {
-            Positional::Names(names) => names.iter().map(String::as_str).collect(),
-            Positional::WholeObject => {
-                if let [Value::Object(_)] = values.as_slice() {
-                    return Ok(values.into_iter().next().unwrap_or_default());
-                }
-                self.definition
-                    .params
-                    .get("properties")
-                    .and_then(Value::as_object)
-                    .map(|p| p.keys().map(String::as_str).collect())
-                    .unwrap_or_default()
-            }
-        };
+        let names = &self.positional;
         if values.len() > names.len() {
             return Err(ToolError::arguments(
                 format!("/{}", names.len()),
@@ -305,7 +285,7 @@ impl ToolFunc {
             names
                 .iter()
                 .zip(values)
-                .map(|(name, value)| ((*name).to_owned(), value))
+                .map(|(name, value)| (name.clone(), value))
                 .collect(),
         ))
     }
@@ -383,9 +363,13 @@ pub struct ToolBuilder {
     params: Option<Value>,
     result: Option<Value>,
     param_order: Option<Vec<String>>,
-    whole_object: bool,
+    /// Derives the positional order from the typed handler's argument type.
+    typed_order: Option<fn(&Value) -> Vec<String>>,
     handler: Option<Handler>,
-    check: ArgCheck,
+    /// Whether the handler deserialises into a Rust type (which checks the arguments).
+    typed: bool,
+    /// Whether the parameters schema was given rather than derived.
+    schema_given: bool,
 }
 
 impl fmt::Debug for ToolBuilder {
@@ -408,9 +392,10 @@ impl ToolBuilder {
             params: None,
             result: None,
             param_order: None,
-            whole_object: false,
+            typed_order: None,
             handler: None,
-            check: ArgCheck::Schema,
+            typed: false,
+            schema_given: false,
         }
     }
 
@@ -444,9 +429,12 @@ impl ToolBuilder {
         self
     }
 
-    /// Sets the parameters schema (its root must be `"type": "object"`).
+    /// Sets the parameters schema (its root must be `"type": "object"`). Arguments are
+    /// checked against it before the handler runs, typed handlers included (whose
+    /// deserialisation alone would not enforce bounds such as `minimum`).
     pub fn params_schema(mut self, schema: Value) -> Self {
         self.params = Some(schema);
+        self.schema_given = true;
         self
     }
 
@@ -457,7 +445,9 @@ impl ToolBuilder {
     }
 
     /// Sets the order in which `run_with_pos` maps positional values onto parameter
-    /// names. Without it, the order of the schema's `properties` is used.
+    /// names. Without it, typed handlers use their argument struct's field order and
+    /// raw handlers the order of the schema's `properties` (alphabetical, as
+    /// `serde_json` keeps object keys sorted).
     pub fn param_order<I, S>(mut self, names: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -476,7 +466,7 @@ impl ToolBuilder {
         self.handler = Some(Handler::Async(Box::new(move |ctx, args| {
             Box::pin(f(ctx, args))
         })));
-        self.check = ArgCheck::Schema;
+        self.typed = false;
         self
     }
 
@@ -486,7 +476,7 @@ impl ToolBuilder {
         F: Fn(&Ctx, Value) -> Result<Value, ToolError> + Send + Sync + 'static,
     {
         self.handler = Some(Handler::Sync(Box::new(f)));
-        self.check = ArgCheck::Schema;
+        self.typed = false;
         self
     }
 
@@ -494,7 +484,7 @@ impl ToolBuilder {
     /// `A` and the result schema from `R` unless they were set.
     ///
     /// ```
-    /// # tokio_test_block_on(async {
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// use toolfunc::{Registry, ToolError, ToolFunc};
     ///
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -510,7 +500,6 @@ impl ToolBuilder {
     /// let out = registry.run("greet", serde_json::json!({"name": "Ann"})).await.unwrap();
     /// assert_eq!(out, "hello Ann");
     /// # });
-    /// # fn tokio_test_block_on<F: std::future::Future>(f: F) -> F::Output { futures::executor::block_on(f) }
     /// ```
     pub fn typed<A, R, F, Fut>(mut self, f: F) -> Self
     where
@@ -546,8 +535,8 @@ impl ToolBuilder {
         self
     }
 
-    fn set_typed_schemas<A: JsonSchema, R: JsonSchema>(&mut self) {
-        if self.params.is_none() {
+    fn set_typed_schemas<A: DeserializeOwned + JsonSchema, R: JsonSchema>(&mut self) {
+        if !self.schema_given {
             self.params = Some(schema_of::<A>());
         }
         if self.result.is_none() {
@@ -557,8 +546,8 @@ impl ToolBuilder {
                 self.result = Some(result);
             }
         }
-        self.whole_object = true;
-        self.check = ArgCheck::Typed;
+        self.typed_order = Some(field_order::<A>);
+        self.typed = true;
     }
 
     /// Builds the tool. Fails with `DEFINITION` when there is no handler, the name
@@ -578,16 +567,20 @@ impl ToolBuilder {
             map.entry("properties")
                 .or_insert_with(|| Value::Object(serde_json::Map::new()));
         }
-        let positional = match (self.param_order.clone(), self.whole_object) {
-            (Some(names), _) => Positional::Names(names),
-            (None, true) => Positional::WholeObject,
-            (None, false) => Positional::Names(
-                params
-                    .get("properties")
-                    .and_then(Value::as_object)
-                    .map(|p| p.keys().cloned().collect())
-                    .unwrap_or_default(),
-            ),
+        let positional = match (self.param_order.clone(), self.typed_order) {
+            (Some(names), _) => names,
+            (None, Some(order)) => order(&params),
+            (None, None) => params
+                .get("properties")
+                .and_then(Value::as_object)
+                .map(|p| p.keys().cloned().collect())
+                .unwrap_or_default(),
+        };
+        // Typed handlers check by deserialising; a given schema is checked as well.
+        let check = if self.typed && !self.schema_given {
+            ArgCheck::Typed
+        } else {
+            ArgCheck::Schema
         };
         let Some(handler) = self.handler else {
             return Err(definition_error("no handler was set".into()));
@@ -604,7 +597,7 @@ impl ToolBuilder {
                 tags: self.tags,
             },
             handler,
-            check: self.check,
+            check,
             positional,
         })
     }
@@ -620,8 +613,8 @@ pub struct ToolSpec {
     pub summary: Option<&'static str>,
     pub alias: &'static [&'static str],
     pub tags: &'static [&'static str],
-    /// Parameter names in declaration order; `None` for a single arguments struct.
-    pub param_order: Option<&'static [&'static str]>,
+    /// Parameter names in declaration order, from the parameters schema.
+    pub param_order: fn(&Value) -> Vec<String>,
     pub params: fn() -> Value,
     pub result: Option<fn() -> Value>,
     pub handler: SpecHandler,
@@ -648,18 +641,13 @@ impl ToolSpec {
         builder.tags = self.tags.iter().map(|s| (*s).to_owned()).collect();
         builder.params = Some((self.params)());
         builder.result = self.result.map(|f| f());
-        match self.param_order {
-            Some(names) => {
-                builder.param_order = Some(names.iter().map(|s| (*s).to_owned()).collect());
-            }
-            None => builder.whole_object = true,
-        }
+        builder.typed_order = Some(self.param_order);
         builder.handler = Some(match self.handler {
             SpecHandler::Sync(f) => Handler::Sync(Box::new(f)),
             SpecHandler::Async(f) => Handler::Async(Box::new(f)),
         });
         // The generated handler deserialises into the parameters struct: that is the check.
-        builder.check = ArgCheck::Typed;
+        builder.typed = true;
         builder.build()
     }
 }

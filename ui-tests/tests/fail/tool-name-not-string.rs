@@ -1,0 +1,8 @@
+use toolfunc::tool;
+
+#[tool(name = add)]
+fn add(a: i32, b: i32) -> i32 {
+    a + b
+}
+
+fn main() {}

@@ -1,0 +1,12 @@
+use toolfunc::tool;
+
+struct Report {
+    lines: Vec<String>,
+}
+
+#[tool]
+fn report() -> Report {
+    Report { lines: Vec::new() }
+}
+
+fn main() {}
