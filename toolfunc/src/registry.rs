@@ -33,7 +33,33 @@ use crate::{Ctx, ToolCall, ToolDefinition, ToolError, ToolFunc, ToolResult};
 /// ```
 #[derive(Clone, Default)]
 pub struct Registry {
-    inner: Arc<RwLock<State>>,
+    inner: Handle,
+}
+
+/// The shared state of a registry. The global registry lives for the whole program,
+/// so its handle is a plain reference: cloning it (once per call, into the `Ctx`)
+/// costs no atomic operation.
+#[derive(Clone)]
+enum Handle {
+    Static(&'static RwLock<State>),
+    Shared(Arc<RwLock<State>>),
+}
+
+impl Default for Handle {
+    fn default() -> Self {
+        Self::Shared(Arc::default())
+    }
+}
+
+impl std::ops::Deref for Handle {
+    type Target = RwLock<State>;
+
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Self::Static(state) => state,
+            Self::Shared(state) => state,
+        }
+    }
 }
 
 /// Tool names are chosen by the program, not by callers: a caller can only look names
@@ -169,7 +195,10 @@ impl Registry {
             }
         }
         if problems.is_empty() {
-            return Ok(registry);
+            let state = std::mem::take(&mut *registry.write());
+            return Ok(Registry {
+                inner: Handle::Static(Box::leak(Box::new(RwLock::new(state)))),
+            });
         }
         problems.sort();
         let message = format!(
@@ -278,6 +307,10 @@ impl Registry {
     /// own `ToolError`), and a panic is `PANICKED`.
     pub async fn run(&self, name: &str, args: Value) -> Result<Value, ToolError> {
         let ctx = Ctx::new(self.clone(), self.resolve(name)?, None);
+        if !ctx.tool().is_async() {
+            // Sync tools finish here, within the first poll, with no call future.
+            return ctx.tool().call_sync(&ctx, args);
+        }
         ToolFunc::call(ctx, args).await
     }
 
