@@ -70,5 +70,64 @@ fn lookup(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, dispatch, lookup);
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Order {
+    #[allow(dead_code)] // read by deserialisation only
+    customer: String,
+    lines: Vec<OrderLine>,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct OrderLine {
+    #[allow(dead_code)]
+    id: u64,
+    qty: u32,
+}
+
+/// The same arguments checked two ways: against a JSON schema (tools defined at run
+/// time) and by deserialising into Rust types (`#[tool]` and typed tools).
+fn validation(c: &mut Criterion) {
+    let registry = Registry::new();
+    let schema = toolfunc::schema::schema_of::<Order>();
+    registry
+        .register(
+            ToolFunc::builder("by_schema")
+                .params_schema(schema)
+                .handler_sync(|_ctx, args| {
+                    Ok(Value::from(args["lines"].as_array().map_or(0, Vec::len)))
+                })
+                .build()
+                .expect("a valid bench tool"),
+        )
+        .expect("unique bench names");
+    registry
+        .register(
+            ToolFunc::builder("by_type")
+                .typed_sync(|_ctx, order: Order| Ok(order.lines.iter().map(|l| l.qty).sum::<u32>()))
+                .build()
+                .expect("a valid bench tool"),
+        )
+        .expect("unique bench names");
+    let args = json!({
+        "customer": "ann",
+        "lines": (0..10).map(|i| json!({"id": i, "qty": 1})).collect::<Vec<_>>()
+    });
+    for name in ["by_schema", "by_type"] {
+        let out = registry.run_sync(name, args.clone());
+        assert!(
+            out.is_ok(),
+            "{name} must accept the bench arguments: {out:?}"
+        );
+    }
+    let mut group = c.benchmark_group("validation");
+    group.bench_function("schema", |b| {
+        b.iter(|| registry.run_sync(black_box("by_schema"), black_box(args.clone())));
+    });
+    group.bench_function("typed", |b| {
+        b.iter(|| registry.run_sync(black_box("by_type"), black_box(args.clone())));
+    });
+    group.finish();
+}
+
+criterion_group!(benches, dispatch, lookup, validation);
 criterion_main!(benches);

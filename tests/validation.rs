@@ -559,19 +559,29 @@ fn schema_refs_to_defs() {
         ],
     );
 
+    // A reference to nothing is a broken definition: refused when the tool is built,
+    // not discovered by the first call that reaches it.
     let dangling = json!({
         "type": "object",
         "properties": {"x": {"$ref": "#/$defs/Missing"}}
     });
-    assert_checks(
-        &dangling,
-        &[json!({})],
-        &[(
-            json!({"x": 1}),
-            "/x",
-            "schema reference #/$defs/Missing not found",
-        )],
+    let err = ToolFunc::builder("dangling")
+        .params_schema(dangling.clone())
+        .handler_sync(|_ctx, args| Ok(args))
+        .build()
+        .unwrap_err();
+    assert_eq!(err.code(), "DEFINITION");
+    assert!(err.to_string().contains("#/$defs/Missing"), "{err}");
+    // The standalone check reports it where a value reaches it.
+    let err = toolfunc::schema::validate(&dangling, &json!({"x": 1})).unwrap_err();
+    assert_eq!(
+        arguments_error(Err(err)),
+        (
+            "/x".to_owned(),
+            "schema reference #/$defs/Missing not found".to_owned()
+        )
     );
+    assert!(toolfunc::schema::validate(&dangling, &json!({})).is_ok());
 }
 
 #[test]

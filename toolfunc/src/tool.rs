@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::schema::{
-    check_params_root, empty_object, field_order, parse_args, schema_of, validate,
+    Validator, check_params_root, empty_object, field_order, parse_args, schema_of,
 };
 use crate::{Ctx, ToolError};
 
@@ -113,12 +113,13 @@ enum Handler {
 }
 
 /// How the arguments are checked before the handler runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 enum ArgCheck {
-    /// The handler deserialises into a Rust type; that is the check (no double work).
-    Typed,
-    /// The arguments are checked against the definition's `params` schema.
-    Schema,
+    /// The handler deserialises into a Rust type; that is the check (no double work),
+    /// or the schema accepts any object.
+    Nothing,
+    /// The arguments are checked against the definition's `params` schema, compiled.
+    Schema(Validator),
 }
 
 /// One tool: its [`ToolDefinition`] and its handler.
@@ -226,8 +227,8 @@ impl ToolFunc {
                 ));
             }
         };
-        if self.check == ArgCheck::Schema {
-            validate(&self.definition.params, &args)?;
+        if let ArgCheck::Schema(validator) = &self.check {
+            validator.validate(&args)?;
         }
         Ok(args)
     }
@@ -578,9 +579,19 @@ impl ToolBuilder {
         };
         // Typed handlers check by deserialising; a given schema is checked as well.
         let check = if self.typed && !self.schema_given {
-            ArgCheck::Typed
+            ArgCheck::Nothing
         } else {
-            ArgCheck::Schema
+            let validator = Validator::compile(&params);
+            if let Some(reference) = validator.dangling() {
+                return Err(definition_error(format!(
+                    "the parameters schema refers to {reference}, which it does not define"
+                )));
+            }
+            if validator.accepts_any_object() {
+                ArgCheck::Nothing
+            } else {
+                ArgCheck::Schema(validator)
+            }
         };
         let Some(handler) = self.handler else {
             return Err(definition_error("no handler was set".into()));
