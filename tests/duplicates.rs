@@ -44,16 +44,19 @@ fn duplicate_names_and_aliases_are_reported_together() {
     let err = Registry::try_global().unwrap_err();
     assert!(matches!(err, ToolError::Conflict { .. }), "{err:?}");
     let message = err.to_string();
-    assert!(message.starts_with("2 problem(s) among #[tool] declarations"), "{message}");
-    assert!(message.contains("two tools are named `lookup`"), "{message}");
+    assert!(
+        message.starts_with("2 problem(s) among #[tool] declarations"),
+        "{message}"
+    );
+    assert!(
+        message.contains("two tools are named `lookup`"),
+        "{message}"
+    );
     assert!(message.contains("tests/duplicates.rs:"), "{message}");
     assert!(message.contains("`status`"), "{message}");
 
     // The same report, as a panic, for the common entry point.
     let panic = std::panic::catch_unwind(Registry::global).unwrap_err();
-    let text = panic
-        .downcast_ref::<String>()
-        .cloned()
-        .unwrap_or_default();
+    let text = panic.downcast_ref::<String>().cloned().unwrap_or_default();
     assert!(text.contains("two tools are named `lookup`"), "{text}");
 }

@@ -599,3 +599,28 @@ async fn tool_errors_pass_through_unchanged() {
     assert_eq!((err.code(), err.status()), ("TEAPOT", 418));
     assert_eq!(definition("teapot").get("result"), None);
 }
+
+/// Exists only in builds with a feature nobody enables.
+#[tool]
+#[cfg(any())] // never true
+fn conditional_tool() -> u8 {
+    1
+}
+
+/// Exists in every build.
+#[tool]
+#[cfg(all())] // always true
+fn unconditional_tool() -> u8 {
+    2
+}
+
+#[test]
+fn cfg_on_the_function_applies_to_its_registration() {
+    assert!(!Registry::global().has("conditional_tool"));
+    assert_eq!(
+        Registry::global()
+            .run_sync("unconditional_tool", Value::Null)
+            .unwrap(),
+        json!(2)
+    );
+}

@@ -102,6 +102,8 @@ fn generate(model: &ToolFn) -> TokenStream {
     } else {
         quote!(Sync)
     };
+    // The registration exists exactly when the function does.
+    let cfgs = item.attrs.iter().filter(|a| a.path().is_ident("cfg"));
     let location =
         quote_spanned!(fn_ident.span()=> ::core::concat!(::core::file!(), ":", ::core::line!()));
 
@@ -111,6 +113,7 @@ fn generate(model: &ToolFn) -> TokenStream {
         #[allow(clippy::needless_pass_by_value)]
         #item
 
+        #(#cfgs)*
         #[allow(non_camel_case_types, clippy::all, clippy::pedantic)]
         const _: () = {
             // The schemars derive calls `.into()` without a path; keep it working
