@@ -15,6 +15,8 @@ pub(crate) const KEYS: &[&str] = &[
     "tags",
     "args",
     "deny_unknown_fields",
+    "stream",
+    "timeout",
     "crate",
 ];
 
@@ -29,6 +31,9 @@ pub(crate) struct ToolAttrs {
     pub(crate) tags: Option<Vec<LitStr>>,
     pub(crate) args: Option<Span>,
     pub(crate) deny_unknown_fields: Option<Span>,
+    pub(crate) stream: Option<Span>,
+    /// The timeout in milliseconds, with the literal's span.
+    pub(crate) timeout: Option<(u64, Span)>,
     pub(crate) krate: Option<Path>,
 }
 
@@ -73,6 +78,7 @@ impl ToolAttrs {
             "summary",
             "alias",
             "tags",
+            "timeout",
             "crate",
         ];
         if matches!(value, Value::None) && needs_value.contains(&key.as_str()) {
@@ -102,6 +108,10 @@ impl ToolAttrs {
                 &key,
                 flag(path, &key, &value)?,
             ),
+            // stream
+            "stream" => set(&mut self.stream, path, &key, flag(path, &key, &value)?),
+            // timeout = "30s"  |  timeout = "250ms"  |  timeout = 500 (milliseconds)
+            "timeout" => set(&mut self.timeout, path, &key, timeout(value)?),
             // crate = path::to::toolfunc
             "crate" => {
                 let krate = match value {
@@ -207,6 +217,51 @@ fn lit_str(key: &str, value: Value) -> syn::Result<LitStr> {
     }
 }
 
+/// `"30s"`, `"250ms"`, `"2m"`, `"1h"`, `"1.5s"`, or an integer number of milliseconds.
+fn timeout(value: Value) -> syn::Result<(u64, Span)> {
+    const HINT: &str = "#[tool] key `timeout` takes a duration like \"30s\", \"250ms\", \"2m\" or \"1h\", or a number of milliseconds";
+    let Value::Expr(expr) = value else {
+        return Err(syn::Error::new(Span::call_site(), HINT));
+    };
+    let millis = match &expr {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(int),
+            ..
+        }) => int.base10_parse::<u64>().ok(),
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(text),
+            ..
+        }) => parse_duration_ms(&text.value()),
+        _ => None,
+    };
+    match millis {
+        Some(0) => Err(syn::Error::new_spanned(
+            expr,
+            "#[tool] key `timeout` must be longer than zero",
+        )),
+        Some(ms) => Ok((ms, syn::spanned::Spanned::span(&expr))),
+        None => Err(syn::Error::new_spanned(expr, HINT)),
+    }
+}
+
+fn parse_duration_ms(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let scale = match unit.trim() {
+        "ms" => 1.0,
+        "s" => 1_000.0,
+        "m" | "min" => 60_000.0,
+        "h" => 3_600_000.0,
+        _ => return None,
+    };
+    let ms = (number * scale).round();
+    // Bounded above by the check, so the cast is exact.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    (0.0..1e15).contains(&ms).then_some(ms as u64)
+}
+
 fn flag(path: &Path, key: &str, value: &Value) -> syn::Result<Span> {
     match value {
         Value::None => Ok(path.require_ident()?.span()),
@@ -279,6 +334,22 @@ mod tests {
             messages[1],
             "#[tool] key `name` is specified more than once"
         );
+    }
+
+    #[test]
+    fn timeouts() {
+        assert_eq!(parse_duration_ms("30s"), Some(30_000));
+        assert_eq!(parse_duration_ms("250ms"), Some(250));
+        assert_eq!(parse_duration_ms("1.5s"), Some(1_500));
+        assert_eq!(parse_duration_ms("2m"), Some(120_000));
+        assert_eq!(parse_duration_ms("1h"), Some(3_600_000));
+        assert_eq!(parse_duration_ms("10"), None);
+        assert_eq!(parse_duration_ms("5 days"), None);
+        let attrs = ToolAttrs::parse(quote!(timeout = 500, stream)).unwrap();
+        assert_eq!(attrs.timeout.unwrap().0, 500);
+        assert!(attrs.stream.is_some());
+        let err = ToolAttrs::parse(quote!(timeout = "soon")).err().unwrap();
+        assert!(err.to_string().contains("takes a duration like"));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use syn::{Ident, Item, LitStr};
 use crate::attr::ToolAttrs;
 use crate::docs::{description_expr, doc_parts};
 use crate::fallback;
-use crate::model::{Output, Param, ParamKind, ToolFn};
+use crate::model::{Output, Param, ParamKind, StreamOutput, ToolFn};
 use crate::validate::{Errors, validate};
 
 /// Entry point of `#[tool]`.
@@ -94,14 +94,26 @@ fn generate(model: &ToolFn) -> TokenStream {
             let schema = quote_spanned!(ty.span()=> #schema_of::<#ty>());
             quote!(#p::Some(|| #schema))
         }
+        Output::Stream(stream) => {
+            let item = stream_item_type(stream, &p);
+            let schema_of = respan(quote!(#p::result_schema_of), item.span());
+            let schema = quote_spanned!(item.span()=> #schema_of::<#item>());
+            quote!(#p::Some(|| #schema))
+        }
         Output::Unit | Output::Result { ok: None, .. } => quote!(#p::None),
     };
     let handler = handler(model, &p, &params_type);
-    let kind = if model.is_async() {
+    let kind = if matches!(model.output, Output::Stream(_)) {
+        quote!(Stream)
+    } else if model.is_async() {
         quote!(Async)
     } else {
         quote!(Sync)
     };
+    let timeout = model.attrs.timeout.map_or_else(
+        || quote!(#p::None),
+        |(ms, span)| quote_spanned!(span=> #p::Some(#ms)),
+    );
     // The registration exists exactly when the function does.
     let cfgs = item.attrs.iter().filter(|a| a.path().is_ident("cfg"));
     let location =
@@ -136,6 +148,7 @@ fn generate(model: &ToolFn) -> TokenStream {
                     params: || #p::schema_of::<#params_type>(),
                     result: #result_fn,
                     handler: #p::SpecHandler::#kind(__toolfunc_handler),
+                    timeout_ms: #timeout,
                     location: #location,
                 }
             }
@@ -224,9 +237,12 @@ fn handler(model: &ToolFn, p: &TokenStream, params_type: &TokenStream) -> TokenS
         out,
     } = Locals::new();
     let is_async = model.is_async();
+    let is_stream = matches!(model.output, Output::Stream(_));
+    // Async and streaming handlers own their context; sync ones borrow it.
+    let owns_ctx = is_async || is_stream;
     let whole = model.attrs.args.is_some();
     let call_args = model.params.iter().map(|param| match param.kind {
-        ParamKind::Ctx { by_ref } => match (by_ref, is_async) {
+        ParamKind::Ctx { by_ref } => match (by_ref, owns_ctx) {
             (true, true) => quote!(&#ctx),
             (true, false) | (false, true) => quote!(#ctx),
             (false, false) => quote!(<#p::Ctx as ::core::clone::Clone>::clone(#ctx)),
@@ -258,17 +274,15 @@ fn handler(model: &ToolFn, p: &TokenStream, params_type: &TokenStream) -> TokenS
             );
             let ok = Ident::new("__toolfunc_ok", Span::mixed_site());
             let err = Ident::new("__toolfunc_err", Span::mixed_site());
+            let error = tool_error(p, &err);
             quote! {
                 match #out {
                     #p::Ok(#ok) => #to_output(#ok),
-                    #p::Err(#err) => {
-                        #[allow(unused_imports)]
-                        use #p::convert::{ViaDisplay as _, ViaStdError as _, ViaToolError as _};
-                        #p::Err((&&&#p::convert::Probe::new(#err)).to_tool_error())
-                    }
+                    #p::Err(#err) => #p::Err(#error),
                 }
             }
         }
+        Output::Stream(stream) => stream_conversion(stream, p, &out),
     };
     let body = quote! {
         let #params: #params_type = match #p::parse_args(#raw) {
@@ -278,7 +292,16 @@ fn handler(model: &ToolFn, p: &TokenStream, params_type: &TokenStream) -> TokenS
         let #out = #fn_ident(#(#call_args),*) #await_;
         #convert
     };
-    if is_async {
+    if is_stream {
+        quote! {
+            fn __toolfunc_handler(
+                #ctx: #p::Ctx,
+                #raw: #p::Value,
+            ) -> #p::BoxFuture<'static, #p::Result<#p::ItemStream, #p::ToolError>> {
+                #p::box_future(async move { #body })
+            }
+        }
+    } else if is_async {
         quote! {
             fn __toolfunc_handler(
                 #ctx: #p::Ctx,
@@ -296,6 +319,56 @@ fn handler(model: &ToolFn, p: &TokenStream, params_type: &TokenStream) -> TokenS
                 #body
             }
         }
+    }
+}
+
+/// The `ToolError` for a handler error held in `err`: a `ToolError` passes through, a
+/// `std::error::Error` keeps its source, anything `Display` keeps its message.
+fn tool_error(p: &TokenStream, err: &Ident) -> TokenStream {
+    quote! {{
+        #[allow(unused_imports)]
+        use #p::convert::{ViaDisplay as _, ViaStdError as _, ViaToolError as _};
+        (&&&#p::convert::Probe::new(#err)).to_tool_error()
+    }}
+}
+
+/// The item type of a streaming tool, for its result schema.
+fn stream_item_type(stream: &StreamOutput, p: &TokenStream) -> TokenStream {
+    match (&stream.item, &stream.named) {
+        (Some(item), _) => quote!(#item),
+        (None, Some(named)) => quote_spanned!(named.span()=> <#named as #p::Stream>::Item),
+        (None, None) => quote!(()),
+    }
+}
+
+/// Turns the function's stream (held in `out`) into the tool's item stream.
+fn stream_conversion(stream: &StreamOutput, p: &TokenStream, out: &Ident) -> TokenStream {
+    let err = Ident::new("__toolfunc_err", Span::mixed_site());
+    let item = Ident::new("__toolfunc_item", Span::mixed_site());
+    let error = tool_error(p, &err);
+    let open = stream.open_result.then(|| {
+        quote! {
+            let #out = match #out {
+                #p::Ok(#out) => #out,
+                #p::Err(#err) => return #p::Err(#error),
+            };
+        }
+    });
+    let item_ty = stream_item_type(stream, p);
+    let to_output = respan(quote!(#p::tool_output), item_ty.span());
+    let convert_item = if stream.item_result {
+        quote! {
+            match #item {
+                #p::Ok(#item) => #to_output::<#item_ty>(#item),
+                #p::Err(#err) => #p::Err(#error),
+            }
+        }
+    } else {
+        quote!(#to_output::<#item_ty>(#item))
+    };
+    quote! {
+        #open
+        #p::Ok(#p::box_stream(#p::StreamExt::map(#out, move |#item| #convert_item)))
     }
 }
 

@@ -41,6 +41,20 @@ pub(crate) enum Output {
     /// result (`None` for `()`); `Err` becomes a `ToolError`. `err` is `E` when
     /// written out (not for aliases such as `io::Result<T>`).
     Result { ok: Option<Type>, err: Option<Type> },
+    /// `-> impl Stream<Item = T>` (or `Result<impl Stream<..>, E>`), or any stream type
+    /// with `#[tool(stream)]`: a streaming tool.
+    Stream(StreamOutput),
+}
+
+pub(crate) struct StreamOutput {
+    /// The item type, or `None` for a named stream type whose `Item` is not written out.
+    pub(crate) item: Option<Type>,
+    /// The named stream type (with `#[tool(stream)]`), whose `Item` is the item type.
+    pub(crate) named: Option<Type>,
+    /// Whether items are `Result<T, E>` (then `item` is `T`).
+    pub(crate) item_result: bool,
+    /// Whether the function returns `Result<stream, E>`.
+    pub(crate) open_result: bool,
 }
 
 impl ToolFn {
@@ -105,10 +119,20 @@ impl ToolFn {
                 }
             }
         }
-        let output = match &item.sig.output {
+        let mut output = match &item.sig.output {
             ReturnType::Default => Output::Unit,
             ReturnType::Type(_, ty) => output_of(ty),
         };
+        if attrs.stream.is_some()
+            && let Output::Value(ty) = &output
+        {
+            output = Output::Stream(StreamOutput {
+                item: None,
+                named: Some(ty.clone()),
+                item_result: false,
+                open_result: false,
+            });
+        }
         Self {
             attrs,
             item,
@@ -160,7 +184,64 @@ fn ctx_kind(ty: &Type) -> Option<ParamKind> {
         .then_some(ParamKind::Ctx { by_ref })
 }
 
+/// `T` from `Result<T, ..>` (any type named `Result`).
+fn result_ok(ty: &Type) -> Option<&Type> {
+    if let Type::Path(path) = ty
+        && let Some(last) = path.path.segments.last()
+        && last.ident == "Result"
+        && let PathArguments::AngleBracketed(args) = &last.arguments
+        && let Some(GenericArgument::Type(ok)) = args.args.first()
+    {
+        return Some(ok);
+    }
+    None
+}
+
+/// The item type of `impl Stream<Item = T>` (any trait path ending in `Stream`).
+fn stream_item(ty: &Type) -> Option<&Type> {
+    let Type::ImplTrait(impl_trait) = ty else {
+        return None;
+    };
+    impl_trait.bounds.iter().find_map(|bound| {
+        let syn::TypeParamBound::Trait(bound) = bound else {
+            return None;
+        };
+        let last = bound.path.segments.last()?;
+        if last.ident != "Stream" {
+            return None;
+        }
+        let PathArguments::AngleBracketed(args) = &last.arguments else {
+            return None;
+        };
+        args.args.iter().find_map(|arg| match arg {
+            GenericArgument::AssocType(assoc) if assoc.ident == "Item" => Some(&assoc.ty),
+            _ => None,
+        })
+    })
+}
+
+fn stream_output(ty: &Type) -> Option<StreamOutput> {
+    let (stream, open_result) = match result_ok(ty) {
+        Some(ok) => (ok, true),
+        None => (ty, false),
+    };
+    let item = stream_item(stream)?;
+    let (item, item_result) = match result_ok(item) {
+        Some(ok) => (ok, true),
+        None => (item, false),
+    };
+    Some(StreamOutput {
+        item: Some(item.clone()),
+        named: None,
+        item_result,
+        open_result,
+    })
+}
+
 fn output_of(ty: &Type) -> Output {
+    if let Some(stream) = stream_output(ty) {
+        return Output::Stream(stream);
+    }
     if let Type::Tuple(tuple) = ty
         && tuple.elems.is_empty()
     {
@@ -250,6 +331,28 @@ mod tests {
             fn f() -> () {}
         ));
         assert!(matches!(f.output, Output::Unit));
+    }
+
+    #[test]
+    fn streams() {
+        let (f, _) = model(parse_quote!(
+            fn f() -> impl Stream<Item = u32> {
+                todo!()
+            }
+        ));
+        let Output::Stream(s) = f.output else {
+            panic!()
+        };
+        assert!(!s.item_result && !s.open_result && s.item.is_some());
+        let (f, _) = model(parse_quote!(
+            async fn f() -> Result<impl futures::Stream<Item = Result<u32, E>> + Send, E> {
+                todo!()
+            }
+        ));
+        let Output::Stream(s) = f.output else {
+            panic!()
+        };
+        assert!(s.item_result && s.open_result);
     }
 
     #[test]

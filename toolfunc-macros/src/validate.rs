@@ -94,15 +94,7 @@ pub(crate) fn validate(tool: &ToolFn, errors: &mut Errors) {
         }
     }
 
-    if let syn::ReturnType::Type(_, ty) = &sig.output
-        && let Some(impl_trait) = find_impl_trait(ty)
-    {
-        errors.push(syn::Error::new_spanned(
-            impl_trait,
-            "#[tool] needs a nameable return type to build its result schema; \
-             return a concrete type",
-        ));
-    }
+    validate_output(tool, errors);
 
     if let Some(name) = &tool.attrs.name
         && name.value().is_empty()
@@ -110,6 +102,39 @@ pub(crate) fn validate(tool: &ToolFn, errors: &mut Errors) {
         errors.push(syn::Error::new_spanned(
             name,
             "#[tool] `name` cannot be empty",
+        ));
+    }
+}
+
+/// The return type: a nameable result, or a stream with a nameable item.
+fn validate_output(tool: &ToolFn, errors: &mut Errors) {
+    if let crate::model::Output::Stream(stream) = &tool.output {
+        if let Some(param) = tool
+            .params
+            .iter()
+            .find(|p| p.kind == ParamKind::Ctx { by_ref: true })
+        {
+            errors.push(syn::Error::new_spanned(
+                &param.ty,
+                "a streaming #[tool] takes the context by value (`ctx: Ctx`): \
+                 its stream outlives the call of the function",
+            ));
+        }
+        if let Some(item) = &stream.item
+            && let Some(impl_trait) = find_impl_trait(item)
+        {
+            errors.push(syn::Error::new_spanned(
+                impl_trait,
+                "#[tool] needs a nameable stream item type to build its result schema",
+            ));
+        }
+    } else if let syn::ReturnType::Type(_, ty) = &tool.item.sig.output
+        && let Some(impl_trait) = find_impl_trait(ty)
+    {
+        errors.push(syn::Error::new_spanned(
+            impl_trait,
+            "#[tool] needs a nameable return type to build its result schema; \
+             return a concrete type",
         ));
     }
 }

@@ -1,52 +1,121 @@
-//! `Ctx`: the per-call context a tool receives.
+//! `Ctx`: the per-call context a tool receives, and `CallOptions`: what a caller puts
+//! into it (typed extensions, caller identity, timeout, cancellation, progress).
 
+use std::any::{Any, TypeId};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
+use crate::registry::Runner;
 use crate::{Registry, ToolDefinition, ToolError, ToolFunc};
 
-/// The context of one call: which tool runs, under which call id, and the registry it
-/// was called through (for nested calls).
+/// The context of one call.
 ///
 /// A `#[tool]` function receives it by declaring a `&Ctx` (or `Ctx`) parameter, which
-/// is injected and left out of the parameter schema:
+/// is injected and left out of the parameter schema. It carries:
+///
+/// * which tool runs ([`tool_name`](Ctx::tool_name), [`definition`](Ctx::definition))
+///   and under which [`call_id`](Ctx::call_id);
+/// * what the caller put in [`CallOptions`]: typed extensions ([`get`](Ctx::get)), the
+///   [`caller`](Ctx::caller) identity, a progress listener ([`progress`](Ctx::progress));
+/// * cancellation ([`cancellation_token`](Ctx::cancellation_token),
+///   [`is_cancelled`](Ctx::is_cancelled)) and the [`deadline`](Ctx::deadline);
+/// * cleanup hooks that run when the call ends, however it ends ([`on_cleanup`](Ctx::on_cleanup));
+/// * nested calls ([`run`](Ctx::run), [`with`](Ctx::with)) that inherit all of it.
 ///
 /// ```rust,standalone_crate
-/// use toolfunc::{tool, Ctx, Registry};
+/// use toolfunc::{tool, CallOptions, Ctx, Registry};
 ///
-/// /// Says which tool is running.
+/// #[derive(Clone)]
+/// struct TraceId(String);
+///
+/// /// Says which trace it runs in.
 /// #[tool]
 /// fn whoami(ctx: &Ctx) -> String {
-///     ctx.tool_name().to_owned()
+///     let trace = ctx.get::<TraceId>().map_or("-", |t| t.0.as_str());
+///     format!("{} in {trace}", ctx.tool_name())
 /// }
 ///
-/// let out = Registry::global().run_sync("whoami", serde_json::json!({})).unwrap();
-/// assert_eq!(out, "whoami");
+/// let runner = Registry::global().with(CallOptions::new().insert(TraceId("t-42".into())));
+/// let out = runner.run_sync("whoami", serde_json::json!({})).unwrap();
+/// assert_eq!(out, "whoami in t-42");
 /// ```
 ///
-/// A `Ctx` is cheap to create and to clone: it holds reference-counted handles, never
-/// deep copies, and every call gets its own, so concurrent calls never see each
-/// other's context.
-#[derive(Clone)]
+/// A `Ctx` is cheap to create: what the caller supplied is shared, never copied, and
+/// every call gets its own `Ctx`, so concurrent calls never see each other's context.
 pub struct Ctx {
     registry: Registry,
     tool: Arc<ToolFunc>,
     call_id: Option<Arc<str>>,
+    scope: Scope,
+    /// An absolute deadline inherited from an enclosing call, if any.
+    deadline: Option<Instant>,
+    stream: bool,
+    /// Per-call mutable state (cancellation token, cleanups), created on first need.
+    /// A clone of the `Ctx` creates it, so every clone shares the same state.
+    state: OnceLock<Arc<CallState>>,
+}
+
+impl Clone for Ctx {
+    fn clone(&self) -> Self {
+        let state = OnceLock::new();
+        let _ = state.set(Arc::clone(self.state()));
+        Self {
+            registry: self.registry.clone(),
+            tool: Arc::clone(&self.tool),
+            call_id: self.call_id.clone(),
+            scope: self.scope.clone(),
+            deadline: self.deadline,
+            stream: self.stream,
+            state,
+        }
+    }
 }
 
 impl Ctx {
-    pub(crate) fn new(registry: Registry, tool: Arc<ToolFunc>, call_id: Option<Arc<str>>) -> Self {
+    pub(crate) fn new(
+        registry: Registry,
+        tool: Arc<ToolFunc>,
+        call_id: Option<Arc<str>>,
+        scope: Scope,
+    ) -> Self {
+        let deadline = scope.deadline();
         Self {
             registry,
             tool,
             call_id,
+            scope,
+            deadline,
+            stream: false,
+            state: OnceLock::new(),
         }
+    }
+
+    pub(crate) fn streaming(mut self) -> Self {
+        self.stream = true;
+        self
     }
 
     pub(crate) fn tool(&self) -> &Arc<ToolFunc> {
         &self.tool
+    }
+
+    pub(crate) fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    /// The call's state, created on first use.
+    pub(crate) fn state(&self) -> &Arc<CallState> {
+        self.state
+            .get_or_init(|| Arc::new(CallState::new(&self.scope)))
+    }
+
+    /// The call's state if anything created it.
+    pub(crate) fn state_if_created(&self) -> Option<&Arc<CallState>> {
+        self.state.get()
     }
 
     /// The name of the running tool.
@@ -70,9 +139,91 @@ impl Ctx {
         &self.registry
     }
 
-    /// Runs another tool through the same registry: a nested call.
+    /// A value of type `T` that the caller inserted with [`CallOptions::insert`]
+    /// (the innermost one when several layers inserted a `T`).
+    pub fn get<T: Any + Send + Sync>(&self) -> Option<&T> {
+        self.scope.get::<T>()
+    }
+
+    /// Who is calling, as the caller asserted it with [`CallOptions::caller`].
+    ///
+    /// toolfunc forwards this value and never verifies it: check it (or derive it from
+    /// an authenticated request) before trusting it.
+    pub fn caller(&self) -> Option<&str> {
+        self.scope.data().and_then(|d| d.caller.as_deref())
+    }
+
+    /// Whether the caller asked for a stream (`run_stream`) rather than a value.
+    pub fn is_stream(&self) -> bool {
+        self.stream
+    }
+
+    /// The time by which the call must finish, when it has a timeout: the shorter of
+    /// the tool's own and the caller's, and never later than an enclosing call's.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.state_if_created()
+            .and_then(|s| s.deadline.get().copied().flatten())
+            .or(self.deadline)
+    }
+
+    /// The call's cancellation token: cancelled when the call is aborted, times out,
+    /// a caller's token fires, or the call's future is dropped. Hand it to work the
+    /// tool starts on its own (spawned tasks), so that work stops with the call.
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.state().token().clone()
+    }
+
+    /// Whether the call has been cancelled (or has timed out).
+    pub fn is_cancelled(&self) -> bool {
+        self.state_if_created()
+            .is_some_and(|s| s.token().is_cancelled())
+            || self.scope.any_cancelled()
+    }
+
+    /// Registers `cleanup` to run exactly once when the call ends, whichever way it
+    /// ends: return, error, panic, timeout, cancellation (including the caller
+    /// dropping the call's future), or the end of a returned stream. Cleanups run in
+    /// reverse order of registration.
+    pub fn on_cleanup(&self, cleanup: impl FnOnce() + Send + 'static) {
+        self.state().push_cleanup(Box::new(cleanup));
+    }
+
+    /// Reports progress to whoever asked for it ([`CallOptions::on_progress`]). Costs
+    /// nothing when nobody listens.
+    pub fn progress(&self, done: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(listener) = self.scope.data().and_then(|d| d.progress.as_ref()) {
+            listener(Progress {
+                tool: self.tool.name().to_owned(),
+                call_id: self.call_id.as_deref().map(str::to_owned),
+                done,
+                total,
+                message: message.map(str::to_owned),
+            });
+        }
+    }
+
+    /// Runs another tool as part of this call: it inherits this call's extensions,
+    /// caller, progress listener, cancellation and deadline.
     pub async fn run(&self, name: &str, args: Value) -> Result<Value, ToolError> {
-        self.registry.run(name, args).await
+        self.with(CallOptions::new()).run(name, args).await
+    }
+
+    /// A runner for nested calls that inherit this call's context, with `options`
+    /// added on top (for those calls only).
+    pub fn with(&self, options: CallOptions) -> Runner {
+        Runner::new(self.registry.clone(), self.nested_scope(options))
+    }
+
+    /// The scope of a call nested in this one.
+    pub(crate) fn nested_scope(&self, options: CallOptions) -> Scope {
+        let token = self.state().token().clone();
+        let mut data = ScopeData::overlay(self.scope.data(), options);
+        // The nested call is cancelled with this one (whose token already follows the
+        // outer sources) and cannot outlive its deadline.
+        let own = data.cancel.split_off(self.scope.cancel_sources().len());
+        data.cancel = std::iter::once(token).chain(own).collect();
+        data.deadline = min_deadline(data.deadline, self.deadline());
+        Scope(Some(Arc::new(data)))
     }
 }
 
@@ -81,6 +232,288 @@ impl fmt::Debug for Ctx {
         f.debug_struct("Ctx")
             .field("tool", &self.tool_name())
             .field("call_id", &self.call_id)
+            .field("caller", &self.caller())
+            .field("deadline", &self.deadline())
             .finish_non_exhaustive()
+    }
+}
+
+/// A progress report from a running tool (see [`Ctx::progress`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Progress {
+    /// The reporting tool.
+    pub tool: String,
+    /// The call's id, when it has one.
+    pub call_id: Option<String>,
+    /// How much is done.
+    pub done: f64,
+    /// How much there is in all, when known.
+    pub total: Option<f64>,
+    /// A human-readable note.
+    pub message: Option<String>,
+}
+
+type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// What a caller puts into the context of its calls: typed extensions, its identity,
+/// a timeout, cancellation tokens and a progress listener.
+///
+/// Give it to [`Registry::with`] (or [`Ctx::with`] for nested calls) to get a runner
+/// whose calls all carry it. Runners chain: `registry.with(a).with(b)` sees both, `b`
+/// winning where they overlap.
+///
+/// ```
+/// use std::time::Duration;
+/// use tokio_util::sync::CancellationToken;
+/// use toolfunc::CallOptions;
+///
+/// struct UserId(u64);
+///
+/// let stop = CancellationToken::new();
+/// let options = CallOptions::new()
+///     .insert(UserId(7))
+///     .caller("billing-service")
+///     .timeout(Duration::from_secs(5))
+///     .cancel_on(stop.clone())
+///     .on_progress(|p| eprintln!("{}: {}/{:?}", p.tool, p.done, p.total));
+/// # let _ = options;
+/// ```
+#[derive(Default)]
+#[must_use]
+pub struct CallOptions {
+    extensions: Vec<(TypeId, Arc<dyn Any + Send + Sync>)>,
+    caller: Option<Arc<str>>,
+    timeout: Option<Duration>,
+    cancel: Vec<CancellationToken>,
+    progress: Option<ProgressFn>,
+}
+
+impl fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("extensions", &self.extensions.len())
+            .field("caller", &self.caller)
+            .field("timeout", &self.timeout)
+            .field("cancel", &self.cancel.len())
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
+}
+
+impl CallOptions {
+    /// No options.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a typed value the tool reads with [`Ctx::get`]; replaces a `T` given
+    /// before in these options.
+    pub fn insert<T: Any + Send + Sync>(mut self, value: T) -> Self {
+        let id = TypeId::of::<T>();
+        self.extensions.retain(|(t, _)| *t != id);
+        self.extensions.push((id, Arc::new(value)));
+        self
+    }
+
+    /// Sets the caller's identity, as the caller asserts it (not verified).
+    pub fn caller(mut self, caller: impl Into<String>) -> Self {
+        self.caller = Some(Arc::from(caller.into()));
+        self
+    }
+
+    /// Sets a timeout for each call. The shorter of this and the tool's own timeout
+    /// applies; expiry ends the call with `TIMEOUT`.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(self.timeout.map_or(timeout, |t| t.min(timeout)));
+        self
+    }
+
+    /// Cancels the calls when `token` is cancelled (several tokens: when any is).
+    pub fn cancel_on(mut self, token: CancellationToken) -> Self {
+        self.cancel.push(token);
+        self
+    }
+
+    /// Sends the calls' progress reports ([`Ctx::progress`]) to `listener`.
+    pub fn on_progress(mut self, listener: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Arc::new(listener));
+        self
+    }
+}
+
+/// What the calls of one runner share: resolved once when the runner is made.
+#[derive(Clone, Default)]
+pub(crate) struct Scope(Option<Arc<ScopeData>>);
+
+pub(crate) struct ScopeData {
+    extensions: Vec<(TypeId, Arc<dyn Any + Send + Sync>)>,
+    /// Outer layers' extensions, searched after these.
+    parent: Option<Arc<ScopeData>>,
+    caller: Option<Arc<str>>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) cancel: Vec<CancellationToken>,
+    progress: Option<ProgressFn>,
+}
+
+fn min_deadline(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+impl ScopeData {
+    fn overlay(parent: Option<&Arc<ScopeData>>, options: CallOptions) -> Self {
+        let CallOptions {
+            extensions,
+            caller,
+            timeout,
+            cancel,
+            progress,
+        } = options;
+        let inherited = |f: fn(&ScopeData) -> Option<Duration>| parent.and_then(|p| f(p));
+        let timeout = match (timeout, inherited(|p| p.timeout)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Self {
+            extensions,
+            parent: parent.cloned(),
+            caller: caller.or_else(|| parent.and_then(|p| p.caller.clone())),
+            timeout,
+            deadline: parent.and_then(|p| p.deadline),
+            cancel: parent
+                .map(|p| p.cancel.clone())
+                .unwrap_or_default()
+                .into_iter()
+                .chain(cancel)
+                .collect(),
+            progress: progress.or_else(|| parent.and_then(|p| p.progress.clone())),
+        }
+    }
+
+    fn get(&self, id: TypeId) -> Option<&(dyn Any + Send + Sync)> {
+        let mut layer = Some(self);
+        while let Some(data) = layer {
+            if let Some((_, value)) = data.extensions.iter().rev().find(|(t, _)| *t == id) {
+                return Some(&**value);
+            }
+            layer = data.parent.as_deref();
+        }
+        None
+    }
+}
+
+impl Scope {
+    pub(crate) const fn none() -> Self {
+        Self(None)
+    }
+
+    pub(crate) fn with(&self, options: CallOptions) -> Self {
+        Self(Some(Arc::new(ScopeData::overlay(self.0.as_ref(), options))))
+    }
+
+    pub(crate) fn data(&self) -> Option<&Arc<ScopeData>> {
+        self.0.as_ref()
+    }
+
+    fn get<T: Any + Send + Sync>(&self) -> Option<&T> {
+        self.0.as_ref()?.get(TypeId::of::<T>())?.downcast_ref::<T>()
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        self.0.as_ref().and_then(|d| d.deadline)
+    }
+
+    pub(crate) fn timeout(&self) -> Option<Duration> {
+        self.0.as_ref().and_then(|d| d.timeout)
+    }
+
+    pub(crate) fn cancel_sources(&self) -> &[CancellationToken] {
+        self.0.as_ref().map_or(&[], |d| d.cancel.as_slice())
+    }
+
+    fn any_cancelled(&self) -> bool {
+        self.cancel_sources()
+            .iter()
+            .any(CancellationToken::is_cancelled)
+    }
+}
+
+type Cleanup = Box<dyn FnOnce() + Send>;
+
+/// Per-call state shared by every clone of a call's `Ctx` and by the code driving the
+/// call.
+pub(crate) struct CallState {
+    token: CancellationToken,
+    /// Why the call was aborted, when `abort` said so.
+    reason: OnceLock<String>,
+    /// The absolute deadline once the driver has computed it.
+    pub(crate) deadline: OnceLock<Option<Instant>>,
+    cleanups: Mutex<Option<Vec<Cleanup>>>,
+}
+
+impl CallState {
+    fn new(scope: &Scope) -> Self {
+        // With one cancellation source the call's token is its child: cancellation
+        // propagates without anyone watching. Several sources are watched by the driver.
+        let token = match scope.cancel_sources() {
+            [one] => one.child_token(),
+            _ => CancellationToken::new(),
+        };
+        Self {
+            token,
+            reason: OnceLock::new(),
+            deadline: OnceLock::new(),
+            cleanups: Mutex::new(Some(Vec::new())),
+        }
+    }
+
+    pub(crate) fn token(&self) -> &CancellationToken {
+        &self.token
+    }
+
+    /// Cancels the call, remembering the first reason given.
+    pub(crate) fn abort(&self, reason: Option<String>) {
+        if let Some(reason) = reason {
+            let _ = self.reason.set(reason);
+        }
+        self.token.cancel();
+    }
+
+    pub(crate) fn reason(&self) -> Option<String> {
+        self.reason.get().cloned()
+    }
+
+    fn push_cleanup(&self, cleanup: Cleanup) {
+        let mut slot = self.cleanups.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(list) = slot.as_mut() {
+            list.push(cleanup);
+        } else {
+            // The call already ended: run it now rather than never.
+            drop(slot);
+            run_cleanup(cleanup);
+        }
+    }
+
+    /// Runs the registered cleanups, once: later calls find nothing to run.
+    pub(crate) fn run_cleanups(&self) {
+        let list = self
+            .cleanups
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        for cleanup in list.into_iter().flatten().rev() {
+            run_cleanup(cleanup);
+        }
+    }
+}
+
+fn run_cleanup(cleanup: Cleanup) {
+    if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(cleanup)) {
+        let message = crate::tool::panic_message(&*panic);
+        tracing::error!(panic = %message, "a cleanup hook panicked");
     }
 }

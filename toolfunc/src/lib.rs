@@ -33,6 +33,8 @@ mod ctx;
 mod error;
 mod registry;
 pub mod schema;
+pub mod stream;
+mod task;
 mod tool;
 
 /// The README's examples, compiled and run as doc tests.
@@ -41,10 +43,14 @@ mod tool;
 pub struct ReadmeDoctests;
 
 pub use call::{ToolCall, ToolResult};
-pub use ctx::Ctx;
+pub use ctx::{CallOptions, Ctx, Progress};
 pub use error::ToolError;
-pub use registry::Registry;
-pub use tool::{ToolBuilder, ToolDefinition, ToolFunc};
+pub use registry::{Registry, Runner};
+pub use stream::ToolStream;
+pub use task::CallHandle;
+/// Cancellation tokens, as [`CallOptions::cancel_on`] and [`Ctx::cancellation_token`] use them.
+pub use tokio_util::sync::CancellationToken;
+pub use tool::{ItemStream, ToolBuilder, ToolDefinition, ToolFunc};
 
 /// Turns a function into a tool in [`Registry::global()`], with no registration call.
 ///
@@ -150,7 +156,16 @@ pub mod __private {
 
     pub use crate::error::convert;
     pub use crate::schema::{field_order, parse_args, schema_of};
-    pub use crate::tool::{SpecHandler, ToolSpec, to_output};
+    pub use crate::tool::{ItemStream, SpecHandler, ToolSpec, to_output};
+    pub use ::futures::stream::{Stream, StreamExt};
+
+    /// Boxes a tool's item stream.
+    pub fn box_stream<S>(stream: S) -> ItemStream
+    where
+        S: Stream<Item = Result<Value, ToolError>> + Send + 'static,
+    {
+        ::std::boxed::Box::pin(stream)
+    }
     pub use crate::{Ctx, ToolError};
     pub use ::core::option::Option::{self, None, Some};
     pub use ::core::result::Result::{self, Err, Ok};

@@ -8,8 +8,11 @@ use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWrite
 
 use serde_json::Value;
 
-use crate::tool::ToolSpec;
-use crate::{Ctx, ToolCall, ToolDefinition, ToolError, ToolFunc, ToolResult};
+use crate::ctx::Scope;
+use crate::stream::ToolStream;
+use crate::task::{Call, CallHandle};
+use crate::tool::{Started, ToolSpec};
+use crate::{CallOptions, Ctx, ToolCall, ToolDefinition, ToolError, ToolFunc, ToolResult};
 
 /// A set of tools, each reachable by its name and its aliases.
 ///
@@ -300,57 +303,80 @@ impl Registry {
         self.get(name).ok_or_else(|| ToolError::not_found(name))
     }
 
+    /// A runner whose calls all carry `options`: typed extensions, caller identity,
+    /// timeout, cancellation tokens, progress listener. Runners chain with
+    /// [`Runner::with`].
+    ///
+    /// ```rust,standalone_crate
+    /// use std::time::Duration;
+    /// use toolfunc::{tool, CallOptions, Ctx, Registry};
+    ///
+    /// /// Reports who called.
+    /// #[tool]
+    /// fn who(ctx: &Ctx) -> String {
+    ///     ctx.caller().unwrap_or("anonymous").to_owned()
+    /// }
+    ///
+    /// let billing = Registry::global().with(CallOptions::new().caller("billing"));
+    /// assert_eq!(billing.run_sync("who", serde_json::json!({})).unwrap(), "billing");
+    /// let strict = billing.with(CallOptions::new().timeout(Duration::from_secs(1)));
+    /// assert_eq!(strict.run_sync("who", serde_json::json!({})).unwrap(), "billing");
+    /// ```
+    pub fn with(&self, options: CallOptions) -> Runner {
+        Runner::new(self.clone(), Scope::default().with(options))
+    }
+
+    fn calls(&self) -> Calls<'_> {
+        Calls {
+            registry: self,
+            scope: &NO_SCOPE,
+        }
+    }
+
     /// Runs a tool by name or alias with an arguments object.
     ///
     /// The arguments are checked before the handler runs (`ARGUMENTS`, with the JSON
     /// Pointer of the failing value); a handler error is `FAILED` (or the handler's
-    /// own `ToolError`), and a panic is `PANICKED`.
+    /// own `ToolError`), and a panic is `PANICKED`. A streaming tool's items are
+    /// collected into an array. Dropping the returned future cancels the call and runs
+    /// its cleanups.
     pub async fn run(&self, name: &str, args: Value) -> Result<Value, ToolError> {
-        let ctx = Ctx::new(self.clone(), self.resolve(name)?, None);
-        if !ctx.tool().is_async() {
-            // Sync tools finish here, within the first poll, with no call future.
-            return ctx.tool().call_sync(&ctx, args);
-        }
-        ToolFunc::call(ctx, args).await
+        self.calls().run(name, args).await
     }
 
-    /// Runs a sync tool on the calling thread. An async tool gives `ASYNC_ONLY`.
+    /// Runs a sync tool on the calling thread. An async or streaming tool gives
+    /// `ASYNC_ONLY`.
     pub fn run_sync(&self, name: &str, args: Value) -> Result<Value, ToolError> {
-        let ctx = Ctx::new(self.clone(), self.resolve(name)?, None);
-        ctx.tool().call_sync(&ctx, args)
+        self.calls().run_sync(name, args)
     }
 
     /// Runs a tool with positional arguments, mapped onto its parameters in
     /// declaration order (see [`ToolBuilder::param_order`](crate::ToolBuilder::param_order)).
     pub async fn run_with_pos(&self, name: &str, args: Vec<Value>) -> Result<Value, ToolError> {
-        let tool = self.resolve(name)?;
-        let args = tool.positional_to_named(args)?;
-        ToolFunc::call(Ctx::new(self.clone(), tool, None), args).await
+        self.calls().run_with_pos(name, args).await
     }
 
     /// Runs a sync tool with positional arguments on the calling thread.
     pub fn run_with_pos_sync(&self, name: &str, args: Vec<Value>) -> Result<Value, ToolError> {
-        let tool = self.resolve(name)?;
-        let args = tool.positional_to_named(args)?;
-        let ctx = Ctx::new(self.clone(), tool, None);
-        ctx.tool().call_sync(&ctx, args)
+        self.calls().run_with_pos_sync(name, args)
+    }
+
+    /// Runs a tool as a stream of results: a streaming tool's items one by one, any
+    /// other tool's single result. See [`ToolStream`].
+    pub fn run_stream(&self, name: &str, args: Value) -> ToolStream {
+        self.calls().run_stream(name, args)
+    }
+
+    /// Starts a call on the tokio runtime and returns its handle: await it for the
+    /// result, or [`abort`](CallHandle::abort) it. Outside a tokio runtime the handle
+    /// resolves to a `FAILED` error.
+    pub fn spawn(&self, name: &str, args: Value) -> CallHandle {
+        self.calls().spawn(name, args)
     }
 
     /// Executes one call; any failure is in the result, never returned as an error.
     pub async fn execute(&self, call: ToolCall) -> ToolResult {
-        let ToolCall {
-            id,
-            name,
-            arguments,
-        } = call;
-        let output = match self.resolve(&name) {
-            Ok(tool) => {
-                let ctx = Ctx::new(self.clone(), tool, Some(Arc::from(id.as_str())));
-                ToolFunc::call(ctx, arguments).await
-            }
-            Err(err) => Err(err),
-        };
-        ToolResult::new(id, name, output)
+        self.calls().execute(call).await
     }
 
     /// Executes calls concurrently and returns their results in input order. One
@@ -359,6 +385,186 @@ impl Registry {
         &self,
         calls: impl IntoIterator<Item = ToolCall>,
     ) -> Vec<ToolResult> {
+        self.calls().execute_batch(calls).await
+    }
+}
+
+static NO_SCOPE: Scope = Scope::none();
+
+/// Runs tools of a registry with a context: made by [`Registry::with`] or
+/// [`Ctx::with`], it offers the registry's run methods, and every call it makes
+/// carries its [`CallOptions`].
+#[derive(Clone)]
+pub struct Runner {
+    registry: Registry,
+    scope: Scope,
+}
+
+impl fmt::Debug for Runner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runner").finish_non_exhaustive()
+    }
+}
+
+impl Runner {
+    pub(crate) fn new(registry: Registry, scope: Scope) -> Self {
+        Self { registry, scope }
+    }
+
+    fn calls(&self) -> Calls<'_> {
+        Calls {
+            registry: &self.registry,
+            scope: &self.scope,
+        }
+    }
+
+    /// A runner with `options` added on top of this one's (they win where both set
+    /// something; timeouts take the shorter; cancellation tokens add up).
+    #[must_use]
+    pub fn with(&self, options: CallOptions) -> Runner {
+        Runner::new(self.registry.clone(), self.scope.with(options))
+    }
+
+    /// The registry this runner calls into.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// [`Registry::run`] with this runner's context.
+    pub async fn run(&self, name: &str, args: Value) -> Result<Value, ToolError> {
+        self.calls().run(name, args).await
+    }
+
+    /// [`Registry::run_sync`] with this runner's context.
+    pub fn run_sync(&self, name: &str, args: Value) -> Result<Value, ToolError> {
+        self.calls().run_sync(name, args)
+    }
+
+    /// [`Registry::run_with_pos`] with this runner's context.
+    pub async fn run_with_pos(&self, name: &str, args: Vec<Value>) -> Result<Value, ToolError> {
+        self.calls().run_with_pos(name, args).await
+    }
+
+    /// [`Registry::run_with_pos_sync`] with this runner's context.
+    pub fn run_with_pos_sync(&self, name: &str, args: Vec<Value>) -> Result<Value, ToolError> {
+        self.calls().run_with_pos_sync(name, args)
+    }
+
+    /// [`Registry::run_stream`] with this runner's context.
+    pub fn run_stream(&self, name: &str, args: Value) -> ToolStream {
+        self.calls().run_stream(name, args)
+    }
+
+    /// [`Registry::spawn`] with this runner's context.
+    pub fn spawn(&self, name: &str, args: Value) -> CallHandle {
+        self.calls().spawn(name, args)
+    }
+
+    /// [`Registry::execute`] with this runner's context.
+    pub async fn execute(&self, call: ToolCall) -> ToolResult {
+        self.calls().execute(call).await
+    }
+
+    /// [`Registry::execute_batch`] with this runner's context.
+    pub async fn execute_batch(
+        &self,
+        calls: impl IntoIterator<Item = ToolCall>,
+    ) -> Vec<ToolResult> {
+        self.calls().execute_batch(calls).await
+    }
+}
+
+/// The run methods, written once for a registry with or without a context.
+#[derive(Clone, Copy)]
+struct Calls<'a> {
+    registry: &'a Registry,
+    scope: &'a Scope,
+}
+
+impl Calls<'_> {
+    fn ctx(self, name: &str, call_id: Option<Arc<str>>) -> Result<Ctx, ToolError> {
+        let tool = self.registry.resolve(name)?;
+        Ok(Ctx::new(
+            self.registry.clone(),
+            tool,
+            call_id,
+            self.scope.clone(),
+        ))
+    }
+
+    async fn run(self, name: &str, args: Value) -> Result<Value, ToolError> {
+        let ctx = self.ctx(name, None)?;
+        if !ctx.tool().is_async() {
+            // Sync tools finish here, within the first poll, with no call future.
+            return ctx.tool().call_sync(&ctx, args);
+        }
+        ToolFunc::call(ctx, args).await
+    }
+
+    fn run_sync(self, name: &str, args: Value) -> Result<Value, ToolError> {
+        let ctx = self.ctx(name, None)?;
+        ctx.tool().call_sync(&ctx, args)
+    }
+
+    async fn run_with_pos(self, name: &str, args: Vec<Value>) -> Result<Value, ToolError> {
+        let ctx = self.ctx(name, None)?;
+        let args = ctx.tool().positional_to_named(args)?;
+        ToolFunc::call(ctx, args).await
+    }
+
+    fn run_with_pos_sync(self, name: &str, args: Vec<Value>) -> Result<Value, ToolError> {
+        let ctx = self.ctx(name, None)?;
+        let args = ctx.tool().positional_to_named(args)?;
+        ctx.tool().call_sync(&ctx, args)
+    }
+
+    fn run_stream(self, name: &str, args: Value) -> ToolStream {
+        let ctx = match self.ctx(name, None) {
+            Ok(ctx) => ctx.streaming(),
+            Err(err) => return ToolStream::failed(err),
+        };
+        if !ctx.tool().is_stream() {
+            return ToolStream::single(ToolFunc::call(ctx, args));
+        }
+        match ToolFunc::start(ctx, args, true) {
+            Ok(Started::Stream(opening, watch)) => ToolStream::items(opening, watch),
+            Ok(Started::Value(drive)) => ToolStream::single(Call::Running(Box::new(drive))),
+            Err(err) => ToolStream::failed(err),
+        }
+    }
+
+    fn spawn(self, name: &str, args: Value) -> CallHandle {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return CallHandle::failed(ToolError::failed("spawn needs a running tokio runtime"));
+        };
+        let ctx = match self.ctx(name, None) {
+            Ok(ctx) => ctx,
+            Err(err) => return CallHandle::failed(err),
+        };
+        let state = Arc::clone(ctx.state());
+        let join = if ctx.tool().is_async() {
+            runtime.spawn(ToolFunc::call(ctx, args))
+        } else {
+            // A sync tool may block: keep it off the async workers.
+            runtime.spawn_blocking(move || ctx.tool().call_sync(&ctx, args))
+        };
+        CallHandle::spawned(state, join)
+    }
+
+    async fn execute(self, call: ToolCall) -> ToolResult {
+        let ToolCall {
+            id,
+            name,
+            arguments,
+        } = call;
+        let output = match self.ctx(&name, Some(Arc::from(id.as_str()))) {
+            Ok(ctx) => ToolFunc::call(ctx, arguments).await,
+            Err(err) => Err(err),
+        };
+        ToolResult::new(id, name, output)
+    }
+
+    async fn execute_batch(self, calls: impl IntoIterator<Item = ToolCall>) -> Vec<ToolResult> {
         futures::future::join_all(calls.into_iter().map(|call| self.execute(call))).await
     }
 }

@@ -6,12 +6,11 @@ use std::fmt;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
+use std::time::Duration;
 
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
-use futures::FutureExt;
-use futures::future::{BoxFuture, CatchUnwind};
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -20,6 +19,7 @@ use serde_json::Value;
 use crate::schema::{
     Validator, check_params_root, empty_object, field_order, parse_args, schema_of,
 };
+use crate::task::{Call, Drive, Watch, deadline_for, timeout_error};
 use crate::{Ctx, ToolError};
 
 /// The serialisable metadata of a tool: what discovery, LLM exports and remote
@@ -65,6 +65,13 @@ pub struct ToolDefinition {
     /// Free-form grouping labels.
     #[serde(default, skip_serializing_if = "Vec::is_empty", with = "one_or_many")]
     pub tags: Vec<String>,
+    /// Whether the tool streams its result (`run_stream` yields its items one by one;
+    /// `run` collects them into an array).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stream: bool,
+    /// The tool's own timeout, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u64>,
 }
 
 impl ToolDefinition {
@@ -106,10 +113,15 @@ mod one_or_many {
 
 type SyncFn = dyn Fn(&Ctx, Value) -> Result<Value, ToolError> + Send + Sync;
 type AsyncFn = dyn Fn(Ctx, Value) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
+/// The stream of a streaming tool's items.
+pub type ItemStream = BoxStream<'static, Result<Value, ToolError>>;
+type StreamFn =
+    dyn Fn(Ctx, Value) -> BoxFuture<'static, Result<ItemStream, ToolError>> + Send + Sync;
 
-enum Handler {
+pub(crate) enum Handler {
     Sync(Box<SyncFn>),
     Async(Box<AsyncFn>),
+    Stream(Box<StreamFn>),
 }
 
 /// How the arguments are checked before the handler runs.
@@ -128,7 +140,8 @@ enum ArgCheck {
 /// time come from [`ToolFunc::builder`] or [`ToolFunc::from_definition`].
 pub struct ToolFunc {
     definition: ToolDefinition,
-    handler: Handler,
+    pub(crate) handler: Handler,
+    timeout: Option<Duration>,
     check: ArgCheck,
     /// `run_with_pos` maps the i-th value onto the argument named `positional[i]`.
     positional: Vec<String>,
@@ -183,6 +196,8 @@ impl ToolFunc {
             result,
             alias,
             tags,
+            stream: _,
+            timeout,
         } = definition;
         ToolBuilder {
             title,
@@ -192,6 +207,8 @@ impl ToolFunc {
             result,
             alias,
             tags,
+            timeout: timeout.map(Duration::from_millis),
+            schema_given: true,
             ..ToolBuilder::new(name)
         }
     }
@@ -208,7 +225,17 @@ impl ToolFunc {
 
     /// Whether the tool only runs asynchronously (`run_sync` refuses it).
     pub fn is_async(&self) -> bool {
-        matches!(self.handler, Handler::Async(_))
+        !matches!(self.handler, Handler::Sync(_))
+    }
+
+    /// Whether the tool streams its result.
+    pub fn is_stream(&self) -> bool {
+        matches!(self.handler, Handler::Stream(_))
+    }
+
+    /// The tool's own timeout.
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
     }
 
     /// Normalises and checks the arguments: `null` means no arguments; anything else
@@ -233,39 +260,86 @@ impl ToolFunc {
         Ok(args)
     }
 
-    /// Runs the handler synchronously. Async tools give `ASYNC_ONLY`.
-    pub(crate) fn call_sync(&self, ctx: &Ctx, args: Value) -> Result<Value, ToolError> {
-        match &self.handler {
-            Handler::Sync(f) => {
-                let args = self.prepare(args)?;
-                catch_unwind(AssertUnwindSafe(|| f(ctx, args)))
-                    .unwrap_or_else(|p| Err(panicked(&*p)))
-            }
-            Handler::Async(_) => Err(ToolError::AsyncOnly {
-                name: self.definition.name.clone(),
-            }),
+    /// Why a call must not start: a caller's token already fired, or an enclosing
+    /// call's deadline has passed.
+    fn stopped_before_start(ctx: &Ctx) -> Option<ToolError> {
+        if ctx
+            .scope()
+            .cancel_sources()
+            .iter()
+            .any(tokio_util::sync::CancellationToken::is_cancelled)
+        {
+            return Some(ToolError::cancelled(None));
+        }
+        match ctx.deadline() {
+            Some(deadline) if deadline <= std::time::Instant::now() => Some(timeout_error(None)),
+            _ => None,
         }
     }
 
-    /// Runs the tool of `ctx`. Sync handlers run inline within the first poll; a panic
-    /// anywhere becomes `PANICKED`.
-    pub(crate) fn call(ctx: Ctx, args: Value) -> Call {
-        let tool = ctx.tool();
-        if let Handler::Sync(_) = tool.handler {
-            return Call::Ready(Some(tool.call_sync(&ctx, args)));
-        }
-        // The handler borrows the tool while `ctx` moves into it: hold the tool apart.
-        let tool = Arc::clone(tool);
-        let Handler::Async(f) = &tool.handler else {
-            unreachable!("sync handlers returned above")
+    /// Runs the handler synchronously, on the calling thread. Async and streaming
+    /// tools give `ASYNC_ONLY`.
+    ///
+    /// A sync handler cannot be interrupted: a call that is already cancelled or out
+    /// of time does not start, and one that starts runs to its end.
+    pub(crate) fn call_sync(&self, ctx: &Ctx, args: Value) -> Result<Value, ToolError> {
+        let Handler::Sync(f) = &self.handler else {
+            return Err(ToolError::AsyncOnly {
+                name: self.definition.name.clone(),
+            });
         };
-        let started = tool.prepare(args).and_then(|args| {
-            catch_unwind(AssertUnwindSafe(|| f(ctx, args))).map_err(|p| panicked(&*p))
-        });
-        match started {
-            Ok(future) => Call::Running(AssertUnwindSafe(future).catch_unwind()),
+        if let Some(err) = Self::stopped_before_start(ctx) {
+            return Err(err);
+        }
+        let args = self.prepare(args)?;
+        let result =
+            catch_unwind(AssertUnwindSafe(|| f(ctx, args))).unwrap_or_else(|p| Err(panicked(&*p)));
+        if let Some(state) = ctx.state_if_created() {
+            state.run_cleanups();
+        }
+        result
+    }
+
+    /// Starts the tool of `ctx`. Sync handlers run at once; async and streaming ones
+    /// (collected) run as the returned future is polled, raced against cancellation
+    /// and the deadline. A panic anywhere becomes `PANICKED`.
+    pub(crate) fn call(ctx: Ctx, args: Value) -> Call {
+        if let Handler::Sync(_) = ctx.tool().handler {
+            return Call::Ready(Some(ctx.tool().call_sync(&ctx, args)));
+        }
+        match Self::start(ctx, args, false) {
+            Ok(Started::Value(drive)) => Call::Running(Box::new(drive)),
+            Ok(Started::Stream(..)) => unreachable!("`start` collects streams when asked to"),
             Err(err) => Call::Ready(Some(Err(err))),
         }
+    }
+
+    /// Starts an async or streaming handler: checks the arguments, sets up the watch
+    /// (deadline, cancellation) and calls the handler. Streams are collected into an
+    /// array unless `as_stream`.
+    pub(crate) fn start(ctx: Ctx, args: Value, as_stream: bool) -> Result<Started, ToolError> {
+        if let Some(err) = Self::stopped_before_start(&ctx) {
+            return Err(err);
+        }
+        // The handler borrows the tool while `ctx` moves into it: hold the tool apart.
+        let tool = Arc::clone(ctx.tool());
+        let args = tool.prepare(args)?;
+        let state = Arc::clone(ctx.state());
+        let deadline = deadline_for(tool.timeout, ctx.scope(), ctx.deadline());
+        let watch = Watch::new(Arc::clone(&state), ctx.scope(), deadline);
+        let started = catch_unwind(AssertUnwindSafe(|| match &tool.handler {
+            Handler::Async(f) => Started::Value(Drive::new(f(ctx, args), watch)),
+            Handler::Stream(f) if as_stream => Started::Stream(f(ctx, args), watch),
+            Handler::Stream(f) => Started::Value(Drive::new(collect(f(ctx, args)), watch)),
+            Handler::Sync(f) => {
+                let result = f(&ctx, args);
+                Started::Value(Drive::new(Box::pin(std::future::ready(result)), watch))
+            }
+        }));
+        started.map_err(|p| {
+            state.run_cleanups();
+            panicked(&*p)
+        })
     }
 
     /// Maps positional arguments onto named ones.
@@ -292,29 +366,24 @@ impl ToolFunc {
     }
 }
 
-/// The future of one handler call: already finished (sync handlers, early errors) or
-/// running (async handlers), with panics caught either way.
-pub(crate) enum Call {
-    Ready(Option<Result<Value, ToolError>>),
-    Running(CatchUnwind<AssertUnwindSafe<BoxFuture<'static, Result<Value, ToolError>>>>),
+/// A started async or streaming call.
+pub(crate) enum Started {
+    Value(Drive),
+    Stream(BoxFuture<'static, Result<ItemStream, ToolError>>, Watch),
 }
 
-impl Future for Call {
-    type Output = Result<Value, ToolError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // Both variants are `Unpin` (the running future is boxed).
-        match self.get_mut() {
-            Self::Ready(result) => Poll::Ready(
-                result
-                    .take()
-                    .unwrap_or_else(|| Err(ToolError::failed("call polled after completion"))),
-            ),
-            Self::Running(future) => Pin::new(future)
-                .poll(cx)
-                .map(|caught| caught.unwrap_or_else(|p| Err(panicked(&*p)))),
+/// A streaming handler's items gathered into one array (for `run`).
+fn collect(
+    open: BoxFuture<'static, Result<ItemStream, ToolError>>,
+) -> BoxFuture<'static, Result<Value, ToolError>> {
+    Box::pin(async move {
+        let mut stream = open.await?;
+        let mut items = Vec::new();
+        while let Some(item) = stream.next().await {
+            items.push(item?);
         }
-    }
+        Ok(Value::Array(items))
+    })
 }
 
 fn kind_of(value: &Value) -> &'static str {
@@ -328,12 +397,16 @@ fn kind_of(value: &Value) -> &'static str {
     }
 }
 
-pub(crate) fn panicked(payload: &(dyn Any + Send)) -> ToolError {
-    let message = payload
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    payload
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "non-string panic payload".to_owned());
+        .unwrap_or_else(|| "non-string panic payload".to_owned())
+}
+
+pub(crate) fn panicked(payload: &(dyn Any + Send)) -> ToolError {
+    let message = panic_message(payload);
     tracing::error!(panic = %message, "tool handler panicked");
     ToolError::Panicked { message }
 }
@@ -364,6 +437,7 @@ pub struct ToolBuilder {
     params: Option<Value>,
     result: Option<Value>,
     param_order: Option<Vec<String>>,
+    timeout: Option<Duration>,
     /// Derives the positional order from the typed handler's argument type.
     typed_order: Option<fn(&Value) -> Vec<String>>,
     handler: Option<Handler>,
@@ -393,6 +467,7 @@ impl ToolBuilder {
             params: None,
             result: None,
             param_order: None,
+            timeout: None,
             typed_order: None,
             handler: None,
             typed: false,
@@ -455,6 +530,53 @@ impl ToolBuilder {
         S: Into<String>,
     {
         self.param_order = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sets the tool's own timeout: a call still running after it ends with `TIMEOUT`
+    /// (a caller's shorter timeout wins). Enforced for async and streaming tools; a
+    /// sync handler runs to its end once started.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Sets a streaming handler over the raw JSON arguments object: it returns a
+    /// stream of items, which `run_stream` yields one by one and `run` collects into
+    /// an array. Items are produced only as fast as the caller consumes them.
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use serde_json::{json, Value};
+    /// use toolfunc::{Registry, ToolError, ToolFunc};
+    ///
+    /// let countdown = ToolFunc::builder("countdown")
+    ///     .params_schema(json!({"type": "object", "properties": {"from": {"type": "integer"}}}))
+    ///     .stream_handler(|_ctx, args: Value| async move {
+    ///         let from = args["from"].as_u64().unwrap_or(3);
+    ///         Ok(futures::stream::iter((0..=from).rev()).map(|n| Ok::<_, ToolError>(json!(n))))
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// let registry = Registry::new();
+    /// registry.register(countdown).unwrap();
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// assert_eq!(registry.run("countdown", json!({"from": 2})).await.unwrap(), json!([2, 1, 0]));
+    /// let items: Vec<_> = registry.run_stream("countdown", json!({"from": 1})).collect().await;
+    /// assert_eq!(items.len(), 2);
+    /// # });
+    /// ```
+    pub fn stream_handler<F, Fut, S>(mut self, f: F) -> Self
+    where
+        F: Fn(Ctx, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<S, ToolError>> + Send + 'static,
+        S: futures::Stream<Item = Result<Value, ToolError>> + Send + 'static,
+    {
+        self.handler = Some(Handler::Stream(Box::new(move |ctx, args| {
+            let opening = f(ctx, args);
+            Box::pin(async move { Ok(opening.await?.boxed()) })
+        })));
+        self.typed = false;
         self
     }
 
@@ -606,7 +728,12 @@ impl ToolBuilder {
                 result: self.result,
                 alias: self.alias,
                 tags: self.tags,
+                stream: matches!(handler, Handler::Stream(_)),
+                timeout: self
+                    .timeout
+                    .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
             },
+            timeout: self.timeout,
             handler,
             check,
             positional,
@@ -629,6 +756,7 @@ pub struct ToolSpec {
     pub params: fn() -> Value,
     pub result: Option<fn() -> Value>,
     pub handler: SpecHandler,
+    pub timeout_ms: Option<u64>,
     /// `file:line` of the function, for startup diagnostics.
     pub location: &'static str,
 }
@@ -638,6 +766,7 @@ pub struct ToolSpec {
 pub enum SpecHandler {
     Sync(fn(&Ctx, Value) -> Result<Value, ToolError>),
     Async(fn(Ctx, Value) -> BoxFuture<'static, Result<Value, ToolError>>),
+    Stream(fn(Ctx, Value) -> BoxFuture<'static, Result<ItemStream, ToolError>>),
 }
 
 inventory::collect!(ToolSpec);
@@ -656,7 +785,9 @@ impl ToolSpec {
         builder.handler = Some(match self.handler {
             SpecHandler::Sync(f) => Handler::Sync(Box::new(f)),
             SpecHandler::Async(f) => Handler::Async(Box::new(f)),
+            SpecHandler::Stream(f) => Handler::Stream(Box::new(f)),
         });
+        builder.timeout = self.timeout_ms.map(Duration::from_millis);
         // The generated handler deserialises into the parameters struct: that is the check.
         builder.typed = true;
         builder.build()

@@ -1,0 +1,324 @@
+//! Streaming results: [`ToolStream`], the stream `run_stream` returns, and
+//! [`callbacks`], an adaptor that hooks a stream's lifecycle (start, items, end,
+//! errors, cancellation) with a close hook that runs exactly once.
+
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures::future::{BoxFuture, CatchUnwind};
+use futures::{FutureExt, Stream};
+use serde_json::Value;
+
+use crate::ToolError;
+use crate::task::{Call, Finish, Watch};
+use crate::tool::{ItemStream, panicked};
+
+/// The items of one call, as `run_stream` returns them: `Ok` items, then at most one
+/// `Err` that ends the stream.
+///
+/// Items are produced only as the stream is polled (backpressure). Dropping the stream
+/// before its end cancels the call (the producer stops) and runs its cleanups. The
+/// call's deadline and cancellation apply to the whole stream: when either strikes, the
+/// stream yields `TIMEOUT` or `CANCELLED` and ends.
+///
+/// A tool that does not stream yields its one result.
+pub struct ToolStream {
+    inner: Inner,
+}
+
+enum Inner {
+    /// A non-streaming call (or an error before the call started).
+    Single(Option<Call>),
+    Items {
+        phase: Phase,
+        watch: Watch,
+        finish: Finish,
+    },
+    Done,
+}
+
+enum Phase {
+    Opening(CatchUnwind<AssertUnwindSafe<BoxFuture<'static, Result<ItemStream, ToolError>>>>),
+    Streaming(ItemStream),
+}
+
+impl fmt::Debug for ToolStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match &self.inner {
+            Inner::Single(_) => "single",
+            Inner::Items {
+                phase: Phase::Opening(_),
+                ..
+            } => "opening",
+            Inner::Items { .. } => "streaming",
+            Inner::Done => "done",
+        };
+        f.debug_struct("ToolStream").field("state", &state).finish()
+    }
+}
+
+impl ToolStream {
+    pub(crate) fn single(call: Call) -> Self {
+        Self {
+            inner: Inner::Single(Some(call)),
+        }
+    }
+
+    pub(crate) fn failed(err: ToolError) -> Self {
+        Self::single(Call::Ready(Some(Err(err))))
+    }
+
+    pub(crate) fn items(
+        opening: BoxFuture<'static, Result<ItemStream, ToolError>>,
+        watch: Watch,
+    ) -> Self {
+        let finish = Finish::new(Arc::clone(watch.state()));
+        Self {
+            inner: Inner::Items {
+                phase: Phase::Opening(AssertUnwindSafe(opening).catch_unwind()),
+                watch,
+                finish,
+            },
+        }
+    }
+
+    /// Ends the stream: the producer is dropped first, then the call's cleanups run.
+    fn end(
+        &mut self,
+        last: Option<Result<Value, ToolError>>,
+    ) -> Poll<Option<Result<Value, ToolError>>> {
+        if let Inner::Items { mut finish, .. } = std::mem::replace(&mut self.inner, Inner::Done) {
+            finish.finished();
+        }
+        Poll::Ready(last)
+    }
+}
+
+impl Stream for ToolStream {
+    type Item = Result<Value, ToolError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        // Every field is `Unpin` (the producer and futures are boxed).
+        let this = self.get_mut();
+        loop {
+            match &mut this.inner {
+                Inner::Done => return Poll::Ready(None),
+                Inner::Single(call) => {
+                    let Some(pending) = call.as_mut() else {
+                        return this.end(None);
+                    };
+                    let result = std::task::ready!(Pin::new(pending).poll(cx));
+                    return this.end(Some(result));
+                }
+                Inner::Items { phase, watch, .. } => {
+                    if let Poll::Ready(err) = watch.poll_stop(cx) {
+                        return this.end(Some(Err(err)));
+                    }
+                    match phase {
+                        Phase::Opening(opening) => {
+                            match std::task::ready!(Pin::new(opening).poll(cx)) {
+                                Ok(Ok(items)) => *phase = Phase::Streaming(items),
+                                Ok(Err(err)) => return this.end(Some(Err(err))),
+                                Err(panic) => return this.end(Some(Err(panicked(&*panic)))),
+                            }
+                        }
+                        Phase::Streaming(items) => {
+                            let polled =
+                                catch_unwind(AssertUnwindSafe(|| items.as_mut().poll_next(cx)));
+                            return match polled {
+                                Ok(Poll::Pending) => Poll::Pending,
+                                Ok(Poll::Ready(Some(Ok(item)))) => Poll::Ready(Some(Ok(item))),
+                                Ok(Poll::Ready(Some(Err(err)))) => this.end(Some(Err(err))),
+                                Ok(Poll::Ready(None)) => this.end(None),
+                                Err(panic) => this.end(Some(Err(panicked(&*panic)))),
+                            };
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How a stream ended, as [`Callbacks::on_close`] is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamEnd {
+    /// The stream ran to its end.
+    Final,
+    /// The stream yielded an error (and ended there).
+    Error,
+    /// The consumer dropped the stream before its end.
+    Cancel,
+}
+
+type Hook = Box<dyn FnOnce() + Send>;
+type ItemHook<T> = Box<dyn FnMut(T) -> T + Send>;
+type ErrorHook<E> = Box<dyn FnMut(&E) + Send>;
+type CloseHook = Box<dyn FnOnce(StreamEnd) + Send>;
+
+/// Wraps a stream of `Result`s with lifecycle hooks; see [`callbacks`].
+#[must_use = "streams do nothing unless polled"]
+pub struct Callbacks<S, T, E> {
+    inner: Pin<Box<S>>,
+    started: bool,
+    ended: bool,
+    on_start: Option<Hook>,
+    on_item: Option<ItemHook<T>>,
+    on_final: Option<Hook>,
+    on_error: Option<ErrorHook<E>>,
+    on_cancel: Option<Hook>,
+    on_close: Option<CloseHook>,
+}
+
+/// Hooks a stream's lifecycle. `on_close` runs exactly once with how the stream
+/// ended — [`Final`](StreamEnd::Final), [`Error`](StreamEnd::Error) or
+/// [`Cancel`](StreamEnd::Cancel) (dropped early) — which makes it the place to
+/// release resources. The first error ends the wrapped stream.
+///
+/// Without `on_item` items pass through untouched: no per-item work beyond one branch,
+/// no allocation.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use futures::StreamExt;
+/// use toolfunc::stream::{callbacks, StreamEnd};
+///
+/// let closed = Arc::new(Mutex::new(None));
+/// let seen = Arc::clone(&closed);
+/// let items = futures::stream::iter(["a", "b"].map(Ok::<_, String>));
+/// let upper = callbacks(items)
+///     .on_item(|s: &str| if s == "a" { "A" } else { s })
+///     .on_close(move |end| *seen.lock().unwrap() = Some(end));
+///
+/// let out: Vec<_> = futures::executor::block_on(upper.collect());
+/// assert_eq!(out, [Ok("A"), Ok("b")]);
+/// assert_eq!(*closed.lock().unwrap(), Some(StreamEnd::Final));
+/// ```
+pub fn callbacks<S, T, E>(stream: S) -> Callbacks<S, T, E>
+where
+    S: Stream<Item = Result<T, E>>,
+{
+    Callbacks {
+        inner: Box::pin(stream),
+        started: false,
+        ended: false,
+        on_start: None,
+        on_item: None,
+        on_final: None,
+        on_error: None,
+        on_cancel: None,
+        on_close: None,
+    }
+}
+
+impl<S, T, E> Callbacks<S, T, E> {
+    /// Runs once, when the stream is first polled.
+    pub fn on_start(mut self, hook: impl FnOnce() + Send + 'static) -> Self {
+        self.on_start = Some(Box::new(hook));
+        self
+    }
+
+    /// Sees (and may replace) each item.
+    pub fn on_item(mut self, hook: impl FnMut(T) -> T + Send + 'static) -> Self {
+        self.on_item = Some(Box::new(hook));
+        self
+    }
+
+    /// Runs once when the stream ends normally.
+    pub fn on_final(mut self, hook: impl FnOnce() + Send + 'static) -> Self {
+        self.on_final = Some(Box::new(hook));
+        self
+    }
+
+    /// Sees the error that ends the stream.
+    pub fn on_error(mut self, hook: impl FnMut(&E) + Send + 'static) -> Self {
+        self.on_error = Some(Box::new(hook));
+        self
+    }
+
+    /// Runs once when the consumer drops the stream before its end.
+    pub fn on_cancel(mut self, hook: impl FnOnce() + Send + 'static) -> Self {
+        self.on_cancel = Some(Box::new(hook));
+        self
+    }
+
+    /// Runs exactly once, however the stream ends.
+    pub fn on_close(mut self, hook: impl FnOnce(StreamEnd) + Send + 'static) -> Self {
+        self.on_close = Some(Box::new(hook));
+        self
+    }
+
+    fn close(&mut self, end: StreamEnd) {
+        if self.ended {
+            return;
+        }
+        self.ended = true;
+        let hook = match end {
+            StreamEnd::Final => self.on_final.take(),
+            StreamEnd::Cancel => self.on_cancel.take(),
+            StreamEnd::Error => None,
+        };
+        if let Some(hook) = hook {
+            hook();
+        }
+        if let Some(close) = self.on_close.take() {
+            close(end);
+        }
+    }
+}
+
+impl<S, T, E> fmt::Debug for Callbacks<S, T, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Callbacks")
+            .field("started", &self.started)
+            .field("ended", &self.ended)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, T, E> Stream for Callbacks<S, T, E>
+where
+    S: Stream<Item = Result<T, E>>,
+{
+    type Item = Result<T, E>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        // `inner` is boxed, so `Callbacks` is `Unpin`.
+        let this = self.get_mut();
+        if this.ended {
+            return Poll::Ready(None);
+        }
+        if !this.started {
+            this.started = true;
+            if let Some(hook) = this.on_start.take() {
+                hook();
+            }
+        }
+        match std::task::ready!(this.inner.as_mut().poll_next(cx)) {
+            Some(Ok(item)) => Poll::Ready(Some(Ok(match &mut this.on_item {
+                Some(hook) => hook(item),
+                None => item,
+            }))),
+            Some(Err(err)) => {
+                if let Some(hook) = &mut this.on_error {
+                    hook(&err);
+                }
+                this.close(StreamEnd::Error);
+                Poll::Ready(Some(Err(err)))
+            }
+            None => {
+                this.close(StreamEnd::Final);
+                Poll::Ready(None)
+            }
+        }
+    }
+}
+
+impl<S, T, E> Drop for Callbacks<S, T, E> {
+    fn drop(&mut self) {
+        self.close(StreamEnd::Cancel);
+    }
+}

@@ -1,0 +1,322 @@
+//! A running call: the future that races a handler against cancellation and its
+//! deadline, runs cleanups on every way out, and the handle of a spawned call.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+
+use crate::ToolError;
+use crate::ctx::{CallState, Scope};
+use crate::tool::panicked;
+
+/// When a call must end: the shorter of the tool's and the caller's timeout from now,
+/// and never after an enclosing call's deadline.
+pub(crate) fn deadline_for(
+    tool_timeout: Option<Duration>,
+    scope: &Scope,
+    inherited: Option<Instant>,
+) -> Option<(Instant, Option<Duration>)> {
+    let timeout = match (tool_timeout, scope.timeout()) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let own = timeout.map(|t| Instant::now() + t);
+    match (own, inherited) {
+        (Some(own), Some(outer)) if outer < own => Some((outer, None)),
+        (Some(own), _) => Some((own, timeout)),
+        (None, Some(outer)) => Some((outer, None)),
+        (None, None) => None,
+    }
+}
+
+pub(crate) fn timeout_error(after: Option<Duration>) -> ToolError {
+    ToolError::Timeout {
+        after_ms: after.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+    }
+}
+
+pub(crate) fn cancelled_error(state: &CallState) -> ToolError {
+    ToolError::cancelled(state.reason())
+}
+
+/// A timer for `deadline`, when a tokio runtime with its time driver is running.
+/// Without one a timeout cannot be enforced: the call runs without it (and says so).
+fn timer(deadline: Instant) -> Option<Pin<Box<tokio::time::Sleep>>> {
+    tokio::runtime::Handle::try_current().ok()?;
+    // `sleep_until` panics when the runtime was built without `enable_time`.
+    if let Ok(sleep) = std::panic::catch_unwind(|| tokio::time::sleep_until(deadline.into())) {
+        Some(Box::pin(sleep))
+    } else {
+        tracing::warn!(
+            "a call timeout is not enforced: the tokio runtime has no timer (enable_time)"
+        );
+        None
+    }
+}
+
+/// What a running call watches besides its handler: its own token, extra caller
+/// tokens (when there is more than one, the call's token cannot be their child), and
+/// its deadline.
+pub(crate) struct Watch {
+    state: Arc<CallState>,
+    cancelled: Pin<Box<WaitForCancellationFutureOwned>>,
+    sources: Vec<Pin<Box<WaitForCancellationFutureOwned>>>,
+    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+    timeout: Option<Duration>,
+}
+
+impl Watch {
+    pub(crate) fn new(
+        state: Arc<CallState>,
+        scope: &Scope,
+        deadline: Option<(Instant, Option<Duration>)>,
+    ) -> Self {
+        let sources = match scope.cancel_sources() {
+            // One source: the call's token is its child already.
+            [] | [_] => Vec::new(),
+            many => many
+                .iter()
+                .map(|t| Box::pin(t.clone().cancelled_owned()))
+                .collect(),
+        };
+        let _ = state.deadline.set(deadline.map(|(at, _)| at));
+        Self {
+            cancelled: Box::pin(state.token().clone().cancelled_owned()),
+            state,
+            sources,
+            sleep: deadline.and_then(|(at, _)| timer(at)),
+            timeout: deadline.and_then(|(_, t)| t),
+        }
+    }
+
+    pub(crate) fn state(&self) -> &Arc<CallState> {
+        &self.state
+    }
+
+    /// `Ready(err)` once the call must stop: cancelled (`CANCELLED`) or out of time
+    /// (`TIMEOUT`). The call's token is cancelled either way, so cooperative work stops.
+    pub(crate) fn poll_stop(&mut self, cx: &mut Context<'_>) -> Poll<ToolError> {
+        if self.cancelled.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(cancelled_error(&self.state));
+        }
+        if self
+            .sources
+            .iter_mut()
+            .any(|s| s.as_mut().poll(cx).is_ready())
+        {
+            self.state.abort(None);
+            return Poll::Ready(cancelled_error(&self.state));
+        }
+        if let Some(sleep) = &mut self.sleep
+            && sleep.as_mut().poll(cx).is_ready()
+        {
+            self.state.abort(None);
+            return Poll::Ready(timeout_error(self.timeout));
+        }
+        Poll::Pending
+    }
+}
+
+/// Runs the call's cleanups when dropped, and cancels the call's token if it had not
+/// finished: the way out when the caller drops the call's future.
+pub(crate) struct Finish {
+    state: Arc<CallState>,
+    finished: bool,
+}
+
+impl Finish {
+    pub(crate) fn new(state: Arc<CallState>) -> Self {
+        Self {
+            state,
+            finished: false,
+        }
+    }
+
+    pub(crate) fn finished(&mut self) {
+        self.finished = true;
+    }
+}
+
+impl Drop for Finish {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.state.abort(None);
+        }
+        self.state.run_cleanups();
+    }
+}
+
+type CaughtFuture =
+    futures::future::CatchUnwind<AssertUnwindSafe<BoxFuture<'static, Result<Value, ToolError>>>>;
+
+/// An async call in flight: the handler's future raced against the watch.
+pub(crate) struct Drive {
+    future: Option<CaughtFuture>,
+    watch: Watch,
+    finish: Finish,
+}
+
+impl Drive {
+    pub(crate) fn new(future: BoxFuture<'static, Result<Value, ToolError>>, watch: Watch) -> Self {
+        let finish = Finish::new(Arc::clone(watch.state()));
+        Self {
+            future: Some(AssertUnwindSafe(future).catch_unwind()),
+            watch,
+            finish,
+        }
+    }
+
+    fn end(&mut self, result: Result<Value, ToolError>) -> Poll<Result<Value, ToolError>> {
+        // The handler's future goes first, then the cleanups it registered.
+        self.future = None;
+        self.finish.finished();
+        self.watch.state().run_cleanups();
+        Poll::Ready(result)
+    }
+}
+
+impl Future for Drive {
+    type Output = Result<Value, ToolError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // Every field is `Unpin` (futures are boxed).
+        let this = self.get_mut();
+        let Some(future) = this.future.as_mut() else {
+            return Poll::Ready(Err(ToolError::failed("call polled after completion")));
+        };
+        if let Poll::Ready(caught) = Pin::new(future).poll(cx) {
+            return this.end(caught.unwrap_or_else(|p| Err(panicked(&*p))));
+        }
+        match this.watch.poll_stop(cx) {
+            Poll::Ready(err) => this.end(Err(err)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// The future of a call: finished already (sync tools, early errors) or in flight.
+pub(crate) enum Call {
+    Ready(Option<Result<Value, ToolError>>),
+    Running(Box<Drive>),
+}
+
+impl Future for Call {
+    type Output = Result<Value, ToolError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            Self::Ready(result) => Poll::Ready(
+                result
+                    .take()
+                    .unwrap_or_else(|| Err(ToolError::failed("call polled after completion"))),
+            ),
+            Self::Running(drive) => Pin::new(&mut **drive).poll(cx),
+        }
+    }
+}
+
+/// A call started with `spawn`: await it for the result, or [`abort`](Self::abort) it.
+///
+/// The call runs on the tokio runtime whether or not the handle is awaited; dropping
+/// the handle leaves it running. Aborting resolves the handle with `CANCELLED` at once,
+/// even when the tool ignores cancellation: an async tool's future is dropped, a sync
+/// tool (which runs on tokio's blocking pool and cannot be interrupted) finishes on
+/// its own and its result is discarded.
+#[must_use = "a spawned call runs anyway; keep the handle to get its result or abort it"]
+pub struct CallHandle {
+    state: Option<Arc<CallState>>,
+    join: Option<tokio::task::JoinHandle<Result<Value, ToolError>>>,
+    cancelled: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+    early: Option<ToolError>,
+}
+
+impl std::fmt::Debug for CallHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallHandle")
+            .field("finished", &self.is_finished())
+            .finish_non_exhaustive()
+    }
+}
+
+impl CallHandle {
+    pub(crate) fn spawned(
+        state: Arc<CallState>,
+        join: tokio::task::JoinHandle<Result<Value, ToolError>>,
+    ) -> Self {
+        Self {
+            cancelled: Some(Box::pin(state.token().clone().cancelled_owned())),
+            state: Some(state),
+            join: Some(join),
+            early: None,
+        }
+    }
+
+    pub(crate) fn failed(err: ToolError) -> Self {
+        Self {
+            state: None,
+            join: None,
+            cancelled: None,
+            early: Some(err),
+        }
+    }
+
+    /// Cancels the call; it ends with `CANCELLED` carrying `reason`.
+    pub fn abort(&self, reason: impl Into<String>) {
+        if let Some(state) = &self.state {
+            state.abort(Some(reason.into()));
+        }
+    }
+
+    /// The call's cancellation token.
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.state
+            .as_ref()
+            .map_or_else(CancellationToken::new, |s| s.token().clone())
+    }
+
+    /// Whether the call has ended.
+    pub fn is_finished(&self) -> bool {
+        self.join
+            .as_ref()
+            .is_none_or(tokio::task::JoinHandle::is_finished)
+    }
+}
+
+impl Future for CallHandle {
+    type Output = Result<Value, ToolError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        if let Some(err) = this.early.take() {
+            return Poll::Ready(Err(err));
+        }
+        let Some(join) = this.join.as_mut() else {
+            return Poll::Ready(Err(ToolError::failed(
+                "call handle polled after completion",
+            )));
+        };
+        if let Poll::Ready(joined) = Pin::new(join).poll(cx) {
+            this.join = None;
+            return Poll::Ready(match joined {
+                Ok(result) => result,
+                Err(err) if err.is_panic() => Err(panicked(&*err.into_panic())),
+                Err(_) => Err(ToolError::cancelled(Some("the runtime shut down".into()))),
+            });
+        }
+        if let (Some(cancelled), Some(state)) = (this.cancelled.as_mut(), &this.state)
+            && cancelled.as_mut().poll(cx).is_ready()
+        {
+            this.join = None;
+            return Poll::Ready(Err(cancelled_error(state)));
+        }
+        Poll::Pending
+    }
+}
