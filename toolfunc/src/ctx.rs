@@ -3,6 +3,7 @@
 
 use std::any::{Any, TypeId};
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -175,9 +176,7 @@ impl Ctx {
 
     /// Whether the call has been cancelled (or has timed out).
     pub fn is_cancelled(&self) -> bool {
-        self.state_if_created()
-            .is_some_and(|s| s.token().is_cancelled())
-            || self.scope.any_cancelled()
+        self.state_if_created().is_some_and(|s| s.is_cancelled()) || self.scope.any_cancelled()
     }
 
     /// Registers `cleanup` to run exactly once when the call ends, whichever way it
@@ -447,7 +446,12 @@ type Cleanup = Box<dyn FnOnce() + Send>;
 /// Per-call state shared by every clone of a call's `Ctx` and by the code driving the
 /// call.
 pub(crate) struct CallState {
-    token: CancellationToken,
+    /// The call's token, made on first use (most calls never need one).
+    token: OnceLock<CancellationToken>,
+    /// The single caller token the call's token derives from, if there is one.
+    parent: Option<CancellationToken>,
+    /// Set by `abort` before any token exists; a token made later starts cancelled.
+    aborted: AtomicBool,
     /// Why the call was aborted, when `abort` said so.
     reason: OnceLock<String>,
     /// The absolute deadline once the driver has computed it.
@@ -459,12 +463,14 @@ impl CallState {
     fn new(scope: &Scope) -> Self {
         // With one cancellation source the call's token is its child: cancellation
         // propagates without anyone watching. Several sources are watched by the driver.
-        let token = match scope.cancel_sources() {
-            [one] => one.child_token(),
-            _ => CancellationToken::new(),
+        let parent = match scope.cancel_sources() {
+            [one] => Some(one.clone()),
+            _ => None,
         };
         Self {
-            token,
+            token: OnceLock::new(),
+            parent,
+            aborted: AtomicBool::new(false),
             reason: OnceLock::new(),
             deadline: OnceLock::new(),
             cleanups: Mutex::new(Some(Vec::new())),
@@ -472,7 +478,32 @@ impl CallState {
     }
 
     pub(crate) fn token(&self) -> &CancellationToken {
-        &self.token
+        let mut made = false;
+        let token = self.token.get_or_init(|| {
+            made = true;
+            self.parent
+                .as_ref()
+                .map_or_else(CancellationToken::new, CancellationToken::child_token)
+        });
+        // `abort` sets the flag before it looks for a token, and a new token looks at
+        // the flag after it is stored: one of the two sees the other.
+        if made && self.aborted.load(Ordering::SeqCst) {
+            token.cancel();
+        }
+        token
+    }
+
+    /// Whether the call has been cancelled, without making a token.
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.aborted.load(Ordering::SeqCst)
+            || self
+                .parent
+                .as_ref()
+                .is_some_and(CancellationToken::is_cancelled)
+            || self
+                .token
+                .get()
+                .is_some_and(CancellationToken::is_cancelled)
     }
 
     /// Cancels the call, remembering the first reason given.
@@ -480,7 +511,10 @@ impl CallState {
         if let Some(reason) = reason {
             let _ = self.reason.set(reason);
         }
-        self.token.cancel();
+        self.aborted.store(true, Ordering::SeqCst);
+        if let Some(token) = self.token.get() {
+            token.cancel();
+        }
     }
 
     pub(crate) fn reason(&self) -> Option<String> {

@@ -526,9 +526,9 @@ impl Calls<'_> {
         if !ctx.tool().is_stream() {
             return ToolStream::single(ToolFunc::call(ctx, args));
         }
-        match ToolFunc::start(ctx, args, true) {
+        match ToolFunc::start(ctx, args, true, false) {
             Ok(Started::Stream(opening, watch)) => ToolStream::items(opening, watch),
-            Ok(Started::Value(drive)) => ToolStream::single(Call::Running(Box::new(drive))),
+            Ok(Started::Value(drive)) => ToolStream::single(Call::Running(drive)),
             Err(err) => ToolStream::failed(err),
         }
     }
@@ -543,7 +543,7 @@ impl Calls<'_> {
         };
         let state = Arc::clone(ctx.state());
         let join = if ctx.tool().is_async() {
-            runtime.spawn(ToolFunc::call(ctx, args))
+            runtime.spawn(ToolFunc::call_with(ctx, args, true))
         } else {
             // A sync tool may block: keep it off the async workers.
             runtime.spawn_blocking(move || ctx.tool().call_sync(&ctx, args))

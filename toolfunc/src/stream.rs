@@ -159,10 +159,25 @@ type ItemHook<T> = Box<dyn FnMut(T) -> T + Send>;
 type ErrorHook<E> = Box<dyn FnMut(&E) + Send>;
 type CloseHook = Box<dyn FnOnce(StreamEnd) + Send>;
 
-/// Wraps a stream of `Result`s with lifecycle hooks; see [`callbacks`].
-#[must_use = "streams do nothing unless polled"]
-pub struct Callbacks<S, T, E> {
-    inner: Pin<Box<S>>,
+pin_project_lite::pin_project! {
+    /// Wraps a stream of `Result`s with lifecycle hooks; see [`callbacks`].
+    #[must_use = "streams do nothing unless polled"]
+    pub struct Callbacks<S, T, E> {
+        // Held inline, not boxed: the wrapped stream's state stays where the
+        // compiler can keep it, so the adaptor costs a branch per item, no more.
+        #[pin]
+        inner: S,
+        hooks: Hooks<T, E>,
+    }
+
+    impl<S, T, E> PinnedDrop for Callbacks<S, T, E> {
+        fn drop(this: Pin<&mut Self>) {
+            this.project().hooks.close(StreamEnd::Cancel);
+        }
+    }
+}
+
+struct Hooks<T, E> {
     started: bool,
     ended: bool,
     on_start: Option<Hook>,
@@ -202,55 +217,60 @@ where
     S: Stream<Item = Result<T, E>>,
 {
     Callbacks {
-        inner: Box::pin(stream),
-        started: false,
-        ended: false,
-        on_start: None,
-        on_item: None,
-        on_final: None,
-        on_error: None,
-        on_cancel: None,
-        on_close: None,
+        inner: stream,
+        hooks: Hooks {
+            started: false,
+            ended: false,
+            on_start: None,
+            on_item: None,
+            on_final: None,
+            on_error: None,
+            on_cancel: None,
+            on_close: None,
+        },
     }
 }
 
 impl<S, T, E> Callbacks<S, T, E> {
     /// Runs once, when the stream is first polled.
     pub fn on_start(mut self, hook: impl FnOnce() + Send + 'static) -> Self {
-        self.on_start = Some(Box::new(hook));
+        self.hooks.on_start = Some(Box::new(hook));
         self
     }
 
     /// Sees (and may replace) each item.
     pub fn on_item(mut self, hook: impl FnMut(T) -> T + Send + 'static) -> Self {
-        self.on_item = Some(Box::new(hook));
+        self.hooks.on_item = Some(Box::new(hook));
         self
     }
 
     /// Runs once when the stream ends normally.
     pub fn on_final(mut self, hook: impl FnOnce() + Send + 'static) -> Self {
-        self.on_final = Some(Box::new(hook));
+        self.hooks.on_final = Some(Box::new(hook));
         self
     }
 
     /// Sees the error that ends the stream.
     pub fn on_error(mut self, hook: impl FnMut(&E) + Send + 'static) -> Self {
-        self.on_error = Some(Box::new(hook));
+        self.hooks.on_error = Some(Box::new(hook));
         self
     }
 
     /// Runs once when the consumer drops the stream before its end.
     pub fn on_cancel(mut self, hook: impl FnOnce() + Send + 'static) -> Self {
-        self.on_cancel = Some(Box::new(hook));
+        self.hooks.on_cancel = Some(Box::new(hook));
         self
     }
 
     /// Runs exactly once, however the stream ends.
     pub fn on_close(mut self, hook: impl FnOnce(StreamEnd) + Send + 'static) -> Self {
-        self.on_close = Some(Box::new(hook));
+        self.hooks.on_close = Some(Box::new(hook));
         self
     }
+}
 
+impl<T, E> Hooks<T, E> {
+    #[cold]
     fn close(&mut self, end: StreamEnd) {
         if self.ended {
             return;
@@ -273,8 +293,8 @@ impl<S, T, E> Callbacks<S, T, E> {
 impl<S, T, E> fmt::Debug for Callbacks<S, T, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Callbacks")
-            .field("started", &self.started)
-            .field("ended", &self.ended)
+            .field("started", &self.hooks.started)
+            .field("ended", &self.hooks.ended)
             .finish_non_exhaustive()
     }
 }
@@ -285,40 +305,48 @@ where
 {
     type Item = Result<T, E>;
 
+    // Small on purpose (the rare paths are out of line) and inlined, so an item
+    // passes through without a call.
+    #[inline]
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        // `inner` is boxed, so `Callbacks` is `Unpin`.
-        let this = self.get_mut();
-        if this.ended {
+        let this = self.project();
+        let hooks = this.hooks;
+        if hooks.ended {
             return Poll::Ready(None);
         }
-        if !this.started {
-            this.started = true;
-            if let Some(hook) = this.on_start.take() {
-                hook();
-            }
+        if !hooks.started {
+            hooks.start();
         }
-        match std::task::ready!(this.inner.as_mut().poll_next(cx)) {
-            Some(Ok(item)) => Poll::Ready(Some(Ok(match &mut this.on_item {
-                Some(hook) => hook(item),
-                None => item,
-            }))),
-            Some(Err(err)) => {
-                if let Some(hook) = &mut this.on_error {
-                    hook(&err);
+        let polled = std::task::ready!(this.inner.poll_next(cx));
+        // Items pass through as they came; the hooks see them by reference, out of
+        // line, so the common path stays a couple of branches.
+        match &polled {
+            Some(Ok(_)) => {
+                if let Some(hook) = &mut hooks.on_item {
+                    return Poll::Ready(polled.map(|item| item.map(hook)));
                 }
-                this.close(StreamEnd::Error);
-                Poll::Ready(Some(Err(err)))
             }
-            None => {
-                this.close(StreamEnd::Final);
-                Poll::Ready(None)
-            }
+            Some(Err(err)) => hooks.error(err),
+            None => hooks.close(StreamEnd::Final),
         }
+        Poll::Ready(polled)
     }
 }
 
-impl<S, T, E> Drop for Callbacks<S, T, E> {
-    fn drop(&mut self) {
-        self.close(StreamEnd::Cancel);
+impl<T, E> Hooks<T, E> {
+    #[cold]
+    fn start(&mut self) {
+        self.started = true;
+        if let Some(hook) = self.on_start.take() {
+            hook();
+        }
+    }
+
+    #[cold]
+    fn error(&mut self, err: &E) {
+        if let Some(hook) = &mut self.on_error {
+            hook(err);
+        }
+        self.close(StreamEnd::Error);
     }
 }

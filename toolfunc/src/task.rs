@@ -67,7 +67,9 @@ fn timer(deadline: Instant) -> Option<Pin<Box<tokio::time::Sleep>>> {
 /// its deadline.
 pub(crate) struct Watch {
     state: Arc<CallState>,
-    cancelled: Pin<Box<WaitForCancellationFutureOwned>>,
+    /// The call's token, watched when something can cancel the call: a caller's
+    /// token, or a handle's `abort`. A plain call can only be dropped.
+    cancelled: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
     sources: Vec<Pin<Box<WaitForCancellationFutureOwned>>>,
     sleep: Option<Pin<Box<tokio::time::Sleep>>>,
     timeout: Option<Duration>,
@@ -78,6 +80,7 @@ impl Watch {
         state: Arc<CallState>,
         scope: &Scope,
         deadline: Option<(Instant, Option<Duration>)>,
+        abortable: bool,
     ) -> Self {
         let sources = match scope.cancel_sources() {
             // One source: the call's token is its child already.
@@ -88,8 +91,9 @@ impl Watch {
                 .collect(),
         };
         let _ = state.deadline.set(deadline.map(|(at, _)| at));
+        let watched = abortable || !scope.cancel_sources().is_empty();
         Self {
-            cancelled: Box::pin(state.token().clone().cancelled_owned()),
+            cancelled: watched.then(|| Box::pin(state.token().clone().cancelled_owned())),
             state,
             sources,
             sleep: deadline.and_then(|(at, _)| timer(at)),
@@ -104,7 +108,9 @@ impl Watch {
     /// `Ready(err)` once the call must stop: cancelled (`CANCELLED`) or out of time
     /// (`TIMEOUT`). The call's token is cancelled either way, so cooperative work stops.
     pub(crate) fn poll_stop(&mut self, cx: &mut Context<'_>) -> Poll<ToolError> {
-        if self.cancelled.as_mut().poll(cx).is_ready() {
+        if let Some(cancelled) = &mut self.cancelled
+            && cancelled.as_mut().poll(cx).is_ready()
+        {
             return Poll::Ready(cancelled_error(&self.state));
         }
         if self
@@ -205,7 +211,7 @@ impl Future for Drive {
 /// The future of a call: finished already (sync tools, early errors) or in flight.
 pub(crate) enum Call {
     Ready(Option<Result<Value, ToolError>>),
-    Running(Box<Drive>),
+    Running(Drive),
 }
 
 impl Future for Call {
@@ -218,7 +224,7 @@ impl Future for Call {
                     .take()
                     .unwrap_or_else(|| Err(ToolError::failed("call polled after completion"))),
             ),
-            Self::Running(drive) => Pin::new(&mut **drive).poll(cx),
+            Self::Running(drive) => Pin::new(drive).poll(cx),
         }
     }
 }

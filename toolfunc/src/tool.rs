@@ -304,11 +304,17 @@ impl ToolFunc {
     /// (collected) run as the returned future is polled, raced against cancellation
     /// and the deadline. A panic anywhere becomes `PANICKED`.
     pub(crate) fn call(ctx: Ctx, args: Value) -> Call {
+        Self::call_with(ctx, args, false)
+    }
+
+    /// [`call`](Self::call), watching the call's own token when `abortable` (a spawned
+    /// call's handle can abort it).
+    pub(crate) fn call_with(ctx: Ctx, args: Value, abortable: bool) -> Call {
         if let Handler::Sync(_) = ctx.tool().handler {
             return Call::Ready(Some(ctx.tool().call_sync(&ctx, args)));
         }
-        match Self::start(ctx, args, false) {
-            Ok(Started::Value(drive)) => Call::Running(Box::new(drive)),
+        match Self::start(ctx, args, false, abortable) {
+            Ok(Started::Value(drive)) => Call::Running(drive),
             Ok(Started::Stream(..)) => unreachable!("`start` collects streams when asked to"),
             Err(err) => Call::Ready(Some(Err(err))),
         }
@@ -317,7 +323,12 @@ impl ToolFunc {
     /// Starts an async or streaming handler: checks the arguments, sets up the watch
     /// (deadline, cancellation) and calls the handler. Streams are collected into an
     /// array unless `as_stream`.
-    pub(crate) fn start(ctx: Ctx, args: Value, as_stream: bool) -> Result<Started, ToolError> {
+    pub(crate) fn start(
+        ctx: Ctx,
+        args: Value,
+        as_stream: bool,
+        abortable: bool,
+    ) -> Result<Started, ToolError> {
         if let Some(err) = Self::stopped_before_start(&ctx) {
             return Err(err);
         }
@@ -326,7 +337,7 @@ impl ToolFunc {
         let args = tool.prepare(args)?;
         let state = Arc::clone(ctx.state());
         let deadline = deadline_for(tool.timeout, ctx.scope(), ctx.deadline());
-        let watch = Watch::new(Arc::clone(&state), ctx.scope(), deadline);
+        let watch = Watch::new(Arc::clone(&state), ctx.scope(), deadline, abortable);
         let started = catch_unwind(AssertUnwindSafe(|| match &tool.handler {
             Handler::Async(f) => Started::Value(Drive::new(f(ctx, args), watch)),
             Handler::Stream(f) if as_stream => Started::Stream(f(ctx, args), watch),
