@@ -45,6 +45,25 @@ mod tools {
         ::core::result::Result::Ok(::std::format!("{}: hello {name}", ctx.tool_name()))
     }
 
+    /// Streams a countdown, failing below zero.
+    #[::toolfunc::tool(timeout = "1s")]
+    pub fn countdown(
+        ctx: ::toolfunc::Ctx,
+        from: i64,
+    ) -> impl ::futures::Stream<Item = ::core::result::Result<i64, ::std::string::String>> {
+        let _ = ctx.is_stream();
+        ::futures::stream::iter(::core::iter::Iterator::map(
+            ::core::iter::Iterator::rev(0..=from),
+            |n| ::core::result::Result::Ok(n),
+        ))
+    }
+
+    /// Waits for nothing, with a timeout that no runtime enforces here.
+    #[::toolfunc::tool(timeout = 250)]
+    pub async fn patient() -> i64 {
+        7
+    }
+
     /// Uses an explicit crate path.
     #[::toolfunc::tool(crate = ::toolfunc)]
     pub fn negate(n: i64) -> i64 {
@@ -119,6 +138,14 @@ fn main() {
     );
     let out = block_on(registry.run("double_async", json!({"n": 4}))).unwrap();
     ::std::assert_eq!(out, json!(8));
+
+    let out = block_on(registry.run("countdown", json!({"from": 2}))).unwrap();
+    ::std::assert_eq!(out, json!([2, 1, 0]));
+    let definition = registry.get("countdown").unwrap();
+    ::std::assert!(definition.definition().stream);
+    ::std::assert_eq!(definition.definition().timeout, ::core::option::Option::Some(1000));
+    let out = block_on(registry.run("patient", json!({}))).unwrap();
+    ::std::assert_eq!(out, json!(7));
 
     // The functions stay ordinary functions.
     ::std::assert_eq!(tools::add(1, ::core::option::Option::None), 1);

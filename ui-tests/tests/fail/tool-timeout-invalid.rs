@@ -1,0 +1,7 @@
+use toolfunc::tool;
+
+/// A timeout that is not a duration.
+#[tool(timeout = "soon")]
+async fn wait() {}
+
+fn main() {}
