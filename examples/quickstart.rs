@@ -2,9 +2,12 @@
 //!
 //! Run with `cargo run --example quickstart`.
 
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use toolfunc::{Ctx, Registry, ToolCall, ToolError, tool};
+use toolfunc::{CallOptions, Ctx, Registry, ToolCall, ToolError, tool};
 
 /// Adds two numbers.
 #[tool(alias = "plus", tags = ["math"])]
@@ -53,6 +56,28 @@ fn total(lines: Vec<Line>) -> Result<u32, ToolError> {
         .iter()
         .try_fold(0u32, |sum, line| sum.checked_add(line.qty))
         .ok_or_else(|| ToolError::failed("total overflows u32"))
+}
+
+/// Counts down from `from`, one number every 10 ms, reporting progress.
+#[tool]
+fn countdown(ctx: Ctx, from: u32) -> impl Stream<Item = u32> {
+    futures::stream::unfold(from + 1, move |left| {
+        let ctx = ctx.clone();
+        async move {
+            let next = left.checked_sub(1)?;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            ctx.progress(f64::from(from - next), Some(f64::from(from)), None);
+            Some((next, next))
+        }
+    })
+}
+
+/// Sleeps, unless stopped first.
+#[tool(timeout = "5s")]
+async fn sleep(ctx: &Ctx, ms: u64) -> String {
+    ctx.on_cleanup(|| println!("  (sleep cleaned up)"));
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    format!("slept {ms} ms")
 }
 
 #[tokio::main]
@@ -105,5 +130,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for result in &results {
         println!("  {}", serde_json::to_string(result)?);
     }
+
+    println!("\nstreaming countdown, with progress:");
+    let runner = registry.with(CallOptions::new().on_progress(|p| {
+        println!("  progress {}/{}", p.done, p.total.unwrap_or(0.0));
+    }));
+    let mut items = runner.run_stream("countdown", json!({"from": 3}));
+    while let Some(item) = items.next().await {
+        println!("  item {}", item?);
+    }
+
+    println!("\ntimeouts and cancellation:");
+    let quick = registry.with(CallOptions::new().timeout(Duration::from_millis(20)));
+    println!(
+        "  {}",
+        quick.run("sleep", json!({"ms": 1000})).await.unwrap_err()
+    );
+    let handle = registry.spawn("sleep", json!({"ms": 1000}));
+    handle.abort("changed my mind");
+    println!("  {}", handle.await.unwrap_err());
     Ok(())
 }

@@ -703,9 +703,6 @@ async fn a_running_sync_tool_sees_its_token_cancelled_by_one_caller_token() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: with two or more caller tokens, a running sync tool's \
-            ctx.cancellation_token() is never cancelled when one fires \
-            (ctx.is_cancelled() is true; with one caller token both agree)"]
 async fn a_running_sync_tool_sees_its_token_cancelled_by_any_of_several_caller_tokens() {
     let probe = Probe::default();
     let (a, b) = (CancellationToken::new(), CancellationToken::new());

@@ -299,8 +299,6 @@ async fn a_spawned_call_times_out_too() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: a spawned call that times out can resolve its handle to CANCELLED \
-            (the handle sees the call's token fire before the task's TIMEOUT result)"]
 async fn spawned_calls_that_time_out_always_report_timeout() {
     const CALLS: usize = 300;
     let runner = Registry::global().with(CallOptions::new().timeout(Duration::from_millis(1)));
@@ -442,8 +440,6 @@ async fn ctx_deadline_is_set_inside_a_call_with_a_timeout() {
 }
 
 #[tokio::test]
-#[ignore = "bug: a sync tool's own or caller-given timeout is not visible through \
-            ctx.deadline() (None); only a deadline inherited from an outer call is"]
 async fn a_sync_tool_with_a_timeout_sees_its_deadline() {
     // A sync handler cannot be interrupted, which is why it needs its deadline to stop
     // on its own; `Ctx::deadline` promises one "when it has a timeout".
@@ -544,8 +540,6 @@ async fn a_nested_call_is_stopped_at_the_outer_deadline() {
 }
 
 #[tokio::test]
-#[ignore = "bug: when a nested call hits the shared deadline first, the outer call ends \
-            with the nested TIMEOUT (after_ms None) and its own token is never cancelled"]
 async fn an_outer_call_ended_by_its_deadline_cancels_its_own_token() {
     let probe = Probe::default();
     let runner = Registry::global().with(probe.options());

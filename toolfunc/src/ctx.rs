@@ -8,9 +8,10 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::registry::Runner;
+use crate::task::deadline_for;
 use crate::{Registry, ToolDefinition, ToolError, ToolFunc};
 
 /// The context of one call.
@@ -52,8 +53,9 @@ pub struct Ctx {
     tool: Arc<ToolFunc>,
     call_id: Option<Arc<str>>,
     scope: Scope,
-    /// An absolute deadline inherited from an enclosing call, if any.
-    deadline: Option<Instant>,
+    /// When the call must end, and the timeout that set it (`None` when the deadline
+    /// comes from an enclosing call).
+    deadline: Option<(Instant, Option<Duration>)>,
     stream: bool,
     /// Per-call mutable state (cancellation token, cleanups), created on first need.
     /// A clone of the `Ctx` creates it, so every clone shares the same state.
@@ -83,7 +85,8 @@ impl Ctx {
         call_id: Option<Arc<str>>,
         scope: Scope,
     ) -> Self {
-        let deadline = scope.deadline();
+        let deadline = deadline_for(tool.timeout(), &scope, scope.deadline());
+        let call_id = call_id.or_else(|| scope.data().and_then(|d| d.call_id.clone()));
         Self {
             registry,
             tool,
@@ -162,9 +165,12 @@ impl Ctx {
     /// The time by which the call must finish, when it has a timeout: the shorter of
     /// the tool's own and the caller's, and never later than an enclosing call's.
     pub fn deadline(&self) -> Option<Instant> {
-        self.state_if_created()
-            .and_then(|s| s.deadline.get().copied().flatten())
-            .or(self.deadline)
+        self.deadline.map(|(at, _)| at)
+    }
+
+    /// The deadline with the timeout that set it.
+    pub(crate) fn deadline_and_timeout(&self) -> Option<(Instant, Option<Duration>)> {
+        self.deadline
     }
 
     /// The call's cancellation token: cancelled when the call is aborted, times out,
@@ -202,9 +208,14 @@ impl Ctx {
     }
 
     /// Runs another tool as part of this call: it inherits this call's extensions,
-    /// caller, progress listener, cancellation and deadline.
+    /// caller, call id, progress listener, cancellation and deadline.
     pub async fn run(&self, name: &str, args: Value) -> Result<Value, ToolError> {
         self.with(CallOptions::new()).run(name, args).await
+    }
+
+    /// Streams another tool as part of this call (see [`Ctx::run`]).
+    pub fn run_stream(&self, name: &str, args: Value) -> crate::ToolStream {
+        self.with(CallOptions::new()).run_stream(name, args)
     }
 
     /// A runner for nested calls that inherit this call's context, with `options`
@@ -221,7 +232,12 @@ impl Ctx {
         // outer sources) and cannot outlive its deadline.
         let own = data.cancel.split_off(self.scope.cancel_sources().len());
         data.cancel = std::iter::once(token).chain(own).collect();
+        data.merge_cancellation();
         data.deadline = min_deadline(data.deadline, self.deadline());
+        // Reports from nested calls carry the id of the call they belong to.
+        if data.call_id.is_none() {
+            data.call_id.clone_from(&self.call_id);
+        }
         Scope(Some(Arc::new(data)))
     }
 }
@@ -253,6 +269,33 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
+impl Progress {
+    /// A report from `tool`: `done` out of `total`.
+    pub fn new(tool: impl Into<String>, done: f64, total: Option<f64>) -> Self {
+        Self {
+            tool: tool.into(),
+            call_id: None,
+            done,
+            total,
+            message: None,
+        }
+    }
+
+    /// Sets the call id.
+    #[must_use]
+    pub fn call_id(mut self, call_id: impl Into<String>) -> Self {
+        self.call_id = Some(call_id.into());
+        self
+    }
+
+    /// Sets the message.
+    #[must_use]
+    pub fn message(mut self, message: impl Into<String>) -> Self {
+        self.message = Some(message.into());
+        self
+    }
+}
+
 type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
 
 /// What a caller puts into the context of its calls: typed extensions, its identity,
@@ -264,7 +307,7 @@ type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
 ///
 /// ```
 /// use std::time::Duration;
-/// use tokio_util::sync::CancellationToken;
+/// use tokio_util::sync::{CancellationToken, DropGuard};
 /// use toolfunc::CallOptions;
 ///
 /// struct UserId(u64);
@@ -322,7 +365,8 @@ impl CallOptions {
     }
 
     /// Sets a timeout for each call. The shorter of this and the tool's own timeout
-    /// applies; expiry ends the call with `TIMEOUT`.
+    /// applies (and, when given more than once or over an outer runner's, the shortest
+    /// of them all); expiry ends the call with `TIMEOUT`.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(self.timeout.map_or(timeout, |t| t.min(timeout)));
         self
@@ -353,6 +397,11 @@ pub(crate) struct ScopeData {
     pub(crate) timeout: Option<Duration>,
     pub(crate) deadline: Option<Instant>,
     pub(crate) cancel: Vec<CancellationToken>,
+    /// With several cancellation sources: one token that fires when any does, kept
+    /// by a watcher task that lives as long as this scope.
+    merged: Option<(CancellationToken, DropGuard)>,
+    /// The id of the call that nested calls belong to.
+    call_id: Option<Arc<str>>,
     progress: Option<ProgressFn>,
 }
 
@@ -389,7 +438,46 @@ impl ScopeData {
                 .into_iter()
                 .chain(cancel)
                 .collect(),
+            merged: None,
+            call_id: parent.and_then(|p| p.call_id.clone()),
             progress: progress.or_else(|| parent.and_then(|p| p.progress.clone())),
+        }
+    }
+
+    /// With several cancellation sources, makes one token that follows them all (when
+    /// a tokio runtime can run the watcher); calls then derive their token from it.
+    fn merge_cancellation(&mut self) {
+        if self.cancel.len() < 2 {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let merged = CancellationToken::new();
+        let alive = CancellationToken::new();
+        let sources: Vec<_> = self
+            .cancel
+            .iter()
+            .map(|t| Box::pin(t.clone().cancelled_owned()))
+            .collect();
+        let (target, stop) = (merged.clone(), alive.clone());
+        runtime.spawn(async move {
+            let any = futures::future::select_all(sources);
+            if let futures::future::Either::Right(_) =
+                futures::future::select(Box::pin(stop.cancelled_owned()), any).await
+            {
+                target.cancel();
+            }
+        });
+        self.merged = Some((merged, alive.drop_guard()));
+    }
+
+    /// The one token a call's token derives from, if there is one.
+    fn parent_token(&self) -> Option<&CancellationToken> {
+        match (self.cancel.as_slice(), &self.merged) {
+            ([one], _) => Some(one),
+            (_, Some((merged, _))) => Some(merged),
+            _ => None,
         }
     }
 
@@ -411,7 +499,9 @@ impl Scope {
     }
 
     pub(crate) fn with(&self, options: CallOptions) -> Self {
-        Self(Some(Arc::new(ScopeData::overlay(self.0.as_ref(), options))))
+        let mut data = ScopeData::overlay(self.0.as_ref(), options);
+        data.merge_cancellation();
+        Self(Some(Arc::new(data)))
     }
 
     pub(crate) fn data(&self) -> Option<&Arc<ScopeData>> {
@@ -434,6 +524,15 @@ impl Scope {
         self.0.as_ref().map_or(&[], |d| d.cancel.as_slice())
     }
 
+    /// The sources a running call must watch itself: none when its token derives
+    /// from them (one source, or several merged).
+    pub(crate) fn unmerged_sources(&self) -> &[CancellationToken] {
+        match self.0.as_deref() {
+            Some(data) if data.parent_token().is_none() => &data.cancel,
+            _ => &[],
+        }
+    }
+
     fn any_cancelled(&self) -> bool {
         self.cancel_sources()
             .iter()
@@ -452,27 +551,20 @@ pub(crate) struct CallState {
     parent: Option<CancellationToken>,
     /// Set by `abort` before any token exists; a token made later starts cancelled.
     aborted: AtomicBool,
-    /// Why the call was aborted, when `abort` said so.
-    reason: OnceLock<String>,
-    /// The absolute deadline once the driver has computed it.
-    pub(crate) deadline: OnceLock<Option<Instant>>,
+    /// What stopped the call, as the caller will see it (the first stop wins).
+    stop: OnceLock<ToolError>,
     cleanups: Mutex<Option<Vec<Cleanup>>>,
 }
 
 impl CallState {
     fn new(scope: &Scope) -> Self {
-        // With one cancellation source the call's token is its child: cancellation
-        // propagates without anyone watching. Several sources are watched by the driver.
-        let parent = match scope.cancel_sources() {
-            [one] => Some(one.clone()),
-            _ => None,
-        };
+        // The call's token is a child of the caller's (one source, or several merged):
+        // cancellation propagates without anyone watching.
         Self {
             token: OnceLock::new(),
-            parent,
+            parent: scope.data().and_then(|d| d.parent_token().cloned()),
             aborted: AtomicBool::new(false),
-            reason: OnceLock::new(),
-            deadline: OnceLock::new(),
+            stop: OnceLock::new(),
             cleanups: Mutex::new(Some(Vec::new())),
         }
     }
@@ -506,19 +598,26 @@ impl CallState {
                 .is_some_and(CancellationToken::is_cancelled)
     }
 
-    /// Cancels the call, remembering the first reason given.
-    pub(crate) fn abort(&self, reason: Option<String>) {
-        if let Some(reason) = reason {
-            let _ = self.reason.set(reason);
-        }
+    /// Stops the call with `error` (`CANCELLED` or `TIMEOUT`); the first stop wins.
+    pub(crate) fn stop(&self, error: ToolError) {
+        let _ = self.stop.set(error);
         self.aborted.store(true, Ordering::SeqCst);
         if let Some(token) = self.token.get() {
             token.cancel();
         }
     }
 
-    pub(crate) fn reason(&self) -> Option<String> {
-        self.reason.get().cloned()
+    /// Cancels the call, with the caller's reason.
+    pub(crate) fn abort(&self, reason: Option<String>) {
+        self.stop(ToolError::cancelled(reason));
+    }
+
+    /// The error the call ended with when it was stopped.
+    pub(crate) fn stop_error(&self) -> ToolError {
+        self.stop
+            .get()
+            .cloned()
+            .unwrap_or_else(|| ToolError::cancelled(None))
     }
 
     fn push_cleanup(&self, cleanup: Cleanup) {

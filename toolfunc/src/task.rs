@@ -44,7 +44,7 @@ pub(crate) fn timeout_error(after: Option<Duration>) -> ToolError {
 }
 
 pub(crate) fn cancelled_error(state: &CallState) -> ToolError {
-    ToolError::cancelled(state.reason())
+    state.stop_error()
 }
 
 /// A timer for `deadline`, when a tokio runtime with its time driver is running.
@@ -72,7 +72,7 @@ pub(crate) struct Watch {
     cancelled: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
     sources: Vec<Pin<Box<WaitForCancellationFutureOwned>>>,
     sleep: Option<Pin<Box<tokio::time::Sleep>>>,
-    timeout: Option<Duration>,
+    deadline: Option<(Instant, Option<Duration>)>,
 }
 
 impl Watch {
@@ -82,22 +82,20 @@ impl Watch {
         deadline: Option<(Instant, Option<Duration>)>,
         abortable: bool,
     ) -> Self {
-        let sources = match scope.cancel_sources() {
-            // One source: the call's token is its child already.
-            [] | [_] => Vec::new(),
-            many => many
-                .iter()
-                .map(|t| Box::pin(t.clone().cancelled_owned()))
-                .collect(),
-        };
-        let _ = state.deadline.set(deadline.map(|(at, _)| at));
+        // Sources the call's token does not derive from (several, with no runtime to
+        // merge them) are watched here.
+        let sources: Vec<_> = scope
+            .unmerged_sources()
+            .iter()
+            .map(|t| Box::pin(t.clone().cancelled_owned()))
+            .collect();
         let watched = abortable || !scope.cancel_sources().is_empty();
         Self {
             cancelled: watched.then(|| Box::pin(state.token().clone().cancelled_owned())),
             state,
             sources,
             sleep: deadline.and_then(|(at, _)| timer(at)),
-            timeout: deadline.and_then(|(_, t)| t),
+            deadline,
         }
     }
 
@@ -124,10 +122,28 @@ impl Watch {
         if let Some(sleep) = &mut self.sleep
             && sleep.as_mut().poll(cx).is_ready()
         {
-            self.state.abort(None);
-            return Poll::Ready(timeout_error(self.timeout));
+            self.state
+                .stop(timeout_error(self.deadline.and_then(|(_, t)| t)));
+            return Poll::Ready(cancelled_error(&self.state));
         }
         Poll::Pending
+    }
+
+    /// Settles a result that arrived at or after the deadline: the call has run out of
+    /// time even if a nested call noticed first, so its token fires (work it started
+    /// stops) and a nested call's `TIMEOUT` becomes this call's.
+    pub(crate) fn settle(&self, result: Result<Value, ToolError>) -> Result<Value, ToolError> {
+        let Some((deadline, timeout)) = self.deadline else {
+            return result;
+        };
+        if Instant::now() < deadline {
+            return result;
+        }
+        self.state.stop(timeout_error(timeout));
+        match result {
+            Err(ToolError::Timeout { .. }) => Err(cancelled_error(&self.state)),
+            other => other,
+        }
     }
 }
 
@@ -199,7 +215,10 @@ impl Future for Drive {
             return Poll::Ready(Err(ToolError::failed("call polled after completion")));
         };
         if let Poll::Ready(caught) = Pin::new(future).poll(cx) {
-            return this.end(caught.unwrap_or_else(|p| Err(panicked(&*p))));
+            let result = this
+                .watch
+                .settle(caught.unwrap_or_else(|p| Err(panicked(&*p))));
+            return this.end(result);
         }
         match this.watch.poll_stop(cx) {
             Poll::Ready(err) => this.end(Err(err)),

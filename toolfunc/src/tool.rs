@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::schema::{
     Validator, check_params_root, empty_object, field_order, parse_args, schema_of,
 };
-use crate::task::{Call, Drive, Watch, deadline_for, timeout_error};
+use crate::task::{Call, Drive, Watch, timeout_error};
 use crate::{Ctx, ToolError};
 
 /// The serialisable metadata of a tool: what discovery, LLM exports and remote
@@ -271,8 +271,10 @@ impl ToolFunc {
         {
             return Some(ToolError::cancelled(None));
         }
-        match ctx.deadline() {
-            Some(deadline) if deadline <= std::time::Instant::now() => Some(timeout_error(None)),
+        match ctx.deadline_and_timeout() {
+            Some((deadline, timeout)) if deadline <= std::time::Instant::now() => {
+                Some(timeout_error(timeout))
+            }
             _ => None,
         }
     }
@@ -336,8 +338,12 @@ impl ToolFunc {
         let tool = Arc::clone(ctx.tool());
         let args = tool.prepare(args)?;
         let state = Arc::clone(ctx.state());
-        let deadline = deadline_for(tool.timeout, ctx.scope(), ctx.deadline());
-        let watch = Watch::new(Arc::clone(&state), ctx.scope(), deadline, abortable);
+        let watch = Watch::new(
+            Arc::clone(&state),
+            ctx.scope(),
+            ctx.deadline_and_timeout(),
+            abortable,
+        );
         let started = catch_unwind(AssertUnwindSafe(|| match &tool.handler {
             Handler::Async(f) => Started::Value(Drive::new(f(ctx, args), watch)),
             Handler::Stream(f) if as_stream => Started::Stream(f(ctx, args), watch),
