@@ -12,7 +12,8 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::registry::Runner;
 use crate::task::deadline_for;
-use crate::{Registry, ToolDefinition, ToolError, ToolFunc};
+use crate::tool::ToolRef;
+use crate::{Registry, ToolDefinition, ToolError};
 
 /// The context of one call.
 ///
@@ -50,12 +51,12 @@ use crate::{Registry, ToolDefinition, ToolError, ToolFunc};
 /// every call gets its own `Ctx`, so concurrent calls never see each other's context.
 pub struct Ctx {
     registry: Registry,
-    tool: Arc<ToolFunc>,
+    tool: ToolRef,
     call_id: Option<Arc<str>>,
     scope: Scope,
-    /// When the call must end, and the timeout that set it (`None` when the deadline
-    /// comes from an enclosing call).
-    deadline: Option<(Instant, Option<Duration>)>,
+    /// When the call must end: its own timeout from its start, or an enclosing call's
+    /// deadline, whichever comes first.
+    deadline: Option<Instant>,
     stream: bool,
     /// Per-call mutable state (cancellation token, cleanups), created on first need.
     /// A clone of the `Ctx` creates it, so every clone shares the same state.
@@ -68,7 +69,7 @@ impl Clone for Ctx {
         let _ = state.set(Arc::clone(self.state()));
         Self {
             registry: self.registry.clone(),
-            tool: Arc::clone(&self.tool),
+            tool: self.tool.clone(),
             call_id: self.call_id.clone(),
             scope: self.scope.clone(),
             deadline: self.deadline,
@@ -81,7 +82,7 @@ impl Clone for Ctx {
 impl Ctx {
     pub(crate) fn new(
         registry: Registry,
-        tool: Arc<ToolFunc>,
+        tool: ToolRef,
         call_id: Option<Arc<str>>,
         scope: Scope,
     ) -> Self {
@@ -103,7 +104,7 @@ impl Ctx {
         self
     }
 
-    pub(crate) fn tool(&self) -> &Arc<ToolFunc> {
+    pub(crate) fn tool(&self) -> &ToolRef {
         &self.tool
     }
 
@@ -165,12 +166,14 @@ impl Ctx {
     /// The time by which the call must finish, when it has a timeout: the shorter of
     /// the tool's own and the caller's, and never later than an enclosing call's.
     pub fn deadline(&self) -> Option<Instant> {
-        self.deadline.map(|(at, _)| at)
+        self.deadline
     }
 
-    /// The deadline with the timeout that set it.
+    /// The deadline with the call's own timeout (the shorter of the tool's and the
+    /// caller's), which a `TIMEOUT` error reports.
     pub(crate) fn deadline_and_timeout(&self) -> Option<(Instant, Option<Duration>)> {
-        self.deadline
+        let timeout = min_duration(self.tool.timeout(), self.scope.timeout());
+        self.deadline.map(|at| (at, timeout))
     }
 
     /// The call's cancellation token: cancelled when the call is aborted, times out,
@@ -405,7 +408,14 @@ pub(crate) struct ScopeData {
     progress: Option<ProgressFn>,
 }
 
-fn min_deadline(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+pub(crate) fn min_duration(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+pub(crate) fn min_deadline(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -514,6 +524,11 @@ impl Scope {
 
     fn deadline(&self) -> Option<Instant> {
         self.0.as_ref().and_then(|d| d.deadline)
+    }
+
+    /// The deadline of an enclosing call, for calls nested in it.
+    pub(crate) fn inherited_deadline(&self) -> Option<Instant> {
+        self.deadline()
     }
 
     pub(crate) fn timeout(&self) -> Option<Duration> {

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::fmt;
+use std::future::Future;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use serde_json::Value;
@@ -11,7 +12,7 @@ use serde_json::Value;
 use crate::ctx::Scope;
 use crate::stream::ToolStream;
 use crate::task::{Call, CallHandle};
-use crate::tool::{Started, ToolSpec};
+use crate::tool::{Started, ToolRef, ToolSpec};
 use crate::{CallOptions, Ctx, ToolCall, ToolDefinition, ToolError, ToolFunc, ToolResult};
 
 /// A set of tools, each reachable by its name and its aliases.
@@ -77,13 +78,13 @@ struct State {
 }
 
 struct Slot {
-    tool: Arc<ToolFunc>,
+    tool: ToolRef,
     /// How many registrations hold this tool; it is removed when this reaches zero.
     refs: usize,
 }
 
 impl State {
-    fn lookup(&self, name: &str) -> Option<&Arc<ToolFunc>> {
+    fn lookup(&self, name: &str) -> Option<&ToolRef> {
         match self.tools.get(name) {
             Some(slot) => Some(&slot.tool),
             None => self
@@ -122,7 +123,7 @@ impl State {
         None
     }
 
-    fn insert(&mut self, tool: Arc<ToolFunc>) {
+    fn insert(&mut self, tool: ToolRef) {
         for alias in &tool.definition().alias {
             if alias != tool.name() {
                 self.aliases.insert(alias.clone(), tool.name().to_owned());
@@ -194,7 +195,8 @@ impl Registry {
                 problems.push(format!("{why} (at {})", spec.location));
             } else {
                 origin.insert(spec.name, spec.location);
-                state.insert(Arc::new(tool));
+                // Collected at link time, these live as long as the program.
+                state.insert(ToolRef::leaked(tool));
             }
         }
         if problems.is_empty() {
@@ -242,7 +244,7 @@ impl Registry {
         if let Some(why) = state.conflict(&tool) {
             return Err(ToolError::conflict(why));
         }
-        state.insert(Arc::new(tool));
+        state.insert(ToolRef::shared(tool));
         Ok(true)
     }
 
@@ -268,7 +270,7 @@ impl Registry {
     }
 
     /// The tool named `name`, by name or alias.
-    pub fn get(&self, name: &str) -> Option<Arc<ToolFunc>> {
+    pub fn get(&self, name: &str) -> Option<ToolRef> {
         self.read().lookup(name).cloned()
     }
 
@@ -297,10 +299,6 @@ impl Registry {
         drop(state);
         defs.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         defs
-    }
-
-    fn resolve(&self, name: &str) -> Result<Arc<ToolFunc>, ToolError> {
-        self.get(name).ok_or_else(|| ToolError::not_found(name))
     }
 
     /// A runner whose calls all carry `options`: typed extensions, caller identity,
@@ -340,8 +338,12 @@ impl Registry {
     /// own `ToolError`), and a panic is `PANICKED`. A streaming tool's items are
     /// collected into an array. Dropping the returned future cancels the call and runs
     /// its cleanups.
-    pub async fn run(&self, name: &str, args: Value) -> Result<Value, ToolError> {
-        self.calls().run(name, args).await
+    pub fn run<'a>(
+        &'a self,
+        name: &'a str,
+        args: Value,
+    ) -> impl Future<Output = Result<Value, ToolError>> + Send + 'a {
+        self.calls().run(name, args)
     }
 
     /// Runs a sync tool on the calling thread. An async or streaming tool gives
@@ -352,8 +354,12 @@ impl Registry {
 
     /// Runs a tool with positional arguments, mapped onto its parameters in
     /// declaration order (see [`ToolBuilder::param_order`](crate::ToolBuilder::param_order)).
-    pub async fn run_with_pos(&self, name: &str, args: Vec<Value>) -> Result<Value, ToolError> {
-        self.calls().run_with_pos(name, args).await
+    pub fn run_with_pos<'a>(
+        &'a self,
+        name: &'a str,
+        args: Vec<Value>,
+    ) -> impl Future<Output = Result<Value, ToolError>> + Send + 'a {
+        self.calls().run_with_pos(name, args)
     }
 
     /// Runs a sync tool with positional arguments on the calling thread.
@@ -375,8 +381,8 @@ impl Registry {
     }
 
     /// Executes one call; any failure is in the result, never returned as an error.
-    pub async fn execute(&self, call: ToolCall) -> ToolResult {
-        self.calls().execute(call).await
+    pub fn execute(&self, call: ToolCall) -> impl Future<Output = ToolResult> + Send + '_ {
+        self.calls().execute(call)
     }
 
     /// Executes calls concurrently and returns their results in input order. One
@@ -431,8 +437,12 @@ impl Runner {
     }
 
     /// [`Registry::run`] with this runner's context.
-    pub async fn run(&self, name: &str, args: Value) -> Result<Value, ToolError> {
-        self.calls().run(name, args).await
+    pub fn run<'a>(
+        &'a self,
+        name: &'a str,
+        args: Value,
+    ) -> impl Future<Output = Result<Value, ToolError>> + Send + 'a {
+        self.calls().run(name, args)
     }
 
     /// [`Registry::run_sync`] with this runner's context.
@@ -441,8 +451,12 @@ impl Runner {
     }
 
     /// [`Registry::run_with_pos`] with this runner's context.
-    pub async fn run_with_pos(&self, name: &str, args: Vec<Value>) -> Result<Value, ToolError> {
-        self.calls().run_with_pos(name, args).await
+    pub fn run_with_pos<'a>(
+        &'a self,
+        name: &'a str,
+        args: Vec<Value>,
+    ) -> impl Future<Output = Result<Value, ToolError>> + Send + 'a {
+        self.calls().run_with_pos(name, args)
     }
 
     /// [`Registry::run_with_pos_sync`] with this runner's context.
@@ -461,8 +475,8 @@ impl Runner {
     }
 
     /// [`Registry::execute`] with this runner's context.
-    pub async fn execute(&self, call: ToolCall) -> ToolResult {
-        self.calls().execute(call).await
+    pub fn execute(&self, call: ToolCall) -> impl Future<Output = ToolResult> + Send + '_ {
+        self.calls().execute(call)
     }
 
     /// [`Registry::execute_batch`] with this runner's context.
@@ -482,9 +496,11 @@ struct Calls<'a> {
 }
 
 impl Calls<'_> {
-    fn ctx(self, name: &str, call_id: Option<Arc<str>>) -> Result<Ctx, ToolError> {
-        let tool = self.registry.resolve(name)?;
-        Ok(Ctx::new(
+    /// The context of a call of `name`; `None` when no tool has that name (the
+    /// caller makes the error, which keeps this return small and cheap to move).
+    fn ctx(self, name: &str, call_id: Option<Arc<str>>) -> Option<Ctx> {
+        let tool = self.registry.get(name)?;
+        Some(Ctx::new(
             self.registry.clone(),
             tool,
             call_id,
@@ -493,36 +509,45 @@ impl Calls<'_> {
     }
 
     async fn run(self, name: &str, args: Value) -> Result<Value, ToolError> {
-        let ctx = self.ctx(name, None)?;
+        let ctx = self
+            .ctx(name, None)
+            .ok_or_else(|| ToolError::not_found(name))?;
         if !ctx.tool().is_async() {
             // Sync tools finish here, within the first poll, with no call future.
             return ctx.tool().call_sync(&ctx, args);
         }
-        ToolFunc::call(ctx, args).await
+        // Boxed, so that this future stays small for the sync path above.
+        Box::pin(ToolFunc::call(ctx, args)).await
     }
 
     fn run_sync(self, name: &str, args: Value) -> Result<Value, ToolError> {
-        let ctx = self.ctx(name, None)?;
+        let ctx = self
+            .ctx(name, None)
+            .ok_or_else(|| ToolError::not_found(name))?;
         ctx.tool().call_sync(&ctx, args)
     }
 
     async fn run_with_pos(self, name: &str, args: Vec<Value>) -> Result<Value, ToolError> {
-        let ctx = self.ctx(name, None)?;
+        let ctx = self
+            .ctx(name, None)
+            .ok_or_else(|| ToolError::not_found(name))?;
         let args = ctx.tool().positional_to_named(args)?;
         ToolFunc::call(ctx, args).await
     }
 
     fn run_with_pos_sync(self, name: &str, args: Vec<Value>) -> Result<Value, ToolError> {
-        let ctx = self.ctx(name, None)?;
+        let ctx = self
+            .ctx(name, None)
+            .ok_or_else(|| ToolError::not_found(name))?;
         let args = ctx.tool().positional_to_named(args)?;
         ctx.tool().call_sync(&ctx, args)
     }
 
     fn run_stream(self, name: &str, args: Value) -> ToolStream {
-        let ctx = match self.ctx(name, None) {
-            Ok(ctx) => ctx.streaming(),
-            Err(err) => return ToolStream::failed(err),
+        let Some(ctx) = self.ctx(name, None) else {
+            return ToolStream::failed(ToolError::not_found(name));
         };
+        let ctx = ctx.streaming();
         if !ctx.tool().is_stream() {
             return ToolStream::single(ToolFunc::call(ctx, args));
         }
@@ -537,9 +562,8 @@ impl Calls<'_> {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return CallHandle::failed(ToolError::failed("spawn needs a running tokio runtime"));
         };
-        let ctx = match self.ctx(name, None) {
-            Ok(ctx) => ctx,
-            Err(err) => return CallHandle::failed(err),
+        let Some(ctx) = self.ctx(name, None) else {
+            return CallHandle::failed(ToolError::not_found(name));
         };
         let state = Arc::clone(ctx.state());
         let join = if ctx.tool().is_async() {
@@ -558,8 +582,8 @@ impl Calls<'_> {
             arguments,
         } = call;
         let output = match self.ctx(&name, Some(Arc::from(id.as_str()))) {
-            Ok(ctx) => ToolFunc::call(ctx, arguments).await,
-            Err(err) => Err(err),
+            Some(ctx) => ToolFunc::call(ctx, arguments).await,
+            None => Err(ToolError::not_found(&name)),
         };
         ToolResult::new(id, name, output)
     }

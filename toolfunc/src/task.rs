@@ -14,27 +14,19 @@ use serde_json::Value;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::ToolError;
-use crate::ctx::{CallState, Scope};
+use crate::ctx::{CallState, Scope, min_deadline, min_duration};
 use crate::tool::panicked;
 
 /// When a call must end: the shorter of the tool's and the caller's timeout from now,
-/// and never after an enclosing call's deadline.
+/// and never after an enclosing call's deadline. Reads the clock only when there is a
+/// timeout.
 pub(crate) fn deadline_for(
     tool_timeout: Option<Duration>,
     scope: &Scope,
     inherited: Option<Instant>,
-) -> Option<(Instant, Option<Duration>)> {
-    let timeout = match (tool_timeout, scope.timeout()) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
-    let own = timeout.map(|t| Instant::now() + t);
-    match (own, inherited) {
-        (Some(own), Some(outer)) if outer < own => Some((outer, None)),
-        (Some(own), _) => Some((own, timeout)),
-        (None, Some(outer)) => Some((outer, None)),
-        (None, None) => None,
-    }
+) -> Option<Instant> {
+    let own = min_duration(tool_timeout, scope.timeout()).map(|t| Instant::now() + t);
+    min_deadline(own, inherited)
 }
 
 pub(crate) fn timeout_error(after: Option<Duration>) -> ToolError {
@@ -129,21 +121,21 @@ impl Watch {
         Poll::Pending
     }
 
-    /// Settles a result that arrived at or after the deadline: the call has run out of
-    /// time even if a nested call noticed first, so its token fires (work it started
-    /// stops) and a nested call's `TIMEOUT` becomes this call's.
+    /// Settles a nested call's `TIMEOUT` that arrived at or after this call's deadline:
+    /// this call has run out of time too, even though the nested call noticed first,
+    /// so its token fires (work it started stops) and the error becomes its own.
     pub(crate) fn settle(&self, result: Result<Value, ToolError>) -> Result<Value, ToolError> {
-        let Some((deadline, timeout)) = self.deadline else {
+        // Only a `TIMEOUT` from inside can mean this call is out of time too; any
+        // other result stands as it is (and costs no clock read).
+        let (Err(ToolError::Timeout { .. }), Some((deadline, timeout))) = (&result, self.deadline)
+        else {
             return result;
         };
         if Instant::now() < deadline {
             return result;
         }
         self.state.stop(timeout_error(timeout));
-        match result {
-            Err(ToolError::Timeout { .. }) => Err(cancelled_error(&self.state)),
-            other => other,
-        }
+        Err(cancelled_error(&self.state))
     }
 }
 

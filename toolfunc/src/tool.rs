@@ -20,7 +20,7 @@ use crate::schema::{
     Validator, check_params_root, empty_object, field_order, parse_args, schema_of,
 };
 use crate::task::{Call, Drive, Watch, timeout_error};
-use crate::{Ctx, ToolError};
+use crate::{CancellationToken, Ctx, ToolError};
 
 /// The serialisable metadata of a tool: what discovery, LLM exports and remote
 /// clients see.
@@ -132,6 +132,48 @@ enum ArgCheck {
     Nothing,
     /// The arguments are checked against the definition's `params` schema, compiled.
     Schema(Validator),
+}
+
+/// A registered tool, as [`Registry::get`](crate::Registry::get) returns it: a cheap,
+/// shareable handle that derefs to the [`ToolFunc`].
+///
+/// Tools of the global registry live as long as the program, so their handles are
+/// plain references and copying one costs nothing; others are reference-counted.
+#[derive(Clone)]
+pub struct ToolRef(ToolRepr);
+
+#[derive(Clone)]
+enum ToolRepr {
+    Static(&'static ToolFunc),
+    Shared(Arc<ToolFunc>),
+}
+
+impl ToolRef {
+    pub(crate) fn shared(tool: ToolFunc) -> Self {
+        Self(ToolRepr::Shared(Arc::new(tool)))
+    }
+
+    /// For tools that live as long as the program (the global registry's).
+    pub(crate) fn leaked(tool: ToolFunc) -> Self {
+        Self(ToolRepr::Static(Box::leak(Box::new(tool))))
+    }
+}
+
+impl std::ops::Deref for ToolRef {
+    type Target = ToolFunc;
+
+    fn deref(&self) -> &ToolFunc {
+        match &self.0 {
+            ToolRepr::Static(tool) => tool,
+            ToolRepr::Shared(tool) => tool,
+        }
+    }
+}
+
+impl fmt::Debug for ToolRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
 }
 
 /// One tool: its [`ToolDefinition`] and its handler.
@@ -263,20 +305,21 @@ impl ToolFunc {
     /// Why a call must not start: a caller's token already fired, or an enclosing
     /// call's deadline has passed.
     fn stopped_before_start(ctx: &Ctx) -> Option<ToolError> {
-        if ctx
-            .scope()
-            .cancel_sources()
-            .iter()
-            .any(tokio_util::sync::CancellationToken::is_cancelled)
+        // A deadline of the call's own starts now and cannot have passed; only one
+        // inherited from an enclosing call can (so only then is the clock read).
+        if ctx.scope().inherited_deadline().is_some()
+            && let Some(deadline) = ctx.deadline()
+            && deadline <= std::time::Instant::now()
         {
+            return Some(timeout_error(
+                ctx.deadline_and_timeout().and_then(|(_, t)| t),
+            ));
+        }
+        let sources = ctx.scope().cancel_sources();
+        if !sources.is_empty() && sources.iter().any(CancellationToken::is_cancelled) {
             return Some(ToolError::cancelled(None));
         }
-        match ctx.deadline_and_timeout() {
-            Some((deadline, timeout)) if deadline <= std::time::Instant::now() => {
-                Some(timeout_error(timeout))
-            }
-            _ => None,
-        }
+        None
     }
 
     /// Runs the handler synchronously, on the calling thread. Async and streaming
@@ -335,7 +378,7 @@ impl ToolFunc {
             return Err(err);
         }
         // The handler borrows the tool while `ctx` moves into it: hold the tool apart.
-        let tool = Arc::clone(ctx.tool());
+        let tool = ctx.tool().clone();
         let args = tool.prepare(args)?;
         let state = Arc::clone(ctx.state());
         let watch = Watch::new(
