@@ -177,9 +177,19 @@ pin_project_lite::pin_project! {
     }
 }
 
+/// Where a [`Callbacks`] stream is: one byte, so an item costs one comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HookPhase {
+    NotStarted,
+    /// Started, with no item hook: items pass through untouched.
+    PassThrough,
+    /// Started, with an item hook.
+    Hooked,
+    Ended,
+}
+
 struct Hooks<T, E> {
-    started: bool,
-    ended: bool,
+    phase: HookPhase,
     on_start: Option<Hook>,
     on_item: Option<ItemHook<T>>,
     on_final: Option<Hook>,
@@ -219,8 +229,7 @@ where
     Callbacks {
         inner: stream,
         hooks: Hooks {
-            started: false,
-            ended: false,
+            phase: HookPhase::NotStarted,
             on_start: None,
             on_item: None,
             on_final: None,
@@ -272,10 +281,10 @@ impl<S, T, E> Callbacks<S, T, E> {
 impl<T, E> Hooks<T, E> {
     #[cold]
     fn close(&mut self, end: StreamEnd) {
-        if self.ended {
+        if self.phase == HookPhase::Ended {
             return;
         }
-        self.ended = true;
+        self.phase = HookPhase::Ended;
         let hook = match end {
             StreamEnd::Final => self.on_final.take(),
             StreamEnd::Cancel => self.on_cancel.take(),
@@ -293,8 +302,7 @@ impl<T, E> Hooks<T, E> {
 impl<S, T, E> fmt::Debug for Callbacks<S, T, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Callbacks")
-            .field("started", &self.hooks.started)
-            .field("ended", &self.hooks.ended)
+            .field("phase", &self.hooks.phase)
             .finish_non_exhaustive()
     }
 }
@@ -311,34 +319,52 @@ where
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.project();
         let hooks = this.hooks;
-        if hooks.ended {
-            return Poll::Ready(None);
-        }
-        if !hooks.started {
-            hooks.start();
-        }
-        let polled = std::task::ready!(this.inner.poll_next(cx));
-        // Items pass through as they came; the hooks see them by reference, out of
-        // line, so the common path stays a couple of branches.
-        match &polled {
-            Some(Ok(_)) => {
-                if let Some(hook) = &mut hooks.on_item {
-                    return Poll::Ready(polled.map(|item| item.map(hook)));
-                }
+        if hooks.phase == HookPhase::PassThrough {
+            let poll = this.inner.poll_next(cx);
+            // An item goes back exactly as it came: no unwrapping and re-wrapping,
+            // which would cost more than the rest of the adaptor.
+            if let Poll::Ready(Some(Ok(_))) | Poll::Pending = &poll {
+                return poll;
             }
-            Some(Err(err)) => hooks.error(err),
-            None => hooks.close(StreamEnd::Final),
+            return poll.map(|end| hooks.observe(end));
         }
-        Poll::Ready(polled)
+        match hooks.phase {
+            HookPhase::Ended => return Poll::Ready(None),
+            HookPhase::NotStarted => hooks.start(),
+            HookPhase::PassThrough | HookPhase::Hooked => {}
+        }
+        this.inner.poll_next(cx).map(|polled| hooks.observe(polled))
     }
 }
 
 impl<T, E> Hooks<T, E> {
     #[cold]
     fn start(&mut self) {
-        self.started = true;
+        self.phase = if self.on_item.is_some() {
+            HookPhase::Hooked
+        } else {
+            HookPhase::PassThrough
+        };
         if let Some(hook) = self.on_start.take() {
             hook();
+        }
+    }
+
+    /// Everything but a passed-through item: transformed items, the error, the end.
+    fn observe(&mut self, polled: Option<Result<T, E>>) -> Option<Result<T, E>> {
+        match polled {
+            Some(Ok(item)) => Some(Ok(match &mut self.on_item {
+                Some(hook) => hook(item),
+                None => item,
+            })),
+            Some(Err(err)) => {
+                self.error(&err);
+                Some(Err(err))
+            }
+            None => {
+                self.close(StreamEnd::Final);
+                None
+            }
         }
     }
 
