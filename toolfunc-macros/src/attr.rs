@@ -17,6 +17,8 @@ pub(crate) const KEYS: &[&str] = &[
     "deny_unknown_fields",
     "stream",
     "timeout",
+    "concurrency",
+    "depends",
     "crate",
 ];
 
@@ -34,6 +36,9 @@ pub(crate) struct ToolAttrs {
     pub(crate) stream: Option<Span>,
     /// The timeout in milliseconds, with the literal's span.
     pub(crate) timeout: Option<(u64, Span)>,
+    pub(crate) concurrency: Option<syn::LitInt>,
+    /// `(local alias, tool name)` pairs.
+    pub(crate) depends: Option<Vec<(syn::Ident, LitStr)>>,
     pub(crate) krate: Option<Path>,
 }
 
@@ -79,6 +84,7 @@ impl ToolAttrs {
             "alias",
             "tags",
             "timeout",
+            "concurrency",
             "crate",
         ];
         if matches!(value, Value::None) && needs_value.contains(&key.as_str()) {
@@ -112,6 +118,10 @@ impl ToolAttrs {
             "stream" => set(&mut self.stream, path, &key, flag(path, &key, &value)?),
             // timeout = "30s"  |  timeout = "250ms"  |  timeout = 500 (milliseconds)
             "timeout" => set(&mut self.timeout, path, &key, timeout(value)?),
+            // concurrency = 4
+            "concurrency" => set(&mut self.concurrency, path, &key, concurrency(value)?),
+            // depends(fetch = "get_user", log = "audit_log")
+            "depends" => set(&mut self.depends, path, &key, depends(path, value)?),
             // crate = path::to::toolfunc
             "crate" => {
                 let krate = match value {
@@ -215,6 +225,53 @@ fn lit_str(key: &str, value: Value) -> syn::Result<LitStr> {
             format!("#[tool] key `{key}` needs a value, like `{key} = \"...\"`"),
         )),
     }
+}
+
+fn concurrency(value: Value) -> syn::Result<syn::LitInt> {
+    const HINT: &str =
+        "#[tool] key `concurrency` takes a whole number of at least 1, like `concurrency = 4`";
+    match value {
+        Value::Expr(syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(int),
+            ..
+        })) => match int.base10_parse::<usize>() {
+            Ok(n) if n >= 1 => Ok(int),
+            _ => Err(syn::Error::new_spanned(int, HINT)),
+        },
+        Value::Expr(expr) => Err(syn::Error::new_spanned(expr, HINT)),
+        Value::List(tokens) => Err(syn::Error::new_spanned(tokens, HINT)),
+        Value::None => Err(syn::Error::new(Span::call_site(), HINT)),
+    }
+}
+
+/// `depends(alias = "tool", ...)`.
+fn depends(path: &Path, value: Value) -> syn::Result<Vec<(syn::Ident, LitStr)>> {
+    const HINT: &str = "#[tool] key `depends` takes a list of `alias = \"tool name\"`, like `depends(fetch = \"get_user\")`";
+    let Value::List(tokens) = value else {
+        return Err(syn::Error::new_spanned(path, HINT));
+    };
+    let mut pairs: Vec<(syn::Ident, LitStr)> = Vec::new();
+    let parser = syn::meta::parser(|meta| {
+        let alias = meta
+            .path
+            .require_ident()
+            .map_err(|_| meta.error(HINT))?
+            .clone();
+        let name: LitStr = meta
+            .value()
+            .and_then(syn::parse::ParseBuffer::parse)
+            .map_err(|_| meta.error(HINT))?;
+        if pairs.iter().any(|(a, _)| *a == alias) {
+            return Err(syn::Error::new_spanned(
+                &alias,
+                format!("dependency alias `{alias}` is specified more than once"),
+            ));
+        }
+        pairs.push((alias, name));
+        Ok(())
+    });
+    Parser::parse2(parser, tokens)?;
+    Ok(pairs)
 }
 
 /// `"30s"`, `"250ms"`, `"2m"`, `"1h"`, `"1.5s"`, or an integer number of milliseconds.
@@ -350,6 +407,28 @@ mod tests {
         assert!(attrs.stream.is_some());
         let err = ToolAttrs::parse(quote!(timeout = "soon")).err().unwrap();
         assert!(err.to_string().contains("takes a duration like"));
+    }
+
+    #[test]
+    fn depends_and_concurrency() {
+        let attrs = ToolAttrs::parse(quote!(
+            depends(fetch = "get_user", log = "audit"),
+            concurrency = 2
+        ))
+        .unwrap();
+        let depends = attrs.depends.unwrap();
+        assert_eq!(depends.len(), 2);
+        assert_eq!(depends[0].0.to_string(), "fetch");
+        assert_eq!(depends[1].1.value(), "audit");
+        assert_eq!(
+            attrs.concurrency.unwrap().base10_parse::<usize>().unwrap(),
+            2
+        );
+        assert!(ToolAttrs::parse(quote!(concurrency = 0)).is_err());
+        let err = ToolAttrs::parse(quote!(depends(a = "x", a = "y")))
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("more than once"), "{err}");
     }
 
     #[test]

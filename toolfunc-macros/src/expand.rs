@@ -110,6 +110,14 @@ fn generate(model: &ToolFn) -> TokenStream {
     } else {
         quote!(Sync)
     };
+    let depends = model.attrs.depends.iter().flatten().map(|(alias, name)| {
+        let alias = alias.to_string();
+        quote!((#alias, #name))
+    });
+    let concurrency = model.attrs.concurrency.as_ref().map_or_else(
+        || quote!(#p::None),
+        |n| quote_spanned!(n.span()=> #p::Some(#n)),
+    );
     let timeout = model.attrs.timeout.map_or_else(
         || quote!(#p::None),
         |(ms, span)| quote_spanned!(span=> #p::Some(#ms)),
@@ -149,6 +157,8 @@ fn generate(model: &ToolFn) -> TokenStream {
                     result: #result_fn,
                     handler: #p::SpecHandler::#kind(__toolfunc_handler),
                     timeout_ms: #timeout,
+                    depends: &[#(#depends),*],
+                    concurrency: #concurrency,
                     location: #location,
                 }
             }

@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use crate::registry::Runner;
+use crate::registry::{Resolved, Runner};
 use crate::task::deadline_for;
+use crate::tool::Dependency;
 use crate::tool::ToolRef;
 use crate::{Registry, ToolDefinition, ToolError};
 
@@ -50,7 +51,10 @@ use crate::{Registry, ToolDefinition, ToolError};
 /// A `Ctx` is cheap to create: what the caller supplied is shared, never copied, and
 /// every call gets its own `Ctx`, so concurrent calls never see each other's context.
 pub struct Ctx {
+    /// The registry the call was made through (the caller's; nested calls keep it).
     registry: Registry,
+    /// The registry that holds the running tool (where it was found).
+    owner: Registry,
     tool: ToolRef,
     call_id: Option<Arc<str>>,
     scope: Scope,
@@ -69,6 +73,7 @@ impl Clone for Ctx {
         let _ = state.set(Arc::clone(self.state()));
         Self {
             registry: self.registry.clone(),
+            owner: self.owner.clone(),
             tool: self.tool.clone(),
             call_id: self.call_id.clone(),
             scope: self.scope.clone(),
@@ -82,6 +87,7 @@ impl Clone for Ctx {
 impl Ctx {
     pub(crate) fn new(
         registry: Registry,
+        owner: Registry,
         tool: ToolRef,
         call_id: Option<Arc<str>>,
         scope: Scope,
@@ -90,6 +96,7 @@ impl Ctx {
         let call_id = call_id.or_else(|| scope.data().and_then(|d| d.call_id.clone()));
         Self {
             registry,
+            owner,
             tool,
             call_id,
             scope,
@@ -139,9 +146,16 @@ impl Ctx {
         self.call_id.as_deref()
     }
 
-    /// The registry this call was made through.
+    /// The registry this call was made through (for a nested call: the one the
+    /// outermost call was made through).
     pub fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// The registry that holds the running tool: the calling registry or one of its
+    /// parents.
+    pub fn owner(&self) -> &Registry {
+        &self.owner
     }
 
     /// A value of type `T` that the caller inserted with [`CallOptions::insert`]
@@ -212,8 +226,41 @@ impl Ctx {
 
     /// Runs another tool as part of this call: it inherits this call's extensions,
     /// caller, call id, progress listener, cancellation and deadline.
+    ///
+    /// `name` is first looked up among the running tool's dependency aliases, then
+    /// resolved by the call's [`Binding`]: with `Auto` (the default), a shadow in the
+    /// calling registry wins when that registry descends from the one holding the
+    /// running tool; `Early` keeps to the holding registry; `Late` always resolves in
+    /// the calling registry.
     pub async fn run(&self, name: &str, args: Value) -> Result<Value, ToolError> {
-        self.with(CallOptions::new()).run(name, args).await
+        let found = self
+            .resolve_nested(name)
+            .ok_or_else(|| ToolError::not_found(name))?;
+        self.with(CallOptions::new())
+            .run_resolved(found, args)
+            .await
+    }
+
+    /// Finds the tool a nested call of `name` runs, per the dependency aliases and the
+    /// binding strategy.
+    pub(crate) fn resolve_nested(&self, name: &str) -> Option<Resolved> {
+        let dependency = self.tool.depends.iter().find(|d| d.alias == name);
+        let name = dependency.map_or(name, Dependency::name);
+        let binding = self.scope.data().map_or(Binding::Auto, |d| d.binding);
+        match binding {
+            Binding::Late => self.registry.resolve(name),
+            Binding::Early => self.owner.resolve(name),
+            Binding::Auto => {
+                if self.registry.descends_from(&self.owner)
+                    && let Some(found) = self.registry.resolve(name)
+                    && found.owner.descends_from(&self.owner)
+                {
+                    // A shadow between the caller and the definer.
+                    return Some(found);
+                }
+                self.owner.resolve(name)
+            }
+        }
     }
 
     /// Streams another tool as part of this call (see [`Ctx::run`]).
@@ -254,6 +301,50 @@ impl fmt::Debug for Ctx {
             .field("deadline", &self.deadline())
             .finish_non_exhaustive()
     }
+}
+
+/// How a tool's nested calls (`ctx.run(name, ..)`) choose between a tool of the
+/// registry that holds the running tool and a shadow of it in the calling registry.
+///
+/// ```rust
+/// use serde_json::{json, Value};
+/// use toolfunc::{Binding, CallOptions, Registry, ToolFunc};
+///
+/// let text = |name: &str, out: &'static str| {
+///     ToolFunc::builder(name).handler_sync(move |_, _| Ok(json!(out))).build().unwrap()
+/// };
+/// let parent = Registry::new();
+/// parent.register(text("dep", "parent-dep")).unwrap();
+/// parent
+///     .register(
+///         ToolFunc::builder("main")
+///             .handler(|ctx, _| async move { ctx.run("dep", Value::Null).await })
+///             .build()
+///             .unwrap(),
+///     )
+///     .unwrap();
+/// let child = parent.isolate();
+/// child.register(text("dep", "child-dep")).unwrap();
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// assert_eq!(child.run("main", Value::Null).await.unwrap(), "child-dep");
+/// assert_eq!(parent.run("main", Value::Null).await.unwrap(), "parent-dep");
+/// let early = child.with(CallOptions::new().binding(Binding::Early));
+/// assert_eq!(early.run("main", Value::Null).await.unwrap(), "parent-dep");
+/// # });
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Binding {
+    /// Late-bind to a shadow only when the calling registry descends from the one
+    /// holding the running tool (polymorphism for plugins, stability for same-scope
+    /// calls).
+    #[default]
+    Auto,
+    /// Always the registry holding the running tool, ignoring shadows.
+    Early,
+    /// Always the calling registry.
+    Late,
 }
 
 /// A progress report from a running tool (see [`Ctx::progress`]).
@@ -327,6 +418,7 @@ type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
 #[derive(Default)]
 #[must_use]
 pub struct CallOptions {
+    binding: Option<Binding>,
     extensions: Vec<(TypeId, Arc<dyn Any + Send + Sync>)>,
     caller: Option<Arc<str>>,
     timeout: Option<Duration>,
@@ -337,6 +429,7 @@ pub struct CallOptions {
 impl fmt::Debug for CallOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CallOptions")
+            .field("binding", &self.binding)
             .field("extensions", &self.extensions.len())
             .field("caller", &self.caller)
             .field("timeout", &self.timeout)
@@ -381,6 +474,12 @@ impl CallOptions {
         self
     }
 
+    /// How the calls' nested calls bind to shadowed tools (default [`Binding::Auto`]).
+    pub fn binding(mut self, binding: Binding) -> Self {
+        self.binding = Some(binding);
+        self
+    }
+
     /// Sends the calls' progress reports ([`Ctx::progress`]) to `listener`.
     pub fn on_progress(mut self, listener: impl Fn(Progress) + Send + Sync + 'static) -> Self {
         self.progress = Some(Arc::new(listener));
@@ -393,6 +492,7 @@ impl CallOptions {
 pub(crate) struct Scope(Option<Arc<ScopeData>>);
 
 pub(crate) struct ScopeData {
+    binding: Binding,
     extensions: Vec<(TypeId, Arc<dyn Any + Send + Sync>)>,
     /// Outer layers' extensions, searched after these.
     parent: Option<Arc<ScopeData>>,
@@ -425,6 +525,7 @@ pub(crate) fn min_deadline(a: Option<Instant>, b: Option<Instant>) -> Option<Ins
 impl ScopeData {
     fn overlay(parent: Option<&Arc<ScopeData>>, options: CallOptions) -> Self {
         let CallOptions {
+            binding,
             extensions,
             caller,
             timeout,
@@ -437,6 +538,9 @@ impl ScopeData {
             (a, b) => a.or(b),
         };
         Self {
+            binding: binding
+                .or_else(|| parent.map(|p| p.binding))
+                .unwrap_or_default(),
             extensions,
             parent: parent.cloned(),
             caller: caller.or_else(|| parent.and_then(|p| p.caller.clone())),

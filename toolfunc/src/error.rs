@@ -25,6 +25,9 @@ use serde_json::{Map, Value};
 /// | `CONFLICT` | [`Conflict`](ToolError::Conflict) | 409 | a name or alias is already taken |
 /// | `ASYNC_ONLY` | [`AsyncOnly`](ToolError::AsyncOnly) | 400 | `run_sync` on a tool that can only run asynchronously |
 /// | `SEALED` | [`Sealed`](ToolError::Sealed) | 403 | registration on a sealed registry |
+/// | `NOT_READY` | [`NotReady`](ToolError::NotReady) | 503 | `run_sync` on a tool whose async setup has not finished |
+/// | `BUSY` | [`Busy`](ToolError::Busy) | 429 | `run_sync` on a tool at its concurrency limit |
+/// | `AGGREGATE` | [`Aggregate`](ToolError::Aggregate) | first error's | several failures at once (a call and its cleanup, a `clear`) |
 /// | `DEFINITION` | [`Definition`](ToolError::Definition) | 500 | a tool definition is invalid (bad schema, no handler) |
 /// | `OUTPUT` | [`Output`](ToolError::Output) | 500 | a handler's result could not be serialised |
 /// | any other | [`Custom`](ToolError::Custom) | chosen | an application-defined error |
@@ -104,6 +107,25 @@ pub enum ToolError {
         name: String,
     },
 
+    /// `run_sync` was asked to run a tool whose asynchronous setup has not finished.
+    NotReady {
+        /// The tool's name.
+        name: String,
+    },
+
+    /// `run_sync` was asked to run a tool that is at its concurrency limit.
+    Busy {
+        /// The tool's name.
+        name: String,
+    },
+
+    /// Several failures at once: a call and its cleanup, or the teardowns of a
+    /// `clear`. The first is the main one.
+    Aggregate {
+        /// The failures, in the order they happened.
+        errors: Vec<ToolError>,
+    },
+
     /// A tool definition is invalid.
     Definition {
         /// The tool's name.
@@ -160,6 +182,24 @@ impl fmt::Display for ToolError {
                 write!(f, "tool `{name}` is async: use `run` instead of `run_sync`")
             }
             Self::Sealed { name } => write!(f, "registry is sealed: cannot register `{name}`"),
+            Self::NotReady { name } => write!(
+                f,
+                "tool `{name}` is still setting up: use `run`, which waits for it, or await `ready`"
+            ),
+            Self::Busy { name } => write!(
+                f,
+                "tool `{name}` is at its concurrency limit: use `run`, which waits for a slot"
+            ),
+            Self::Aggregate { errors } => {
+                write!(f, "{} errors: ", errors.len())?;
+                for (i, err) in errors.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("; ")?;
+                    }
+                    write!(f, "{err}")?;
+                }
+                Ok(())
+            }
             Self::Definition { name, message } => {
                 write!(f, "invalid definition of `{name}`: {message}")
             }
@@ -229,6 +269,16 @@ impl ToolError {
         }
     }
 
+    /// One error for several: `None` for none, the error itself for one, an
+    /// [`Aggregate`](ToolError::Aggregate) for more.
+    pub fn aggregate(mut errors: Vec<ToolError>) -> Option<Self> {
+        match errors.len() {
+            0 => None,
+            1 => errors.pop(),
+            _ => Some(Self::Aggregate { errors }),
+        }
+    }
+
     /// A [`ToolError::Cancelled`], with an optional reason.
     pub fn cancelled(reason: Option<String>) -> Self {
         Self::Cancelled { reason }
@@ -278,6 +328,9 @@ impl ToolError {
             Self::Conflict { .. } => "CONFLICT",
             Self::AsyncOnly { .. } => "ASYNC_ONLY",
             Self::Sealed { .. } => "SEALED",
+            Self::NotReady { .. } => "NOT_READY",
+            Self::Busy { .. } => "BUSY",
+            Self::Aggregate { .. } => "AGGREGATE",
             Self::Definition { .. } => "DEFINITION",
             Self::Output { .. } => "OUTPUT",
             Self::Custom { code, .. } => code,
@@ -293,6 +346,9 @@ impl ToolError {
             Self::Timeout { .. } => 408,
             Self::Conflict { .. } => 409,
             Self::Sealed { .. } => 403,
+            Self::NotReady { .. } => 503,
+            Self::Busy { .. } => 429,
+            Self::Aggregate { errors } => errors.first().map_or(500, ToolError::status),
             Self::Failed { .. }
             | Self::Panicked { .. }
             | Self::Definition { .. }
@@ -312,9 +368,20 @@ impl ToolError {
                 .as_ref()
                 .and_then(|r| one("reason", Value::String(r.clone()))),
             Self::Timeout { after_ms } => after_ms.and_then(|ms| one("afterMs", Value::from(ms))),
-            Self::AsyncOnly { name } | Self::Sealed { name } | Self::Definition { name, .. } => {
-                one("name", Value::String(name.clone()))
-            }
+            Self::AsyncOnly { name }
+            | Self::Sealed { name }
+            | Self::NotReady { name }
+            | Self::Busy { name }
+            | Self::Definition { name, .. } => one("name", Value::String(name.clone())),
+            Self::Aggregate { errors } => one(
+                "errors",
+                Value::Array(
+                    errors
+                        .iter()
+                        .map(|e| serde_json::to_value(e).unwrap_or(Value::Null))
+                        .collect(),
+                ),
+            ),
             Self::Failed { data, .. } | Self::Custom { data, .. } => data.clone(),
             Self::Panicked { .. } | Self::Conflict { .. } | Self::Output { .. } => None,
         }
@@ -407,6 +474,25 @@ impl From<Wire> for ToolError {
             },
             "SEALED" => Self::Sealed {
                 name: field("name").unwrap_or_default(),
+            },
+            "NOT_READY" => Self::NotReady {
+                name: field("name").unwrap_or_default(),
+            },
+            "BUSY" => Self::Busy {
+                name: field("name").unwrap_or_default(),
+            },
+            "AGGREGATE" => Self::Aggregate {
+                errors: data
+                    .as_ref()
+                    .and_then(|d| d.get("errors"))
+                    .and_then(Value::as_array)
+                    .map(|errors| {
+                        errors
+                            .iter()
+                            .filter_map(|e| serde_json::from_value(e.clone()).ok())
+                            .collect()
+                    })
+                    .unwrap_or_default(),
             },
             "DEFINITION" => Self::Definition {
                 name: field("name").unwrap_or_default(),

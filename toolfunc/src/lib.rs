@@ -43,9 +43,12 @@ mod tool;
 pub struct ReadmeDoctests;
 
 pub use call::{ToolCall, ToolResult};
-pub use ctx::{CallOptions, Ctx, Progress};
+pub use ctx::{Binding, CallOptions, Ctx, Progress};
 pub use error::ToolError;
-pub use registry::{Registry, Runner};
+pub use registry::{
+    CallStatus, RegisterOptions, Registry, RegistryEvent, Runner, UnregisterOptions,
+    UnregisterScope,
+};
 pub use stream::ToolStream;
 pub use task::CallHandle;
 /// Cancellation tokens, as [`CallOptions::cancel_on`] and [`Ctx::cancellation_token`] use them.

@@ -13,6 +13,7 @@ use futures::{FutureExt, Stream};
 use serde_json::Value;
 
 use crate::ToolError;
+use crate::registry::{CallStatus, Observer};
 use crate::task::{Call, Finish, Watch};
 use crate::tool::{ItemStream, panicked};
 
@@ -32,6 +33,8 @@ pub struct ToolStream {
 enum Inner {
     /// A non-streaming call (or an error before the call started).
     Single(Option<Call>),
+    /// A stream that starts once something it waits for is done (a tool's setup).
+    Deferred(BoxFuture<'static, Result<ToolStream, ToolError>>),
     Items {
         phase: Phase,
         watch: Watch,
@@ -49,6 +52,7 @@ impl fmt::Debug for ToolStream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match &self.inner {
             Inner::Single(_) => "single",
+            Inner::Deferred(_) => "waiting",
             Inner::Items {
                 phase: Phase::Opening(_),
                 ..
@@ -65,6 +69,20 @@ impl ToolStream {
         Self {
             inner: Inner::Single(Some(call)),
         }
+    }
+
+    pub(crate) fn deferred(start: BoxFuture<'static, Result<ToolStream, ToolError>>) -> Self {
+        Self {
+            inner: Inner::Deferred(start),
+        }
+    }
+
+    /// Reports the call's end to `observer` (subscribers, `tracing`).
+    pub(crate) fn observed(mut self, observer: Option<Observer>) -> Self {
+        if let Inner::Items { finish, .. } = &mut self.inner {
+            finish.observe(observer);
+        }
+        self
     }
 
     pub(crate) fn failed(err: ToolError) -> Self {
@@ -91,7 +109,11 @@ impl ToolStream {
         last: Option<Result<Value, ToolError>>,
     ) -> Poll<Option<Result<Value, ToolError>>> {
         if let Inner::Items { mut finish, .. } = std::mem::replace(&mut self.inner, Inner::Done) {
-            finish.finished();
+            finish.finished(|| match &last {
+                Some(Err(ToolError::Cancelled { .. })) => CallStatus::Cancelled,
+                Some(Err(err)) => CallStatus::Error(err.code().to_owned()),
+                _ => CallStatus::Ok,
+            });
         }
         Poll::Ready(last)
     }
@@ -106,6 +128,10 @@ impl Stream for ToolStream {
         loop {
             match &mut this.inner {
                 Inner::Done => return Poll::Ready(None),
+                Inner::Deferred(start) => match std::task::ready!(start.as_mut().poll(cx)) {
+                    Ok(stream) => *this = stream,
+                    Err(err) => return this.end(Some(Err(err))),
+                },
                 Inner::Single(call) => {
                     let Some(pending) = call.as_mut() else {
                         return this.end(None);

@@ -15,6 +15,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::ToolError;
 use crate::ctx::{CallState, Scope, min_deadline, min_duration};
+use crate::registry::{CallStatus, Observer};
 use crate::tool::panicked;
 
 /// When a call must end: the shorter of the tool's and the caller's timeout from now,
@@ -144,6 +145,8 @@ impl Watch {
 pub(crate) struct Finish {
     state: Arc<CallState>,
     finished: bool,
+    /// Reports the call's end to the registry's subscribers and `tracing`.
+    observer: Option<Observer>,
 }
 
 impl Finish {
@@ -151,11 +154,24 @@ impl Finish {
         Self {
             state,
             finished: false,
+            observer: None,
         }
     }
 
-    pub(crate) fn finished(&mut self) {
+    pub(crate) fn observe(&mut self, observer: Option<Observer>) {
+        self.observer = observer;
+    }
+
+    pub(crate) fn span(&self) -> Option<&tracing::Span> {
+        self.observer.as_ref().map(Observer::span)
+    }
+
+    /// The call ended with `status`.
+    pub(crate) fn finished(&mut self, status: impl FnOnce() -> CallStatus) {
         self.finished = true;
+        if let Some(observer) = self.observer.take() {
+            observer.finish(status());
+        }
     }
 }
 
@@ -188,11 +204,17 @@ impl Drive {
         }
     }
 
+    /// Reports the call's end to `observer` (subscribers, `tracing`).
+    pub(crate) fn observed(mut self, observer: Option<Observer>) -> Self {
+        self.finish.observe(observer);
+        self
+    }
+
     fn end(&mut self, result: Result<Value, ToolError>) -> Poll<Result<Value, ToolError>> {
         // The handler's future goes first, then the cleanups it registered.
         self.future = None;
-        self.finish.finished();
         self.watch.state().run_cleanups();
+        self.finish.finished(|| CallStatus::of(&result));
         Poll::Ready(result)
     }
 }
@@ -203,6 +225,9 @@ impl Future for Drive {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // Every field is `Unpin` (futures are boxed).
         let this = self.get_mut();
+        // Only observed calls have a span (a clone is cheap next to what observing costs).
+        let span = this.finish.span().cloned();
+        let _entered = span.as_ref().map(tracing::Span::enter);
         let Some(future) = this.future.as_mut() else {
             return Poll::Ready(Err(ToolError::failed("call polled after completion")));
         };
@@ -223,6 +248,21 @@ impl Future for Drive {
 pub(crate) enum Call {
     Ready(Option<Result<Value, ToolError>>),
     Running(Drive),
+}
+
+impl Call {
+    /// Reports the call's end to `observer` (subscribers, `tracing`).
+    pub(crate) fn observed(self, observer: Option<Observer>) -> Self {
+        match self {
+            Self::Running(drive) => Self::Running(drive.observed(observer)),
+            Self::Ready(result) => {
+                if let (Some(observer), Some(result)) = (observer, &result) {
+                    observer.finish(CallStatus::of(result));
+                }
+                Self::Ready(result)
+            }
+        }
+    }
 }
 
 impl Future for Call {

@@ -148,7 +148,24 @@ enum ToolRepr {
     Shared(Arc<ToolFunc>),
 }
 
+impl From<ToolFunc> for ToolRef {
+    fn from(tool: ToolFunc) -> Self {
+        Self::shared(tool)
+    }
+}
+
+impl From<Arc<ToolFunc>> for ToolRef {
+    fn from(tool: Arc<ToolFunc>) -> Self {
+        Self(ToolRepr::Shared(tool))
+    }
+}
+
 impl ToolRef {
+    /// Whether two handles point at the same tool.
+    pub fn ptr_eq(a: &Self, b: &Self) -> bool {
+        std::ptr::eq::<ToolFunc>(&raw const **a, &raw const **b)
+    }
+
     pub(crate) fn shared(tool: ToolFunc) -> Self {
         Self(ToolRepr::Shared(Arc::new(tool)))
     }
@@ -187,6 +204,40 @@ pub struct ToolFunc {
     check: ArgCheck,
     /// `run_with_pos` maps the i-th value onto the argument named `positional[i]`.
     positional: Vec<String>,
+    concurrency_limit: usize,
+    pub(crate) depends: Vec<Dependency>,
+    pub(crate) setup: Option<Hook>,
+    pub(crate) dispose: Option<Hook>,
+    /// At most this many calls at once, shared by every registry holding the tool.
+    pub(crate) concurrency: Option<Arc<tokio::sync::Semaphore>>,
+}
+
+/// A lifecycle hook (`setup` or `dispose`): sync hooks return a finished future.
+pub(crate) type Hook = Arc<dyn Fn() -> BoxFuture<'static, Result<(), ToolError>> + Send + Sync>;
+
+/// A tool's dependency, under the local alias the tool calls it by.
+#[derive(Clone)]
+pub(crate) struct Dependency {
+    pub(crate) alias: String,
+    pub(crate) target: DependencyTarget,
+}
+
+#[derive(Clone)]
+pub(crate) enum DependencyTarget {
+    /// A tool instance: registered (counted) with the tool, released with it.
+    Tool(ToolRef),
+    /// A tool by name, registered by someone else; it must exist when the tool is.
+    Name(String),
+}
+
+impl Dependency {
+    /// The name the dependency is registered under.
+    pub(crate) fn name(&self) -> &str {
+        match &self.target {
+            DependencyTarget::Tool(tool) => tool.name(),
+            DependencyTarget::Name(name) => name,
+        }
+    }
 }
 
 impl fmt::Debug for ToolFunc {
@@ -270,6 +321,12 @@ impl ToolFunc {
         !matches!(self.handler, Handler::Sync(_))
     }
 
+    /// Whether a call runs at once on the caller's thread (a sync tool with no
+    /// concurrency limit to wait for).
+    pub(crate) fn runs_inline(&self) -> bool {
+        matches!(self.handler, Handler::Sync(_)) && self.concurrency.is_none()
+    }
+
     /// Whether the tool streams its result.
     pub fn is_stream(&self) -> bool {
         matches!(self.handler, Handler::Stream(_))
@@ -278,6 +335,16 @@ impl ToolFunc {
     /// The tool's own timeout.
     pub fn timeout(&self) -> Option<Duration> {
         self.timeout
+    }
+
+    /// How many calls of the tool may run at once, when limited.
+    pub fn concurrency(&self) -> Option<usize> {
+        self.concurrency.as_ref().map(|_| self.concurrency_limit)
+    }
+
+    /// The names of the tools this one depends on, with the local alias of each.
+    pub fn dependencies(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.depends.iter().map(|d| (d.alias.as_str(), d.name()))
     }
 
     /// Normalises and checks the arguments: `null` means no arguments; anything else
@@ -337,6 +404,19 @@ impl ToolFunc {
             return Err(err);
         }
         let args = self.prepare(args)?;
+        // A sync caller cannot wait for a slot: at the limit, say so.
+        let _permit = match &self.concurrency {
+            Some(limit) => {
+                Some(
+                    Arc::clone(limit)
+                        .try_acquire_owned()
+                        .map_err(|_| ToolError::Busy {
+                            name: self.definition.name.clone(),
+                        })?,
+                )
+            }
+            None => None,
+        };
         let result =
             catch_unwind(AssertUnwindSafe(|| f(ctx, args))).unwrap_or_else(|p| Err(panicked(&*p)));
         if let Some(state) = ctx.state_if_created() {
@@ -355,7 +435,7 @@ impl ToolFunc {
     /// [`call`](Self::call), watching the call's own token when `abortable` (a spawned
     /// call's handle can abort it).
     pub(crate) fn call_with(ctx: Ctx, args: Value, abortable: bool) -> Call {
-        if let Handler::Sync(_) = ctx.tool().handler {
+        if ctx.tool().runs_inline() {
             return Call::Ready(Some(ctx.tool().call_sync(&ctx, args)));
         }
         match Self::start(ctx, args, false, abortable) {
@@ -387,13 +467,20 @@ impl ToolFunc {
             ctx.deadline_and_timeout(),
             abortable,
         );
+        let limit = tool.concurrency.clone();
         let started = catch_unwind(AssertUnwindSafe(|| match &tool.handler {
-            Handler::Async(f) => Started::Value(Drive::new(f(ctx, args), watch)),
-            Handler::Stream(f) if as_stream => Started::Stream(f(ctx, args), watch),
-            Handler::Stream(f) => Started::Value(Drive::new(collect(f(ctx, args)), watch)),
-            Handler::Sync(f) => {
-                let result = f(&ctx, args);
-                Started::Value(Drive::new(Box::pin(std::future::ready(result)), watch))
+            Handler::Async(f) => Started::Value(Drive::new(gated(limit, f(ctx, args)), watch)),
+            Handler::Stream(f) if as_stream => {
+                Started::Stream(gated_stream(limit, f(ctx, args)), watch)
+            }
+            Handler::Stream(f) => {
+                Started::Value(Drive::new(gated(limit, collect(f(ctx, args))), watch))
+            }
+            Handler::Sync(_) => {
+                // Here only to wait for a concurrency slot; then it runs inline.
+                let tool = tool.clone();
+                let body = Box::pin(async move { tool.call_sync(&ctx, args) });
+                Started::Value(Drive::new(gated(limit, body), watch))
             }
         }));
         started.map_err(|p| {
@@ -430,6 +517,51 @@ impl ToolFunc {
 pub(crate) enum Started {
     Value(Drive),
     Stream(BoxFuture<'static, Result<ItemStream, ToolError>>, Watch),
+}
+
+/// `future`, started once a concurrency slot is free (at once without a limit). The
+/// wait is part of the call, so it can be cancelled or time out like the rest.
+fn gated(
+    limit: Option<Arc<tokio::sync::Semaphore>>,
+    future: BoxFuture<'static, Result<Value, ToolError>>,
+) -> BoxFuture<'static, Result<Value, ToolError>> {
+    match limit {
+        None => future,
+        Some(limit) => Box::pin(async move {
+            let _permit = acquire(limit).await?;
+            future.await
+        }),
+    }
+}
+
+/// The stream of `open`, holding a concurrency slot until the stream is dropped.
+fn gated_stream(
+    limit: Option<Arc<tokio::sync::Semaphore>>,
+    open: BoxFuture<'static, Result<ItemStream, ToolError>>,
+) -> BoxFuture<'static, Result<ItemStream, ToolError>> {
+    match limit {
+        None => open,
+        Some(limit) => Box::pin(async move {
+            let permit = acquire(limit).await?;
+            let items = open.await?;
+            Ok(items
+                .map(move |item| {
+                    let _held = &permit;
+                    item
+                })
+                .boxed())
+        }),
+    }
+}
+
+async fn acquire(
+    limit: Arc<tokio::sync::Semaphore>,
+) -> Result<tokio::sync::OwnedSemaphorePermit, ToolError> {
+    // The semaphore is never closed; a closed one would mean the tool is gone.
+    limit
+        .acquire_owned()
+        .await
+        .map_err(|_| ToolError::failed("the tool's concurrency limit is closed"))
 }
 
 /// A streaming handler's items gathered into one array (for `run`).
@@ -505,6 +637,10 @@ pub struct ToolBuilder {
     typed: bool,
     /// Whether the parameters schema was given rather than derived.
     schema_given: bool,
+    depends: Vec<Dependency>,
+    setup: Option<Hook>,
+    dispose: Option<Hook>,
+    concurrency: Option<usize>,
 }
 
 impl fmt::Debug for ToolBuilder {
@@ -532,6 +668,10 @@ impl ToolBuilder {
             handler: None,
             typed: false,
             schema_given: false,
+            depends: Vec::new(),
+            setup: None,
+            dispose: None,
+            concurrency: None,
         }
     }
 
@@ -590,6 +730,80 @@ impl ToolBuilder {
         S: Into<String>,
     {
         self.param_order = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Declares a dependency on a tool instance, called as `alias` from inside this
+    /// tool (`ctx.run(alias, ..)`). Registering this tool registers the dependency too
+    /// (counted); removing it releases the dependency, last declared first.
+    pub fn depends(mut self, alias: impl Into<String>, tool: impl Into<ToolRef>) -> Self {
+        self.depends.push(Dependency {
+            alias: alias.into(),
+            target: DependencyTarget::Tool(tool.into()),
+        });
+        self
+    }
+
+    /// Declares a dependency on a tool by name, called as `alias` from inside this
+    /// tool. The named tool must be registered (here or in a parent registry) before
+    /// this one is: a missing dependency is a registration error, not a call-time one.
+    pub fn depends_on(mut self, alias: impl Into<String>, name: impl Into<String>) -> Self {
+        self.depends.push(Dependency {
+            alias: alias.into(),
+            target: DependencyTarget::Name(name.into()),
+        });
+        self
+    }
+
+    /// Runs `setup` each time the tool is placed in a registry; an error refuses the
+    /// registration. It is undone by [`dispose`](Self::dispose).
+    pub fn setup<F>(mut self, setup: F) -> Self
+    where
+        F: Fn() -> Result<(), ToolError> + Send + Sync + 'static,
+    {
+        self.setup = Some(Arc::new(move || Box::pin(std::future::ready(setup()))));
+        self
+    }
+
+    /// Like [`setup`](Self::setup), asynchronous: the tool is *pending* until it
+    /// finishes. `run` waits for it, `run_sync` refuses with `NOT_READY`, and
+    /// [`Registry::ready`](crate::Registry::ready) awaits it. A failure makes calls
+    /// fail with the setup's error.
+    pub fn setup_async<F, Fut>(mut self, setup: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), ToolError>> + Send + 'static,
+    {
+        self.setup = Some(Arc::new(move || Box::pin(setup())));
+        self
+    }
+
+    /// Runs `dispose` when the tool is physically removed from a registry (its last
+    /// registration taken back, a forced removal, a replacement, `clear`). A later
+    /// registration runs `setup` again.
+    pub fn dispose<F>(mut self, dispose: F) -> Self
+    where
+        F: Fn() -> Result<(), ToolError> + Send + Sync + 'static,
+    {
+        self.dispose = Some(Arc::new(move || Box::pin(std::future::ready(dispose()))));
+        self
+    }
+
+    /// Like [`dispose`](Self::dispose), asynchronous.
+    pub fn dispose_async<F, Fut>(mut self, dispose: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), ToolError>> + Send + 'static,
+    {
+        self.dispose = Some(Arc::new(move || Box::pin(dispose())));
+        self
+    }
+
+    /// Allows at most `limit` calls of the tool at once; further calls wait for a
+    /// slot (and can be cancelled or time out while waiting). The limit is the tool's:
+    /// shared by every runner and registry that reaches it.
+    pub fn concurrency(mut self, limit: usize) -> Self {
+        self.concurrency = Some(limit);
         self
     }
 
@@ -778,6 +992,20 @@ impl ToolBuilder {
         let Some(handler) = self.handler else {
             return Err(definition_error("no handler was set".into()));
         };
+        if self.concurrency == Some(0) {
+            return Err(definition_error(
+                "the concurrency limit must be at least 1".into(),
+            ));
+        }
+        let mut aliases = std::collections::HashSet::new();
+        for dependency in &self.depends {
+            if !aliases.insert(dependency.alias.as_str()) {
+                return Err(definition_error(format!(
+                    "two dependencies share the alias `{}`",
+                    dependency.alias
+                )));
+            }
+        }
         Ok(ToolFunc {
             definition: ToolDefinition {
                 name: self.name,
@@ -797,6 +1025,13 @@ impl ToolBuilder {
             handler,
             check,
             positional,
+            concurrency_limit: self.concurrency.unwrap_or(0),
+            concurrency: self
+                .concurrency
+                .map(|n| Arc::new(tokio::sync::Semaphore::new(n))),
+            depends: self.depends,
+            setup: self.setup,
+            dispose: self.dispose,
         })
     }
 }
@@ -817,6 +1052,9 @@ pub struct ToolSpec {
     pub result: Option<fn() -> Value>,
     pub handler: SpecHandler,
     pub timeout_ms: Option<u64>,
+    /// `(alias, tool name)` of each dependency.
+    pub depends: &'static [(&'static str, &'static str)],
+    pub concurrency: Option<usize>,
     /// `file:line` of the function, for startup diagnostics.
     pub location: &'static str,
 }
@@ -848,6 +1086,10 @@ impl ToolSpec {
             SpecHandler::Stream(f) => Handler::Stream(Box::new(f)),
         });
         builder.timeout = self.timeout_ms.map(Duration::from_millis);
+        builder.concurrency = self.concurrency;
+        for (alias, name) in self.depends {
+            builder = builder.depends_on(*alias, *name);
+        }
         // The generated handler deserialises into the parameters struct: that is the check.
         builder.typed = true;
         builder.build()

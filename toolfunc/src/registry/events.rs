@@ -1,0 +1,155 @@
+//! What a registry tells its subscribers: tools added, removed, cleared; calls started
+//! and finished. Calls also run inside a `tracing` span with the same fields.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tracing::field::Empty;
+
+use super::Registry;
+use crate::ToolError;
+
+/// An event of a [`Registry`], as [`Registry::subscribe`] delivers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RegistryEvent {
+    /// A tool was placed in the registry (a new one, or a replacement).
+    Added {
+        /// The tool's name.
+        name: String,
+    },
+    /// A tool was physically removed (its last registration taken back, forced, or
+    /// replaced).
+    Removed {
+        /// The tool's name.
+        name: String,
+        /// Whether a replacement takes its place (an `Added` follows).
+        replaced: bool,
+    },
+    /// Every tool of the registry was removed by `clear`.
+    Cleared,
+    /// A call started.
+    CallStarted {
+        /// The tool's name.
+        tool: String,
+        /// The call's id, when it has one.
+        call_id: Option<String>,
+    },
+    /// A call ended.
+    CallFinished {
+        /// The tool's name.
+        tool: String,
+        /// The call's id, when it has one.
+        call_id: Option<String>,
+        /// How long it ran.
+        duration: Duration,
+        /// How it ended.
+        status: CallStatus,
+    },
+}
+
+/// How a call ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CallStatus {
+    /// It returned a result.
+    Ok,
+    /// It failed with the error of this code.
+    Error(String),
+    /// It was cancelled (aborted, a caller's token, or its future dropped).
+    Cancelled,
+}
+
+impl CallStatus {
+    pub(crate) fn of(result: &Result<Value, ToolError>) -> Self {
+        match result {
+            Ok(_) => Self::Ok,
+            Err(ToolError::Cancelled { .. }) => Self::Cancelled,
+            Err(err) => Self::Error(err.code().to_owned()),
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            Self::Ok => "ok",
+            Self::Error(_) => "error",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Watches one call for the registry's subscribers and for `tracing`. Made only when
+/// someone listens: a call nobody watches pays one check.
+pub(crate) struct Observer {
+    registry: Registry,
+    tool: String,
+    call_id: Option<String>,
+    started: Instant,
+    span: tracing::Span,
+    finished: bool,
+}
+
+impl Observer {
+    pub(crate) fn start(registry: &Registry, tool: &str, call_id: Option<&str>) -> Option<Self> {
+        let span = tracing::info_span!(
+            "tool_call",
+            tool = tool,
+            call_id = call_id,
+            status = Empty,
+            duration_us = Empty
+        );
+        let subscribed = registry.has_subscribers();
+        if span.is_disabled() && !subscribed {
+            return None;
+        }
+        let call_id = call_id.map(str::to_owned);
+        if subscribed {
+            registry.emit(RegistryEvent::CallStarted {
+                tool: tool.to_owned(),
+                call_id: call_id.clone(),
+            });
+        }
+        Some(Self {
+            registry: registry.clone(),
+            tool: tool.to_owned(),
+            call_id,
+            started: Instant::now(),
+            span,
+            finished: false,
+        })
+    }
+
+    pub(crate) fn span(&self) -> &tracing::Span {
+        &self.span
+    }
+
+    pub(crate) fn finish(mut self, status: CallStatus) {
+        self.report(status);
+    }
+
+    fn report(&mut self, status: CallStatus) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        let duration = self.started.elapsed();
+        self.span.record("status", status.as_str());
+        self.span.record(
+            "duration_us",
+            u64::try_from(duration.as_micros()).unwrap_or(u64::MAX),
+        );
+        self.registry.emit(RegistryEvent::CallFinished {
+            tool: std::mem::take(&mut self.tool),
+            call_id: self.call_id.take(),
+            duration,
+            status,
+        });
+    }
+}
+
+impl Drop for Observer {
+    /// A call whose future was dropped before it finished was cancelled.
+    fn drop(&mut self) {
+        self.report(CallStatus::Cancelled);
+    }
+}

@@ -1,0 +1,883 @@
+//! `Registry`: tools by name and alias, in a chain of registries (a child sees its
+//! parent's tools and may shadow them); the global registry filled by `#[tool]`;
+//! reference-counted registration with dependencies, overrides, sealing, lifecycle
+//! hooks and events.
+
+mod events;
+mod lifecycle;
+mod runner;
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+pub(crate) use events::Observer;
+pub use events::{CallStatus, RegistryEvent};
+pub use runner::Runner;
+
+use crate::ctx::Scope;
+use crate::stream::ToolStream;
+use crate::task::CallHandle;
+use crate::tool::{DependencyTarget, ToolRef, ToolSpec};
+use crate::{CallOptions, ToolCall, ToolDefinition, ToolError, ToolFunc, ToolResult};
+use lifecycle::Ready;
+use runner::Calls;
+
+/// A set of tools, each reachable by its name and its aliases.
+///
+/// `Registry` is a cheap handle (`Clone` shares the same tools). Use
+/// [`Registry::global`] for the tools declared with `#[tool]` anywhere in the program,
+/// [`Registry::new`] for an empty one, and [`Registry::isolate`] for a child that sees
+/// its parent's tools and may shadow them.
+///
+/// ```rust,standalone_crate
+/// use serde_json::json;
+/// use toolfunc::{tool, Registry};
+///
+/// /// Adds two numbers.
+/// #[tool(alias = "plus", tags = ["math"])]
+/// fn add(/** The left operand. */ a: f64, /** The right operand. */ b: f64) -> f64 {
+///     a + b
+/// }
+///
+/// let registry = Registry::global();
+/// assert_eq!(registry.run_sync("add", json!({"a": 1, "b": 2})).unwrap(), json!(3.0));
+/// assert_eq!(registry.run_sync("plus", json!({"a": 1, "b": 2})).unwrap(), json!(3.0));
+/// ```
+#[derive(Clone, Default)]
+pub struct Registry {
+    inner: Handle,
+}
+
+/// The shared state of a registry. The global registry lives for the whole program,
+/// so its handle is a plain reference: cloning it (once per call, into the `Ctx`)
+/// costs no atomic operation.
+#[derive(Clone)]
+enum Handle {
+    Static(&'static Inner),
+    Shared(Arc<Inner>),
+}
+
+impl Default for Handle {
+    fn default() -> Self {
+        Self::Shared(Arc::new(Inner::new(None)))
+    }
+}
+
+impl std::ops::Deref for Handle {
+    type Target = Inner;
+
+    fn deref(&self) -> &Inner {
+        match self {
+            Self::Static(inner) => inner,
+            Self::Shared(inner) => inner,
+        }
+    }
+}
+
+struct Inner {
+    state: RwLock<State>,
+    parent: Option<Registry>,
+    sealed: AtomicBool,
+    events: broadcast::Sender<RegistryEvent>,
+}
+
+/// How many events a subscriber may fall behind before it is told it lagged.
+const EVENT_BUFFER: usize = 1024;
+
+impl Inner {
+    fn new(parent: Option<Registry>) -> Self {
+        Self {
+            state: RwLock::default(),
+            parent,
+            sealed: AtomicBool::new(false),
+            events: broadcast::channel(EVENT_BUFFER).0,
+        }
+    }
+}
+
+/// Tool names are chosen by the program, not by callers: a caller can only look names
+/// up, never insert them, so a fast non-keyed hash is safe here.
+type Map<V> = HashMap<String, V, rustc_hash::FxBuildHasher>;
+
+#[derive(Default)]
+struct State {
+    tools: Map<Slot>,
+    /// alias → name of the tool that owns it.
+    aliases: Map<String>,
+}
+
+struct Slot {
+    tool: ToolRef,
+    /// How many registrations hold this tool; it is removed when this reaches zero.
+    refs: usize,
+    /// The tool's asynchronous setup, while (and after) it runs.
+    ready: Option<Ready>,
+}
+
+/// A tool found by name, with the registry that holds it.
+pub(crate) struct Resolved {
+    pub(crate) tool: ToolRef,
+    pub(crate) owner: Registry,
+    pub(crate) ready: Option<Ready>,
+}
+
+impl State {
+    fn slot(&self, name: &str) -> Option<&Slot> {
+        match self.tools.get(name) {
+            Some(slot) => Some(slot),
+            None => self
+                .aliases
+                .get(name)
+                .and_then(|owner| self.tools.get(owner)),
+        }
+    }
+
+    /// The name of the tool `name` refers to here (itself or the owner of an alias).
+    fn canonical(&self, name: &str) -> Option<String> {
+        if self.tools.contains_key(name) {
+            return Some(name.to_owned());
+        }
+        self.aliases.get(name).cloned()
+    }
+
+    /// Why `tool` cannot be added (its name or an alias already names something else).
+    /// `replacing` is the name of a tool being replaced, whose names do not count.
+    fn conflict(&self, tool: &ToolFunc, replacing: Option<&str>) -> Option<String> {
+        let name = tool.name();
+        if let Some(owner) = self.aliases.get(name)
+            && Some(owner.as_str()) != replacing
+        {
+            return Some(format!(
+                "tool name `{name}` is already an alias of `{owner}`"
+            ));
+        }
+        for alias in &tool.definition().alias {
+            if alias == name {
+                continue;
+            }
+            if self.tools.contains_key(alias) && Some(alias.as_str()) != replacing {
+                return Some(format!(
+                    "alias `{alias}` of `{name}` is already the name of a tool"
+                ));
+            }
+            if let Some(owner) = self.aliases.get(alias)
+                && owner != name
+                && Some(owner.as_str()) != replacing
+            {
+                return Some(format!(
+                    "alias `{alias}` of `{name}` is already an alias of `{owner}`"
+                ));
+            }
+        }
+        None
+    }
+
+    fn insert(&mut self, tool: ToolRef, refs: usize) {
+        for alias in &tool.definition().alias {
+            if alias != tool.name() {
+                self.aliases.insert(alias.clone(), tool.name().to_owned());
+            }
+        }
+        self.tools.insert(
+            tool.name().to_owned(),
+            Slot {
+                tool,
+                refs,
+                ready: None,
+            },
+        );
+    }
+
+    fn remove(&mut self, name: &str) -> Option<Slot> {
+        let slot = self.tools.remove(name)?;
+        for alias in &slot.tool.definition().alias {
+            if self.aliases.get(alias).is_some_and(|owner| owner == name) {
+                self.aliases.remove(alias);
+            }
+        }
+        Some(slot)
+    }
+}
+
+/// How [`Registry::register_with`] treats a name that is already taken.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[must_use]
+pub struct RegisterOptions {
+    allow_override: Option<bool>,
+}
+
+impl RegisterOptions {
+    /// The default: an existing registration of the name is counted, not replaced.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `true`: replace an existing tool of that name in this registry, atomically (an
+    /// alias that clashes with another tool refuses the whole replacement). `false`:
+    /// namespace protection: refuse (`CONFLICT`) when the name or an alias exists
+    /// anywhere up the chain of registries.
+    pub fn allow_override(mut self, allow: bool) -> Self {
+        self.allow_override = Some(allow);
+        self
+    }
+}
+
+/// Which registries [`Registry::unregister_with`] removes a tool from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UnregisterScope {
+    /// Only this registry; removing a shadow makes the parent's tool visible again.
+    #[default]
+    Local,
+    /// The first registry up the chain that has the tool.
+    Inherited,
+    /// This registry and every parent that has the tool.
+    All,
+}
+
+/// Options of [`Registry::unregister_with`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[must_use]
+pub struct UnregisterOptions {
+    scope: UnregisterScope,
+    force: bool,
+}
+
+impl UnregisterOptions {
+    /// Take back one registration, in this registry only.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Which registries to remove the tool from.
+    pub fn scope(mut self, scope: UnregisterScope) -> Self {
+        self.scope = scope;
+        self
+    }
+
+    /// Remove the tool at once, whatever its registration count.
+    pub fn force(mut self) -> Self {
+        self.force = true;
+        self
+    }
+}
+
+static GLOBAL: OnceLock<Result<Registry, ToolError>> = OnceLock::new();
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The registry of every `#[tool]` in the program, built on first use.
+    ///
+    /// Tools declared in a library crate are only linked in when the binary uses
+    /// something from that crate (a limit of link-time collection).
+    ///
+    /// # Panics
+    ///
+    /// When two `#[tool]`s share a name or alias, a tool's definition is invalid, or a
+    /// tool depends on a tool that does not exist: the message lists every such
+    /// problem with the source location of each tool. Use [`Registry::try_global`] to
+    /// handle that as an error instead.
+    pub fn global() -> &'static Registry {
+        match Self::try_global() {
+            Ok(registry) => registry,
+            Err(err) => panic!("toolfunc: the global registry cannot be built: {err}"),
+        }
+    }
+
+    /// The global registry, or the error that prevents building it (`CONFLICT` for
+    /// duplicate names or aliases, `DEFINITION` for an invalid tool or a missing
+    /// dependency).
+    pub fn try_global() -> Result<&'static Registry, ToolError> {
+        GLOBAL
+            .get_or_init(Self::from_inventory)
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    fn from_inventory() -> Result<Registry, ToolError> {
+        let mut state = State::default();
+        let mut problems = Vec::new();
+        let mut conflict = false;
+        let mut origin: HashMap<&str, &str> = HashMap::new();
+        for spec in inventory::iter::<ToolSpec> {
+            let tool = match spec.build() {
+                Ok(tool) => tool,
+                Err(err) => {
+                    problems.push(format!("{err} (at {})", spec.location));
+                    continue;
+                }
+            };
+            if state.tools.contains_key(tool.name()) {
+                conflict = true;
+                let first_at = origin.get(tool.name()).copied().unwrap_or("?");
+                problems.push(format!(
+                    "two tools are named `{}`: at {first_at} and at {}",
+                    tool.name(),
+                    spec.location
+                ));
+            } else if let Some(why) = state.conflict(&tool, None) {
+                conflict = true;
+                problems.push(format!("{why} (at {})", spec.location));
+            } else {
+                origin.insert(spec.name, spec.location);
+                // Collected at link time, these live as long as the program.
+                state.insert(ToolRef::leaked(tool), 1);
+            }
+        }
+        // Dependencies by name are checked once every tool is in: order of collection
+        // is not order of declaration.
+        for slot in state.tools.values() {
+            for dependency in &slot.tool.depends {
+                if let DependencyTarget::Name(name) = &dependency.target
+                    && state.slot(name).is_none()
+                {
+                    let at = origin.get(slot.tool.name()).copied().unwrap_or("?");
+                    problems.push(format!(
+                        "`{}` depends on `{name}` (as `{}`), which no #[tool] defines (at {at})",
+                        slot.tool.name(),
+                        dependency.alias
+                    ));
+                }
+            }
+        }
+        if problems.is_empty() {
+            let inner = Inner::new(None);
+            *inner.state.write().unwrap_or_else(PoisonError::into_inner) = state;
+            // `#[tool]` functions have no lifecycle hooks: nothing to set up.
+            return Ok(Registry {
+                inner: Handle::Static(Box::leak(Box::new(inner))),
+            });
+        }
+        problems.sort();
+        let message = format!(
+            "{} problem(s) among #[tool] declarations:\n  - {}",
+            problems.len(),
+            problems.join("\n  - ")
+        );
+        Err(if conflict {
+            ToolError::conflict(message)
+        } else {
+            ToolError::Definition {
+                name: "#[tool]".into(),
+                message,
+            }
+        })
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, State> {
+        // No user code runs under the lock, so a poisoned lock still holds a consistent map.
+        self.inner
+            .state
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, State> {
+        self.inner
+            .state
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A child registry: it sees this registry's tools (and its parents'), registers
+    /// its own locally, and may shadow inherited ones. The normal way for tests and
+    /// plugins to keep their tools to themselves.
+    ///
+    /// ```
+    /// use serde_json::{json, Value};
+    /// use toolfunc::{Registry, ToolFunc};
+    ///
+    /// let tool = |name: &str, out: &'static str| {
+    ///     ToolFunc::builder(name).handler_sync(move |_, _| Ok(json!(out))).build().unwrap()
+    /// };
+    /// let parent = Registry::new();
+    /// parent.register(tool("calc", "parent")).unwrap();
+    /// let child = parent.isolate();
+    /// child.register(tool("calc", "child")).unwrap();
+    /// assert_eq!(child.run_sync("calc", Value::Null).unwrap(), "child");
+    /// assert_eq!(parent.run_sync("calc", Value::Null).unwrap(), "parent");
+    /// child.unregister("calc"); // the shadow goes; the parent's tool shows through
+    /// assert_eq!(child.run_sync("calc", Value::Null).unwrap(), "parent");
+    /// ```
+    #[must_use]
+    pub fn isolate(&self) -> Registry {
+        Registry {
+            inner: Handle::Shared(Arc::new(Inner::new(Some(self.clone())))),
+        }
+    }
+
+    /// The registry this one was isolated from.
+    pub fn parent(&self) -> Option<&Registry> {
+        self.inner.parent.as_ref()
+    }
+
+    /// Whether two handles are the same registry.
+    pub fn same(&self, other: &Registry) -> bool {
+        std::ptr::eq::<Inner>(&raw const *self.inner, &raw const *other.inner)
+    }
+
+    /// Whether `ancestor` is this registry's parent, grandparent, ... (not itself).
+    pub fn descends_from(&self, ancestor: &Registry) -> bool {
+        let mut current = self.parent();
+        while let Some(registry) = current {
+            if registry.same(ancestor) {
+                return true;
+            }
+            current = registry.parent();
+        }
+        false
+    }
+
+    /// Seals the registry: from now on, registering a tool fails with `SEALED`. One
+    /// way; tools already in place keep working and can still be unregistered.
+    pub fn seal(&self) {
+        self.inner.sealed.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the registry is sealed.
+    pub fn is_sealed(&self) -> bool {
+        self.inner.sealed.load(Ordering::SeqCst)
+    }
+
+    /// Finds `name` here or up the chain.
+    pub(crate) fn resolve(&self, name: &str) -> Option<Resolved> {
+        let mut registry = self;
+        loop {
+            {
+                let state = registry.read();
+                if let Some(slot) = state.slot(name) {
+                    return Some(Resolved {
+                        tool: slot.tool.clone(),
+                        owner: registry.clone(),
+                        ready: slot.ready.clone(),
+                    });
+                }
+            }
+            registry = registry.parent()?;
+        }
+    }
+
+    /// The tool named `name`, by name or alias, here or inherited.
+    pub fn get(&self, name: &str) -> Option<ToolRef> {
+        self.resolve(name).map(|found| found.tool)
+    }
+
+    /// Whether a tool is reachable by `name` (a name or an alias), here or inherited.
+    pub fn has(&self, name: &str) -> bool {
+        let mut registry = self;
+        loop {
+            if registry.read().slot(name).is_some() {
+                return true;
+            }
+            match registry.parent() {
+                Some(parent) => registry = parent,
+                None => return false,
+            }
+        }
+    }
+
+    /// Whether this registry itself (not a parent) holds `name`.
+    pub fn has_local(&self, name: &str) -> bool {
+        self.read().slot(name).is_some()
+    }
+
+    /// The names of all tools reachable here (local and inherited), sorted.
+    pub fn names(&self) -> Vec<String> {
+        let mut names = BTreeSet::new();
+        let mut registry = Some(self);
+        while let Some(current) = registry {
+            names.extend(current.read().tools.keys().cloned());
+            registry = current.parent();
+        }
+        names.into_iter().collect()
+    }
+
+    /// The definitions of all tools reachable here, as advertised to a caller (an
+    /// authored `summary` replaces the description), sorted by name. A shadowed tool
+    /// appears once, as its shadow. The full definition of one tool is
+    /// `registry.get(name)?.definition()`.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        self.names()
+            .iter()
+            .filter_map(|name| self.get(name))
+            .map(|tool| tool.definition().advertised())
+            .collect()
+    }
+
+    /// Registers a tool. Returns `Ok(true)` when it is new, `Ok(false)` when a tool of
+    /// that name was already registered here: the existing tool is kept and its
+    /// registration count goes up (each [`unregister`](Self::unregister) takes one
+    /// back). Fails with `CONFLICT` when the name or an alias is already used by
+    /// another tool's alias or name, `SEALED` on a sealed registry, `DEFINITION` when
+    /// a dependency by name is missing, or the error of the tool's `setup`.
+    ///
+    /// The tool's dependencies on tool instances are registered with it (counted).
+    pub fn register(&self, tool: impl Into<ToolRef>) -> Result<bool, ToolError> {
+        self.register_with(tool, RegisterOptions::new())
+    }
+
+    /// [`register`](Self::register) with options: replace an existing tool, or protect
+    /// the namespace up the chain (see [`RegisterOptions::allow_override`]).
+    ///
+    /// Replacing a tool that other registrations still hold logs a warning; either
+    /// way subscribers see `Removed { replaced: true }` then `Added`.
+    pub fn register_with(
+        &self,
+        tool: impl Into<ToolRef>,
+        options: RegisterOptions,
+    ) -> Result<bool, ToolError> {
+        self.insert_tool(&tool.into(), options, &mut Vec::new())
+    }
+
+    fn insert_tool(
+        &self,
+        tool: &ToolRef,
+        options: RegisterOptions,
+        stack: &mut Vec<String>,
+    ) -> Result<bool, ToolError> {
+        let name = tool.name().to_owned();
+        if self.is_sealed() {
+            return Err(ToolError::Sealed { name });
+        }
+        // A cycle of dependencies: this tool is already being registered further up.
+        if stack.contains(&name) {
+            return Ok(false);
+        }
+        if options.allow_override == Some(false) {
+            let names = std::iter::once(&name).chain(&tool.definition().alias);
+            if let Some(taken) = names.into_iter().find(|n| self.has(n)) {
+                return Err(ToolError::conflict(format!(
+                    "`{taken}` already exists in this registry or a parent \
+                     (registered with allow_override = false)"
+                )));
+            }
+        }
+        if options.allow_override != Some(true) {
+            let mut state = self.write();
+            if let Some(slot) = state.tools.get_mut(&name) {
+                slot.refs += 1;
+                return Ok(false);
+            }
+        }
+        for dependency in &tool.depends {
+            if let DependencyTarget::Name(target) = &dependency.target
+                && target != &name
+                && !self.has(target)
+            {
+                return Err(ToolError::Definition {
+                    name,
+                    message: format!(
+                        "it depends on `{target}` (as `{}`), which is not registered",
+                        dependency.alias
+                    ),
+                });
+            }
+        }
+        // Dependency instances go in first, so the tool never sees them missing.
+        stack.push(name.clone());
+        let mut acquired = Vec::new();
+        for dependency in &tool.depends {
+            if let DependencyTarget::Tool(target) = &dependency.target {
+                match self.insert_tool(target, RegisterOptions::new(), stack) {
+                    Ok(_) => acquired.push(target.name().to_owned()),
+                    Err(err) => {
+                        stack.pop();
+                        self.release_all(&acquired);
+                        return Err(err);
+                    }
+                }
+            }
+        }
+        stack.pop();
+        let placed = self.place(tool, options);
+        match placed {
+            Err(err) => {
+                self.release_all(&acquired);
+                Err(err)
+            }
+            Ok(Placed::Counted) => {
+                // Someone registered the name meanwhile: theirs holds the dependencies.
+                self.release_all(&acquired);
+                Ok(false)
+            }
+            Ok(Placed::New) => {
+                self.emit(RegistryEvent::Added { name: name.clone() });
+                self.finish_setup(&name).map(|()| true)
+            }
+            Ok(Placed::Replaced { old, held }) => {
+                if held > 1 {
+                    tracing::warn!(
+                        tool = %name,
+                        registrations = held,
+                        "replacing a tool that other registrations still hold"
+                    );
+                }
+                self.emit(RegistryEvent::Removed {
+                    name: name.clone(),
+                    replaced: true,
+                });
+                self.emit(RegistryEvent::Added { name: name.clone() });
+                self.start_teardown(old);
+                self.finish_setup(&name).map(|()| true)
+            }
+        }
+    }
+
+    /// Puts `tool` in this registry's table.
+    fn place(&self, tool: &ToolRef, options: RegisterOptions) -> Result<Placed, ToolError> {
+        let mut state = self.write();
+        let name = tool.name();
+        if let Some(slot) = state.tools.get_mut(name) {
+            if options.allow_override != Some(true) {
+                slot.refs += 1;
+                return Ok(Placed::Counted);
+            }
+            if let Some(why) = state.conflict(tool, Some(name)) {
+                return Err(ToolError::conflict(format!(
+                    "cannot replace `{name}`: {why}; the registered tool is kept"
+                )));
+            }
+            let old = state.remove(name).map(|slot| (slot.tool, slot.refs));
+            let (old, held) = old.unwrap_or_else(|| (tool.clone(), 0));
+            state.insert(tool.clone(), held + 1);
+            return Ok(Placed::Replaced { old, held });
+        }
+        if let Some(why) = state.conflict(tool, None) {
+            return Err(ToolError::conflict(why));
+        }
+        state.insert(tool.clone(), 1);
+        Ok(Placed::New)
+    }
+
+    /// Takes back one registration of each name (dependencies acquired for a tool
+    /// that did not make it in).
+    fn release_all(&self, names: &[String]) {
+        for name in names.iter().rev() {
+            self.unregister(name);
+        }
+    }
+
+    /// Takes back one registration of the tool named `name` (or an alias of it) in
+    /// this registry; the tool is removed when none is left, its `dispose` runs, and
+    /// the tool instances it depends on are released. Returns `false` when no such
+    /// tool is here.
+    pub fn unregister(&self, name: &str) -> bool {
+        self.unregister_with(name, UnregisterOptions::new())
+    }
+
+    /// [`unregister`](Self::unregister) with a scope (local, inherited, all) and
+    /// `force`. An asynchronous `dispose` is started on the tokio runtime; use
+    /// [`unregister_async`](Self::unregister_async) to wait for it.
+    pub fn unregister_with(&self, name: &str, options: UnregisterOptions) -> bool {
+        let (found, removed) = self.take(name, options);
+        for (registry, tool) in removed {
+            registry.start_teardown(tool);
+        }
+        found
+    }
+
+    /// [`unregister_with`](Self::unregister_with), waiting for the teardown (the
+    /// tool's `dispose` and its dependencies' releases) and reporting its failures.
+    pub async fn unregister_async(
+        &self,
+        name: &str,
+        options: UnregisterOptions,
+    ) -> Result<bool, ToolError> {
+        let (found, removed) = self.take(name, options);
+        let mut errors = Vec::new();
+        for (registry, tool) in removed {
+            errors.extend(registry.teardown(tool).await);
+        }
+        ToolError::aggregate(errors).map_or(Ok(found), Err)
+    }
+
+    /// Takes registrations back per `options`; returns whether any was found and the
+    /// tools physically removed (with their registry), for teardown.
+    fn take(&self, name: &str, options: UnregisterOptions) -> (bool, Vec<(Registry, ToolRef)>) {
+        let mut found = false;
+        let mut removed = Vec::new();
+        let mut registry = Some(self);
+        while let Some(current) = registry {
+            if let Some(tool) = current.take_local(name, options.force, &mut found) {
+                removed.push((current.clone(), tool));
+            }
+            let done = match options.scope {
+                UnregisterScope::Local => true,
+                UnregisterScope::Inherited => found,
+                UnregisterScope::All => false,
+            };
+            if done {
+                break;
+            }
+            registry = current.parent();
+        }
+        (found, removed)
+    }
+
+    fn take_local(&self, name: &str, force: bool, found: &mut bool) -> Option<ToolRef> {
+        let slot = {
+            let mut state = self.write();
+            let canonical = state.canonical(name)?;
+            *found = true;
+            let slot = state.tools.get_mut(&canonical)?;
+            slot.refs = if force {
+                0
+            } else {
+                slot.refs.saturating_sub(1)
+            };
+            if slot.refs > 0 {
+                return None;
+            }
+            state.remove(&canonical)?
+        };
+        self.emit(RegistryEvent::Removed {
+            name: slot.tool.name().to_owned(),
+            replaced: false,
+        });
+        Some(slot.tool)
+    }
+
+    /// Subscribes to the registry's events: tools added, removed (a replacement is a
+    /// removal then an addition) and cleared; calls started and finished, with the
+    /// tool, call id, duration and status. Events of calls made through this registry
+    /// (or a runner of it) reach its subscribers.
+    ///
+    /// The buffer is bounded: a subscriber that falls behind never slows calls down;
+    /// it receives `RecvError::Lagged(n)` and then the newest events.
+    pub fn subscribe(&self) -> broadcast::Receiver<RegistryEvent> {
+        self.inner.events.subscribe()
+    }
+
+    pub(crate) fn has_subscribers(&self) -> bool {
+        self.inner.events.receiver_count() > 0
+    }
+
+    pub(crate) fn emit(&self, event: RegistryEvent) {
+        if self.has_subscribers() {
+            // No receiver left between the check and the send is fine: nobody to tell.
+            let _ = self.inner.events.send(event);
+        }
+    }
+
+    /// A runner whose calls all carry `options`: typed extensions, caller identity,
+    /// timeout, cancellation tokens, progress listener, dependency binding. Runners
+    /// chain with [`Runner::with`].
+    ///
+    /// ```rust,standalone_crate
+    /// use std::time::Duration;
+    /// use toolfunc::{tool, CallOptions, Ctx, Registry};
+    ///
+    /// /// Reports who called.
+    /// #[tool]
+    /// fn who(ctx: &Ctx) -> String {
+    ///     ctx.caller().unwrap_or("anonymous").to_owned()
+    /// }
+    ///
+    /// let billing = Registry::global().with(CallOptions::new().caller("billing"));
+    /// assert_eq!(billing.run_sync("who", serde_json::json!({})).unwrap(), "billing");
+    /// let strict = billing.with(CallOptions::new().timeout(Duration::from_secs(1)));
+    /// assert_eq!(strict.run_sync("who", serde_json::json!({})).unwrap(), "billing");
+    /// ```
+    pub fn with(&self, options: CallOptions) -> Runner {
+        Runner::new(self.clone(), Scope::default().with(options))
+    }
+
+    fn calls(&self) -> Calls<'_> {
+        Calls {
+            registry: self,
+            scope: &NO_SCOPE,
+        }
+    }
+
+    /// Runs a tool by name or alias with an arguments object.
+    ///
+    /// The arguments are checked before the handler runs (`ARGUMENTS`, with the JSON
+    /// Pointer of the failing value); a handler error is `FAILED` (or the handler's
+    /// own `ToolError`), and a panic is `PANICKED`. A streaming tool's items are
+    /// collected into an array. A tool whose asynchronous setup is still running is
+    /// waited for. Dropping the returned future cancels the call and runs its cleanups.
+    pub fn run<'a>(
+        &'a self,
+        name: &'a str,
+        args: Value,
+    ) -> impl Future<Output = Result<Value, ToolError>> + Send + 'a {
+        self.calls().run(name, args)
+    }
+
+    /// Runs a sync tool on the calling thread. An async or streaming tool gives
+    /// `ASYNC_ONLY`, one still setting up `NOT_READY`, one at its concurrency limit
+    /// `BUSY`.
+    pub fn run_sync(&self, name: &str, args: Value) -> Result<Value, ToolError> {
+        self.calls().run_sync(name, args)
+    }
+
+    /// Runs a tool with positional arguments, mapped onto its parameters in
+    /// declaration order (see [`ToolBuilder::param_order`](crate::ToolBuilder::param_order)).
+    pub fn run_with_pos<'a>(
+        &'a self,
+        name: &'a str,
+        args: Vec<Value>,
+    ) -> impl Future<Output = Result<Value, ToolError>> + Send + 'a {
+        self.calls().run_with_pos(name, args)
+    }
+
+    /// Runs a sync tool with positional arguments on the calling thread.
+    pub fn run_with_pos_sync(&self, name: &str, args: Vec<Value>) -> Result<Value, ToolError> {
+        self.calls().run_with_pos_sync(name, args)
+    }
+
+    /// Runs a tool as a stream of results: a streaming tool's items one by one, any
+    /// other tool's single result. See [`ToolStream`].
+    pub fn run_stream(&self, name: &str, args: Value) -> ToolStream {
+        self.calls().run_stream(name, args)
+    }
+
+    /// Starts a call on the tokio runtime and returns its handle: await it for the
+    /// result, or [`abort`](CallHandle::abort) it. Outside a tokio runtime the handle
+    /// resolves to a `FAILED` error.
+    pub fn spawn(&self, name: &str, args: Value) -> CallHandle {
+        self.calls().spawn(name, args)
+    }
+
+    /// Executes one call; any failure is in the result, never returned as an error.
+    pub fn execute(&self, call: ToolCall) -> impl Future<Output = ToolResult> + Send + '_ {
+        self.calls().execute(call)
+    }
+
+    /// Executes calls concurrently and returns their results in input order. One
+    /// failing call never fails the batch.
+    pub async fn execute_batch(
+        &self,
+        calls: impl IntoIterator<Item = ToolCall>,
+    ) -> Vec<ToolResult> {
+        self.calls().execute_batch(calls).await
+    }
+}
+
+enum Placed {
+    New,
+    Counted,
+    Replaced { old: ToolRef, held: usize },
+}
+
+static NO_SCOPE: Scope = Scope::none();
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry")
+            .field("tools", &self.names())
+            .field("sealed", &self.is_sealed())
+            .field("isolated", &self.parent().is_some())
+            .finish()
+    }
+}

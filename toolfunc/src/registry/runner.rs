@@ -1,0 +1,318 @@
+//! Running tools: [`Runner`] (a registry with a context) and the run methods, written
+//! once for a registry with or without a context.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Observer, Registry, Resolved};
+use crate::ctx::Scope;
+use crate::registry::CallStatus;
+use crate::stream::ToolStream;
+use crate::task::{Call, CallHandle};
+use crate::tool::Started;
+use crate::{CallOptions, Ctx, ToolCall, ToolError, ToolFunc, ToolResult};
+
+/// Runs tools of a registry with a context: made by [`Registry::with`] or
+/// [`Ctx::with`], it offers the registry's run methods, and every call it makes
+/// carries its [`CallOptions`].
+#[derive(Clone)]
+pub struct Runner {
+    registry: Registry,
+    scope: Scope,
+}
+
+impl fmt::Debug for Runner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runner").finish_non_exhaustive()
+    }
+}
+
+impl Runner {
+    pub(crate) fn new(registry: Registry, scope: Scope) -> Self {
+        Self { registry, scope }
+    }
+
+    fn calls(&self) -> Calls<'_> {
+        Calls {
+            registry: &self.registry,
+            scope: &self.scope,
+        }
+    }
+
+    /// A runner with `options` added on top of this one's (they win where both set
+    /// something; timeouts take the shorter; cancellation tokens add up).
+    #[must_use]
+    pub fn with(&self, options: CallOptions) -> Runner {
+        Runner::new(self.registry.clone(), self.scope.with(options))
+    }
+
+    /// The registry this runner calls into.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// [`Registry::run`] with this runner's context.
+    pub fn run<'a>(
+        &'a self,
+        name: &'a str,
+        args: Value,
+    ) -> impl Future<Output = Result<Value, ToolError>> + Send + 'a {
+        self.calls().run(name, args)
+    }
+
+    /// Runs an already resolved tool (a nested call after binding).
+    pub(crate) async fn run_resolved(
+        &self,
+        found: Resolved,
+        args: Value,
+    ) -> Result<Value, ToolError> {
+        self.calls().run_found(found, None, args).await
+    }
+
+    /// [`Registry::run_sync`] with this runner's context.
+    pub fn run_sync(&self, name: &str, args: Value) -> Result<Value, ToolError> {
+        self.calls().run_sync(name, args)
+    }
+
+    /// [`Registry::run_with_pos`] with this runner's context.
+    pub fn run_with_pos<'a>(
+        &'a self,
+        name: &'a str,
+        args: Vec<Value>,
+    ) -> impl Future<Output = Result<Value, ToolError>> + Send + 'a {
+        self.calls().run_with_pos(name, args)
+    }
+
+    /// [`Registry::run_with_pos_sync`] with this runner's context.
+    pub fn run_with_pos_sync(&self, name: &str, args: Vec<Value>) -> Result<Value, ToolError> {
+        self.calls().run_with_pos_sync(name, args)
+    }
+
+    /// [`Registry::run_stream`] with this runner's context.
+    pub fn run_stream(&self, name: &str, args: Value) -> ToolStream {
+        self.calls().run_stream(name, args)
+    }
+
+    /// [`Registry::spawn`] with this runner's context.
+    pub fn spawn(&self, name: &str, args: Value) -> CallHandle {
+        self.calls().spawn(name, args)
+    }
+
+    /// [`Registry::execute`] with this runner's context.
+    pub fn execute(&self, call: ToolCall) -> impl Future<Output = ToolResult> + Send + '_ {
+        self.calls().execute(call)
+    }
+
+    /// [`Registry::execute_batch`] with this runner's context.
+    pub async fn execute_batch(
+        &self,
+        calls: impl IntoIterator<Item = ToolCall>,
+    ) -> Vec<ToolResult> {
+        self.calls().execute_batch(calls).await
+    }
+}
+
+/// The run methods, written once for a registry with or without a context.
+#[derive(Clone, Copy)]
+pub(super) struct Calls<'a> {
+    pub(super) registry: &'a Registry,
+    pub(super) scope: &'a Scope,
+}
+
+/// Whether a tool's setup still runs (`NOT_READY` for sync entry points) or failed.
+fn check_ready(found: &Resolved) -> Result<(), ToolError> {
+    match found.ready.as_ref().map(futures::future::Shared::peek) {
+        None | Some(Some(Ok(()))) => Ok(()),
+        Some(Some(Err(err))) => Err(err.clone()),
+        Some(None) => Err(ToolError::NotReady {
+            name: found.tool.name().to_owned(),
+        }),
+    }
+}
+
+impl Calls<'_> {
+    fn find(self, name: &str) -> Result<Resolved, ToolError> {
+        self.registry
+            .resolve(name)
+            .ok_or_else(|| ToolError::not_found(name))
+    }
+
+    fn ctx(self, found: Resolved, call_id: Option<Arc<str>>) -> Ctx {
+        Ctx::new(
+            self.registry.clone(),
+            found.owner,
+            found.tool,
+            call_id,
+            self.scope.clone(),
+        )
+    }
+
+    fn observe(self, ctx: &Ctx) -> Option<Observer> {
+        Observer::start(self.registry, ctx.tool_name(), ctx.call_id())
+    }
+
+    pub(super) async fn run(self, name: &str, args: Value) -> Result<Value, ToolError> {
+        let found = self.find(name)?;
+        self.run_found(found, None, args).await
+    }
+
+    async fn run_found(
+        self,
+        found: Resolved,
+        call_id: Option<Arc<str>>,
+        args: Value,
+    ) -> Result<Value, ToolError> {
+        if let Some(ready) = &found.ready {
+            ready.clone().await?;
+        }
+        let ctx = self.ctx(found, call_id);
+        let observer = self.observe(&ctx);
+        if ctx.tool().runs_inline() {
+            // Sync tools finish here, within the first poll, with no call future.
+            let result = ctx.tool().call_sync(&ctx, args);
+            if let Some(observer) = observer {
+                observer.finish(CallStatus::of(&result));
+            }
+            return result;
+        }
+        // Boxed, so that this future stays small for the sync path above.
+        Box::pin(ToolFunc::call(ctx, args).observed(observer)).await
+    }
+
+    pub(super) fn run_sync(self, name: &str, args: Value) -> Result<Value, ToolError> {
+        let found = self.find(name)?;
+        check_ready(&found)?;
+        let ctx = self.ctx(found, None);
+        let observer = self.observe(&ctx);
+        let result = ctx.tool().call_sync(&ctx, args);
+        if let Some(observer) = observer {
+            observer.finish(CallStatus::of(&result));
+        }
+        result
+    }
+
+    pub(super) async fn run_with_pos(
+        self,
+        name: &str,
+        args: Vec<Value>,
+    ) -> Result<Value, ToolError> {
+        let found = self.find(name)?;
+        let args = found.tool.positional_to_named(args)?;
+        self.run_found(found, None, args).await
+    }
+
+    pub(super) fn run_with_pos_sync(
+        self,
+        name: &str,
+        args: Vec<Value>,
+    ) -> Result<Value, ToolError> {
+        let found = self.find(name)?;
+        let args = found.tool.positional_to_named(args)?;
+        check_ready(&found)?;
+        let ctx = self.ctx(found, None);
+        let observer = self.observe(&ctx);
+        let result = ctx.tool().call_sync(&ctx, args);
+        if let Some(observer) = observer {
+            observer.finish(CallStatus::of(&result));
+        }
+        result
+    }
+
+    pub(super) fn run_stream(self, name: &str, args: Value) -> ToolStream {
+        let found = match self.find(name) {
+            Ok(found) => found,
+            Err(err) => return ToolStream::failed(err),
+        };
+        if let Err(err) = check_ready(&found) {
+            // Still setting up: stream once it is ready.
+            if matches!(err, ToolError::NotReady { .. }) {
+                let runner = Runner::new(self.registry.clone(), self.scope.clone());
+                let name = name.to_owned();
+                return ToolStream::deferred(Box::pin(async move {
+                    runner.registry.ready(&name).await?;
+                    Ok(runner.run_stream(&name, args))
+                }));
+            }
+            return ToolStream::failed(err);
+        }
+        let ctx = self.ctx(found, None).streaming();
+        let observer = self.observe(&ctx);
+        if !ctx.tool().is_stream() {
+            return ToolStream::single(ToolFunc::call(ctx, args).observed(observer));
+        }
+        match ToolFunc::start(ctx, args, true, false) {
+            Ok(Started::Stream(opening, watch)) => {
+                ToolStream::items(opening, watch).observed(observer)
+            }
+            Ok(Started::Value(drive)) => {
+                ToolStream::single(Call::Running(drive).observed(observer))
+            }
+            Err(err) => {
+                if let Some(observer) = observer {
+                    observer.finish(CallStatus::of(&Err(err.clone())));
+                }
+                ToolStream::failed(err)
+            }
+        }
+    }
+
+    pub(super) fn spawn(self, name: &str, args: Value) -> CallHandle {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return CallHandle::failed(ToolError::failed("spawn needs a running tokio runtime"));
+        };
+        let found = match self.find(name) {
+            Ok(found) => found,
+            Err(err) => return CallHandle::failed(err),
+        };
+        let ready = found.ready.clone();
+        let ctx = self.ctx(found, None);
+        let state = Arc::clone(ctx.state());
+        let observer = self.observe(&ctx);
+        let join = if ctx.tool().runs_inline() && ready.is_none() {
+            // A sync tool may block: keep it off the async workers.
+            runtime.spawn_blocking(move || {
+                let result = ctx.tool().call_sync(&ctx, args);
+                if let Some(observer) = observer {
+                    observer.finish(CallStatus::of(&result));
+                }
+                result
+            })
+        } else {
+            runtime.spawn(async move {
+                if let Some(ready) = ready {
+                    ready.await?;
+                }
+                ToolFunc::call_with(ctx, args, true)
+                    .observed(observer)
+                    .await
+            })
+        };
+        CallHandle::spawned(state, join)
+    }
+
+    pub(super) async fn execute(self, call: ToolCall) -> ToolResult {
+        let ToolCall {
+            id,
+            name,
+            arguments,
+        } = call;
+        let output = match self.find(&name) {
+            Ok(found) => {
+                self.run_found(found, Some(Arc::from(id.as_str())), arguments)
+                    .await
+            }
+            Err(err) => Err(err),
+        };
+        ToolResult::new(id, name, output)
+    }
+
+    pub(super) async fn execute_batch(
+        self,
+        calls: impl IntoIterator<Item = ToolCall>,
+    ) -> Vec<ToolResult> {
+        futures::future::join_all(calls.into_iter().map(|call| self.execute(call))).await
+    }
+}
