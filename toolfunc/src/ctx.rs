@@ -3,10 +3,14 @@
 
 use std::any::{Any, TypeId};
 use std::fmt;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
+use futures::FutureExt;
+use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
@@ -207,7 +211,21 @@ impl Ctx {
     /// dropping the call's future), or the end of a returned stream. Cleanups run in
     /// reverse order of registration.
     pub fn on_cleanup(&self, cleanup: impl FnOnce() + Send + 'static) {
-        self.state().push_cleanup(Box::new(cleanup));
+        self.state().push_cleanup(Cleanup::Sync(Box::new(cleanup)));
+    }
+
+    /// Registers an asynchronous cleanup, run like [`on_cleanup`](Self::on_cleanup)
+    /// ones (all of them in reverse order of registration). An async or streaming
+    /// call resolves only after it finished; a failure is reported with the call's
+    /// result: the cleanup's error alone when the call succeeded, both together
+    /// (`AGGREGATE`, the call's error first) when it failed too. A sync call, or a
+    /// call whose future was dropped, can only start it (on the tokio runtime; its
+    /// failure is logged).
+    pub fn on_cleanup_async(
+        &self,
+        cleanup: impl Future<Output = Result<(), ToolError>> + Send + 'static,
+    ) {
+        self.state().push_cleanup(Cleanup::Async(Box::pin(cleanup)));
     }
 
     /// Reports progress to whoever asked for it ([`CallOptions::on_progress`]). Costs
@@ -659,7 +677,11 @@ impl Scope {
     }
 }
 
-type Cleanup = Box<dyn FnOnce() + Send>;
+/// A cleanup registered by a call.
+enum Cleanup {
+    Sync(Box<dyn FnOnce() + Send>),
+    Async(BoxFuture<'static, Result<(), ToolError>>),
+}
 
 /// Per-call state shared by every clone of a call's `Ctx` and by the code driving the
 /// call.
@@ -746,26 +768,103 @@ impl CallState {
         } else {
             // The call already ended: run it now rather than never.
             drop(slot);
-            run_cleanup(cleanup);
+            start_cleanups(vec![cleanup]);
         }
     }
 
-    /// Runs the registered cleanups, once: later calls find nothing to run.
-    pub(crate) fn run_cleanups(&self) {
-        let list = self
+    fn take_cleanups(&self) -> Vec<Cleanup> {
+        let mut list = self
             .cleanups
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        for cleanup in list.into_iter().flatten().rev() {
-            run_cleanup(cleanup);
+            .take()
+            .unwrap_or_default();
+        list.reverse();
+        list
+    }
+
+    /// Runs the registered cleanups, once (later calls find nothing to run): sync ones
+    /// here, async ones started on the tokio runtime (their failures logged).
+    pub(crate) fn run_cleanups(&self) {
+        start_cleanups(self.take_cleanups());
+    }
+
+    /// The registered cleanups as one future that runs them all, in order, and
+    /// returns their failures; `None` (after running them) when none is async.
+    pub(crate) fn cleanups_future(&self) -> Option<BoxFuture<'static, Vec<ToolError>>> {
+        let list = self.take_cleanups();
+        if !list.iter().any(|c| matches!(c, Cleanup::Async(_))) {
+            start_cleanups(list);
+            return None;
         }
+        Some(Box::pin(async move {
+            let mut errors = Vec::new();
+            for cleanup in list {
+                match cleanup {
+                    Cleanup::Sync(run) => run_sync_cleanup(run),
+                    Cleanup::Async(run) => match AssertUnwindSafe(run).catch_unwind().await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(err)) => errors.push(err),
+                        Err(panic) => errors.push(crate::tool::panicked(&*panic)),
+                    },
+                }
+            }
+            errors
+        }))
     }
 }
 
-fn run_cleanup(cleanup: Cleanup) {
-    if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(cleanup)) {
+fn start_cleanups(list: Vec<Cleanup>) {
+    let mut pending = Vec::new();
+    for cleanup in list {
+        match cleanup {
+            Cleanup::Sync(run) => run_sync_cleanup(run),
+            Cleanup::Async(mut run) => match (&mut run).now_or_never() {
+                Some(Ok(())) => {}
+                Some(Err(err)) => tracing::error!(error = %err, "a cleanup failed"),
+                None => pending.push(run),
+            },
+        }
+    }
+    if pending.is_empty() {
+        return;
+    }
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(async move {
+            for run in pending {
+                if let Err(err) = run.await {
+                    tracing::error!(error = %err, "a cleanup failed");
+                }
+            }
+        });
+    } else {
+        tracing::warn!("an asynchronous cleanup needs a tokio runtime; it did not run");
+    }
+}
+
+fn run_sync_cleanup(run: Box<dyn FnOnce() + Send>) {
+    if let Err(panic) = std::panic::catch_unwind(AssertUnwindSafe(run)) {
         let message = crate::tool::panic_message(&*panic);
         tracing::error!(panic = %message, "a cleanup hook panicked");
+    }
+}
+
+/// A call's result with its cleanups' failures: the cleanups' alone when the call
+/// succeeded, both (the call's first) when it failed too.
+pub(crate) fn with_cleanup_errors(
+    result: Result<Value, ToolError>,
+    mut errors: Vec<ToolError>,
+) -> Result<Value, ToolError> {
+    if errors.is_empty() {
+        return result;
+    }
+    match result {
+        Ok(_) => {
+            Err(ToolError::aggregate(errors).unwrap_or_else(|| ToolError::failed("cleanup failed")))
+        }
+        Err(err) => {
+            errors.insert(0, err);
+            Err(ToolError::Aggregate { errors })
+        }
     }
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::ToolError;
-use crate::ctx::{CallState, Scope, min_deadline, min_duration};
+use crate::ctx::{CallState, Scope, min_deadline, min_duration, with_cleanup_errors};
 use crate::registry::{CallStatus, Observer};
 use crate::tool::panicked;
 
@@ -184,12 +184,20 @@ impl Drop for Finish {
     }
 }
 
+/// Async cleanups in progress, and the call's result waiting for them.
+struct Cleaning {
+    cleanups: BoxFuture<'static, Vec<ToolError>>,
+    result: Result<Value, ToolError>,
+}
+
 type CaughtFuture =
     futures::future::CatchUnwind<AssertUnwindSafe<BoxFuture<'static, Result<Value, ToolError>>>>;
 
 /// An async call in flight: the handler's future raced against the watch.
 pub(crate) struct Drive {
     future: Option<CaughtFuture>,
+    /// The call's async cleanups, running, with the result they wait to join.
+    cleaning: Option<Box<Cleaning>>,
     watch: Watch,
     finish: Finish,
 }
@@ -199,6 +207,7 @@ impl Drive {
         let finish = Finish::new(Arc::clone(watch.state()));
         Self {
             future: Some(AssertUnwindSafe(future).catch_unwind()),
+            cleaning: None,
             watch,
             finish,
         }
@@ -210,10 +219,36 @@ impl Drive {
         self
     }
 
-    fn end(&mut self, result: Result<Value, ToolError>) -> Poll<Result<Value, ToolError>> {
-        // The handler's future goes first, then the cleanups it registered.
+    /// The body is done: its future goes first, then the cleanups it registered (the
+    /// async ones awaited before the call resolves).
+    fn end(
+        &mut self,
+        result: Result<Value, ToolError>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Value, ToolError>> {
         self.future = None;
-        self.watch.state().run_cleanups();
+        match self.watch.state().cleanups_future() {
+            None => self.complete(result),
+            Some(cleanups) => {
+                self.cleaning = Some(Box::new(Cleaning { cleanups, result }));
+                self.poll_cleaning(cx)
+            }
+        }
+    }
+
+    fn poll_cleaning(&mut self, cx: &mut Context<'_>) -> Poll<Result<Value, ToolError>> {
+        let Some(cleaning) = self.cleaning.as_mut() else {
+            return Poll::Ready(Err(ToolError::failed("call polled after completion")));
+        };
+        let errors = std::task::ready!(cleaning.cleanups.as_mut().poll(cx));
+        let result = match self.cleaning.take() {
+            Some(cleaning) => with_cleanup_errors(cleaning.result, errors),
+            None => Err(ToolError::failed("call polled after completion")),
+        };
+        self.complete(result)
+    }
+
+    fn complete(&mut self, result: Result<Value, ToolError>) -> Poll<Result<Value, ToolError>> {
         self.finish.finished(|| CallStatus::of(&result));
         Poll::Ready(result)
     }
@@ -228,6 +263,9 @@ impl Future for Drive {
         // Only observed calls have a span (a clone is cheap next to what observing costs).
         let span = this.finish.span().cloned();
         let _entered = span.as_ref().map(tracing::Span::enter);
+        if this.cleaning.is_some() {
+            return this.poll_cleaning(cx);
+        }
         let Some(future) = this.future.as_mut() else {
             return Poll::Ready(Err(ToolError::failed("call polled after completion")));
         };
@@ -235,10 +273,10 @@ impl Future for Drive {
             let result = this
                 .watch
                 .settle(caught.unwrap_or_else(|p| Err(panicked(&*p))));
-            return this.end(result);
+            return this.end(result, cx);
         }
         match this.watch.poll_stop(cx) {
-            Poll::Ready(err) => this.end(Err(err)),
+            Poll::Ready(err) => this.end(Err(err), cx),
             Poll::Pending => Poll::Pending,
         }
     }
