@@ -321,7 +321,9 @@ impl Future for Call {
 /// A call started with `spawn`: await it for the result, or [`abort`](Self::abort) it.
 ///
 /// The call runs on the tokio runtime whether or not the handle is awaited; dropping
-/// the handle leaves it running. Aborting resolves the handle with `CANCELLED` at once,
+/// the handle leaves it running. Once the call is stopped (aborted, a caller's token,
+/// its deadline) the handle reports that stop, even if a result arrived meanwhile.
+/// Aborting resolves the handle with `CANCELLED` at once,
 /// even when the tool ignores cancellation: an async tool's future is dropped, a sync
 /// tool (which runs on tokio's blocking pool and cannot be interrupted) finishes on
 /// its own and its result is discarded.
@@ -398,20 +400,20 @@ impl Future for CallHandle {
                 "call handle polled after completion",
             )));
         };
-        if let Poll::Ready(joined) = Pin::new(join).poll(cx) {
-            this.join = None;
-            return Poll::Ready(match joined {
-                Ok(result) => result,
-                Err(err) if err.is_panic() => Err(panicked(&*err.into_panic())),
-                Err(_) => Err(ToolError::cancelled(Some("the runtime shut down".into()))),
-            });
-        }
+        // A stop (abort, caller token, deadline) wins over a result not yet collected,
+        // so an aborted call always reads as stopped, however the race went.
         if let (Some(cancelled), Some(state)) = (this.cancelled.as_mut(), &this.state)
             && cancelled.as_mut().poll(cx).is_ready()
         {
             this.join = None;
             return Poll::Ready(Err(cancelled_error(state)));
         }
-        Poll::Pending
+        let joined = std::task::ready!(Pin::new(join).poll(cx));
+        this.join = None;
+        Poll::Ready(match joined {
+            Ok(result) => result,
+            Err(err) if err.is_panic() => Err(panicked(&*err.into_panic())),
+            Err(_) => Err(ToolError::cancelled(Some("the runtime shut down".into()))),
+        })
     }
 }
