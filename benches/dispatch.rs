@@ -129,5 +129,21 @@ fn validation(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, dispatch, lookup, validation);
+/// A call through a child registry three levels below the one holding the tool, against
+/// a call on the holder itself.
+fn hierarchy(c: &mut Criterion) {
+    let args = json!({"a": 1, "b": 2});
+    let root = Registry::global();
+    let deep = root.isolate().isolate().isolate();
+    let mut group = c.benchmark_group("hierarchy");
+    group.bench_function("root", |b| {
+        b.iter(|| root.run_sync(black_box("add"), black_box(args.clone())));
+    });
+    group.bench_function("three_levels_down", |b| {
+        b.iter(|| deep.run_sync(black_box("add"), black_box(args.clone())));
+    });
+    group.finish();
+}
+
+criterion_group!(benches, dispatch, lookup, validation, hierarchy);
 criterion_main!(benches);

@@ -46,8 +46,8 @@ pub use call::{ToolCall, ToolResult};
 pub use ctx::{Binding, CallOptions, Ctx, Progress};
 pub use error::ToolError;
 pub use registry::{
-    CallStatus, RegisterOptions, Registry, RegistryEvent, Runner, UnregisterOptions,
-    UnregisterScope,
+    CallStatus, RegisterOptions, Registry, RegistryEvent, Runner, Subscription, SubscriptionError,
+    UnregisterOptions, UnregisterScope,
 };
 pub use stream::ToolStream;
 pub use task::CallHandle;

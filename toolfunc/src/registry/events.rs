@@ -1,7 +1,11 @@
 //! What a registry tells its subscribers: tools added, removed, cleared; calls started
 //! and finished. Calls also run inside a `tracing` span with the same fields.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use tokio::sync::broadcast;
 
 use serde_json::Value;
 use tracing::field::Empty;
@@ -48,6 +52,82 @@ pub enum RegistryEvent {
     },
 }
 
+/// A subscription to a registry's events ([`Registry::subscribe`]).
+///
+/// Its buffer is bounded: a subscriber that falls behind never slows calls down; its
+/// next [`recv`](Self::recv) says how many events it missed, then the newest follow.
+#[derive(Debug)]
+pub struct Subscription {
+    receiver: broadcast::Receiver<RegistryEvent>,
+    /// Counts the subscription while it lives, so a registry knows at the cost of one
+    /// atomic load whether anyone listens.
+    _counted: Counted,
+}
+
+/// Why [`Subscription::recv`] returned no event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SubscriptionError {
+    /// The subscriber fell behind and missed this many events; receiving again
+    /// yields the oldest event still buffered.
+    Lagged(u64),
+    /// The registry is gone: no event will come.
+    Closed,
+}
+
+impl std::fmt::Display for SubscriptionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Lagged(n) => write!(f, "the subscriber fell behind and missed {n} events"),
+            Self::Closed => f.write_str("the registry is gone"),
+        }
+    }
+}
+
+impl std::error::Error for SubscriptionError {}
+
+impl Subscription {
+    pub(crate) fn new(
+        receiver: broadcast::Receiver<RegistryEvent>,
+        count: &Arc<AtomicUsize>,
+    ) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Self {
+            receiver,
+            _counted: Counted(Arc::clone(count)),
+        }
+    }
+
+    /// The next event.
+    pub async fn recv(&mut self) -> Result<RegistryEvent, SubscriptionError> {
+        self.receiver.recv().await.map_err(|err| match err {
+            broadcast::error::RecvError::Lagged(n) => SubscriptionError::Lagged(n),
+            broadcast::error::RecvError::Closed => SubscriptionError::Closed,
+        })
+    }
+
+    /// The next event if one is waiting, without waiting.
+    pub fn try_recv(&mut self) -> Option<Result<RegistryEvent, SubscriptionError>> {
+        match self.receiver.try_recv() {
+            Ok(event) => Some(Ok(event)),
+            Err(broadcast::error::TryRecvError::Empty) => None,
+            Err(broadcast::error::TryRecvError::Lagged(n)) => {
+                Some(Err(SubscriptionError::Lagged(n)))
+            }
+            Err(broadcast::error::TryRecvError::Closed) => Some(Err(SubscriptionError::Closed)),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// How a call ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -91,6 +171,10 @@ pub(crate) struct Observer {
 
 impl Observer {
     pub(crate) fn start(registry: &Registry, tool: &str, call_id: Option<&str>) -> Option<Self> {
+        let subscribed = registry.has_subscribers();
+        if !subscribed && !tracing::enabled!(tracing::Level::INFO) {
+            return None;
+        }
         let span = tracing::info_span!(
             "tool_call",
             tool = tool,
@@ -98,7 +182,6 @@ impl Observer {
             status = Empty,
             duration_us = Empty
         );
-        let subscribed = registry.has_subscribers();
         if span.is_disabled() && !subscribed {
             return None;
         }

@@ -10,14 +10,14 @@ mod runner;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use serde_json::Value;
 use tokio::sync::broadcast;
 
 pub(crate) use events::Observer;
-pub use events::{CallStatus, RegistryEvent};
+pub use events::{CallStatus, RegistryEvent, Subscription, SubscriptionError};
 pub use runner::Runner;
 
 use crate::ctx::Scope;
@@ -85,6 +85,11 @@ struct Inner {
     parent: Option<Registry>,
     sealed: AtomicBool,
     events: broadcast::Sender<RegistryEvent>,
+    /// Live subscriptions: calls check this (one load) before building events.
+    subscribers: Arc<AtomicUsize>,
+    /// How many tools this registry holds (kept under the write lock), so a lookup
+    /// passes an empty registry without locking it.
+    len: AtomicUsize,
 }
 
 /// How many events a subscriber may fall behind before it is told it lagged.
@@ -97,6 +102,8 @@ impl Inner {
             parent,
             sealed: AtomicBool::new(false),
             events: broadcast::channel(EVENT_BUFFER).0,
+            subscribers: Arc::new(AtomicUsize::new(0)),
+            len: AtomicUsize::new(0),
         }
     }
 }
@@ -352,6 +359,7 @@ impl Registry {
         }
         if problems.is_empty() {
             let inner = Inner::new(None);
+            inner.len.store(state.tools.len(), Ordering::Release);
             *inner.state.write().unwrap_or_else(PoisonError::into_inner) = state;
             // `#[tool]` functions have no lifecycle hooks: nothing to set up.
             return Ok(Registry {
@@ -382,11 +390,20 @@ impl Registry {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, State> {
-        self.inner
-            .state
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
+    fn write(&self) -> Write<'_> {
+        Write {
+            guard: self
+                .inner
+                .state
+                .write()
+                .unwrap_or_else(PoisonError::into_inner),
+            len: &self.inner.len,
+        }
+    }
+
+    /// Whether the registry holds no tool of its own (no lock taken).
+    fn is_empty_here(&self) -> bool {
+        self.inner.len.load(Ordering::Acquire) == 0
     }
 
     /// A child registry: it sees this registry's tools (and its parents'), registers
@@ -453,7 +470,7 @@ impl Registry {
     pub(crate) fn resolve(&self, name: &str) -> Option<Resolved> {
         let mut registry = self;
         loop {
-            {
+            if !registry.is_empty_here() {
                 let state = registry.read();
                 if let Some(slot) = state.slot(name) {
                     return Some(Resolved {
@@ -476,7 +493,7 @@ impl Registry {
     pub fn has(&self, name: &str) -> bool {
         let mut registry = self;
         loop {
-            if registry.read().slot(name).is_some() {
+            if !registry.is_empty_here() && registry.read().slot(name).is_some() {
                 return true;
             }
             match registry.parent() {
@@ -753,13 +770,13 @@ impl Registry {
     /// (or a runner of it) reach its subscribers.
     ///
     /// The buffer is bounded: a subscriber that falls behind never slows calls down;
-    /// it receives `RecvError::Lagged(n)` and then the newest events.
-    pub fn subscribe(&self) -> broadcast::Receiver<RegistryEvent> {
-        self.inner.events.subscribe()
+    /// it receives [`SubscriptionError::Lagged`] and then the newest events.
+    pub fn subscribe(&self) -> Subscription {
+        Subscription::new(self.inner.events.subscribe(), &self.inner.subscribers)
     }
 
     pub(crate) fn has_subscribers(&self) -> bool {
-        self.inner.events.receiver_count() > 0
+        self.inner.subscribers.load(Ordering::Relaxed) > 0
     }
 
     pub(crate) fn emit(&self, event: RegistryEvent) {
@@ -861,6 +878,32 @@ impl Registry {
         calls: impl IntoIterator<Item = ToolCall>,
     ) -> Vec<ToolResult> {
         self.calls().execute_batch(calls).await
+    }
+}
+
+/// The write lock of a registry's table; releasing it publishes the table's size.
+struct Write<'a> {
+    guard: RwLockWriteGuard<'a, State>,
+    len: &'a AtomicUsize,
+}
+
+impl std::ops::Deref for Write<'_> {
+    type Target = State;
+
+    fn deref(&self) -> &State {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for Write<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.guard
+    }
+}
+
+impl Drop for Write<'_> {
+    fn drop(&mut self) {
+        self.len.store(self.guard.tools.len(), Ordering::Release);
     }
 }
 

@@ -122,6 +122,53 @@ pub(super) struct Calls<'a> {
     pub(super) scope: &'a Scope,
 }
 
+/// The future of `run`: small until it is first polled, when a sync tool runs at once
+/// and anything else continues in a boxed future (so the common path moves little).
+pub(crate) enum Run<'a> {
+    Start {
+        calls: Calls<'a>,
+        name: &'a str,
+        args: Value,
+    },
+    Running(futures::future::BoxFuture<'a, Result<Value, ToolError>>),
+    Done,
+}
+
+impl Future for Run<'_> {
+    type Output = Result<Value, ToolError>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        // Every variant is `Unpin` (the running future is boxed).
+        let this = self.get_mut();
+        if let Run::Start { .. } = this {
+            let Run::Start { calls, name, args } = std::mem::replace(this, Run::Done) else {
+                unreachable!("matched just above")
+            };
+            let found = match calls.find(name) {
+                Ok(found) => found,
+                Err(err) => return std::task::Poll::Ready(Err(err)),
+            };
+            if found.ready.is_none() && found.tool.runs_inline() {
+                let ctx = calls.ctx(found, None);
+                let observer = calls.observe(&ctx);
+                let result = ctx.tool().call_sync(&ctx, args);
+                if let Some(observer) = observer {
+                    observer.finish(CallStatus::of(&result));
+                }
+                return std::task::Poll::Ready(result);
+            }
+            *this = Run::Running(Box::pin(calls.run_found(found, None, args)));
+        }
+        match this {
+            Run::Running(running) => running.as_mut().poll(cx),
+            _ => std::task::Poll::Ready(Err(ToolError::failed("call polled after completion"))),
+        }
+    }
+}
+
 /// Whether a tool's setup still runs (`NOT_READY` for sync entry points) or failed.
 fn check_ready(found: &Resolved) -> Result<(), ToolError> {
     match found.ready.as_ref().map(futures::future::Shared::peek) {
@@ -133,7 +180,7 @@ fn check_ready(found: &Resolved) -> Result<(), ToolError> {
     }
 }
 
-impl Calls<'_> {
+impl<'a> Calls<'a> {
     fn find(self, name: &str) -> Result<Resolved, ToolError> {
         self.registry
             .resolve(name)
@@ -154,9 +201,12 @@ impl Calls<'_> {
         Observer::start(self.registry, ctx.tool_name(), ctx.call_id())
     }
 
-    pub(super) async fn run(self, name: &str, args: Value) -> Result<Value, ToolError> {
-        let found = self.find(name)?;
-        self.run_found(found, None, args).await
+    pub(super) fn run(self, name: &'a str, args: Value) -> Run<'a> {
+        Run::Start {
+            calls: self,
+            name,
+            args,
+        }
     }
 
     async fn run_found(
@@ -171,15 +221,13 @@ impl Calls<'_> {
         let ctx = self.ctx(found, call_id);
         let observer = self.observe(&ctx);
         if ctx.tool().runs_inline() {
-            // Sync tools finish here, within the first poll, with no call future.
             let result = ctx.tool().call_sync(&ctx, args);
             if let Some(observer) = observer {
                 observer.finish(CallStatus::of(&result));
             }
             return result;
         }
-        // Boxed, so that this future stays small for the sync path above.
-        Box::pin(ToolFunc::call(ctx, args).observed(observer)).await
+        ToolFunc::call(ctx, args).observed(observer).await
     }
 
     pub(super) fn run_sync(self, name: &str, args: Value) -> Result<Value, ToolError> {
