@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::sync::broadcast::Receiver;
 use tokio::time::timeout;
 use toolfunc::{RegisterOptions, Registry, RegistryEvent, ToolError, ToolFunc, UnregisterOptions};
 
@@ -51,12 +50,14 @@ fn assert_conflict(err: &ToolError, mentions: &str) {
     );
 }
 
-/// The next event, failing the test if none comes.
-async fn next(events: &mut Receiver<RegistryEvent>) -> RegistryEvent {
-    timeout(LIMIT, events.recv())
-        .await
-        .expect("an event arrives")
-        .expect("the subscriber keeps up")
+/// The next event of a subscription, failing the test if none comes.
+macro_rules! next {
+    ($events:expr) => {
+        timeout(LIMIT, $events.recv())
+            .await
+            .expect("an event arrives")
+            .expect("the subscriber keeps up")
+    };
 }
 
 // ---------------------------------------------------------------------------------
@@ -207,14 +208,14 @@ async fn override_of_a_tool_held_twice_succeeds_and_is_announced() {
     assert_eq!(new_calls.load(Ordering::SeqCst), 1);
 
     assert_eq!(
-        next(&mut events).await,
+        next!(events),
         RegistryEvent::Removed {
             name: "held".into(),
             replaced: true
         }
     );
     assert_eq!(
-        next(&mut events).await,
+        next!(events),
         RegistryEvent::Added {
             name: "held".into()
         }

@@ -66,7 +66,7 @@ pub enum ToolError {
         /// The handler error's message.
         message: String,
         /// Optional structured data for the caller (boxed: errors stay small to move).
-        data: Option<Box<Value>>,
+        data: Option<Value>,
         /// The handler's error, when it was a `std::error::Error` (not carried over a wire).
         source: Option<Arc<dyn StdError + Send + Sync>>,
     },
@@ -143,13 +143,13 @@ pub enum ToolError {
     /// An application-defined error with its own code and HTTP status.
     Custom {
         /// A stable, upper-case code such as `USER_NOT_FOUND`.
-        code: Box<str>,
+        code: String,
         /// The HTTP status to answer with (100..=599).
         status: u16,
         /// A human-readable message.
         message: String,
         /// Optional structured data for the caller (boxed: errors stay small to move).
-        data: Option<Box<Value>>,
+        data: Option<Value>,
     },
 }
 
@@ -294,7 +294,7 @@ impl ToolError {
     /// ```
     pub fn custom(code: impl Into<String>, status: u16, message: impl Into<String>) -> Self {
         Self::Custom {
-            code: code.into().into_boxed_str(),
+            code: code.into(),
             status: if (100..=599).contains(&status) {
                 status
             } else {
@@ -310,7 +310,7 @@ impl ToolError {
     #[must_use]
     pub fn with_data(mut self, value: Value) -> Self {
         match &mut self {
-            Self::Failed { data, .. } | Self::Custom { data, .. } => *data = Some(Box::new(value)),
+            Self::Failed { data, .. } | Self::Custom { data, .. } => *data = Some(value),
             _ => {}
         }
         self
@@ -382,7 +382,7 @@ impl ToolError {
                         .collect(),
                 ),
             ),
-            Self::Failed { data, .. } | Self::Custom { data, .. } => data.as_deref().cloned(),
+            Self::Failed { data, .. } | Self::Custom { data, .. } => data.clone(),
             Self::Panicked { .. } | Self::Conflict { .. } | Self::Output { .. } => None,
         }
     }
@@ -455,7 +455,7 @@ impl From<Wire> for ToolError {
             },
             "FAILED" => Self::Failed {
                 message,
-                data: data.map(Box::new),
+                data,
                 source: None,
             },
             "PANICKED" => Self::Panicked { message },
@@ -502,7 +502,7 @@ impl From<Wire> for ToolError {
             _ => {
                 let mut err = Self::custom(code, status.unwrap_or(500), message);
                 if let Self::Custom { data: slot, .. } = &mut err {
-                    *slot = data.map(Box::new);
+                    *slot = data;
                 }
                 err
             }

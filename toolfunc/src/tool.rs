@@ -400,10 +400,6 @@ impl ToolFunc {
                 name: self.definition.name.clone(),
             });
         };
-        if let Some(err) = Self::stopped_before_start(ctx) {
-            return Err(err);
-        }
-        let args = self.prepare(args)?;
         // A sync caller cannot wait for a slot: at the limit, say so.
         let _permit = match &self.concurrency {
             Some(limit) => {
@@ -417,6 +413,15 @@ impl ToolFunc {
             }
             None => None,
         };
+        self.sync_body(f, ctx, args)
+    }
+
+    /// A sync handler's call, once any concurrency slot is held.
+    fn sync_body(&self, f: &SyncFn, ctx: &Ctx, args: Value) -> Result<Value, ToolError> {
+        if let Some(err) = Self::stopped_before_start(ctx) {
+            return Err(err);
+        }
+        let args = self.prepare(args)?;
         let result =
             catch_unwind(AssertUnwindSafe(|| f(ctx, args))).unwrap_or_else(|p| Err(panicked(&*p)));
         if let Some(state) = ctx.state_if_created() {
@@ -477,9 +482,15 @@ impl ToolFunc {
                 Started::Value(Drive::new(gated(limit, collect(f(ctx, args))), watch))
             }
             Handler::Sync(_) => {
-                // Here only to wait for a concurrency slot; then it runs inline.
+                // Here only to wait for a concurrency slot (which `gated` holds); then
+                // it runs inline.
                 let tool = tool.clone();
-                let body = Box::pin(async move { tool.call_sync(&ctx, args) });
+                let body = Box::pin(async move {
+                    match &tool.handler {
+                        Handler::Sync(f) => tool.sync_body(f, &ctx, args),
+                        _ => Err(ToolError::failed("the handler changed kind")),
+                    }
+                });
                 Started::Value(Drive::new(gated(limit, body), watch))
             }
         }));

@@ -46,15 +46,10 @@ impl Registry {
         }
     }
 
-    /// Takes out a tool whose setup failed, with the dependencies it brought in.
+    /// Takes out a tool whose setup failed (never announced), with the dependencies it
+    /// brought in.
     fn undo(&self, name: &str, tool: &ToolRef) {
-        let removed = self.write().remove(name);
-        if removed.is_some() {
-            self.emit(RegistryEvent::Removed {
-                name: name.to_owned(),
-                replaced: false,
-            });
-        }
+        self.write().remove(name);
         for dependency in tool.depends.iter().rev() {
             if let DependencyTarget::Tool(target) = &dependency.target {
                 self.unregister(target.name());

@@ -628,10 +628,20 @@ impl Registry {
                 Ok(false)
             }
             Ok(Placed::New) => {
-                self.emit(RegistryEvent::Added { name: name.clone() });
-                self.finish_setup(&name).map(|()| true)
+                self.finish_setup(&name)?;
+                self.emit(RegistryEvent::Added { name });
+                Ok(true)
             }
             Ok(Placed::Replaced { old, held }) => {
+                // The replacement is atomic: if its setup refuses, the old tool goes
+                // back in place, untouched.
+                if let Err(err) = self.finish_setup(&name) {
+                    let mut state = self.write();
+                    if state.conflict(&old, None).is_none() {
+                        state.insert(old, held);
+                    }
+                    return Err(err);
+                }
                 if held > 1 {
                     tracing::warn!(
                         tool = %name,
@@ -643,9 +653,9 @@ impl Registry {
                     name: name.clone(),
                     replaced: true,
                 });
-                self.emit(RegistryEvent::Added { name: name.clone() });
+                self.emit(RegistryEvent::Added { name });
                 self.start_teardown(old);
-                self.finish_setup(&name).map(|()| true)
+                Ok(true)
             }
         }
     }

@@ -147,9 +147,10 @@ impl Future for Run<'_> {
             let Run::Start { calls, name, args } = std::mem::replace(this, Run::Done) else {
                 unreachable!("matched just above")
             };
-            let found = match calls.find(name) {
-                Ok(found) => found,
-                Err(err) => return std::task::Poll::Ready(Err(err)),
+            // `resolve` returns an `Option`: the error is made only when needed, which
+            // keeps the hot path's values small.
+            let Some(found) = calls.registry.resolve(name) else {
+                return std::task::Poll::Ready(Err(ToolError::not_found(name)));
             };
             if found.ready.is_none() && found.tool.runs_inline() {
                 let ctx = calls.ctx(found, None);
@@ -231,7 +232,9 @@ impl<'a> Calls<'a> {
     }
 
     pub(super) fn run_sync(self, name: &str, args: Value) -> Result<Value, ToolError> {
-        let found = self.find(name)?;
+        let Some(found) = self.registry.resolve(name) else {
+            return Err(ToolError::not_found(name));
+        };
         check_ready(&found)?;
         let ctx = self.ctx(found, None);
         let observer = self.observe(&ctx);
