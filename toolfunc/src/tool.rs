@@ -166,6 +166,18 @@ impl ToolRef {
         std::ptr::eq::<ToolFunc>(&raw const **a, &raw const **b)
     }
 
+    pub(crate) fn from_static(tool: &'static ToolFunc) -> Self {
+        Self(ToolRepr::Static(tool))
+    }
+
+    /// The tool, when it lives as long as the program.
+    pub(crate) fn as_static(&self) -> Option<&'static ToolFunc> {
+        match self.0 {
+            ToolRepr::Static(tool) => Some(tool),
+            ToolRepr::Shared(_) => None,
+        }
+    }
+
     pub(crate) fn shared(tool: ToolFunc) -> Self {
         Self(ToolRepr::Shared(Arc::new(tool)))
     }

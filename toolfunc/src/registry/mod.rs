@@ -468,11 +468,26 @@ impl Registry {
 
     /// Finds `name` here or up the chain.
     pub(crate) fn resolve(&self, name: &str) -> Option<Resolved> {
+        if let Handle::Static(inner) = &self.inner
+            && let Some(tool) = cache::hit(inner, name)
+        {
+            return Some(Resolved {
+                tool: ToolRef::from_static(tool),
+                owner: self.clone(),
+                ready: None,
+            });
+        }
         let mut registry = self;
         loop {
             if !registry.is_empty_here() {
                 let state = registry.read();
                 if let Some(slot) = state.slot(name) {
+                    if let (Handle::Static(inner), Some(tool), None) =
+                        (&registry.inner, slot.tool.as_static(), &slot.ready)
+                        && std::ptr::eq(registry, self)
+                    {
+                        cache::store(inner, tool);
+                    }
                     return Some(Resolved {
                         tool: slot.tool.clone(),
                         owner: registry.clone(),
@@ -914,6 +929,54 @@ impl std::ops::DerefMut for Write<'_> {
 impl Drop for Write<'_> {
     fn drop(&mut self) {
         self.len.store(self.guard.tools.len(), Ordering::Release);
+        cache::invalidate();
+    }
+}
+
+/// A per-thread memory of the last tool found by its name in a program-long registry
+/// (the global one): the next call of the same tool skips the lock and the hash.
+/// Any change to any registry forgets every thread's memory.
+mod cache {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::Inner;
+    use crate::ToolFunc;
+
+    static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+    #[derive(Clone, Copy)]
+    struct Entry {
+        registry: &'static Inner,
+        tool: &'static ToolFunc,
+        generation: u64,
+    }
+
+    thread_local! {
+        static LAST: Cell<Option<Entry>> = const { Cell::new(None) };
+    }
+
+    pub(super) fn hit(registry: &'static Inner, name: &str) -> Option<&'static ToolFunc> {
+        let entry = LAST.with(Cell::get)?;
+        (std::ptr::eq(entry.registry, registry)
+            && entry.tool.name() == name
+            && entry.generation == GENERATION.load(Ordering::Acquire))
+        .then_some(entry.tool)
+    }
+
+    pub(super) fn store(registry: &'static Inner, tool: &'static ToolFunc) {
+        let generation = GENERATION.load(Ordering::Acquire);
+        LAST.with(|last| {
+            last.set(Some(Entry {
+                registry,
+                tool,
+                generation,
+            }));
+        });
+    }
+
+    pub(super) fn invalidate() {
+        GENERATION.fetch_add(1, Ordering::AcqRel);
     }
 }
 
