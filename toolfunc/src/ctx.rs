@@ -5,7 +5,7 @@ use std::any::{Any, TypeId};
 use std::fmt;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -677,6 +677,10 @@ impl Scope {
     }
 }
 
+const OPEN: u8 = 0;
+const USED: u8 = 1;
+const CLOSED: u8 = 2;
+
 /// A cleanup registered by a call.
 enum Cleanup {
     Sync(Box<dyn FnOnce() + Send>),
@@ -694,6 +698,9 @@ pub(crate) struct CallState {
     aborted: AtomicBool,
     /// What stopped the call, as the caller will see it (the first stop wins).
     stop: OnceLock<ToolError>,
+    /// `OPEN` (no cleanup yet), `USED` (some registered) or `CLOSED` (the call ended
+    /// with none): most calls have none, and never take the lock.
+    cleanup_state: AtomicU8,
     cleanups: Mutex<Option<Vec<Cleanup>>>,
 }
 
@@ -706,6 +713,7 @@ impl CallState {
             parent: scope.data().and_then(|d| d.parent_token().cloned()),
             aborted: AtomicBool::new(false),
             stop: OnceLock::new(),
+            cleanup_state: AtomicU8::new(OPEN),
             cleanups: Mutex::new(Some(Vec::new())),
         }
     }
@@ -762,6 +770,15 @@ impl CallState {
     }
 
     fn push_cleanup(&self, cleanup: Cleanup) {
+        if self
+            .cleanup_state
+            .compare_exchange(OPEN, USED, Ordering::SeqCst, Ordering::SeqCst)
+            == Err(CLOSED)
+        {
+            // The call already ended: run it now rather than never.
+            start_cleanups(vec![cleanup]);
+            return;
+        }
         let mut slot = self.cleanups.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(list) = slot.as_mut() {
             list.push(cleanup);
@@ -773,6 +790,15 @@ impl CallState {
     }
 
     fn take_cleanups(&self) -> Vec<Cleanup> {
+        // None registered: close without the lock; a later one then runs at once.
+        if self
+            .cleanup_state
+            .compare_exchange(OPEN, CLOSED, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+            || self.cleanup_state.load(Ordering::SeqCst) == CLOSED
+        {
+            return Vec::new();
+        }
         let mut list = self
             .cleanups
             .lock()

@@ -161,7 +161,14 @@ impl Future for Run<'_> {
                 }
                 return std::task::Poll::Ready(result);
             }
-            *this = Run::Running(Box::pin(calls.run_found(found, None, args)));
+            *this = if found.ready.is_none() {
+                // The call future itself goes in the box: nothing wraps it.
+                let ctx = calls.ctx(found, None);
+                let observer = calls.observe(&ctx);
+                Run::Running(Box::pin(ToolFunc::call(ctx, args).observed(observer)))
+            } else {
+                Run::Running(Box::pin(calls.run_found(found, None, args)))
+            };
         }
         match this {
             Run::Running(running) => running.as_mut().poll(cx),
