@@ -155,11 +155,7 @@ impl Future for Run<'_> {
             if found.ready.is_none() && found.tool.runs_inline() {
                 let ctx = calls.ctx(found, None);
                 let observer = calls.observe(&ctx);
-                let result = ctx.tool().call_sync(&ctx, args);
-                if let Some(observer) = observer {
-                    observer.finish(CallStatus::of(&result));
-                }
-                return std::task::Poll::Ready(result);
+                return std::task::Poll::Ready(call_inline(&ctx, observer, args));
             }
             *this = if found.ready.is_none() {
                 // The call future itself goes in the box: nothing wraps it.
@@ -175,6 +171,15 @@ impl Future for Run<'_> {
             _ => std::task::Poll::Ready(Err(ToolError::failed("call polled after completion"))),
         }
     }
+}
+
+/// Runs a sync tool on this thread, reporting the call to `observer`.
+fn call_inline(ctx: &Ctx, observer: Option<Observer>, args: Value) -> Result<Value, ToolError> {
+    let result = ctx.tool().call_sync(ctx, args);
+    if let Some(observer) = observer {
+        observer.finish(CallStatus::of(&result));
+    }
+    result
 }
 
 /// Whether a tool's setup still runs (`NOT_READY` for sync entry points) or failed.
@@ -229,11 +234,7 @@ impl<'a> Calls<'a> {
         let ctx = self.ctx(found, call_id);
         let observer = self.observe(&ctx);
         if ctx.tool().runs_inline() {
-            let result = ctx.tool().call_sync(&ctx, args);
-            if let Some(observer) = observer {
-                observer.finish(CallStatus::of(&result));
-            }
-            return result;
+            return call_inline(&ctx, observer, args);
         }
         ToolFunc::call(ctx, args).observed(observer).await
     }
@@ -245,11 +246,7 @@ impl<'a> Calls<'a> {
         check_ready(&found)?;
         let ctx = self.ctx(found, None);
         let observer = self.observe(&ctx);
-        let result = ctx.tool().call_sync(&ctx, args);
-        if let Some(observer) = observer {
-            observer.finish(CallStatus::of(&result));
-        }
-        result
+        call_inline(&ctx, observer, args)
     }
 
     pub(super) async fn run_with_pos(
@@ -272,11 +269,7 @@ impl<'a> Calls<'a> {
         check_ready(&found)?;
         let ctx = self.ctx(found, None);
         let observer = self.observe(&ctx);
-        let result = ctx.tool().call_sync(&ctx, args);
-        if let Some(observer) = observer {
-            observer.finish(CallStatus::of(&result));
-        }
-        result
+        call_inline(&ctx, observer, args)
     }
 
     pub(super) fn run_stream(self, name: &str, args: Value) -> ToolStream {
@@ -331,13 +324,7 @@ impl<'a> Calls<'a> {
         let observer = self.observe(&ctx);
         let join = if ctx.tool().runs_inline() && ready.is_none() {
             // A sync tool may block: keep it off the async workers.
-            runtime.spawn_blocking(move || {
-                let result = ctx.tool().call_sync(&ctx, args);
-                if let Some(observer) = observer {
-                    observer.finish(CallStatus::of(&result));
-                }
-                result
-            })
+            runtime.spawn_blocking(move || call_inline(&ctx, observer, args))
         } else {
             runtime.spawn(async move {
                 if let Some(ready) = ready {
