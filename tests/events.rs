@@ -157,8 +157,23 @@ async fn added_removed_and_cleared() {
         [removed("main", true), added("main"), removed("dep", false)]
     );
 
+    let mut present = registry.names();
     timeout(LIMIT, registry.clear()).await.unwrap().unwrap();
-    assert_eq!(next(&mut events).await, RegistryEvent::Cleared);
+    // Each tool's removal, then the clear itself.
+    let mut removed_names = Vec::new();
+    loop {
+        match next(&mut events).await {
+            RegistryEvent::Cleared => break,
+            RegistryEvent::Removed {
+                name,
+                replaced: false,
+            } => removed_names.push(name),
+            other => panic!("unexpected event during clear: {other:?}"),
+        }
+    }
+    removed_names.sort();
+    present.sort();
+    assert_eq!(removed_names, present);
     assert_eq!(drain(&mut events), []);
 }
 

@@ -472,6 +472,7 @@ async fn clear_disposes_dependents_before_their_dependencies() {
         .unwrap();
 
     let mut events = registry.subscribe();
+    let held = registry.names().len();
     bounded(registry.clear()).await.unwrap();
     assert!(registry.names().is_empty());
     let order = entries(&log);
@@ -479,6 +480,16 @@ async fn clear_disposes_dependents_before_their_dependencies() {
     let at = |name: &str| order.iter().position(|n| n == name).unwrap();
     assert!(at("top") < at("middle"), "{order:?}");
     assert!(at("middle") < at("base"), "{order:?}");
+    // One `Removed` per tool, then `Cleared`.
+    for _ in 0..held {
+        assert!(matches!(
+            bounded(events.recv()).await.unwrap(),
+            RegistryEvent::Removed {
+                replaced: false,
+                ..
+            }
+        ));
+    }
     assert_eq!(
         bounded(events.recv()).await.unwrap(),
         RegistryEvent::Cleared

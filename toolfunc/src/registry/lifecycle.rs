@@ -103,13 +103,20 @@ impl Registry {
 
     /// Removes every tool of this registry (not its parents'), disposing dependents
     /// before the tools they depend on, and reports every failure together
-    /// (`AGGREGATE` when there are several). Subscribers see `Cleared`.
+    /// (`AGGREGATE` when there are several). Subscribers see `Removed` for each tool,
+    /// then `Cleared`.
     pub async fn clear(&self) -> Result<(), ToolError> {
         let tools: Vec<ToolRef> = {
             let mut state = self.write();
             state.aliases.clear();
             state.tools.drain().map(|(_, slot)| slot.tool).collect()
         };
+        for tool in &tools {
+            self.emit(RegistryEvent::Removed {
+                name: tool.name().to_owned(),
+                replaced: false,
+            });
+        }
         self.emit(RegistryEvent::Cleared);
         let mut errors = Vec::new();
         for tool in teardown_order(tools) {
