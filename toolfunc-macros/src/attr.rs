@@ -19,7 +19,18 @@ pub(crate) const KEYS: &[&str] = &[
     "timeout",
     "concurrency",
     "depends",
+    "annotations",
     "crate",
+];
+
+/// The hints `annotations(...)` accepts, in the order `ToolSpec` stores them.
+pub(crate) const ANNOTATIONS: &[&str] = &[
+    "read_only",
+    "destructive",
+    "idempotent",
+    "open_world",
+    "untrusted_output",
+    "needs_confirmation",
 ];
 
 /// The parsed arguments of `#[tool(...)]`. Every value keeps its span.
@@ -39,6 +50,8 @@ pub(crate) struct ToolAttrs {
     pub(crate) concurrency: Option<syn::LitInt>,
     /// `(local alias, tool name)` pairs.
     pub(crate) depends: Option<Vec<(syn::Ident, LitStr)>>,
+    /// One entry per hint of `ANNOTATIONS`.
+    pub(crate) annotations: Option<[Option<bool>; 6]>,
     pub(crate) krate: Option<Path>,
 }
 
@@ -120,6 +133,8 @@ impl ToolAttrs {
             "timeout" => set(&mut self.timeout, path, &key, timeout(value)?),
             // concurrency = 4
             "concurrency" => set(&mut self.concurrency, path, &key, concurrency(value)?),
+            // annotations(read_only, destructive = false, open_world)
+            "annotations" => set(&mut self.annotations, path, &key, annotations(path, value)?),
             // depends(fetch = "get_user", log = "audit_log")
             "depends" => set(&mut self.depends, path, &key, depends(path, value)?),
             // crate = path::to::toolfunc
@@ -242,6 +257,49 @@ fn concurrency(value: Value) -> syn::Result<syn::LitInt> {
         Value::List(tokens) => Err(syn::Error::new_spanned(tokens, HINT)),
         Value::None => Err(syn::Error::new(Span::call_site(), HINT)),
     }
+}
+
+/// `annotations(read_only, destructive = false, ...)`: a bare hint means `true`.
+fn annotations(path: &Path, value: Value) -> syn::Result<[Option<bool>; 6]> {
+    let hint = format!(
+        "#[tool] key `annotations` takes hints like `annotations(read_only, destructive = false)`; \
+         valid hints are: {}",
+        ANNOTATIONS.join(", ")
+    );
+    let Value::List(tokens) = value else {
+        return Err(syn::Error::new_spanned(path, hint));
+    };
+    let mut hints = [None; 6];
+    let parser = syn::meta::parser(|meta| {
+        let name = meta
+            .path
+            .require_ident()
+            .map_err(|_| meta.error(&hint))?
+            .to_string();
+        let Some(index) = ANNOTATIONS.iter().position(|a| *a == name) else {
+            return Err(syn::Error::new_spanned(
+                &meta.path,
+                format!(
+                    "unknown annotation `{name}`; valid hints are: {}",
+                    ANNOTATIONS.join(", ")
+                ),
+            ));
+        };
+        let value = if meta.input.peek(Token![=]) {
+            meta.value()?.parse::<syn::LitBool>()?.value
+        } else {
+            true
+        };
+        if hints[index].replace(value).is_some() {
+            return Err(syn::Error::new_spanned(
+                &meta.path,
+                format!("annotation `{name}` is specified more than once"),
+            ));
+        }
+        Ok(())
+    });
+    Parser::parse2(parser, tokens)?;
+    Ok(hints)
 }
 
 /// `depends(alias = "tool", ...)`.
@@ -407,6 +465,22 @@ mod tests {
         assert!(attrs.stream.is_some());
         let err = ToolAttrs::parse(quote!(timeout = "soon")).err().unwrap();
         assert!(err.to_string().contains("takes a duration like"));
+    }
+
+    #[test]
+    fn annotations() {
+        let attrs = ToolAttrs::parse(quote!(annotations(read_only, destructive = false))).unwrap();
+        assert_eq!(
+            attrs.annotations.unwrap(),
+            [Some(true), Some(false), None, None, None, None]
+        );
+        let err = ToolAttrs::parse(quote!(annotations(readonly)))
+            .err()
+            .unwrap();
+        assert!(
+            err.to_string().starts_with("unknown annotation `readonly`"),
+            "{err}"
+        );
     }
 
     #[test]

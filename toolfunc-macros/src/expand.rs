@@ -110,18 +110,7 @@ fn generate(model: &ToolFn) -> TokenStream {
     } else {
         quote!(Sync)
     };
-    let depends = model.attrs.depends.iter().flatten().map(|(alias, name)| {
-        let alias = alias.to_string();
-        quote!((#alias, #name))
-    });
-    let concurrency = model.attrs.concurrency.as_ref().map_or_else(
-        || quote!(#p::None),
-        |n| quote_spanned!(n.span()=> #p::Some(#n)),
-    );
-    let timeout = model.attrs.timeout.map_or_else(
-        || quote!(#p::None),
-        |(ms, span)| quote_spanned!(span=> #p::Some(#ms)),
-    );
+    let execution = execution_fields(model, &p);
     // The registration exists exactly when the function does.
     let cfgs = item.attrs.iter().filter(|a| a.path().is_ident("cfg"));
     let location =
@@ -156,13 +145,39 @@ fn generate(model: &ToolFn) -> TokenStream {
                     params: || #p::schema_of::<#params_type>(),
                     result: #result_fn,
                     handler: #p::SpecHandler::#kind(__toolfunc_handler),
-                    timeout_ms: #timeout,
-                    depends: &[#(#depends),*],
-                    concurrency: #concurrency,
+                    #execution
                     location: #location,
                 }
             }
         };
+    }
+}
+
+/// The `ToolSpec` fields about running the tool: timeout, dependencies, concurrency
+/// limit, behaviour hints.
+fn execution_fields(model: &ToolFn, p: &TokenStream) -> TokenStream {
+    let attrs = &model.attrs;
+    let depends = attrs.depends.iter().flatten().map(|(alias, name)| {
+        let alias = alias.to_string();
+        quote!((#alias, #name))
+    });
+    let concurrency = attrs.concurrency.as_ref().map_or_else(
+        || quote!(#p::None),
+        |n| quote_spanned!(n.span()=> #p::Some(#n)),
+    );
+    let annotations = attrs
+        .annotations
+        .unwrap_or_default()
+        .map(|hint| hint.map_or_else(|| quote!(#p::None), |value| quote!(#p::Some(#value))));
+    let timeout = attrs.timeout.map_or_else(
+        || quote!(#p::None),
+        |(ms, span)| quote_spanned!(span=> #p::Some(#ms)),
+    );
+    quote! {
+        timeout_ms: #timeout,
+        depends: &[#(#depends),*],
+        concurrency: #concurrency,
+        annotations: [#(#annotations),*],
     }
 }
 

@@ -53,7 +53,7 @@ pub use stream::ToolStream;
 pub use task::CallHandle;
 /// Cancellation tokens, as [`CallOptions::cancel_on`] and [`Ctx::cancellation_token`] use them.
 pub use tokio_util::sync::CancellationToken;
-pub use tool::{ItemStream, ToolBuilder, ToolDefinition, ToolFunc, ToolRef};
+pub use tool::{Annotations, ItemStream, ToolBuilder, ToolDefinition, ToolFunc, ToolRef};
 
 /// Turns a function into a tool in [`Registry::global()`], with no registration call.
 ///
@@ -105,6 +105,11 @@ pub use tool::{ItemStream, ToolBuilder, ToolDefinition, ToolFunc, ToolRef};
 /// | `summary` | string | advertised in place of the description by [`Registry::definitions`] |
 /// | `alias` | string or list | other names the tool runs by |
 /// | `tags` | string or list | grouping labels |
+/// | `timeout` | `"30s"`, `"250ms"`, `"2m"`, `"1h"`, or milliseconds | the tool's own timeout |
+/// | `concurrency` | integer ≥ 1 | at most this many calls at once; the rest wait |
+/// | `depends` | `(alias = "tool", ..)` | tools called by a local alias (`ctx.run("alias", ..)`), checked when the registry is built |
+/// | `annotations` | `(read_only, destructive = false, ..)` | behaviour hints (see [`Annotations`]) |
+/// | `stream` | flag | the return type is a named stream type (`impl Stream<Item = T>` needs no flag) |
 /// | `args` | flag | the single (non-context) parameter is the whole arguments object; its type derives `Deserialize` + `JsonSchema` |
 /// | `deny_unknown_fields` | flag | unknown argument names are an `ARGUMENTS` error (default: ignored) |
 /// | `crate` | path | where to find this crate, when it is renamed or re-exported (default `::toolfunc`) |

@@ -72,6 +72,100 @@ pub struct ToolDefinition {
     /// The tool's own timeout, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<u64>,
+    /// Hints about the tool's behaviour, carried to every export.
+    #[serde(default, skip_serializing_if = "Annotations::is_empty")]
+    pub annotations: Annotations,
+}
+
+/// Hints about what a tool does, for clients deciding how to call it (an LLM host
+/// asking for confirmation, a scheduler retrying). Hints, not guarantees: toolfunc
+/// carries them and enforces none. Unset hints are left out of every export.
+///
+/// ```
+/// let hints = toolfunc::Annotations::new().read_only(true).open_world(false);
+/// assert_eq!(hints.read_only, Some(true));
+/// assert_eq!(
+///     serde_json::to_value(&hints).unwrap(),
+///     serde_json::json!({"readOnly": true, "openWorld": false})
+/// );
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Annotations {
+    /// The tool changes nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    /// The tool may destroy or overwrite data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive: Option<bool>,
+    /// Calling it again with the same arguments has no further effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent: Option<bool>,
+    /// The tool reaches outside entities (the web, other systems).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world: Option<bool>,
+    /// Its output may carry untrusted content (treat it as data, not instructions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untrusted_output: Option<bool>,
+    /// A person should confirm each call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needs_confirmation: Option<bool>,
+}
+
+impl Annotations {
+    /// No hints.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether no hint is set.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// Sets the read-only hint.
+    #[must_use]
+    pub fn read_only(mut self, value: bool) -> Self {
+        self.read_only = Some(value);
+        self
+    }
+
+    /// Sets the destructive hint.
+    #[must_use]
+    pub fn destructive(mut self, value: bool) -> Self {
+        self.destructive = Some(value);
+        self
+    }
+
+    /// Sets the idempotent hint.
+    #[must_use]
+    pub fn idempotent(mut self, value: bool) -> Self {
+        self.idempotent = Some(value);
+        self
+    }
+
+    /// Sets the open-world hint.
+    #[must_use]
+    pub fn open_world(mut self, value: bool) -> Self {
+        self.open_world = Some(value);
+        self
+    }
+
+    /// Sets the untrusted-output hint.
+    #[must_use]
+    pub fn untrusted_output(mut self, value: bool) -> Self {
+        self.untrusted_output = Some(value);
+        self
+    }
+
+    /// Sets the needs-confirmation hint.
+    #[must_use]
+    pub fn needs_confirmation(mut self, value: bool) -> Self {
+        self.needs_confirmation = Some(value);
+        self
+    }
 }
 
 impl ToolDefinition {
@@ -303,6 +397,7 @@ impl ToolFunc {
             tags,
             stream: _,
             timeout,
+            annotations,
         } = definition;
         ToolBuilder {
             title,
@@ -313,6 +408,7 @@ impl ToolFunc {
             alias,
             tags,
             timeout: timeout.map(Duration::from_millis),
+            annotations,
             schema_given: true,
             ..ToolBuilder::new(name)
         }
@@ -653,6 +749,7 @@ pub struct ToolBuilder {
     result: Option<Value>,
     param_order: Option<Vec<String>>,
     timeout: Option<Duration>,
+    annotations: Annotations,
     /// Derives the positional order from the typed handler's argument type.
     typed_order: Option<fn(&Value) -> Vec<String>>,
     handler: Option<Handler>,
@@ -687,6 +784,7 @@ impl ToolBuilder {
             result: None,
             param_order: None,
             timeout: None,
+            annotations: Annotations::default(),
             typed_order: None,
             handler: None,
             typed: false,
@@ -753,6 +851,12 @@ impl ToolBuilder {
         S: Into<String>,
     {
         self.param_order = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sets the tool's behaviour hints (read-only, destructive, ...).
+    pub fn annotations(mut self, annotations: Annotations) -> Self {
+        self.annotations = annotations;
         self
     }
 
@@ -1043,6 +1147,7 @@ impl ToolBuilder {
                 timeout: self
                     .timeout
                     .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+                annotations: self.annotations,
             },
             timeout: self.timeout,
             handler,
@@ -1078,6 +1183,9 @@ pub struct ToolSpec {
     /// `(alias, tool name)` of each dependency.
     pub depends: &'static [(&'static str, &'static str)],
     pub concurrency: Option<usize>,
+    /// `[read_only, destructive, idempotent, open_world, untrusted_output,
+    /// needs_confirmation]`.
+    pub annotations: [Option<bool>; 6],
     /// `file:line` of the function, for startup diagnostics.
     pub location: &'static str,
 }
@@ -1110,6 +1218,22 @@ impl ToolSpec {
         });
         builder.timeout = self.timeout_ms.map(Duration::from_millis);
         builder.concurrency = self.concurrency;
+        let [
+            read_only,
+            destructive,
+            idempotent,
+            open_world,
+            untrusted_output,
+            needs_confirmation,
+        ] = self.annotations;
+        builder.annotations = Annotations {
+            read_only,
+            destructive,
+            idempotent,
+            open_world,
+            untrusted_output,
+            needs_confirmation,
+        };
         for (alias, name) in self.depends {
             builder = builder.depends_on(*alias, *name);
         }
