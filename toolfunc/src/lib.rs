@@ -53,7 +53,7 @@ pub use stream::ToolStream;
 pub use task::CallHandle;
 /// Cancellation tokens, as [`CallOptions::cancel_on`] and [`Ctx::cancellation_token`] use them.
 pub use tokio_util::sync::CancellationToken;
-pub use tool::{Annotations, ItemStream, ToolBuilder, ToolDefinition, ToolFunc, ToolRef};
+pub use tool::{Annotations, ToolBuilder, ToolDefinition, ToolFunc, ToolRef};
 
 /// Turns a function into a tool in [`Registry::global()`], with no registration call.
 ///
