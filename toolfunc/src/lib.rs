@@ -31,6 +31,7 @@
 mod call;
 mod ctx;
 mod error;
+pub mod llm;
 mod registry;
 pub mod schema;
 pub mod stream;
