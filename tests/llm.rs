@@ -760,3 +760,54 @@ async fn openai_strict_nulls_mean_left_out() {
         json!(["t", null, false, ["x", 1]])
     );
 }
+
+#[test]
+fn exports_are_kept_until_a_registry_changes() {
+    let registry = Registry::new();
+    let ping = |name: &str| {
+        ToolFunc::builder(name)
+            .handler_sync(|_ctx, _args| Ok(json!("pong")))
+            .build()
+            .unwrap()
+    };
+    registry.register(ping("first")).unwrap();
+    let once = tools(&registry, Target::Mcp).unwrap();
+    assert_eq!(tools(&registry, Target::Mcp).unwrap(), once);
+    // Another target is its own export.
+    assert_eq!(
+        tools(&registry, Target::OpenAi)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    registry.register(ping("second")).unwrap();
+    assert_eq!(
+        tools(&registry, Target::Mcp)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    // A change up the chain shows in a child's export too.
+    let child = registry.isolate();
+    assert_eq!(
+        tools(&child, Target::Mcp)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    registry.register(ping("third")).unwrap();
+    assert_eq!(
+        tools(&child, Target::Mcp)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+}

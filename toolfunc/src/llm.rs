@@ -84,13 +84,18 @@ impl Target {
 /// assert_eq!(parameters["properties"]["b"]["type"], serde_json::json!(["number", "null"]));
 /// assert_eq!(parameters["additionalProperties"], false);
 /// ```
+///
+/// The export is made once and kept until a registry changes: asking again costs a
+/// copy of the JSON, not a new lowering.
 pub fn tools(registry: &Registry, target: Target) -> Result<Value, ToolError> {
-    registry
-        .definitions()
-        .iter()
-        .map(|definition| tool(definition, target))
-        .collect::<Result<Vec<_>, _>>()
-        .map(Value::Array)
+    registry.derived(target as u8, || {
+        registry
+            .definitions()
+            .iter()
+            .map(|definition| tool(definition, target))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Value::Array)
+    })
 }
 
 /// One tool definition in `target`'s dialect.

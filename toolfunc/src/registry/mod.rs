@@ -90,6 +90,9 @@ struct Inner {
     /// How many tools this registry holds (kept under the write lock), so a lookup
     /// passes an empty registry without locking it.
     len: AtomicUsize,
+    /// Derived views of the tools (LLM exports), each with the generation it was
+    /// made at.
+    derived: std::sync::Mutex<Vec<(u8, u64, Value)>>,
 }
 
 /// How many events a subscriber may fall behind before it is told it lagged.
@@ -104,6 +107,7 @@ impl Inner {
             events: broadcast::channel(EVENT_BUFFER).0,
             subscribers: Arc::new(AtomicUsize::new(0)),
             len: AtomicUsize::new(0),
+            derived: std::sync::Mutex::default(),
         }
     }
 }
@@ -789,6 +793,36 @@ impl Registry {
         Some(slot.tool)
     }
 
+    /// A view derived from the tools (reachable here), made by `make` and kept until
+    /// any registry changes.
+    pub(crate) fn derived(
+        &self,
+        key: u8,
+        make: impl FnOnce() -> Result<Value, ToolError>,
+    ) -> Result<Value, ToolError> {
+        let generation = cache::generation();
+        {
+            let kept = self
+                .inner
+                .derived
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if let Some((_, _, value)) = kept.iter().find(|(k, g, _)| *k == key && *g == generation)
+            {
+                return Ok(value.clone());
+            }
+        }
+        let value = make()?;
+        let mut kept = self
+            .inner
+            .derived
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        kept.retain(|(k, _, _)| *k != key);
+        kept.push((key, generation, value.clone()));
+        Ok(value)
+    }
+
     /// Subscribes to the registry's events: tools added, removed (a replacement is a
     /// removal then an addition) and cleared; calls started and finished, with the
     /// tool, call id, duration and status. Events of calls made through this registry
@@ -977,6 +1011,11 @@ mod cache {
 
     pub(super) fn invalidate() {
         GENERATION.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Bumped by every change to any registry.
+    pub(super) fn generation() -> u64 {
+        GENERATION.load(Ordering::Acquire)
     }
 }
 
