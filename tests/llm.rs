@@ -811,3 +811,30 @@ fn exports_are_kept_until_a_registry_changes() {
         3
     );
 }
+
+#[test]
+fn every_export_is_a_valid_json_schema() {
+    let definitions = [
+        typed::<Order>("place_order"),
+        typed::<Address>("check_address"),
+        typed::<Tree>("tree"),
+        typed::<Labels>("labels"),
+        no_args(),
+    ];
+    for definition in &definitions {
+        for target in ALL {
+            let Ok(exported) = tool(definition, target) else {
+                continue; // refused exports are tested above
+            };
+            if let Some(schema) = schema_of(target, &exported) {
+                // Gemini's `parameters` is an OpenAPI subset (`nullable`), still valid JSON
+                // Schema syntax: unknown keywords are annotations.
+                assert!(
+                    jsonschema::meta::is_valid(schema),
+                    "{target:?} {}: not a valid JSON Schema: {schema:#}",
+                    definition.name
+                );
+            }
+        }
+    }
+}
