@@ -96,7 +96,7 @@ impl Ctx {
         call_id: Option<Arc<str>>,
         scope: Scope,
     ) -> Self {
-        let deadline = deadline_for(tool.timeout(), &scope, scope.deadline());
+        let deadline = deadline_for(tool.timeout(), &scope, scope.inherited_deadline());
         let call_id = call_id.or_else(|| scope.data().and_then(|d| d.call_id.clone()));
         Self {
             registry,
@@ -644,13 +644,9 @@ impl Scope {
         self.0.as_ref()?.get(TypeId::of::<T>())?.downcast_ref::<T>()
     }
 
-    fn deadline(&self) -> Option<Instant> {
-        self.0.as_ref().and_then(|d| d.deadline)
-    }
-
     /// The deadline of an enclosing call, for calls nested in it.
     pub(crate) fn inherited_deadline(&self) -> Option<Instant> {
-        self.deadline()
+        self.0.as_ref().and_then(|d| d.deadline)
     }
 
     pub(crate) fn timeout(&self) -> Option<Duration> {

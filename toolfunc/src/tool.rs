@@ -113,6 +113,18 @@ pub struct Annotations {
     pub needs_confirmation: Option<bool>,
 }
 
+/// One builder method per hint: `hint(true)` sets `hint` to `Some(true)`.
+macro_rules! hint_setters {
+    ($($(#[$doc:meta])* $hint:ident,)*) => {$(
+        $(#[$doc])*
+        #[must_use]
+        pub fn $hint(mut self, value: bool) -> Self {
+            self.$hint = Some(value);
+            self
+        }
+    )*};
+}
+
 impl Annotations {
     /// No hints.
     #[must_use]
@@ -125,46 +137,19 @@ impl Annotations {
         *self == Self::default()
     }
 
-    /// Sets the read-only hint.
-    #[must_use]
-    pub fn read_only(mut self, value: bool) -> Self {
-        self.read_only = Some(value);
-        self
-    }
-
-    /// Sets the destructive hint.
-    #[must_use]
-    pub fn destructive(mut self, value: bool) -> Self {
-        self.destructive = Some(value);
-        self
-    }
-
-    /// Sets the idempotent hint.
-    #[must_use]
-    pub fn idempotent(mut self, value: bool) -> Self {
-        self.idempotent = Some(value);
-        self
-    }
-
-    /// Sets the open-world hint.
-    #[must_use]
-    pub fn open_world(mut self, value: bool) -> Self {
-        self.open_world = Some(value);
-        self
-    }
-
-    /// Sets the untrusted-output hint.
-    #[must_use]
-    pub fn untrusted_output(mut self, value: bool) -> Self {
-        self.untrusted_output = Some(value);
-        self
-    }
-
-    /// Sets the needs-confirmation hint.
-    #[must_use]
-    pub fn needs_confirmation(mut self, value: bool) -> Self {
-        self.needs_confirmation = Some(value);
-        self
+    hint_setters! {
+        /// Sets the read-only hint.
+        read_only,
+        /// Sets the destructive hint.
+        destructive,
+        /// Sets the idempotent hint.
+        idempotent,
+        /// Sets the open-world hint.
+        open_world,
+        /// Sets the untrusted-output hint.
+        untrusted_output,
+        /// Sets the needs-confirmation hint.
+        needs_confirmation,
     }
 }
 
