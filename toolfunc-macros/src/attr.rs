@@ -20,6 +20,7 @@ pub(crate) const KEYS: &[&str] = &[
     "concurrency",
     "depends",
     "annotations",
+    "api",
     "crate",
 ];
 
@@ -52,6 +53,12 @@ pub(crate) struct ToolAttrs {
     pub(crate) depends: Option<Vec<(syn::Ident, LitStr)>>,
     /// One entry per hint of `ANNOTATIONS`.
     pub(crate) annotations: Option<[Option<bool>; 6]>,
+    /// `api = false`: not offered to remote callers.
+    pub(crate) api: Option<syn::LitBool>,
+    /// `skip` (service methods only): the method is not an act.
+    pub(crate) skip: Option<Span>,
+    /// `client = false` (services only): no typed client.
+    pub(crate) client: Option<syn::LitBool>,
     pub(crate) krate: Option<Path>,
 }
 
@@ -98,6 +105,8 @@ impl ToolAttrs {
             "tags",
             "timeout",
             "concurrency",
+            "api",
+            "client",
             "crate",
         ];
         if matches!(value, Value::None) && needs_value.contains(&key.as_str()) {
@@ -135,6 +144,12 @@ impl ToolAttrs {
             "concurrency" => set(&mut self.concurrency, path, &key, concurrency(value)?),
             // annotations(read_only, destructive = false, open_world)
             "annotations" => set(&mut self.annotations, path, &key, annotations(path, value)?),
+            // api = false
+            "api" => set(&mut self.api, path, &key, lit_bool(&key, value)?),
+            // client = false (on a #[tool_service])
+            "client" => set(&mut self.client, path, &key, lit_bool(&key, value)?),
+            // skip (on a method of a #[tool_service])
+            "skip" => set(&mut self.skip, path, &key, flag(path, &key, &value)?),
             // depends(fetch = "get_user", log = "audit_log")
             "depends" => set(&mut self.depends, path, &key, depends(path, value)?),
             // crate = path::to::toolfunc
@@ -375,6 +390,19 @@ fn parse_duration_ms(text: &str) -> Option<u64> {
     // Bounded above by the check, so the cast is exact.
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     (0.0..1e15).contains(&ms).then_some(ms as u64)
+}
+
+fn lit_bool(key: &str, value: Value) -> syn::Result<syn::LitBool> {
+    let message = format!("#[tool] key `{key}` takes `true` or `false`, like `{key} = false`");
+    match value {
+        Value::Expr(syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Bool(lit),
+            ..
+        })) => Ok(lit),
+        Value::Expr(expr) => Err(syn::Error::new_spanned(expr, message)),
+        Value::List(tokens) => Err(syn::Error::new_spanned(tokens, message)),
+        Value::None => Err(syn::Error::new(Span::call_site(), message)),
+    }
 }
 
 fn flag(path: &Path, key: &str, value: &Value) -> syn::Result<Span> {

@@ -27,6 +27,18 @@ pub(crate) fn tool(args: TokenStream, input: &TokenStream) -> TokenStream {
         errors.push(err);
         ToolAttrs::default()
     });
+    if let Some(span) = attrs.skip {
+        errors.push(syn::Error::new(
+            span,
+            "#[tool] key `skip` applies to methods of a #[tool_service] impl block",
+        ));
+    }
+    if let Some(lit) = &attrs.client {
+        errors.push(syn::Error::new_spanned(
+            lit,
+            "#[tool] key `client` applies to #[tool_service] only",
+        ));
+    }
     let model = ToolFn::new(attrs, func, &mut errors);
     validate(&model, &mut errors);
     match errors.finish() {
@@ -35,7 +47,7 @@ pub(crate) fn tool(args: TokenStream, input: &TokenStream) -> TokenStream {
     }
 }
 
-fn some_str(value: Option<&LitStr>, p: &TokenStream) -> TokenStream {
+pub(crate) fn some_str(value: Option<&LitStr>, p: &TokenStream) -> TokenStream {
     value.map_or_else(|| quote!(#p::None), |lit| quote!(#p::Some(#lit)))
 }
 
@@ -102,7 +114,7 @@ fn generate(model: &ToolFn) -> TokenStream {
         }
         Output::Unit | Output::Result { ok: None, .. } => quote!(#p::None),
     };
-    let handler = handler(model, &p, &params_type);
+    let handler = handler(model, &p, &params_type, None);
     let kind = if matches!(model.output, Output::Stream(_)) {
         quote!(Stream)
     } else if model.is_async() {
@@ -111,6 +123,7 @@ fn generate(model: &ToolFn) -> TokenStream {
         quote!(Sync)
     };
     let execution = execution_fields(model, &p);
+    let api = attrs.api.as_ref().is_none_or(|lit| lit.value);
     // The registration exists exactly when the function does.
     let cfgs = item.attrs.iter().filter(|a| a.path().is_ident("cfg"));
     let location =
@@ -146,6 +159,7 @@ fn generate(model: &ToolFn) -> TokenStream {
                     result: #result_fn,
                     handler: #p::SpecHandler::#kind(__toolfunc_handler),
                     #execution
+                    api: #api,
                     location: #location,
                 }
             }
@@ -155,7 +169,7 @@ fn generate(model: &ToolFn) -> TokenStream {
 
 /// The `ToolSpec` fields about running the tool: timeout, dependencies, concurrency
 /// limit, behaviour hints.
-fn execution_fields(model: &ToolFn, p: &TokenStream) -> TokenStream {
+pub(crate) fn execution_fields(model: &ToolFn, p: &TokenStream) -> TokenStream {
     let attrs = &model.attrs;
     let depends = attrs.depends.iter().flatten().map(|(alias, name)| {
         let alias = alias.to_string();
@@ -181,16 +195,16 @@ fn execution_fields(model: &ToolFn, p: &TokenStream) -> TokenStream {
     }
 }
 
-struct ParamsType {
+pub(crate) struct ParamsType {
     /// The generated struct, if any.
-    item: TokenStream,
+    pub(crate) item: TokenStream,
     /// The type the arguments object deserialises into.
-    ty: TokenStream,
+    pub(crate) ty: TokenStream,
 }
 
 /// The parameters type: the user's struct with `args`, else a struct of the arguments
 /// carrying their doc comments and serde/schemars attributes.
-fn params_type(model: &ToolFn, p: &TokenStream) -> ParamsType {
+pub(crate) fn params_type(model: &ToolFn, p: &TokenStream) -> ParamsType {
     let args: Vec<&Param> = model.args().collect();
     if model.attrs.args.is_some() {
         let ty = &args[0].ty;
@@ -224,7 +238,7 @@ fn params_type(model: &ToolFn, p: &TokenStream) -> ParamsType {
 }
 
 /// Trait checks spanned at the user's types, so a missing impl lands under that type.
-fn checks(model: &ToolFn, p: &TokenStream) -> TokenStream {
+pub(crate) fn checks(model: &ToolFn, p: &TokenStream) -> TokenStream {
     let params = model.args().map(|param| {
         let ty = &param.ty;
         quote_spanned!(ty.span()=> #p::assert_param::<#ty>();)
@@ -252,9 +266,50 @@ fn checks(model: &ToolFn, p: &TokenStream) -> TokenStream {
     }
 }
 
+/// For a service method: the path to call, the receiver argument, and the handler's
+/// parameter holding the service (`&Arc<S>` for sync methods, `Arc<S>` owned by the
+/// future for async and streaming ones). Plain functions have neither.
+fn service_parts(
+    fn_ident: &Ident,
+    receiver: Option<&Receiver<'_>>,
+    owns_ctx: bool,
+    p: &TokenStream,
+) -> (TokenStream, Option<TokenStream>, Option<TokenStream>) {
+    let svc = Ident::new("__toolfunc_svc", Span::mixed_site());
+    match receiver {
+        None => (quote!(#fn_ident), None, None),
+        Some(Receiver { self_ty, by_arc }) => {
+            let arg = match (by_arc, owns_ctx) {
+                (false, true) => quote!(&*#svc,),
+                (false, false) => quote!(&**#svc,),
+                (true, true) => quote!(#svc,),
+                (true, false) => quote!(#p::Arc::clone(#svc),),
+            };
+            let param = if owns_ctx {
+                quote!(#svc: #p::Arc<#self_ty>,)
+            } else {
+                quote!(#svc: &#p::Arc<#self_ty>,)
+            };
+            (quote!(<#self_ty>::#fn_ident), Some(arg), Some(param))
+        }
+    }
+}
+
 /// `__toolfunc_handler`: parses the arguments, calls the user's function, converts
 /// its output.
-fn handler(model: &ToolFn, p: &TokenStream, params_type: &TokenStream) -> TokenStream {
+/// How a service method's handler reaches the service: `self_ty` is the service
+/// type; `by_arc` for a `self: Arc<Self>` receiver (else `&self`).
+pub(crate) struct Receiver<'a> {
+    pub(crate) self_ty: &'a syn::Type,
+    pub(crate) by_arc: bool,
+}
+
+pub(crate) fn handler(
+    model: &ToolFn,
+    p: &TokenStream,
+    params_type: &TokenStream,
+    receiver: Option<&Receiver<'_>>,
+) -> TokenStream {
     let Locals {
         ctx,
         raw,
@@ -279,6 +334,7 @@ fn handler(model: &ToolFn, p: &TokenStream, params_type: &TokenStream) -> TokenS
         }
     });
     let fn_ident = &model.item.sig.ident;
+    let (callee, self_arg, svc_param) = service_parts(fn_ident, receiver, owns_ctx, p);
     let await_ = is_async.then(|| quote!(.await));
     let convert = match &model.output {
         Output::Unit => quote! {
@@ -314,12 +370,13 @@ fn handler(model: &ToolFn, p: &TokenStream, params_type: &TokenStream) -> TokenS
             #p::Ok(v) => v,
             #p::Err(e) => return #p::Err(e),
         };
-        let #out = #fn_ident(#(#call_args),*) #await_;
+        let #out = #callee(#self_arg #(#call_args),*) #await_;
         #convert
     };
     if is_stream {
         quote! {
             fn __toolfunc_handler(
+                #svc_param
                 #ctx: #p::Ctx,
                 #raw: #p::Value,
             ) -> #p::BoxFuture<'static, #p::Result<#p::ItemStream, #p::ToolError>> {
@@ -329,6 +386,7 @@ fn handler(model: &ToolFn, p: &TokenStream, params_type: &TokenStream) -> TokenS
     } else if is_async {
         quote! {
             fn __toolfunc_handler(
+                #svc_param
                 #ctx: #p::Ctx,
                 #raw: #p::Value,
             ) -> #p::BoxFuture<'static, #p::Result<#p::Value, #p::ToolError>> {
@@ -338,6 +396,7 @@ fn handler(model: &ToolFn, p: &TokenStream, params_type: &TokenStream) -> TokenS
     } else {
         quote! {
             fn __toolfunc_handler(
+                #svc_param
                 #ctx: &#p::Ctx,
                 #raw: #p::Value,
             ) -> #p::Result<#p::Value, #p::ToolError> {
@@ -349,7 +408,7 @@ fn handler(model: &ToolFn, p: &TokenStream, params_type: &TokenStream) -> TokenS
 
 /// The `ToolError` for a handler error held in `err`: a `ToolError` passes through, a
 /// `std::error::Error` keeps its source, anything `Display` keeps its message.
-fn tool_error(p: &TokenStream, err: &Ident) -> TokenStream {
+pub(crate) fn tool_error(p: &TokenStream, err: &Ident) -> TokenStream {
     quote! {{
         #[allow(unused_imports)]
         use #p::convert::{ViaDisplay as _, ViaStdError as _, ViaToolError as _};
@@ -358,7 +417,7 @@ fn tool_error(p: &TokenStream, err: &Ident) -> TokenStream {
 }
 
 /// The item type of a streaming tool, for its result schema.
-fn stream_item_type(stream: &StreamOutput, p: &TokenStream) -> TokenStream {
+pub(crate) fn stream_item_type(stream: &StreamOutput, p: &TokenStream) -> TokenStream {
     match (&stream.item, &stream.named) {
         (Some(item), _) => quote!(#item),
         (None, Some(named)) => quote_spanned!(named.span()=> <#named as #p::Stream>::Item),
@@ -399,7 +458,7 @@ fn stream_conversion(stream: &StreamOutput, p: &TokenStream, out: &Ident) -> Tok
 
 /// `tokens` with every span set to `span`, so a trait error in a generated call lands
 /// under the user's type rather than under `#[tool]`.
-fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+pub(crate) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
     tokens
         .into_iter()
         .map(|mut token| {

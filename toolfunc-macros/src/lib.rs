@@ -9,6 +9,7 @@ mod docs;
 mod expand;
 mod fallback;
 mod model;
+mod service;
 mod validate;
 
 use proc_macro::TokenStream;
@@ -20,4 +21,14 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     expand::tool(args.into(), &input.into()).into()
+}
+
+/// Turns an inherent impl block into a service: one tool whose methods are its acts,
+/// and a typed client.
+///
+/// The documentation, with the keys and examples, is on the re-export
+/// `toolfunc::tool_service`.
+#[proc_macro_attribute]
+pub fn tool_service(args: TokenStream, input: TokenStream) -> TokenStream {
+    service::tool_service(args.into(), &input.into()).into()
 }

@@ -151,7 +151,7 @@ impl ToolFn {
 }
 
 /// `cfg` and lint attributes stay on the parameter; everything else is ours.
-fn is_kept_on_param(attr: &Attribute) -> bool {
+pub(crate) fn is_kept_on_param(attr: &Attribute) -> bool {
     [
         "cfg", "cfg_attr", "allow", "warn", "deny", "expect", "forbid",
     ]

@@ -17,6 +17,10 @@ impl Errors {
         }
     }
 
+    pub(crate) fn is_some(&self) -> bool {
+        self.0.is_some()
+    }
+
     pub(crate) fn finish(self) -> syn::Result<()> {
         self.0.map_or(Ok(()), Err)
     }

@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 /// | code | variant | status | when |
 /// | --- | --- | --- | --- |
 /// | `NOT_FOUND` | [`NotFound`](ToolError::NotFound) | 404 | no tool has that name or alias |
+/// | `UNKNOWN_ACT` | [`UnknownAct`](ToolError::UnknownAct) | 404 | a service has no method by that `act` |
 /// | `ARGUMENTS` | [`Arguments`](ToolError::Arguments) | 400 | arguments do not match the parameter schema |
 /// | `FAILED` | [`Failed`](ToolError::Failed) | 500 | the handler returned an error |
 /// | `PANICKED` | [`Panicked`](ToolError::Panicked) | 500 | the handler panicked |
@@ -51,6 +52,15 @@ pub enum ToolError {
     NotFound {
         /// The name that was looked up.
         name: String,
+    },
+
+    /// A service was called without an `act`, or with one that names none of its
+    /// methods.
+    UnknownAct {
+        /// The service's name.
+        tool: String,
+        /// The act that was asked for (empty when none was).
+        act: String,
     },
 
     /// The arguments do not match the tool's parameters.
@@ -165,6 +175,11 @@ impl fmt::Display for ToolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::NotFound { name } => write!(f, "tool not found: {name}"),
+            Self::UnknownAct { tool, act } if act.is_empty() => write!(
+                f,
+                "`{tool}` is a service: name the method to run with `act`"
+            ),
+            Self::UnknownAct { tool, act } => write!(f, "`{tool}` has no method `{act}`"),
             Self::Arguments { path, message } => {
                 write!(f, "invalid arguments at {}: {message}", display_path(path))
             }
@@ -320,6 +335,7 @@ impl ToolError {
     pub fn code(&self) -> &str {
         match self {
             Self::NotFound { .. } => "NOT_FOUND",
+            Self::UnknownAct { .. } => "UNKNOWN_ACT",
             Self::Arguments { .. } => "ARGUMENTS",
             Self::Failed { .. } => "FAILED",
             Self::Panicked { .. } => "PANICKED",
@@ -340,7 +356,7 @@ impl ToolError {
     /// The HTTP status that carries this error.
     pub fn status(&self) -> u16 {
         match self {
-            Self::NotFound { .. } => 404,
+            Self::NotFound { .. } | Self::UnknownAct { .. } => 404,
             Self::Arguments { .. } | Self::AsyncOnly { .. } => 400,
             Self::Cancelled { .. } => 499,
             Self::Timeout { .. } => 408,
@@ -363,6 +379,7 @@ impl ToolError {
         match self {
             // `what` is the field the reference RPC clients read for "not found".
             Self::NotFound { name } => one("what", Value::String(name.clone())),
+            Self::UnknownAct { tool, act } => Some(serde_json::json!({"what": act, "tool": tool})),
             Self::Arguments { path, .. } => one("path", Value::String(path.clone())),
             Self::Cancelled { reason } => reason
                 .as_ref()
@@ -448,6 +465,10 @@ impl From<Wire> for ToolError {
         match code.as_str() {
             "NOT_FOUND" => Self::NotFound {
                 name: field("what").unwrap_or(message),
+            },
+            "UNKNOWN_ACT" => Self::UnknownAct {
+                tool: field("tool").unwrap_or_default(),
+                act: field("what").unwrap_or_default(),
             },
             "ARGUMENTS" => Self::Arguments {
                 path: field("path").unwrap_or_default(),

@@ -34,9 +34,11 @@ mod error;
 pub mod llm;
 mod registry;
 pub mod schema;
+pub mod service;
 pub mod stream;
 mod task;
 mod tool;
+mod transport;
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]
@@ -50,11 +52,13 @@ pub use registry::{
     CallStatus, RegisterOptions, Registry, RegistryEvent, Runner, Subscription, SubscriptionError,
     UnregisterOptions, UnregisterScope,
 };
+pub use service::{ActDefinition, ToolService};
 pub use stream::ToolStream;
 pub use task::CallHandle;
 /// Cancellation tokens, as [`CallOptions::cancel_on`] and [`Ctx::cancellation_token`] use them.
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{Annotations, ToolBuilder, ToolDefinition, ToolFunc, ToolRef};
+pub use transport::Transport;
 
 /// Turns a function into a tool in [`Registry::global()`], with no registration call.
 ///
@@ -153,6 +157,90 @@ pub use tool::{Annotations, ToolBuilder, ToolDefinition, ToolFunc, ToolRef};
 #[cfg(feature = "macros")]
 pub use toolfunc_macros::tool;
 
+/// Turns an inherent impl block into a service: one tool whose methods are its
+/// acts, selected with an `act` argument, and a typed client `{Type}Client`.
+///
+/// ```rust,standalone_crate
+/// use std::sync::Mutex;
+/// use serde_json::json;
+/// use toolfunc::{tool_service, Registry, ToolError};
+///
+/// #[derive(Default)]
+/// struct Counter { hits: Mutex<u64> }
+///
+/// /// Counts hits.
+/// #[tool_service(name = "counter")]
+/// impl Counter {
+///     /// Adds `by` (default 1) and returns the total.
+///     fn hit(&self, by: Option<u64>) -> u64 {
+///         let mut hits = self.hits.lock().unwrap();
+///         *hits += by.unwrap_or(1);
+///         *hits
+///     }
+///
+///     /// The total so far.
+///     async fn total(&self) -> u64 {
+///         *self.hits.lock().unwrap()
+///     }
+///
+///     #[tool(skip)]
+///     fn reset(&self) {
+///         *self.hits.lock().unwrap() = 0;
+///     }
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// // A `Default` service is in the global registry already.
+/// let registry = Registry::global();
+/// assert_eq!(registry.run("counter", json!({"act": "$hit", "by": 2})).await.unwrap(), 2);
+/// // `act` may leave out the `$`.
+/// assert_eq!(registry.run("counter", json!({"act": "hit"})).await.unwrap(), 3);
+/// assert_eq!(registry.run("counter", json!({"act": "$nope"})).await.unwrap_err().code(), "UNKNOWN_ACT");
+///
+/// // The typed client calls the same methods through any transport.
+/// let client = CounterClient::new(registry.clone());
+/// assert_eq!(client.total().await.unwrap(), 3);
+///
+/// // Services with state of their own are registered by value.
+/// let mine = Registry::new();
+/// mine.register_service(Counter { hits: Mutex::new(10) }).unwrap();
+/// assert_eq!(CounterClient::new(mine).hit(Some(5)).await.unwrap(), 15);
+/// # });
+/// ```
+///
+/// # Methods
+///
+/// * Every method becomes an act unless marked `#[tool(skip)]`. It takes `&self`
+///   (or `self: Arc<Self>`, which streaming methods need so their stream can keep
+///   the service alive); parameters, `&Ctx`, return types and doc comments work as
+///   on [`#[tool]`](macro@tool) functions.
+/// * A method named `get`, `list`, `post`, `put`, `delete` or `patch` is a REST
+///   verb: its act is the bare verb, and the service becomes a REST resource
+///   (`"action": "res"` in its definition), reached over HTTP by
+///   `GET /prefix/name/<id>` and friends. Any other method's act is `$name`.
+/// * `#[tool(...)]` on a method takes `name`, `title`, `description`, `summary`,
+///   `timeout`, `annotations`, `args`, `deny_unknown_fields`, `stream` and `skip`.
+///
+/// # Keys of `#[tool_service(...)]`
+///
+/// `name` (default: the type's name in snake_case), `title`, `description` (default:
+/// the impl block's doc comment), `summary`, `alias`, `tags`, `timeout`,
+/// `concurrency`, `annotations`, `api = false` (not offered to remote callers),
+/// `client = false` (no typed client: for result types without `Deserialize`), and
+/// `crate`.
+///
+/// # Registration
+///
+/// A service whose type implements `Default` registers itself in
+/// [`Registry::global()`]. Any service is registered with its state by
+/// [`Registry::register_service`], or turned into a tool by
+/// [`ToolFunc::from_service`].
+///
+/// Trait impls, generic impls, and methods taking `self` by value or `&mut self`
+/// are compile errors.
+#[cfg(feature = "macros")]
+pub use toolfunc_macros::tool_service;
+
 /// Items used by the code that `#[tool]` generates. Not public API: no semver
 /// guarantees; do not use directly.
 #[doc(hidden)]
@@ -165,7 +253,100 @@ pub mod __private {
 
     pub use crate::error::convert;
     pub use crate::schema::{field_order, parse_args, schema_of};
+    pub use crate::service::{MethodHandler, MethodSpec, ServiceEntry, ServiceSpec, ToolService};
     pub use crate::tool::{ItemStream, SpecHandler, ToolSpec, to_output};
+    pub use ::futures::stream::BoxStream;
+    pub use ::std::sync::Arc;
+
+    /// The arguments object of a client call: `args` serialised, with `act`.
+    pub fn client_args<T: ::serde::Serialize + ?Sized>(
+        args: &T,
+        act: &str,
+    ) -> Result<Value, ToolError> {
+        let mut value = ::serde_json::to_value(args).map_err(|e| {
+            ToolError::arguments(
+                "",
+                ::std::format!("the arguments cannot be serialised: {e}"),
+            )
+        })?;
+        match &mut value {
+            Value::Object(map) => {
+                map.insert("act".into(), Value::String(act.into()));
+            }
+            _ => {
+                return Err(ToolError::arguments(
+                    "",
+                    "the arguments must serialise to a JSON object",
+                ));
+            }
+        }
+        Ok(value)
+    }
+
+    /// The result type of a typed client method.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be returned by a #[tool_service] client",
+        label = "the typed client needs `serde::Deserialize` on this type",
+        note = "derive `Deserialize` for it, or turn the client off with #[tool_service(client = false)]"
+    )]
+    pub trait ClientOutput: ::serde::de::DeserializeOwned {}
+    impl<T: ::serde::de::DeserializeOwned> ClientOutput for T {}
+
+    /// A client call's result as `T` (`OUTPUT` when it does not fit).
+    pub fn client_output<T: ClientOutput>(value: Value) -> Result<T, ToolError> {
+        ::serde_json::from_value(value).map_err(|e| ToolError::Output {
+            message: ::std::format!("the result does not match the method's type: {e}"),
+        })
+    }
+
+    /// A client stream's items as `T`.
+    pub fn client_stream<T: ClientOutput + Send + 'static>(
+        items: BoxStream<'static, Result<Value, ToolError>>,
+    ) -> BoxStream<'static, Result<T, ToolError>> {
+        ::std::boxed::Box::pin(StreamExt::map(items, |item| {
+            item.and_then(client_output::<T>)
+        }))
+    }
+
+    /// A client stream that fails at once.
+    pub fn client_failed_stream<T: Send + 'static>(
+        err: ToolError,
+    ) -> BoxStream<'static, Result<T, ToolError>> {
+        ::std::boxed::Box::pin(::futures::stream::once(::core::future::ready(Err(err))))
+    }
+
+    /// Registers a `#[tool_service]` type in the global registry only when it is
+    /// `Default` (autoref specialisation on the concrete type).
+    pub struct DefaultProbe<S>(::core::marker::PhantomData<S>);
+
+    impl<S> DefaultProbe<S> {
+        #[allow(clippy::new_without_default)]
+        pub const fn new() -> Self {
+            Self(::core::marker::PhantomData)
+        }
+    }
+
+    /// Chosen for `Default` services.
+    pub trait ViaDefault {
+        fn service_tool(&self) -> Option<Result<crate::ToolFunc, ToolError>>;
+    }
+
+    impl<S: ToolService + Default> ViaDefault for &DefaultProbe<S> {
+        fn service_tool(&self) -> Option<Result<crate::ToolFunc, ToolError>> {
+            Some(crate::ToolFunc::from_service(S::default()))
+        }
+    }
+
+    /// Chosen for the others.
+    pub trait NoDefault {
+        fn service_tool(&self) -> Option<Result<crate::ToolFunc, ToolError>>;
+    }
+
+    impl<S> NoDefault for DefaultProbe<S> {
+        fn service_tool(&self) -> Option<Result<crate::ToolFunc, ToolError>> {
+            None
+        }
+    }
     pub use ::futures::stream::{Stream, StreamExt};
 
     /// Boxes a tool's item stream.

@@ -19,6 +19,7 @@ use serde_json::Value;
 use crate::schema::{
     Validator, check_params_root, empty_object, field_order, parse_args, schema_of,
 };
+use crate::service::{ActDefinition, Acts};
 use crate::task::{Call, Drive, Watch, timeout_error};
 use crate::{CancellationToken, Ctx, ToolError};
 
@@ -75,6 +76,31 @@ pub struct ToolDefinition {
     /// Hints about the tool's behaviour, carried to every export.
     #[serde(default, skip_serializing_if = "Annotations::is_empty")]
     pub annotations: Annotations,
+    /// `"res"` for a REST resource (a service with REST verb methods); absent
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// The acts of a service (`"$hello"`, REST verbs such as `"get"`); empty for a
+    /// plain tool.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub methods: Vec<String>,
+    /// The definition of each act of a service, in the order of `methods`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acts: Vec<ActDefinition>,
+    /// Whether the tool is offered to remote callers (HTTP, MCP). A tool with
+    /// `api = false` runs only in process: remote discovery leaves it out and remote
+    /// calls get `NOT_FOUND`.
+    #[serde(rename = "isApi", default = "yes", skip_serializing_if = "is_true")]
+    pub api: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_true(value: &bool) -> bool {
+    *value
 }
 
 /// Hints about what a tool does, for clients deciding how to call it (an LLM host
@@ -201,6 +227,19 @@ pub(crate) enum Handler {
     Sync(Box<SyncFn>),
     Async(Box<AsyncFn>),
     Stream(Box<StreamFn>),
+    /// A service: the `act` argument picks one of its methods' handlers (never
+    /// `Acts` themselves).
+    Acts(Box<Acts>),
+}
+
+impl Handler {
+    fn can_stream(&self) -> bool {
+        match self {
+            Handler::Stream(_) => true,
+            Handler::Acts(acts) => acts.any_stream(),
+            _ => false,
+        }
+    }
 }
 
 /// How the arguments are checked before the handler runs.
@@ -383,6 +422,10 @@ impl ToolFunc {
             stream: _,
             timeout,
             annotations,
+            action: _,
+            methods: _,
+            acts: _,
+            api,
         } = definition;
         ToolBuilder {
             title,
@@ -394,6 +437,7 @@ impl ToolFunc {
             tags,
             timeout: timeout.map(Duration::from_millis),
             annotations,
+            api,
             schema_given: true,
             ..ToolBuilder::new(name)
         }
@@ -411,7 +455,11 @@ impl ToolFunc {
 
     /// Whether the tool only runs asynchronously (`run_sync` refuses it).
     pub fn is_async(&self) -> bool {
-        !matches!(self.handler, Handler::Sync(_))
+        match &self.handler {
+            Handler::Sync(_) => false,
+            Handler::Acts(acts) => acts.any_async(),
+            _ => true,
+        }
     }
 
     /// Whether a call runs at once on the caller's thread (a sync tool with no
@@ -422,7 +470,12 @@ impl ToolFunc {
 
     /// Whether the tool streams its result.
     pub fn is_stream(&self) -> bool {
-        matches!(self.handler, Handler::Stream(_))
+        self.handler.can_stream()
+    }
+
+    /// Whether remote callers may see and run the tool (`api = false` says no).
+    pub fn is_api(&self) -> bool {
+        self.definition.api
     }
 
     /// The tool's own timeout.
@@ -488,11 +541,9 @@ impl ToolFunc {
     /// A sync handler cannot be interrupted: a call that is already cancelled or out
     /// of time does not start, and one that starts runs to its end.
     pub(crate) fn call_sync(&self, ctx: &Ctx, args: Value) -> Result<Value, ToolError> {
-        let Handler::Sync(f) = &self.handler else {
-            return Err(ToolError::AsyncOnly {
-                name: self.definition.name.clone(),
-            });
-        };
+        if !matches!(self.handler, Handler::Sync(_) | Handler::Acts(_)) {
+            return Err(self.async_only());
+        }
         // A sync caller cannot wait for a slot: at the limit, say so.
         let _permit = match &self.concurrency {
             Some(limit) => {
@@ -506,21 +557,54 @@ impl ToolFunc {
             }
             None => None,
         };
-        self.sync_body(f, ctx, args)
+        self.sync_body(ctx, args)
     }
 
-    /// A sync handler's call, once any concurrency slot is held.
-    fn sync_body(&self, f: &SyncFn, ctx: &Ctx, args: Value) -> Result<Value, ToolError> {
+    fn async_only(&self) -> ToolError {
+        ToolError::AsyncOnly {
+            name: self.definition.name.clone(),
+        }
+    }
+
+    /// A sync handler's call (a plain tool's, or the sync method a service's `act`
+    /// picks), once any concurrency slot is held.
+    fn sync_body(&self, ctx: &Ctx, args: Value) -> Result<Value, ToolError> {
         if let Some(err) = Self::stopped_before_start(ctx) {
             return Err(err);
         }
-        let args = self.prepare(args)?;
+        let mut args = self.prepare(args)?;
+        let f = match &self.handler {
+            Handler::Sync(f) => f,
+            Handler::Acts(acts) => {
+                let index = acts.select(self.name(), &mut args)?;
+                match &acts.acts[index].handler {
+                    Handler::Sync(f) => f,
+                    _ => return Err(self.async_only()),
+                }
+            }
+            _ => return Err(self.async_only()),
+        };
+        Self::sync_invoke(f, ctx, args)
+    }
+
+    /// Runs a sync handler on checked arguments, catching a panic; runs the call's
+    /// cleanups.
+    fn sync_invoke(f: &SyncFn, ctx: &Ctx, args: Value) -> Result<Value, ToolError> {
         let result =
             catch_unwind(AssertUnwindSafe(|| f(ctx, args))).unwrap_or_else(|p| Err(panicked(&*p)));
         if let Some(state) = ctx.state_if_created() {
             state.run_cleanups();
         }
         result
+    }
+
+    /// The handler that runs a call: the tool's own, or for a service the one its
+    /// method `index` has.
+    fn handler_at(&self, index: Option<usize>) -> &Handler {
+        match (&self.handler, index) {
+            (Handler::Acts(acts), Some(index)) => &acts.acts[index].handler,
+            (handler, _) => handler,
+        }
     }
 
     /// Starts the tool of `ctx`. Sync handlers run at once; async and streaming ones
@@ -557,7 +641,11 @@ impl ToolFunc {
         }
         // The handler borrows the tool while `ctx` moves into it: hold the tool apart.
         let tool = ctx.tool().clone();
-        let args = tool.prepare(args)?;
+        let mut args = tool.prepare(args)?;
+        let act = match &tool.handler {
+            Handler::Acts(acts) => Some(acts.select(tool.name(), &mut args)?),
+            _ => None,
+        };
         let state = Arc::clone(ctx.state());
         let watch = Watch::new(
             Arc::clone(&state),
@@ -566,7 +654,7 @@ impl ToolFunc {
             abortable,
         );
         let limit = tool.concurrency.clone();
-        let started = catch_unwind(AssertUnwindSafe(|| match &tool.handler {
+        let started = catch_unwind(AssertUnwindSafe(|| match tool.handler_at(act) {
             Handler::Async(f) => Started::Value(Drive::new(gated(limit, f(ctx, args)), watch)),
             Handler::Stream(f) if as_stream => {
                 Started::Stream(gated_stream(limit, f(ctx, args)), watch)
@@ -574,13 +662,16 @@ impl ToolFunc {
             Handler::Stream(f) => {
                 Started::Value(Drive::new(gated(limit, collect(f(ctx, args))), watch))
             }
-            Handler::Sync(_) => {
-                // Here only to wait for a concurrency slot (which `gated` holds); then
-                // it runs inline.
+            Handler::Sync(_) | Handler::Acts(_) => {
+                // Here to wait for a concurrency slot (which `gated` holds), or for a
+                // service's sync method; then it runs inline.
                 let tool = tool.clone();
                 let body = Box::pin(async move {
-                    match &tool.handler {
-                        Handler::Sync(f) => tool.sync_body(f, &ctx, args),
+                    if let Some(err) = Self::stopped_before_start(&ctx) {
+                        return Err(err);
+                    }
+                    match tool.handler_at(act) {
+                        Handler::Sync(f) => Self::sync_invoke(f, &ctx, args),
                         _ => Err(ToolError::failed("the handler changed kind")),
                     }
                 });
@@ -746,6 +837,10 @@ pub struct ToolBuilder {
     setup: Option<Hook>,
     dispose: Option<Hook>,
     concurrency: Option<usize>,
+    api: bool,
+    action: Option<String>,
+    methods: Vec<String>,
+    act_definitions: Vec<ActDefinition>,
 }
 
 impl fmt::Debug for ToolBuilder {
@@ -778,7 +873,36 @@ impl ToolBuilder {
             setup: None,
             dispose: None,
             concurrency: None,
+            api: true,
+            action: None,
+            methods: Vec::new(),
+            act_definitions: Vec::new(),
         }
+    }
+
+    /// Whether remote callers (HTTP, MCP) may see and run the tool; `true` unless
+    /// set. A tool with `api(false)` still runs in process.
+    pub fn api(mut self, api: bool) -> Self {
+        self.api = api;
+        self
+    }
+
+    /// Makes the tool a service over `acts` (see [`crate::service`]).
+    pub(crate) fn acts(
+        mut self,
+        acts: Acts,
+        methods: Vec<String>,
+        definitions: Vec<ActDefinition>,
+        action: Option<String>,
+    ) -> Self {
+        self.handler = Some(Handler::Acts(Box::new(acts)));
+        self.methods = methods;
+        self.act_definitions = definitions;
+        self.action = action;
+        // Each method checks its own arguments; the service schema only lists them.
+        self.typed = true;
+        self.schema_given = false;
+        self
     }
 
     /// Sets the title.
@@ -1128,11 +1252,15 @@ impl ToolBuilder {
                 result: self.result,
                 alias: self.alias,
                 tags: self.tags,
-                stream: matches!(handler, Handler::Stream(_)),
+                stream: handler.can_stream(),
                 timeout: self
                     .timeout
                     .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
                 annotations: self.annotations,
+                action: self.action,
+                methods: self.methods,
+                acts: self.act_definitions,
+                api: self.api,
             },
             timeout: self.timeout,
             handler,
@@ -1171,6 +1299,8 @@ pub struct ToolSpec {
     /// `[read_only, destructive, idempotent, open_world, untrusted_output,
     /// needs_confirmation]`.
     pub annotations: [Option<bool>; 6],
+    /// `false` for `api = false`: not offered to remote callers.
+    pub api: bool,
     /// `file:line` of the function, for startup diagnostics.
     pub location: &'static str,
 }
@@ -1203,6 +1333,7 @@ impl ToolSpec {
         });
         builder.timeout = self.timeout_ms.map(Duration::from_millis);
         builder.concurrency = self.concurrency;
+        builder.api = self.api;
         let [
             read_only,
             destructive,

@@ -21,6 +21,7 @@ pub use events::{CallStatus, RegistryEvent, Subscription, SubscriptionError};
 pub use runner::Runner;
 
 use crate::ctx::Scope;
+use crate::service::ServiceEntry;
 use crate::stream::ToolStream;
 use crate::task::CallHandle;
 use crate::tool::{DependencyTarget, ToolRef, ToolSpec};
@@ -320,11 +321,18 @@ impl Registry {
         let mut problems = Vec::new();
         let mut conflict = false;
         let mut origin: HashMap<&str, &str> = HashMap::new();
-        for spec in inventory::iter::<ToolSpec> {
-            let tool = match spec.build() {
+        // `#[tool]` functions, then `#[tool_service]` types that are `Default`.
+        let functions = inventory::iter::<ToolSpec>
+            .into_iter()
+            .map(|spec| (spec.name, spec.location, spec.build()));
+        let services = inventory::iter::<ServiceEntry>
+            .into_iter()
+            .filter_map(|entry| Some((entry.name, entry.location, (entry.build)()?)));
+        for (name, location, built) in functions.chain(services) {
+            let tool = match built {
                 Ok(tool) => tool,
                 Err(err) => {
-                    problems.push(format!("{err} (at {})", spec.location));
+                    problems.push(format!("{err} (at {location})"));
                     continue;
                 }
             };
@@ -332,15 +340,14 @@ impl Registry {
                 conflict = true;
                 let first_at = origin.get(tool.name()).copied().unwrap_or("?");
                 problems.push(format!(
-                    "two tools are named `{}`: at {first_at} and at {}",
+                    "two tools are named `{}`: at {first_at} and at {location}",
                     tool.name(),
-                    spec.location
                 ));
             } else if let Some(why) = state.conflict(&tool, None) {
                 conflict = true;
-                problems.push(format!("{why} (at {})", spec.location));
+                problems.push(format!("{why} (at {location})"));
             } else {
-                origin.insert(spec.name, spec.location);
+                origin.insert(name, location);
                 // Collected at link time, these live as long as the program.
                 state.insert(ToolRef::leaked(tool), 1);
             }

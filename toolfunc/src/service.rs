@@ -1,0 +1,363 @@
+//! Services: a type whose methods are the acts of one tool (`#[tool_service]`).
+//!
+//! A service is registered as one tool. A call names the method to run with an
+//! `act` argument: `{"act": "$hello", "name": "Ann"}` runs `hello`. Methods named
+//! `get`, `list`, `post`, `put`, `delete` or `patch` are REST verbs (their act is the
+//! bare verb) and make the service a REST resource, which the HTTP layer maps onto
+//! `GET /prefix/users/1`, `PUT /prefix/users/1` and so on.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::tool::{Handler, ItemStream};
+use crate::{Annotations, Ctx, ToolError, ToolFunc};
+
+/// The REST verbs a method may be named after, in the order discovery lists them.
+pub const REST_VERBS: [&str; 6] = ["get", "post", "put", "delete", "patch", "list"];
+
+/// A type whose methods are the acts of one tool. Implemented by `#[tool_service]`;
+/// register a value with [`Registry::register_service`](crate::Registry::register_service)
+/// or turn it into a tool with [`ToolFunc::from_service`].
+pub trait ToolService: Send + Sync + 'static {
+    /// The service's definition, as `#[tool_service]` wrote it.
+    #[doc(hidden)]
+    fn __spec() -> &'static ServiceSpec<Self>
+    where
+        Self: Sized;
+}
+
+/// The definition of one method (act) of a service.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ActDefinition {
+    /// The act that selects the method: `"$hello"`, or a REST verb such as `"get"`.
+    pub name: String,
+    /// A short human-readable title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The method's description (its doc comment).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of the method's arguments (without `act`).
+    #[serde(default = "crate::schema::empty_object")]
+    pub params: Value,
+    /// JSON Schema of the method's result; absent when it returns nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// Whether the method streams its result.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stream: bool,
+    /// The method's own timeout, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u64>,
+    /// Hints about the method's behaviour.
+    #[serde(default, skip_serializing_if = "Annotations::is_empty")]
+    pub annotations: Annotations,
+}
+
+impl ActDefinition {
+    /// The method's name without the `$` of an RPC act (`"$hello"` → `"hello"`).
+    pub fn method(&self) -> &str {
+        self.name.strip_prefix('$').unwrap_or(&self.name)
+    }
+
+    /// Whether the act is a REST verb.
+    pub fn is_verb(&self) -> bool {
+        REST_VERBS.contains(&self.name.as_str())
+    }
+}
+
+/// What `#[tool_service]` writes for a service type.
+#[doc(hidden)]
+pub struct ServiceSpec<S: 'static> {
+    pub name: &'static str,
+    pub title: Option<&'static str>,
+    pub description: Option<&'static str>,
+    pub summary: Option<&'static str>,
+    pub alias: &'static [&'static str],
+    pub tags: &'static [&'static str],
+    pub timeout_ms: Option<u64>,
+    pub concurrency: Option<usize>,
+    pub annotations: [Option<bool>; 6],
+    pub api: bool,
+    pub methods: &'static [MethodSpec<S>],
+    pub location: &'static str,
+}
+
+/// One method of a [`ServiceSpec`].
+#[doc(hidden)]
+pub struct MethodSpec<S: 'static> {
+    /// `"$hello"` or a REST verb.
+    pub act: &'static str,
+    pub title: Option<&'static str>,
+    pub description: Option<&'static str>,
+    pub params: fn() -> Value,
+    pub result: Option<fn() -> Value>,
+    pub handler: MethodHandler<S>,
+    pub timeout_ms: Option<u64>,
+    pub annotations: [Option<bool>; 6],
+}
+
+type ValueFuture = BoxFuture<'static, Result<Value, ToolError>>;
+type StreamFuture = BoxFuture<'static, Result<ItemStream, ToolError>>;
+
+/// The handler of a [`MethodSpec`].
+#[doc(hidden)]
+pub enum MethodHandler<S: 'static> {
+    Sync(fn(&Arc<S>, &Ctx, Value) -> Result<Value, ToolError>),
+    Async(fn(Arc<S>, Ctx, Value) -> ValueFuture),
+    Stream(fn(Arc<S>, Ctx, Value) -> StreamFuture),
+}
+
+/// A service that registers itself in the global registry (one whose type is
+/// `Default`). Submitted by `#[tool_service]`.
+#[doc(hidden)]
+pub struct ServiceEntry {
+    pub name: &'static str,
+    pub location: &'static str,
+    /// `None` when the type is not `Default`: it is registered by hand.
+    pub build: fn() -> Option<Result<ToolFunc, ToolError>>,
+}
+
+inventory::collect!(ServiceEntry);
+
+pub(crate) fn annotations_of(hints: [Option<bool>; 6]) -> Annotations {
+    let [
+        read_only,
+        destructive,
+        idempotent,
+        open_world,
+        untrusted_output,
+        needs_confirmation,
+    ] = hints;
+    Annotations {
+        read_only,
+        destructive,
+        idempotent,
+        open_world,
+        untrusted_output,
+        needs_confirmation,
+    }
+}
+
+/// The methods of a service tool, as its handler.
+pub(crate) struct Acts {
+    pub(crate) acts: Vec<Act>,
+}
+
+pub(crate) struct Act {
+    pub(crate) name: String,
+    pub(crate) handler: Handler,
+}
+
+impl Acts {
+    /// Takes `act` out of the arguments and finds the method it names (`"hello"`
+    /// finds `"$hello"` too).
+    pub(crate) fn select(&self, tool: &str, args: &mut Value) -> Result<usize, ToolError> {
+        let act = match args.as_object_mut().and_then(|map| map.remove("act")) {
+            Some(Value::String(act)) => act,
+            None | Some(Value::Null) => {
+                return Err(ToolError::UnknownAct {
+                    tool: tool.to_owned(),
+                    act: String::new(),
+                });
+            }
+            Some(_) => {
+                return Err(ToolError::arguments(
+                    "/act",
+                    "expected a string naming one of the service's methods",
+                ));
+            }
+        };
+        self.position(&act).ok_or_else(|| ToolError::UnknownAct {
+            tool: tool.to_owned(),
+            act,
+        })
+    }
+
+    /// The index of the method `act` names, with or without its `$`.
+    pub(crate) fn position(&self, act: &str) -> Option<usize> {
+        self.acts.iter().position(|a| a.name == act).or_else(|| {
+            self.acts
+                .iter()
+                .position(|a| a.name.strip_prefix('$') == Some(act))
+        })
+    }
+
+    pub(crate) fn any_async(&self) -> bool {
+        self.acts
+            .iter()
+            .any(|a| !matches!(a.handler, Handler::Sync(_)))
+    }
+
+    pub(crate) fn any_stream(&self) -> bool {
+        self.acts
+            .iter()
+            .any(|a| matches!(a.handler, Handler::Stream(_)))
+    }
+}
+
+/// The act names of a service, in the order discovery lists them: the REST verbs
+/// first, then the `$` methods in declaration order.
+fn ordered_methods<S>(methods: &[MethodSpec<S>]) -> Vec<String> {
+    let mut names: Vec<String> = REST_VERBS
+        .iter()
+        .filter(|verb| methods.iter().any(|m| m.act == **verb))
+        .map(|verb| (*verb).to_owned())
+        .collect();
+    names.extend(
+        methods
+            .iter()
+            .filter(|m| !REST_VERBS.contains(&m.act))
+            .map(|m| m.act.to_owned()),
+    );
+    names
+}
+
+/// A method's handler bound to the service's state, with its own timeout.
+fn bind<S: Send + Sync + 'static>(
+    state: &Arc<S>,
+    handler: &MethodHandler<S>,
+    timeout: Option<Duration>,
+) -> Handler {
+    match *handler {
+        MethodHandler::Sync(f) => {
+            let state = Arc::clone(state);
+            Handler::Sync(Box::new(move |ctx, args| f(&state, ctx, args)))
+        }
+        MethodHandler::Async(f) => {
+            let state = Arc::clone(state);
+            Handler::Async(Box::new(move |ctx, args| {
+                let call = f(Arc::clone(&state), ctx, args);
+                match timeout {
+                    None => call,
+                    Some(limit) => Box::pin(async move {
+                        tokio::time::timeout(limit, call)
+                            .await
+                            .unwrap_or_else(|_| Err(crate::task::timeout_error(Some(limit))))
+                    }),
+                }
+            }))
+        }
+        MethodHandler::Stream(f) => {
+            let state = Arc::clone(state);
+            Handler::Stream(Box::new(move |ctx, args| f(Arc::clone(&state), ctx, args)))
+        }
+    }
+}
+
+fn owned(s: Option<&'static str>) -> Option<String> {
+    s.map(str::to_owned)
+}
+
+impl<S: Send + Sync + 'static> ServiceSpec<S> {
+    /// The service tool over `state`.
+    pub(crate) fn build(&self, state: &Arc<S>) -> Result<ToolFunc, ToolError> {
+        let names = ordered_methods(self.methods);
+        let is_resource = self.methods.iter().any(|m| REST_VERBS.contains(&m.act));
+        let mut properties = Map::new();
+        properties.insert(
+            "act".to_owned(),
+            json!({
+                "type": "string",
+                "description": "The method to run.",
+                "enum": names,
+            }),
+        );
+        if is_resource {
+            properties.insert(
+                "id".to_owned(),
+                json!({"description": "The resource id (REST verbs)."}),
+            );
+            properties.insert(
+                "val".to_owned(),
+                json!({"description": "The resource value (REST post and put)."}),
+            );
+        }
+        let mut acts = Vec::with_capacity(self.methods.len());
+        let mut definitions = Vec::with_capacity(self.methods.len());
+        for method in self.methods {
+            let timeout = method.timeout_ms.map(Duration::from_millis);
+            acts.push(Act {
+                name: method.act.to_owned(),
+                handler: bind(state, &method.handler, timeout),
+            });
+            let mut params = (method.params)();
+            if let Some(map) = params.as_object_mut() {
+                map.entry("properties")
+                    .or_insert_with(|| Value::Object(Map::new()));
+            }
+            definitions.push(ActDefinition {
+                name: method.act.to_owned(),
+                title: owned(method.title),
+                description: owned(method.description),
+                params,
+                result: method.result.map(|f| f()),
+                stream: matches!(method.handler, MethodHandler::Stream(_)),
+                timeout: method.timeout_ms,
+                annotations: annotations_of(method.annotations),
+            });
+        }
+        // Declaration order for the definitions too: the same order as `methods`.
+        definitions.sort_by_key(|d| names.iter().position(|n| *n == d.name));
+        let mut builder = ToolFunc::builder(self.name)
+            .params_schema(json!({"type": "object", "properties": properties}))
+            .annotations(annotations_of(self.annotations))
+            .api(self.api);
+        builder = builder.acts(
+            Acts { acts },
+            names,
+            definitions,
+            is_resource.then(|| "res".to_owned()),
+        );
+        if let Some(title) = self.title {
+            builder = builder.title(title);
+        }
+        if let Some(description) = self.description {
+            builder = builder.description(description);
+        }
+        if let Some(summary) = self.summary {
+            builder = builder.summary(summary);
+        }
+        for alias in self.alias {
+            builder = builder.alias(*alias);
+        }
+        for tag in self.tags {
+            builder = builder.tag(*tag);
+        }
+        if let Some(ms) = self.timeout_ms {
+            builder = builder.timeout(Duration::from_millis(ms));
+        }
+        if let Some(limit) = self.concurrency {
+            builder = builder.concurrency(limit);
+        }
+        builder.build()
+    }
+}
+
+impl ToolFunc {
+    /// The tool of a `#[tool_service]` value: one tool whose methods are its acts.
+    ///
+    /// Takes the service by value or as an `Arc` (keep a clone to reach its state).
+    pub fn from_service<S: ToolService>(service: impl Into<Arc<S>>) -> Result<ToolFunc, ToolError> {
+        S::__spec().build(&service.into())
+    }
+}
+
+impl crate::Registry {
+    /// Registers a `#[tool_service]` value (by value or as an `Arc`) as one tool.
+    ///
+    /// Services whose type is `Default` are in [`Registry::global`](crate::Registry::global)
+    /// already; this is for services built with state, and for other registries.
+    pub fn register_service<S: ToolService>(
+        &self,
+        service: impl Into<Arc<S>>,
+    ) -> Result<bool, ToolError> {
+        self.register(ToolFunc::from_service(service)?)
+    }
+}
