@@ -31,6 +31,8 @@
 mod call;
 mod ctx;
 mod error;
+#[cfg(feature = "http")]
+pub mod http;
 pub mod llm;
 mod registry;
 pub mod schema;

@@ -422,9 +422,9 @@ impl ToolFunc {
             stream: _,
             timeout,
             annotations,
-            action: _,
-            methods: _,
-            acts: _,
+            action,
+            methods,
+            acts,
             api,
         } = definition;
         ToolBuilder {
@@ -438,6 +438,9 @@ impl ToolFunc {
             timeout: timeout.map(Duration::from_millis),
             annotations,
             api,
+            action,
+            methods,
+            act_definitions: acts,
             schema_given: true,
             ..ToolBuilder::new(name)
         }
@@ -884,6 +887,15 @@ impl ToolBuilder {
     /// set. A tool with `api(false)` still runs in process.
     pub fn api(mut self, api: bool) -> Self {
         self.api = api;
+        self
+    }
+
+    /// Leaves the arguments unchecked before the handler runs (a remote tool: the
+    /// server checks them).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn unchecked(mut self) -> Self {
+        self.typed = true;
+        self.schema_given = false;
         self
     }
 

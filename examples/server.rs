@@ -1,0 +1,55 @@
+//! The demo catalog over HTTP: `cargo run --example server`.
+//!
+//! Serves `add`, the `greeter` service, the `users` REST resource, the streaming
+//! `countdown`, `fail` and `sleep` under `http://127.0.0.1:3000/api`, and prints
+//! how to call them. `--addr HOST:PORT` (or `PORT`) and `--prefix /path` change
+//! where.
+
+mod demo;
+
+use toolfunc::Registry;
+use toolfunc::http::{Api, Server};
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: server [--addr HOST:PORT] [--prefix /api]   (PORT in the environment also sets the port)"
+    );
+    std::process::exit(2)
+}
+
+#[tokio::main]
+async fn main() -> std::io::Result<()> {
+    let mut addr = format!(
+        "127.0.0.1:{}",
+        std::env::var("PORT").unwrap_or_else(|_| "3000".into())
+    );
+    let mut prefix = "/api".to_owned();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--addr" => addr = args.next().unwrap_or_else(|| usage()),
+            "--prefix" => prefix = args.next().unwrap_or_else(|| usage()),
+            _ => usage(),
+        }
+    }
+    // The catalog's #[tool] functions and Default #[tool_service]s are in the global
+    // registry already.
+    let api = Api::new(Registry::global().clone()).prefix(prefix);
+    let base = format!("http://{addr}{}", api.path());
+    let listener = tokio::net::TcpListener::bind(&addr).await?;
+    let server = Server::new().mount(api).map_err(std::io::Error::other)?;
+    println!("toolfunc demo server listening on {base}");
+    println!();
+    println!("  curl {base}                                          # discovery");
+    println!("  curl -X POST {base}/add -d '{{\"a\":1,\"b\":2}}'              # 3");
+    println!("  curl -X POST {base}/greeter -d '{{\"act\":\"$hello\",\"name\":\"Ann\"}}'");
+    println!("  curl {base}/users                                    # list");
+    println!("  curl {base}/users/1                                  # get");
+    println!("  curl -X POST {base}/users -d '{{\"val\":{{\"name\":\"Carol\"}}}}'  # post");
+    println!("  curl -X PUT {base}/users/1 -d '{{\"val\":{{\"name\":\"Alicia\"}}}}'");
+    println!("  curl -X DELETE {base}/users/2");
+    println!("  curl -N -X POST {base}/countdown -d '{{\"count\":3,\"stream\":true}}'  # NDJSON");
+    println!("  curl -X POST {base}/fail                             # 500");
+    println!("  curl -X POST {base}/sleep -d '{{\"ms\":500}}'");
+    server.serve(listener).await
+}

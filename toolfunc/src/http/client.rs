@@ -1,0 +1,399 @@
+//! The HTTP client: loads a server's discovery into a local registry whose tools
+//! call the server.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use reqwest::{Method, Url};
+use serde_json::{Map, Value};
+
+use super::wire::{self, NDJSON, REQ_ID, RPC_ACT, RPC_RES_ID};
+use crate::service::REST_VERBS;
+use crate::tool::ItemStream;
+use crate::{Registry, ToolDefinition, ToolError, ToolFunc, Transport};
+
+/// What `encodeURIComponent` leaves alone; everything else is percent-encoded
+/// (spaces as `%20`, never `+`).
+const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'!')
+    .remove(b'~')
+    .remove(b'*')
+    .remove(b'\'')
+    .remove(b'(')
+    .remove(b')');
+
+/// A remote tool server (toolfunc's or a JavaScript `@isdk/tool-rpc` one) as a
+/// registry: every remote tool runs by name, like a local one.
+///
+/// `Client` derefs to a [`Registry`] holding one tool per remote tool: `run`,
+/// `run_stream`, `with(CallOptions)` and aliases work as for local tools. Service
+/// acts and REST verbs are written in their wire form:
+/// `{"act": "$hello", "name": "Ann"}`, `{"act": "get", "id": "1"}`,
+/// `{"act": "post", "val": {..}}`. Errors come back as the [`ToolError`] the
+/// server raised (same `code()`). A timeout or a cancelled call aborts its HTTP
+/// request.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), toolfunc::ToolError> {
+/// use serde_json::json;
+/// let client = toolfunc::http::Client::connect("http://127.0.0.1:3000/api").await?;
+/// assert_eq!(client.run("add", json!({"a": 1, "b": 2})).await?, json!(3.0));
+/// let alice = client.run("users", json!({"act": "get", "id": "1"})).await?;
+/// # let _ = alice; Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Client {
+    registry: Registry,
+    remote: Arc<Remote>,
+}
+
+#[derive(Debug)]
+struct Remote {
+    base: Url,
+    http: reqwest::Client,
+    /// The remote definitions, for REST verb mapping.
+    registry: Registry,
+}
+
+impl std::ops::Deref for Client {
+    type Target = Registry;
+
+    fn deref(&self) -> &Registry {
+        &self.registry
+    }
+}
+
+impl Client {
+    /// Loads the discovery of the API at `url` (e.g. `http://host:3000/api`).
+    pub async fn connect(url: &str) -> Result<Self, ToolError> {
+        Self::connect_with(url, reqwest::Client::new()).await
+    }
+
+    /// Like [`connect`](Self::connect), with a configured `reqwest::Client` (default
+    /// headers such as `authorization`, proxies, timeouts).
+    pub async fn connect_with(url: &str, http: reqwest::Client) -> Result<Self, ToolError> {
+        let base = Url::parse(url.trim_end_matches('/'))
+            .map_err(|e| ToolError::custom("BAD_URL", 400, format!("`{url}` is not a URL: {e}")))?;
+        let registry = Registry::new();
+        let remote = Arc::new(Remote {
+            base,
+            http,
+            registry: registry.clone(),
+        });
+        // Discovery: `GET <api>`, no trailing slash (older servers match it exactly).
+        let response = remote
+            .send(
+                remote
+                    .http
+                    .get(remote.base.clone())
+                    .header(REQ_ID, request_id()),
+            )
+            .await?;
+        let listing = remote.json(response, "").await?;
+        let Value::Object(entries) = listing else {
+            return Err(ToolError::Output {
+                message: "the discovery response is not an object of tool definitions".into(),
+            });
+        };
+        for (name, entry) in &entries {
+            let Some(def) = wire::definition_from_wire(name, entry) else {
+                tracing::warn!(tool = %name, "skipping a discovery entry that is not a tool definition");
+                continue;
+            };
+            registry.register(remote_tool(&remote, def)?)?;
+        }
+        Ok(Self { registry, remote })
+    }
+
+    /// The registry of remote tools.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The API's URL.
+    pub fn url(&self) -> &str {
+        self.remote.base.as_str()
+    }
+}
+
+impl Transport for Client {
+    fn call(
+        &self,
+        name: &str,
+        args: Value,
+    ) -> futures::future::BoxFuture<'static, Result<Value, ToolError>> {
+        self.registry.call(name, args)
+    }
+
+    fn call_stream(&self, name: &str, args: Value) -> BoxStream<'static, Result<Value, ToolError>> {
+        self.registry.call_stream(name, args)
+    }
+}
+
+/// A local tool standing for a remote one.
+fn remote_tool(remote: &Arc<Remote>, def: ToolDefinition) -> Result<ToolFunc, ToolError> {
+    let name = def.name.clone();
+    let streams = def.stream;
+    let builder = ToolFunc::from_definition(def);
+    let remote = Arc::clone(remote);
+    let builder = if streams {
+        builder.stream_handler(move |_ctx, args| {
+            let remote = Arc::clone(&remote);
+            let name = name.clone();
+            async move { remote.open_stream(&name, args).await }
+        })
+    } else {
+        builder.handler(move |_ctx, args| {
+            let remote = Arc::clone(&remote);
+            let name = name.clone();
+            async move { remote.call(&name, args).await }
+        })
+    };
+    // The server checks the arguments; a second check here could only disagree.
+    builder.unchecked().build()
+}
+
+fn request_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{nanos:x}-{:x}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+fn unreachable(url: &Url, err: &reqwest::Error) -> ToolError {
+    if err.is_timeout() {
+        return ToolError::Timeout { after_ms: None };
+    }
+    ToolError::custom("UNREACHABLE", 503, format!("{url}: {err}"))
+}
+
+impl Remote {
+    async fn send(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response, ToolError> {
+        request
+            .send()
+            .await
+            .map_err(|e| unreachable(&self.base, &e))
+    }
+
+    /// A success body as JSON (empty means `null`; text that is not JSON is a
+    /// string), an error body as the `ToolError` it stands for.
+    async fn json(&self, response: reqwest::Response, tool: &str) -> Result<Value, ToolError> {
+        let status = response.status().as_u16();
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| unreachable(&self.base, &e))?;
+        if !(200..300).contains(&status) {
+            return Err(wire::error_from_body(status, &bytes, tool));
+        }
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Value::Null);
+        }
+        Ok(serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::from(String::from_utf8_lossy(&bytes).into_owned())))
+    }
+
+    async fn call(&self, name: &str, args: Value) -> Result<Value, ToolError> {
+        let response = self.send(self.request(name, args)?).await?;
+        self.json(response, name).await
+    }
+
+    async fn open_stream(&self, name: &str, args: Value) -> Result<ItemStream, ToolError> {
+        let mut args = args;
+        // A tool with a `stream` parameter streams only when asked to.
+        if let Some(map) = args.as_object_mut() {
+            map.insert("stream".into(), Value::Bool(true));
+        }
+        let response = self
+            .send(
+                self.request(name, args)?
+                    .header(reqwest::header::ACCEPT, NDJSON),
+            )
+            .await?;
+        let status = response.status().as_u16();
+        if !(200..300).contains(&status) {
+            let bytes = response.bytes().await.unwrap_or_default();
+            return Err(wire::error_from_body(status, &bytes, name));
+        }
+        Ok(ndjson(
+            response.bytes_stream(),
+            name.to_owned(),
+            self.base.clone(),
+        ))
+    }
+
+    /// The request for a call, in the shapes both server generations accept.
+    fn request(&self, name: &str, args: Value) -> Result<reqwest::RequestBuilder, ToolError> {
+        let mut args = match args {
+            Value::Object(map) => map,
+            Value::Null => Map::new(),
+            _ => {
+                return Err(ToolError::arguments(
+                    "",
+                    "expected an object of named arguments",
+                ));
+            }
+        };
+        let act = args.get("act").and_then(Value::as_str).map(str::to_owned);
+        let is_resource = self
+            .registry
+            .get(name)
+            .is_some_and(|t| t.definition().action.as_deref() == Some("res"));
+        let verb = act
+            .as_deref()
+            .filter(|a| is_resource && REST_VERBS.contains(a));
+        let mut url = self.base.clone();
+        let push = |url: &mut Url, segment: &str| {
+            if let Ok(mut segments) = url.path_segments_mut() {
+                segments.pop_if_empty().push(segment);
+            }
+        };
+        push(&mut url, name);
+        let id_segment = |args: &mut Map<String, Value>| match args.get("id") {
+            Some(Value::String(id)) => Some(id.clone()),
+            Some(Value::Null) | None => None,
+            Some(other) => Some(other.to_string()),
+        };
+        let (method, body) = match verb {
+            Some(verb @ ("list" | "get" | "delete")) => {
+                args.remove("act");
+                if verb != "list"
+                    && let Some(id) = id_segment(&mut args)
+                {
+                    args.remove("id");
+                    push(&mut url, &id);
+                }
+                if !args.is_empty() {
+                    let json = Value::Object(args).to_string();
+                    url.set_query(Some(&format!(
+                        "p={}",
+                        utf8_percent_encode(&json, COMPONENT)
+                    )));
+                }
+                let method = if verb == "delete" {
+                    Method::DELETE
+                } else {
+                    Method::GET
+                };
+                (method, None)
+            }
+            Some(verb) => {
+                args.remove("act");
+                let method = match verb {
+                    "put" => Method::PUT,
+                    "patch" => Method::PATCH,
+                    _ => Method::POST,
+                };
+                if verb != "post"
+                    && let Some(id) = id_segment(&mut args)
+                {
+                    push(&mut url, &id);
+                }
+                (method, Some(args))
+            }
+            None => (Method::POST, Some(args)),
+        };
+        let mut request = self.http.request(method, url).header(REQ_ID, request_id());
+        if let Some(act) = &act {
+            request = request.header(RPC_ACT, act);
+        }
+        if let Some(body) = body {
+            if let Some(Value::String(id)) = body.get("id")
+                && verb.is_some()
+            {
+                request = request.header(RPC_RES_ID, id);
+            }
+            let bytes =
+                serde_json::to_vec(&Value::Object(body)).map_err(|e| ToolError::Output {
+                    message: e.to_string(),
+                })?;
+            request = request
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(bytes);
+        }
+        Ok(request)
+    }
+}
+
+/// NDJSON lines as items; a final line with `error` and `errorCode` (how a
+/// toolfunc server reports a failure mid-stream) becomes that error and ends it.
+fn ndjson(
+    bytes: impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Send + 'static,
+    tool: String,
+    base: Url,
+) -> ItemStream {
+    struct Lines<S> {
+        bytes: S,
+        buffer: Vec<u8>,
+        done: bool,
+    }
+    let state = Lines {
+        bytes: Box::pin(bytes),
+        buffer: Vec::new(),
+        done: false,
+    };
+    futures::stream::unfold(state, move |mut state| {
+        let tool = tool.clone();
+        let base = base.clone();
+        async move {
+            loop {
+                if let Some(end) = state.buffer.iter().position(|b| *b == b'\n') {
+                    let line: Vec<u8> = state.buffer.drain(..=end).collect();
+                    if let Some(item) = parse_line(&line, &tool) {
+                        if item.is_err() {
+                            state.done = true;
+                            state.buffer.clear();
+                        }
+                        return Some((item, state));
+                    }
+                    continue;
+                }
+                if state.done {
+                    // The rest, without a final newline.
+                    let line = std::mem::take(&mut state.buffer);
+                    return parse_line(&line, &tool).map(|item| (item, state));
+                }
+                match state.bytes.next().await {
+                    Some(Ok(chunk)) => state.buffer.extend_from_slice(&chunk),
+                    Some(Err(err)) => {
+                        state.done = true;
+                        state.buffer.clear();
+                        return Some((Err(unreachable(&base, &err)), state));
+                    }
+                    None => state.done = true,
+                }
+            }
+        }
+    })
+    .boxed()
+}
+
+fn parse_line(line: &[u8], tool: &str) -> Option<Result<Value, ToolError>> {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    Some(match serde_json::from_slice::<Value>(line) {
+        Ok(value)
+            if value.get("errorCode").is_some_and(Value::is_string)
+                && value.get("error").is_some_and(Value::is_string) =>
+        {
+            let status = value
+                .get("code")
+                .and_then(Value::as_u64)
+                .and_then(|c| u16::try_from(c).ok())
+                .unwrap_or(500);
+            Err(wire::error_from_body(status, line, tool))
+        }
+        Ok(value) => Ok(value),
+        Err(err) => Err(ToolError::Output {
+            message: format!("a streamed line is not JSON: {err}"),
+        }),
+    })
+}

@@ -1,0 +1,55 @@
+//! HTTP RPC and REST (feature `http`): serve a [`Registry`](crate::Registry) on
+//! axum, call a remote one with [`Client`].
+//!
+//! The wire format is that of the JavaScript `@isdk/tool-rpc` packages, so their
+//! clients call a toolfunc server and toolfunc's client calls their servers:
+//!
+//! | request | runs |
+//! | --- | --- |
+//! | `GET /api` | discovery: `{name: definition}` of every tool not marked `api = false` |
+//! | `POST /api/add` with `{"a":1,"b":2}` | `add` (any method but GET/DELETE reads the JSON body; an alias works too) |
+//! | `GET /api/add?p={"a":1,"b":2}` | the same, with the arguments in `p` (GET and DELETE) |
+//! | `POST /api/greeter` with `{"act":"$hello","name":"Ann"}` | the service method `hello` (or with the `rpc-act: $hello` header) |
+//! | `GET /api/users` / `GET /api/users/1` | a REST resource's `list` / `get` with `id` `"1"` |
+//! | `POST /api/users` with `{"val":{..}}` | `post` |
+//! | `PUT /api/users/1` with `{"val":{..}}` | `put` (`PATCH` → `patch`) |
+//! | `DELETE /api/users/1` | `delete` |
+//!
+//! * **Headers**: `rpc-fn` names the tool, `rpc-act` the act, `rpc-res-id` the id
+//!   (each wins over the path and the body); `rpc-timeout` (ms) bounds the call;
+//!   `rpc-client-id`/`x-client-id` becomes [`Ctx::caller`](crate::Ctx::caller);
+//!   `req-id` is echoed on the response.
+//! * **Casting**: a path id and plain query parameters (`?a=1&b=2`) are cast to the
+//!   type the parameter's schema gives (`"42"` → `42`).
+//! * **Success**: `200` with the JSON result (`null` for none).
+//! * **Errors**: the error's HTTP status, and a body both JavaScript clients read,
+//!   plus the stable code: `{"name":"users","code":404,"errorCode":"USER_NOT_FOUND",
+//!   "data":{"what":"99"},"error":"Could not find 99."}`. Malformed JSON, a body that
+//!   is not an object, and wrong argument types are `400` (`ARGUMENTS`, with the JSON
+//!   Pointer in `data.path`); unknown and `api = false` tools alike are `404`; an
+//!   unknown act is `404` (`UNKNOWN_ACT`); a body over the limit (1 MiB by default)
+//!   is `413`.
+//! * **Streams**: a streaming tool answers a call that asks for a stream (with
+//!   `"stream": true` when the tool declares a `stream` parameter, always
+//!   otherwise) with `200`, `Content-Type: application/x-ndjson` and one JSON item
+//!   per line, as it is produced; a slow reader slows the producer. An error after
+//!   the first item ends the body with one error line shaped like an error body
+//!   (`{"error": .., "errorCode": .., "code": ..}`). A client that disconnects
+//!   cancels the call (its token fires, its cleanups run), streaming or not.
+//! * **Safety**: `OPTIONS` and `HEAD` run nothing; `act` reaches only declared
+//!   methods; discovery carries no code; an auth hook ([`Api::with_auth`]) sees
+//!   every request before anything runs.
+//!
+//! ```no_run
+//! # async fn run() -> std::io::Result<()> {
+//! // Every #[tool] and Default #[tool_service] of the program, under /api.
+//! toolfunc::http::serve("127.0.0.1:3000", toolfunc::Registry::global().clone()).await
+//! # }
+//! ```
+
+mod client;
+mod server;
+mod wire;
+
+pub use client::Client;
+pub use server::{Api, AuthRequest, DEFAULT_BODY_LIMIT, Server, router, serve};
