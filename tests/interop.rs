@@ -1,0 +1,201 @@
+//! Interoperability with the published JavaScript `@isdk/tool-rpc` 0.1.1 packages
+//! (node scripts in `interop/`; `.ci/run` installs them with `npm ci`):
+//!
+//! * the JavaScript client drives a toolfunc server serving the demo catalog;
+//! * toolfunc's `Client` (and the typed service clients) drive a JavaScript server
+//!   serving the same catalog.
+
+#[path = "../examples/demo/mod.rs"]
+#[allow(dead_code)]
+mod demo;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+use toolfunc::Registry;
+use toolfunc::http::{Api, Client, Server};
+
+use demo::{GreeterClient, UsersClient};
+
+fn interop_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("interop");
+    assert!(
+        dir.join("node_modules/@isdk/tool-rpc").is_dir(),
+        "the JavaScript packages are not installed: run `npm ci` in {}",
+        dir.display()
+    );
+    dir
+}
+
+fn catalog() -> Registry {
+    let registry = Registry::new();
+    for name in ["add", "countdown", "fail", "sleep"] {
+        registry
+            .register(Registry::global().get(name).expect("demo tool"))
+            .unwrap();
+    }
+    registry.register_service(demo::Greeter).unwrap();
+    registry.register_service(demo::Users::default()).unwrap();
+    registry
+}
+
+#[tokio::test]
+async fn javascript_client_drives_a_toolfunc_server() {
+    let dir = interop_dir();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(
+        Server::new()
+            .mount(Api::new(catalog()))
+            .unwrap()
+            .serve(listener),
+    );
+    let output = tokio::time::timeout(
+        Duration::from_secs(60),
+        Command::new("node")
+            .arg("client.mjs")
+            .arg(format!("http://{addr}/api"))
+            .current_dir(&dir)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the JavaScript client finished within 60 s")
+    .expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && stdout.contains("checks passed"),
+        "JavaScript client failed\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+    );
+}
+
+/// A JavaScript server on a free port, killed when dropped.
+async fn javascript_server() -> (tokio::process::Child, String) {
+    let dir = interop_dir();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = Command::new("node")
+        .arg("server.mjs")
+        .env("PORT", port.to_string())
+        .current_dir(&dir)
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node runs");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let url = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.expect("server output") {
+            if let Some(url) = line.strip_prefix("listening ") {
+                return url.trim().to_owned();
+            }
+        }
+        panic!("the JavaScript server exited before listening");
+    })
+    .await
+    .expect("the JavaScript server listened within 30 s");
+    // Keep draining its output so it never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url)
+}
+
+#[tokio::test]
+async fn toolfunc_client_drives_a_javascript_server() {
+    let (_server, url) = javascript_server().await;
+    let client = Client::connect(&url).await.unwrap();
+    for name in ["add", "greeter", "users", "countdown", "fail", "sleep"] {
+        assert!(client.get(name).is_some(), "{name} is not in the discovery");
+    }
+    // Plain calls, by name and alias.
+    assert_eq!(client.run("add", json!({"a": 1, "b": 2})).await.unwrap(), 3);
+    assert_eq!(
+        client.run("plus", json!({"a": 2, "b": 3})).await.unwrap(),
+        5
+    );
+    // Service acts.
+    assert_eq!(
+        client
+            .run("greeter", json!({"act": "$hello", "name": "Ann"}))
+            .await
+            .unwrap(),
+        "hello Ann"
+    );
+    assert_eq!(
+        client
+            .run("greeter", json!({"act": "$mul", "a": 6, "b": 7}))
+            .await
+            .unwrap(),
+        42
+    );
+    // Every REST verb.
+    let list = client.run("users", json!({"act": "list"})).await.unwrap();
+    assert!(list.as_array().is_some_and(|l| l.len() >= 2), "{list}");
+    let alice = client
+        .run("users", json!({"act": "get", "id": "1"}))
+        .await
+        .unwrap();
+    assert_eq!(alice["name"], "Alice");
+    let err = client
+        .run("users", json!({"act": "get", "id": "99"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.status(), 404, "{err:?}");
+    let carol = client
+        .run("users", json!({"act": "post", "val": {"name": "Carol"}}))
+        .await
+        .unwrap();
+    let id = carol["id"].as_str().expect("a string id").to_owned();
+    let caroline = client
+        .run(
+            "users",
+            json!({"act": "put", "id": id, "val": {"name": "Caroline"}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(caroline["name"], "Caroline");
+    assert_eq!(caroline["id"], json!(id));
+    let bob = client
+        .run("users", json!({"act": "$promote", "id": "2"}))
+        .await
+        .unwrap();
+    assert_eq!(bob["role"], "admin");
+    let deleted = client
+        .run("users", json!({"act": "delete", "id": id}))
+        .await
+        .unwrap();
+    assert_eq!(deleted, json!({"deleted": id}));
+    // Errors.
+    let err = client.run("fail", json!({})).await.unwrap_err();
+    assert_eq!(err.status(), 500);
+    assert!(err.to_string().contains("boom"), "{err}");
+    // The stream, item by item.
+    let items: Vec<Value> = client
+        .run_stream("countdown", json!({"count": 3}))
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    assert_eq!(
+        items,
+        [json!({"tick": 3}), json!({"tick": 2}), json!({"tick": 1})]
+    );
+    assert_eq!(
+        client.run("sleep", json!({"ms": 5})).await.unwrap(),
+        json!({"slept": 5})
+    );
+
+    // The typed clients generated for the Rust services call the JavaScript ones.
+    let greeter = GreeterClient::new(client.clone());
+    assert_eq!(greeter.hello("Bo".into()).await.unwrap(), "hello Bo");
+    let users = UsersClient::new(client);
+    assert_eq!(users.get("1".into()).await.unwrap().fields["name"], "Alice");
+    assert_eq!(users.get("404".into()).await.unwrap_err().status(), 404);
+}
