@@ -42,8 +42,8 @@ mod task;
 mod tool;
 mod transport;
 
-/// The README's examples, compiled and run as doc tests.
-#[cfg(doctest)]
+/// The README's examples, compiled and run as doc tests (they include the HTTP layer).
+#[cfg(all(doctest, feature = "http"))]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
 

@@ -51,5 +51,10 @@ mod client;
 mod server;
 mod wire;
 
+/// The axum version the server is built on (for mounting [`Api::router`]).
+pub use axum;
+/// The reqwest version the client is built on (for [`Client::connect_with`]).
+pub use reqwest;
+
 pub use client::Client;
 pub use server::{Api, AuthRequest, DEFAULT_BODY_LIMIT, Server, router, serve};

@@ -14,7 +14,7 @@ use futures::StreamExt;
 use serde_json::{Map, Value};
 
 use super::wire::{self, NDJSON, REQ_ID, RPC_ACT, RPC_FN, RPC_RES_ID, RPC_TIMEOUT};
-use crate::{CallOptions, Registry, ToolDefinition, ToolError};
+use crate::{CallOptions, Registry, ToolError, ToolRef};
 
 /// The default request body limit: 1 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
@@ -220,7 +220,7 @@ pub async fn serve(
 
 /// A parsed call, ready to run.
 struct Call {
-    def: ToolDefinition,
+    tool: ToolRef,
     act: Option<String>,
     params: Value,
 }
@@ -281,20 +281,26 @@ async fn respond(api: &Api, request: Request) -> Response {
         let request = AuthRequest {
             method: &method,
             headers: &parts.headers,
-            tool: Some(&call.def.name),
+            tool: Some(call.tool.name()),
             act: call.act.as_deref(),
         };
         if let Err(err) = auth(&request) {
-            return error_response(Some(&call.def.name), &err);
+            return error_response(Some(call.tool.name()), &err);
         }
     }
-    let mut options = CallOptions::new();
-    if let Some(ms) = header_str(RPC_TIMEOUT).and_then(|t| t.parse::<u64>().ok()) {
-        options = options.timeout(Duration::from_millis(ms));
-    }
-    if let Some(caller) = wire::CLIENT_IDS.iter().find_map(|h| header_str(h)) {
-        options = options.caller(caller);
-    }
+    // Options only when the request sets some: a plain call skips the scoped runner.
+    let timeout = header_str(RPC_TIMEOUT).and_then(|t| t.parse::<u64>().ok());
+    let caller = wire::CLIENT_IDS.iter().find_map(|h| header_str(h));
+    let options = (timeout.is_some() || caller.is_some()).then(|| {
+        let mut options = CallOptions::new();
+        if let Some(ms) = timeout {
+            options = options.timeout(Duration::from_millis(ms));
+        }
+        if let Some(caller) = caller {
+            options = options.caller(caller);
+        }
+        options
+    });
     run(api, call, options).await
 }
 
@@ -322,7 +328,7 @@ fn segments(path: &str, prefix: &str) -> Result<Vec<String>, ToolError> {
         .map(|s| {
             percent_encoding::percent_decode_str(s)
                 .decode_utf8()
-                .map(|d| d.into_owned())
+                .map(std::borrow::Cow::into_owned)
                 .map_err(|_| ToolError::arguments("", "the URL path is not valid UTF-8"))
         })
         .collect()
@@ -349,7 +355,7 @@ async fn parse_call(
         .get(tool)
         .filter(|t| t.is_api())
         .ok_or_else(|| ToolError::not_found(tool))?;
-    let def = found.definition().clone();
+    let def = found.definition();
     let is_service = !def.methods.is_empty();
     let id_text = header_str(RPC_RES_ID).or_else(|| segments.get(1).cloned());
     let mut act = if is_service {
@@ -396,7 +402,11 @@ async fn parse_call(
     if let Some(act) = &act {
         map.insert("act".to_owned(), Value::from(act.clone()));
     }
-    Ok(Call { def, act, params })
+    Ok(Call {
+        tool: found,
+        act,
+        params,
+    })
 }
 
 /// `?p=<JSON>` (form-decoded: `+` is a space), plus any other query parameters,
@@ -466,29 +476,35 @@ fn parse_object(bytes: &[u8], path: &str) -> Result<Value, ToolError> {
 /// Whether the call asks for a stream: the tool (or act) streams and, when it
 /// declares a `stream` parameter, the call sets it.
 fn wants_stream(call: &Call) -> bool {
-    let (streams, params) = match call.act.as_deref().and_then(|a| {
-        call.def
-            .acts
-            .iter()
-            .find(|d| d.name == a || d.method() == a)
-    }) {
+    let def = call.tool.definition();
+    let (streams, params) = match call
+        .act
+        .as_deref()
+        .and_then(|a| def.acts.iter().find(|d| d.name == a || d.method() == a))
+    {
         Some(act) => (act.stream, &act.params),
-        None => (call.def.stream, &call.def.params),
+        None => (def.stream, &def.params),
     };
     streams
         && (wire::property(params, "stream").is_none() || wire::truthy(call.params.get("stream")))
 }
 
-async fn run(api: &Api, call: Call, options: CallOptions) -> Response {
-    let runner = api.registry.with(options);
-    let name = call.def.name.clone();
+async fn run(api: &Api, call: Call, options: Option<CallOptions>) -> Response {
+    let name = call.tool.name().to_owned();
     if !wants_stream(&call) {
-        return match runner.run(&name, call.params).await {
+        let result = match options {
+            Some(options) => api.registry.with(options).run(&name, call.params).await,
+            None => api.registry.run(&name, call.params).await,
+        };
+        return match result {
             Ok(value) => json_response(StatusCode::OK, &value),
             Err(err) => error_response(Some(&name), &err),
         };
     }
-    let mut items = runner.run_stream(&name, call.params);
+    let mut items = match options {
+        Some(options) => api.registry.with(options).run_stream(&name, call.params),
+        None => api.registry.run_stream(&name, call.params),
+    };
     // An error before the first item is an ordinary error response.
     let first = match items.next().await {
         Some(Err(err)) => return error_response(Some(&name), &err),

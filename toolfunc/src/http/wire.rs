@@ -96,22 +96,18 @@ pub(crate) fn error_from_body(status: u16, body: &[u8], tool: &str) -> ToolError
         }
     }
     // A server that does not send a stable code: map the status.
-    match status {
-        404 => {
-            let what = data
-                .as_ref()
-                .and_then(|d| d.get("what"))
-                .and_then(Value::as_str)
-                .unwrap_or(tool);
-            ToolError::not_found(what)
-        }
-        _ => {
-            let err = ToolError::custom(format!("HTTP_{status}"), status, message);
-            match data {
-                Some(data) => err.with_data(data),
-                None => err,
-            }
-        }
+    if status == 404 {
+        let what = data
+            .as_ref()
+            .and_then(|d| d.get("what"))
+            .and_then(Value::as_str)
+            .unwrap_or(tool);
+        return ToolError::not_found(what);
+    }
+    let err = ToolError::custom(format!("HTTP_{status}"), status, message);
+    match data {
+        Some(data) => err.with_data(data),
+        None => err,
     }
 }
 

@@ -1,0 +1,93 @@
+//! HTTP throughput: the `add` call through `toolfunc::http` against a bare axum
+//! handler doing the same JSON work (parse `{"a","b"}`, answer `a + b`), both served
+//! in this process over loopback and driven by the same keep-alive client.
+//!
+//! `cargo bench --bench http`. `one` is one request at a time (latency); `batch64`
+//! is 64 requests in flight at once (throughput). Requests per second relative to
+//! the bare handler = bare time / toolfunc time.
+
+use std::hint::black_box;
+use std::net::SocketAddr;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
+use criterion::{Criterion, criterion_group, criterion_main};
+use futures::future::join_all;
+use toolfunc::{Registry, tool};
+
+/// Adds two numbers.
+#[tool]
+fn add(a: f64, b: f64) -> f64 {
+    a + b
+}
+
+#[derive(serde::Deserialize)]
+struct AddArgs {
+    a: f64,
+    b: f64,
+}
+
+/// The floor: the same JSON work in a plain axum handler.
+async fn bare_add(body: Bytes) -> Response {
+    let Ok(args) = serde_json::from_slice::<AddArgs>(&body) else {
+        let mut response = Response::new(Body::from("{\"error\":\"bad arguments\"}"));
+        *response.status_mut() = StatusCode::BAD_REQUEST;
+        return response;
+    };
+    let out = serde_json::to_vec(&add(args.a, args.b)).unwrap_or_default();
+    let mut response = Response::new(Body::from(out));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+async fn serve(router: axum::Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let addr = listener.local_addr().expect("a bound address");
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    addr
+}
+
+fn http(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let (bare, ours) = runtime.block_on(async {
+        let bare = serve(axum::Router::new().route("/add", axum::routing::post(bare_add))).await;
+        let ours = serve(toolfunc::http::router(Registry::global().clone())).await;
+        (
+            format!("http://{bare}/add"),
+            format!("http://{ours}/api/add"),
+        )
+    });
+    let client = reqwest::Client::new();
+    let body = Bytes::from_static(b"{\"a\":1,\"b\":2}");
+    let call = |url: &str| {
+        let request = client.post(url).body(body.clone());
+        async move {
+            let response = request.send().await.expect("the server answers");
+            assert!(response.status().is_success());
+            black_box(response.bytes().await.expect("a body"))
+        }
+    };
+    let mut group = c.benchmark_group("http_add");
+    for (name, url) in [("bare_axum", &bare), ("toolfunc", &ours)] {
+        group.bench_function(format!("{name}/one"), |b| {
+            b.to_async(&runtime).iter(|| call(url));
+        });
+        group.bench_function(format!("{name}/batch64"), |b| {
+            b.to_async(&runtime)
+                .iter(|| join_all((0..64).map(|_| call(url))));
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, http);
+criterion_main!(benches);
