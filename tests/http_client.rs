@@ -205,17 +205,26 @@ async fn typed_clients_over_http() {
     let client = Client::connect(&start(catalog()).await).await.unwrap();
     let users = UsersClient::new(client.clone());
     assert_eq!(users.list().await.unwrap().len(), 2);
-    assert_eq!(users.get("2".into()).await.unwrap().fields["name"], "Bob");
+    assert_eq!(users.get("2".into()).await.unwrap().name, "Bob");
     assert_eq!(
         users.get("9".into()).await.unwrap_err().code(),
         "USER_NOT_FOUND"
     );
     let dan = users
-        .post(serde_json::from_value(json!({"name": "Dan"})).unwrap())
+        .post(demo::NewUser {
+            name: "Dan".into(),
+            role: None,
+        })
         .await
         .unwrap();
     assert_eq!(
-        users.promote(dan.id.clone()).await.unwrap().fields["role"],
+        users
+            .promote(dan.id.clone())
+            .await
+            .unwrap()
+            .role
+            .as_deref()
+            .unwrap(),
         "admin"
     );
     let greeter = GreeterClient::new(client);

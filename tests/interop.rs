@@ -196,6 +196,6 @@ async fn toolfunc_client_drives_a_javascript_server() {
     let greeter = GreeterClient::new(client.clone());
     assert_eq!(greeter.hello("Bo".into()).await.unwrap(), "hello Bo");
     let users = UsersClient::new(client);
-    assert_eq!(users.get("1".into()).await.unwrap().fields["name"], "Alice");
+    assert_eq!(users.get("1".into()).await.unwrap().name, "Alice");
     assert_eq!(users.get("404".into()).await.unwrap_err().status(), 404);
 }

@@ -98,16 +98,19 @@ async fn typed_client_over_the_registry() {
     registry.register_service(demo::Greeter).unwrap();
     let users = UsersClient::new(registry.clone());
     assert_eq!(users.list().await.unwrap().len(), 2);
-    assert_eq!(users.get("1".into()).await.unwrap().fields["name"], "Alice");
+    assert_eq!(users.get("1".into()).await.unwrap().name, "Alice");
     let err = users.get("99".into()).await.unwrap_err();
     assert_eq!((err.code(), err.status()), ("USER_NOT_FOUND", 404));
     let created = users
-        .post(serde_json::from_value(json!({"name": "Carol"})).unwrap())
+        .post(demo::NewUser {
+            name: "Carol".into(),
+            role: None,
+        })
         .await
         .unwrap();
     assert_eq!(created.id, "3");
     let promoted = users.promote(created.id.clone()).await.unwrap();
-    assert_eq!(promoted.fields["role"], "admin");
+    assert_eq!(promoted.role.as_deref().unwrap(), "admin");
     assert_eq!(
         users.delete(created.id).await.unwrap(),
         json!({"deleted": "3"})

@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures::Stream;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use toolfunc::{Ctx, ToolError, tool, tool_service};
 
 /// Add two numbers.
@@ -45,14 +45,37 @@ impl Greeter {
     }
 }
 
-/// A user record: an `id`, a `name`, and any other fields.
+/// A user record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct User {
     /// The user's id.
     pub(crate) id: String,
-    /// Every other field (`name`, `role`, ...).
-    #[serde(flatten)]
-    pub(crate) fields: Map<String, Value>,
+    /// The user's name.
+    pub(crate) name: String,
+    /// The user's role, when they have one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) role: Option<String>,
+}
+
+/// The fields of a new user.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct NewUser {
+    /// The user's name.
+    pub(crate) name: String,
+    /// The user's role.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) role: Option<String>,
+}
+
+/// Fields to change; those left out stay as they are.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct UserChanges {
+    /// A new name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) name: Option<String>,
+    /// A new role.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) role: Option<String>,
 }
 
 /// An in-memory user store, served as a REST resource.
@@ -64,17 +87,22 @@ pub(crate) struct Users {
 #[derive(Debug)]
 struct Table {
     next: u64,
-    rows: BTreeMap<u64, Map<String, Value>>,
+    rows: BTreeMap<u64, User>,
 }
 
 impl Default for Users {
     fn default() -> Self {
-        let mut rows = BTreeMap::new();
-        for (id, name) in [(1, "Alice"), (2, "Bob")] {
-            let mut fields = Map::new();
-            fields.insert("name".into(), Value::from(name));
-            rows.insert(id, fields);
-        }
+        let rows = [(1, "Alice"), (2, "Bob")]
+            .into_iter()
+            .map(|(id, name)| {
+                let user = User {
+                    id: id.to_string(),
+                    name: name.to_owned(),
+                    role: None,
+                };
+                (id, user)
+            })
+            .collect();
         Self {
             table: Mutex::new(Table { next: 3, rows }),
         }
@@ -90,13 +118,6 @@ fn key(id: &str) -> Result<u64, ToolError> {
     id.parse().map_err(|_| missing(id))
 }
 
-fn user(id: u64, fields: &Map<String, Value>) -> User {
-    User {
-        id: id.to_string(),
-        fields: fields.clone(),
-    }
-}
-
 impl Users {
     fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
         self.table
@@ -110,60 +131,61 @@ impl Users {
 impl Users {
     /// Every user.
     pub(crate) fn list(&self) -> Vec<User> {
-        let table = self.lock();
-        table
-            .rows
-            .iter()
-            .map(|(id, fields)| user(*id, fields))
-            .collect()
+        self.lock().rows.values().cloned().collect()
     }
 
     /// One user by id.
     pub(crate) fn get(&self, id: String) -> Result<User, ToolError> {
-        let table = self.lock();
         let n = key(&id)?;
-        table
+        self.lock()
             .rows
             .get(&n)
-            .map(|f| user(n, f))
+            .cloned()
             .ok_or_else(|| missing(&id))
     }
 
     /// Create a user from `val`; returns it with its new id.
-    pub(crate) fn post(&self, val: Map<String, Value>) -> User {
+    pub(crate) fn post(&self, val: NewUser) -> User {
         let mut table = self.lock();
         let id = table.next;
         table.next += 1;
-        let mut fields = val;
-        fields.remove("id");
-        table.rows.insert(id, fields.clone());
-        user(id, &fields)
+        let user = User {
+            id: id.to_string(),
+            name: val.name,
+            role: val.role,
+        };
+        table.rows.insert(id, user.clone());
+        user
     }
 
     /// Update user `id` with the fields of `val`.
-    pub(crate) fn put(&self, id: String, val: Map<String, Value>) -> Result<User, ToolError> {
-        let mut table = self.lock();
+    pub(crate) fn put(&self, id: String, val: UserChanges) -> Result<User, ToolError> {
         let n = key(&id)?;
-        let fields = table.rows.get_mut(&n).ok_or_else(|| missing(&id))?;
-        for (k, v) in val {
-            if k != "id" {
-                fields.insert(k, v);
-            }
+        let mut table = self.lock();
+        let user = table.rows.get_mut(&n).ok_or_else(|| missing(&id))?;
+        if let Some(name) = val.name {
+            user.name = name;
         }
-        Ok(user(n, fields))
+        if val.role.is_some() {
+            user.role = val.role;
+        }
+        Ok(user.clone())
     }
 
     /// Delete user `id`.
     pub(crate) fn delete(&self, id: String) -> Result<Value, ToolError> {
-        let mut table = self.lock();
         let n = key(&id)?;
-        table.rows.remove(&n).ok_or_else(|| missing(&id))?;
+        self.lock().rows.remove(&n).ok_or_else(|| missing(&id))?;
         Ok(serde_json::json!({"deleted": id}))
     }
 
     /// Make user `id` an admin.
     pub(crate) fn promote(&self, id: String) -> Result<User, ToolError> {
-        self.put(id, Map::from_iter([("role".into(), Value::from("admin"))]))
+        let changes = UserChanges {
+            name: None,
+            role: Some("admin".to_owned()),
+        };
+        self.put(id, changes)
     }
 }
 

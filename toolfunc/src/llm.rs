@@ -89,13 +89,68 @@ impl Target {
 /// copy of the JSON, not a new lowering.
 pub fn tools(registry: &Registry, target: Target) -> Result<Value, ToolError> {
     registry.derived(target as u8, || {
-        registry
-            .definitions()
-            .iter()
-            .map(|definition| tool(definition, target))
-            .collect::<Result<Vec<_>, _>>()
-            .map(Value::Array)
+        let mut out = Vec::new();
+        for definition in registry.definitions() {
+            if definition.acts.is_empty() {
+                out.push(tool(&definition, target)?);
+            } else {
+                for method in method_functions(&definition) {
+                    out.push(tool(&method, target)?);
+                }
+            }
+        }
+        Ok(Value::Array(out))
     })
+}
+
+/// The functions a service is offered as: one per method, named
+/// `{service}_{method}` (`users_get`, `greeter_hello`), with the method's own
+/// parameters, result, description (the service's when the method has none) and
+/// hints.
+pub fn method_functions(service: &ToolDefinition) -> Vec<ToolDefinition> {
+    service
+        .acts
+        .iter()
+        .map(|act| {
+            let mut def = service.clone();
+            def.name = format!("{}_{}", service.name, act.method());
+            def.title.clone_from(&act.title);
+            if act.description.is_some() {
+                def.description.clone_from(&act.description);
+                def.summary = None;
+            }
+            def.params = act.params.clone();
+            def.result.clone_from(&act.result);
+            def.stream = act.stream;
+            if !act.annotations.is_empty() {
+                def.annotations = act.annotations.clone();
+            }
+            def.alias.clear();
+            def.action = None;
+            def.methods.clear();
+            def.acts.clear();
+            def
+        })
+        .collect()
+}
+
+/// The service and act a `{service}_{method}` function name stands for, when no
+/// tool has that name itself.
+fn method_of(registry: &Registry, name: &str) -> Option<(String, String)> {
+    if registry.get(name).is_some() {
+        return None;
+    }
+    let mut split = name.len();
+    while let Some(at) = name[..split].rfind('_') {
+        let (service, method) = (&name[..at], &name[at + 1..]);
+        if let Some(tool) = registry.get(service)
+            && let Some(act) = tool.definition().acts.iter().find(|a| a.method() == method)
+        {
+            return Some((tool.name().to_owned(), act.name.clone()));
+        }
+        split = at;
+    }
+    None
 }
 
 /// One tool definition in `target`'s dialect.
@@ -679,9 +734,18 @@ pub async fn execute(
     let strict_nulls = target == Target::OpenAiStrict;
     let mut bad = Vec::new();
     let mut runnable = Vec::new();
+    // Calls of `{service}_{method}` functions run the service with its `act`; their
+    // results keep the name the model used.
+    let mut renamed = Vec::new();
     for (index, call) in calls.into_iter().enumerate() {
         match call {
             Parsed::Call(mut call) => {
+                if let Some((service, act)) = method_of(registry, &call.name) {
+                    renamed.push((index, std::mem::replace(&mut call.name, service)));
+                    if let Value::Object(args) = &mut call.arguments {
+                        args.insert("act".into(), Value::from(act));
+                    }
+                }
                 if strict_nulls {
                     drop_optional_nulls(registry, &mut call);
                 }
@@ -698,6 +762,15 @@ pub async fn execute(
         .await;
     let mut results: Vec<(usize, ToolResult)> = order.into_iter().zip(ran).chain(bad).collect();
     results.sort_by_key(|(i, _)| *i);
+    for (index, name) in renamed {
+        if let Some((_, result)) = results.iter_mut().find(|(i, _)| *i == index) {
+            *result = ToolResult::new(
+                result.id(),
+                name,
+                result.output().map(Clone::clone).map_err(Clone::clone),
+            );
+        }
+    }
     let results = results.into_iter().map(|(_, r)| r);
     Ok(match target {
         Target::OpenAi | Target::OpenAiStrict => Value::Array(
@@ -874,7 +947,12 @@ fn drop_optional_nulls(registry: &Registry, call: &mut ToolCall) {
     let Some(tool) = registry.get(&call.name) else {
         return;
     };
-    let params = &tool.definition().params;
+    let def = tool.definition();
+    // A service call is checked against its method's parameters.
+    let act = call.arguments.get("act").and_then(Value::as_str);
+    let params = act
+        .and_then(|act| def.acts.iter().find(|a| a.name == act))
+        .map_or(&def.params, |a| &a.params);
     strip_nulls(params, params, &mut call.arguments, 0);
 }
 
