@@ -767,7 +767,7 @@ pub async fn execute(
             *result = ToolResult::new(
                 result.id(),
                 name,
-                result.output().map(Clone::clone).map_err(Clone::clone),
+                result.output().cloned().map_err(Clone::clone),
             );
         }
     }

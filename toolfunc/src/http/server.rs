@@ -273,9 +273,25 @@ async fn respond(api: &Api, request: Request) -> Response {
             &serde_json::json!({"error": "Not Found"}),
         );
     };
-    let call = match parse_call(api, &parts, body, &tool, &segments, header_str).await {
+    let call = match parse_call(api, &parts, body, &tool, &segments, &header_str).await {
         Ok(call) => call,
-        Err(err) => return error_response(Some(&tool), &err),
+        Err(err) => {
+            // A refusal wins over every other answer: a caller the hook turns away
+            // learns nothing about which tools exist or what they accept.
+            if let Some(auth) = &api.auth {
+                let act = header_str(RPC_ACT);
+                let request = AuthRequest {
+                    method: &method,
+                    headers: &parts.headers,
+                    tool: Some(&tool),
+                    act: act.as_deref(),
+                };
+                if let Err(refused) = auth(&request) {
+                    return error_response(Some(&tool), &refused);
+                }
+            }
+            return error_response(Some(&tool), &err);
+        }
     };
     if let Some(auth) = &api.auth {
         let request = AuthRequest {
@@ -341,7 +357,7 @@ async fn parse_call(
     body: Body,
     tool: &str,
     segments: &[String],
-    header_str: impl Fn(&str) -> Option<String>,
+    header_str: &impl Fn(&str) -> Option<String>,
 ) -> Result<Call, ToolError> {
     let method = &parts.method;
     let takes_query = *method == Method::GET || *method == Method::DELETE;
@@ -358,13 +374,23 @@ async fn parse_call(
     let def = found.definition();
     let is_service = !def.methods.is_empty();
     let id_text = header_str(RPC_RES_ID).or_else(|| segments.get(1).cloned());
+    let extra = |key: &str| {
+        extras
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+    };
     let mut act = if is_service {
-        header_str(RPC_ACT).or_else(|| params.get("act").and_then(Value::as_str).map(str::to_owned))
+        header_str(RPC_ACT)
+            .or_else(|| params.get("act").and_then(Value::as_str).map(str::to_owned))
+            .or_else(|| extra("act"))
     } else {
         None
     };
     if act.is_none() && def.action.as_deref() == Some("res") {
-        let has_id = id_text.is_some() || params.get("id").is_some_and(|v| !v.is_null());
+        let has_id = id_text.is_some()
+            || params.get("id").is_some_and(|v| !v.is_null())
+            || extra("id").is_some();
         let verb = method.as_str().to_ascii_lowercase();
         act = Some(if verb == "get" && !has_id {
             "list".to_owned()
@@ -387,10 +413,13 @@ async fn parse_call(
     if let Some(id) = id_text {
         let value = wire::cast(&id, wire::property(schema, "id"));
         map.insert("id".to_owned(), value);
-    } else if let Some(Value::String(id)) = map.get("id")
+    } else if let Some(id) = map.get("id").filter(|v| v.is_string() || v.is_number())
         && let Some(prop) = wire::property(schema, "id")
     {
-        let value = wire::cast(&id.clone(), Some(prop));
+        // Ids travel as text or numbers alike: `"2"` and `2` reach the type the
+        // method declares.
+        let text = id.as_str().map_or_else(|| id.to_string(), str::to_owned);
+        let value = wire::cast(&text, Some(prop));
         map.insert("id".to_owned(), value);
     }
     for (key, text) in extras {
