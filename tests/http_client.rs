@@ -15,20 +15,7 @@ use serde_json::{Value, json};
 use toolfunc::http::{Api, Client, Server};
 use toolfunc::{CallOptions, Registry, ToolError, ToolFunc, Transport};
 
-use demo::{GreeterClient, Users, UsersClient};
-
-/// The demo catalog with a fresh `users` store.
-fn catalog() -> Registry {
-    let registry = Registry::new();
-    for name in ["add", "countdown", "fail", "sleep"] {
-        registry
-            .register(Registry::global().get(name).expect("demo tool"))
-            .unwrap();
-    }
-    registry.register_service(demo::Greeter).unwrap();
-    registry.register_service(Users::default()).unwrap();
-    registry
-}
+use demo::{GreeterClient, UsersClient};
 
 async fn start(registry: Registry) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -40,7 +27,9 @@ async fn start(registry: Registry) -> String {
 
 #[tokio::test]
 async fn remote_tools_run_by_name_and_alias() {
-    let client = Client::connect(&start(catalog()).await).await.unwrap();
+    let client = Client::connect(&start(demo::catalog()).await)
+        .await
+        .unwrap();
     let mut names = client.names();
     names.sort();
     assert_eq!(
@@ -80,7 +69,9 @@ async fn remote_tools_run_by_name_and_alias() {
 
 #[tokio::test]
 async fn rest_verbs_in_wire_form() {
-    let client = Client::connect(&start(catalog()).await).await.unwrap();
+    let client = Client::connect(&start(demo::catalog()).await)
+        .await
+        .unwrap();
     let list = client.run("users", json!({"act": "list"})).await.unwrap();
     assert_eq!(list.as_array().unwrap().len(), 2);
     let alice = client
@@ -126,7 +117,9 @@ async fn rest_verbs_in_wire_form() {
 
 #[tokio::test]
 async fn errors_come_back_as_the_same_variant() {
-    let client = Client::connect(&start(catalog()).await).await.unwrap();
+    let client = Client::connect(&start(demo::catalog()).await)
+        .await
+        .unwrap();
     let err = client.run("fail", json!({})).await.unwrap_err();
     assert!(matches!(err, ToolError::Failed { .. }), "{err:?}");
     assert_eq!(err.to_string(), "boom");
@@ -155,7 +148,9 @@ async fn errors_come_back_as_the_same_variant() {
 
 #[tokio::test]
 async fn streams_arrive_item_by_item() {
-    let client = Client::connect(&start(catalog()).await).await.unwrap();
+    let client = Client::connect(&start(demo::catalog()).await)
+        .await
+        .unwrap();
     let items: Vec<Value> = client
         .run_stream("countdown", json!({"count": 3}))
         .map(Result::unwrap)
@@ -202,7 +197,9 @@ async fn a_failure_mid_stream_is_the_last_item() {
 
 #[tokio::test]
 async fn typed_clients_over_http() {
-    let client = Client::connect(&start(catalog()).await).await.unwrap();
+    let client = Client::connect(&start(demo::catalog()).await)
+        .await
+        .unwrap();
     let users = UsersClient::new(client.clone());
     assert_eq!(users.list().await.unwrap().len(), 2);
     assert_eq!(users.get("2".into()).await.unwrap().name, "Bob");
@@ -291,8 +288,10 @@ async fn unreachable_servers_and_bad_urls_are_clear_errors() {
 
 #[tokio::test]
 async fn transports_are_interchangeable() {
-    let local = catalog();
-    let remote = Client::connect(&start(catalog()).await).await.unwrap();
+    let local = demo::catalog();
+    let remote = Client::connect(&start(demo::catalog()).await)
+        .await
+        .unwrap();
     let transports: [Arc<dyn Transport>; 2] = [Arc::new(local), Arc::new(remote)];
     for transport in transports {
         let greeter = GreeterClient::from_shared(Arc::clone(&transport));

@@ -17,7 +17,6 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
-use toolfunc::Registry;
 use toolfunc::http::{Api, Client, Server};
 
 use demo::{GreeterClient, UsersClient};
@@ -32,18 +31,6 @@ fn interop_dir() -> PathBuf {
     dir
 }
 
-fn catalog() -> Registry {
-    let registry = Registry::new();
-    for name in ["add", "countdown", "fail", "sleep"] {
-        registry
-            .register(Registry::global().get(name).expect("demo tool"))
-            .unwrap();
-    }
-    registry.register_service(demo::Greeter).unwrap();
-    registry.register_service(demo::Users::default()).unwrap();
-    registry
-}
-
 #[tokio::test]
 async fn javascript_client_drives_a_toolfunc_server() {
     let dir = interop_dir();
@@ -51,7 +38,7 @@ async fn javascript_client_drives_a_toolfunc_server() {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(
         Server::new()
-            .mount(Api::new(catalog()))
+            .mount(Api::new(demo::catalog()))
             .unwrap()
             .serve(listener),
     );

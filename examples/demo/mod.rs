@@ -10,7 +10,22 @@ use futures::Stream;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolfunc::{Ctx, ToolError, tool, tool_service};
+use toolfunc::{Ctx, Registry, ToolError, tool, tool_service};
+
+/// The catalog in a registry of its own, with a fresh `users` store. (The global
+/// registry holds the same tools, sharing one store for the whole program.)
+#[allow(dead_code)] // the examples serve the global registry
+pub(crate) fn catalog() -> Registry {
+    let registry = Registry::new();
+    for name in ["add", "countdown", "fail", "sleep"] {
+        if let Some(tool) = Registry::global().get(name) {
+            let _ = registry.register(tool);
+        }
+    }
+    let _ = registry.register_service(Greeter);
+    let _ = registry.register_service(Users::default());
+    registry
+}
 
 /// Add two numbers.
 #[tool(alias = "plus", tags = ["math"], annotations(read_only, idempotent))]

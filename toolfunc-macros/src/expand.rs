@@ -47,6 +47,39 @@ pub(crate) fn tool(args: TokenStream, input: &TokenStream) -> TokenStream {
     }
 }
 
+/// `Some(description)`: the `description` key, else the doc comment; `None`
+/// without either.
+pub(crate) fn description_of(
+    attrs: &ToolAttrs,
+    docs: &[syn::Attribute],
+    p: &TokenStream,
+) -> TokenStream {
+    match &attrs.description {
+        Some(lit) => quote!(#p::Some(#lit)),
+        None => description_expr(&doc_parts(docs))
+            .map_or_else(|| quote!(#p::None), |expr| quote!(#p::Some(#expr))),
+    }
+}
+
+/// `Some(|| result schema)` from the return type (a stream's item type for a
+/// stream), `None` for a function that returns nothing.
+pub(crate) fn result_fn(model: &ToolFn, p: &TokenStream) -> TokenStream {
+    match &model.output {
+        Output::Value(ty) | Output::Result { ok: Some(ty), .. } => {
+            let schema_of = respan(quote!(#p::result_schema_of), ty.span());
+            let schema = quote_spanned!(ty.span()=> #schema_of::<#ty>());
+            quote!(#p::Some(|| #schema))
+        }
+        Output::Stream(stream) => {
+            let item = stream_item_type(stream, p);
+            let schema_of = respan(quote!(#p::result_schema_of), item.span());
+            let schema = quote_spanned!(item.span()=> #schema_of::<#item>());
+            quote!(#p::Some(|| #schema))
+        }
+        Output::Unit | Output::Result { ok: None, .. } => quote!(#p::None),
+    }
+}
+
 pub(crate) fn some_str(value: Option<&LitStr>, p: &TokenStream) -> TokenStream {
     value.map_or_else(|| quote!(#p::None), |lit| quote!(#p::Some(#lit)))
 }
@@ -85,11 +118,7 @@ fn generate(model: &ToolFn) -> TokenStream {
         || LitStr::new(&fn_ident.unraw().to_string(), fn_ident.span()),
         Clone::clone,
     );
-    let description = match &attrs.description {
-        Some(lit) => quote!(#p::Some(#lit)),
-        None => description_expr(&doc_parts(&item.attrs))
-            .map_or_else(|| quote!(#p::None), |expr| quote!(#p::Some(#expr))),
-    };
+    let description = description_of(attrs, &item.attrs, &p);
     let title = some_str(attrs.title.as_ref(), &p);
     let summary = some_str(attrs.summary.as_ref(), &p);
     let alias = attrs.alias.iter().flatten();
@@ -100,20 +129,7 @@ fn generate(model: &ToolFn) -> TokenStream {
         ty: params_type,
     } = params_type(model, &p);
     let checks = checks(model, &p);
-    let result_fn = match &model.output {
-        Output::Value(ty) | Output::Result { ok: Some(ty), .. } => {
-            let schema_of = respan(quote!(#p::result_schema_of), ty.span());
-            let schema = quote_spanned!(ty.span()=> #schema_of::<#ty>());
-            quote!(#p::Some(|| #schema))
-        }
-        Output::Stream(stream) => {
-            let item = stream_item_type(stream, &p);
-            let schema_of = respan(quote!(#p::result_schema_of), item.span());
-            let schema = quote_spanned!(item.span()=> #schema_of::<#item>());
-            quote!(#p::Some(|| #schema))
-        }
-        Output::Unit | Output::Result { ok: None, .. } => quote!(#p::None),
-    };
+    let result_fn = result_fn(model, &p);
     let handler = handler(model, &p, &params_type, None);
     let kind = if matches!(model.output, Output::Stream(_)) {
         quote!(Stream)

@@ -10,9 +10,9 @@ use syn::{
 };
 
 use crate::attr::ToolAttrs;
-use crate::docs::{description_expr, doc_parts};
 use crate::expand::{
-    ParamsType, Receiver, checks, handler, params_type, respan, some_str, stream_item_type,
+    ParamsType, Receiver, checks, description_of, handler, params_type, result_fn, some_str,
+    stream_item_type,
 };
 use crate::model::{Output, ToolFn, is_kept_on_param};
 use crate::validate::{Errors, validate};
@@ -346,11 +346,7 @@ fn generate(attrs: &ToolAttrs, item: &ItemImpl, methods: &[Method]) -> TokenStre
         || LitStr::new(&snake_case(&type_name), self_ty.span()),
         Clone::clone,
     );
-    let description = match &attrs.description {
-        Some(lit) => quote!(#p::Some(#lit)),
-        None => description_expr(&doc_parts(&item.attrs))
-            .map_or_else(|| quote!(#p::None), |expr| quote!(#p::Some(#expr))),
-    };
+    let description = description_of(attrs, &item.attrs, &p);
     let title = some_str(attrs.title.as_ref(), &p);
     let summary = some_str(attrs.summary.as_ref(), &p);
     let alias = attrs.alias.iter().flatten();
@@ -464,24 +460,9 @@ fn method_spec(method: &Method, self_ty: &Type, p: &TokenStream) -> TokenStream 
     } else {
         quote!(Sync)
     };
-    let result_fn = match &model.output {
-        Output::Value(ty) | Output::Result { ok: Some(ty), .. } => {
-            let schema_of = respan(quote!(#p::result_schema_of), ty.span());
-            let schema = quote_spanned!(ty.span()=> #schema_of::<#ty>());
-            quote!(#p::Some(|| #schema))
-        }
-        Output::Stream(stream) => {
-            let item = stream_item_type(stream, p);
-            quote!(#p::Some(|| #p::result_schema_of::<#item>()))
-        }
-        Output::Unit | Output::Result { ok: None, .. } => quote!(#p::None),
-    };
+    let result_fn = result_fn(model, p);
     let attrs = &model.attrs;
-    let description = match &attrs.description {
-        Some(lit) => quote!(#p::Some(#lit)),
-        None => description_expr(&doc_parts(&model.item.attrs))
-            .map_or_else(|| quote!(#p::None), |expr| quote!(#p::Some(#expr))),
-    };
+    let description = description_of(attrs, &model.item.attrs, p);
     let title = some_str(attrs.title.as_ref(), p);
     let timeout = attrs.timeout.map_or_else(
         || quote!(#p::None),
