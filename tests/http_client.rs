@@ -303,3 +303,27 @@ async fn transports_are_interchangeable() {
         assert_eq!(items.len(), 2);
     }
 }
+
+#[tokio::test]
+async fn transports_open_by_url_scheme() {
+    let url = start(demo::catalog()).await;
+    let remote = toolfunc::transport::connect(&url).await.unwrap();
+    assert_eq!(
+        remote
+            .call("greeter", json!({"act": "$hello", "name": "Al"}))
+            .await
+            .unwrap(),
+        "hello Al"
+    );
+    let local = toolfunc::transport::connect("local://global")
+        .await
+        .unwrap();
+    assert_eq!(
+        local.call("add", json!({"a": 1, "b": 1})).await.unwrap(),
+        json!(2.0)
+    );
+    for bad in ["ftp://host/api", "local://elsewhere", "no scheme"] {
+        let err = toolfunc::transport::connect(bad).await.err().unwrap();
+        assert_eq!(err.code(), "BAD_URL", "{bad}");
+    }
+}

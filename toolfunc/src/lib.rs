@@ -40,7 +40,7 @@ pub mod service;
 pub mod stream;
 mod task;
 mod tool;
-mod transport;
+pub mod transport;
 
 /// The README's examples, compiled and run as doc tests (they include the HTTP layer).
 #[cfg(all(doctest, feature = "http"))]

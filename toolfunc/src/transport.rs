@@ -58,3 +58,44 @@ impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
         (**self).call_stream(name, args)
     }
 }
+
+/// Opens a transport chosen by the URL's scheme:
+///
+/// * `local:` (or `local://global`): [`Registry::global`] in this process;
+/// * `http://host:port/api` (feature `http`): the API at that URL, through
+///   `toolfunc::http::Client` (its discovery is loaded first).
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let local = toolfunc::transport::connect("local:").await.unwrap();
+/// let err = local.call("no_such_tool", serde_json::json!({})).await.unwrap_err();
+/// assert_eq!(err.code(), "NOT_FOUND");
+/// assert_eq!(toolfunc::transport::connect("ftp://x").await.unwrap_err().code(), "BAD_URL");
+/// # });
+/// ```
+pub async fn connect(url: &str) -> Result<std::sync::Arc<dyn Transport>, ToolError> {
+    let scheme = url.split_once(':').map_or("", |(scheme, _)| scheme);
+    match scheme.to_ascii_lowercase().as_str() {
+        "local" => match url
+            .split_once(':')
+            .map(|(_, rest)| rest.trim_start_matches('/'))
+        {
+            Some("" | "global") => Ok(std::sync::Arc::new(Registry::global().clone())),
+            _ => Err(bad_url(
+                url,
+                "`local:` names the global registry: `local:` or `local://global`",
+            )),
+        },
+        #[cfg(feature = "http")]
+        "http" | "https" => Ok(std::sync::Arc::new(
+            crate::http::Client::connect(url).await?,
+        )),
+        #[cfg(not(feature = "http"))]
+        "http" | "https" => Err(bad_url(url, "HTTP transports need the `http` feature")),
+        _ => Err(bad_url(url, "the scheme is not one of local, http, https")),
+    }
+}
+
+fn bad_url(url: &str, why: &str) -> ToolError {
+    ToolError::custom("BAD_URL", 400, format!("cannot open `{url}`: {why}"))
+}
