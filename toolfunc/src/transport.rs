@@ -70,7 +70,7 @@ impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
 /// let local = toolfunc::transport::connect("local:").await.unwrap();
 /// let err = local.call("no_such_tool", serde_json::json!({})).await.unwrap_err();
 /// assert_eq!(err.code(), "NOT_FOUND");
-/// assert_eq!(toolfunc::transport::connect("ftp://x").await.unwrap_err().code(), "BAD_URL");
+/// assert_eq!(toolfunc::transport::connect("ftp://x").await.err().unwrap().code(), "BAD_URL");
 /// # });
 /// ```
 pub async fn connect(url: &str) -> Result<std::sync::Arc<dyn Transport>, ToolError> {
