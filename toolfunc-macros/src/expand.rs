@@ -191,24 +191,40 @@ pub(crate) fn execution_fields(model: &ToolFn, p: &TokenStream) -> TokenStream {
         let alias = alias.to_string();
         quote!((#alias, #name))
     });
-    let concurrency = attrs.concurrency.as_ref().map_or_else(
-        || quote!(#p::None),
-        |n| quote_spanned!(n.span()=> #p::Some(#n)),
-    );
-    let annotations = attrs
-        .annotations
-        .unwrap_or_default()
-        .map(|hint| hint.map_or_else(|| quote!(#p::None), |value| quote!(#p::Some(#value))));
-    let timeout = attrs.timeout.map_or_else(
-        || quote!(#p::None),
-        |(ms, span)| quote_spanned!(span=> #p::Some(#ms)),
-    );
+    let concurrency = concurrency_value(attrs, p);
+    let annotations = annotation_values(attrs, p);
+    let timeout = timeout_value(attrs, p);
     quote! {
         timeout_ms: #timeout,
         depends: &[#(#depends),*],
         concurrency: #concurrency,
         annotations: [#(#annotations),*],
     }
+}
+
+/// `Some(n)` for `concurrency = n`, spanned at the literal.
+pub(crate) fn concurrency_value(attrs: &ToolAttrs, p: &TokenStream) -> TokenStream {
+    attrs.concurrency.as_ref().map_or_else(
+        || quote!(#p::None),
+        |n| quote_spanned!(n.span()=> #p::Some(#n)),
+    )
+}
+
+/// `Some(ms)` for `timeout = ..`, spanned at the literal.
+pub(crate) fn timeout_value(attrs: &ToolAttrs, p: &TokenStream) -> TokenStream {
+    attrs.timeout.map_or_else(
+        || quote!(#p::None),
+        |(ms, span)| quote_spanned!(span=> #p::Some(#ms)),
+    )
+}
+
+/// One `Option<bool>` per hint of `annotations(..)`, in `ANNOTATIONS` order.
+pub(crate) fn annotation_values(attrs: &ToolAttrs, p: &TokenStream) -> Vec<TokenStream> {
+    attrs
+        .annotations
+        .unwrap_or_default()
+        .map(|hint| hint.map_or_else(|| quote!(#p::None), |value| quote!(#p::Some(#value))))
+        .to_vec()
 }
 
 pub(crate) struct ParamsType {

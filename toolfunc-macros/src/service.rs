@@ -11,8 +11,8 @@ use syn::{
 
 use crate::attr::ToolAttrs;
 use crate::expand::{
-    ParamsType, Receiver, checks, description_of, handler, params_type, result_fn, some_str,
-    stream_item_type,
+    ParamsType, Receiver, annotation_values, checks, concurrency_value, description_of, handler,
+    params_type, result_fn, some_str, stream_item_type, timeout_value,
 };
 use crate::model::{Output, ToolFn, is_kept_on_param};
 use crate::validate::{Errors, validate};
@@ -352,14 +352,8 @@ fn generate(attrs: &ToolAttrs, item: &ItemImpl, methods: &[Method]) -> TokenStre
     let alias = attrs.alias.iter().flatten();
     let tags = attrs.tags.iter().flatten();
     let api = attrs.api.as_ref().is_none_or(|lit| lit.value);
-    let concurrency = attrs.concurrency.as_ref().map_or_else(
-        || quote!(#p::None),
-        |n| quote_spanned!(n.span()=> #p::Some(#n)),
-    );
-    let timeout = attrs.timeout.map_or_else(
-        || quote!(#p::None),
-        |(ms, span)| quote_spanned!(span=> #p::Some(#ms)),
-    );
+    let concurrency = concurrency_value(attrs, &p);
+    let timeout = timeout_value(attrs, &p);
     let annotations = annotation_values(attrs, &p);
     let specs: Vec<TokenStream> = methods
         .iter()
@@ -421,14 +415,6 @@ fn generate(attrs: &ToolAttrs, item: &ItemImpl, methods: &[Method]) -> TokenStre
     }
 }
 
-fn annotation_values(attrs: &ToolAttrs, p: &TokenStream) -> Vec<TokenStream> {
-    attrs
-        .annotations
-        .unwrap_or_default()
-        .map(|hint| hint.map_or_else(|| quote!(#p::None), |value| quote!(#p::Some(#value))))
-        .to_vec()
-}
-
 /// The impl block as the user wrote it, with `#[allow]`s for what tool methods
 /// cannot avoid (owned parameters, a receiver even when stateless).
 fn clean_impl(item: &ItemImpl) -> ItemImpl {
@@ -464,10 +450,7 @@ fn method_spec(method: &Method, self_ty: &Type, p: &TokenStream) -> TokenStream 
     let attrs = &model.attrs;
     let description = description_of(attrs, &model.item.attrs, p);
     let title = some_str(attrs.title.as_ref(), p);
-    let timeout = attrs.timeout.map_or_else(
-        || quote!(#p::None),
-        |(ms, span)| quote_spanned!(span=> #p::Some(#ms)),
-    );
+    let timeout = timeout_value(attrs, p);
     let annotations = annotation_values(attrs, p);
     quote! {{
         #params_item

@@ -126,25 +126,6 @@ pub struct ServiceEntry {
 
 inventory::collect!(ServiceEntry);
 
-pub(crate) fn annotations_of(hints: [Option<bool>; 6]) -> Annotations {
-    let [
-        read_only,
-        destructive,
-        idempotent,
-        open_world,
-        untrusted_output,
-        needs_confirmation,
-    ] = hints;
-    Annotations {
-        read_only,
-        destructive,
-        idempotent,
-        open_world,
-        untrusted_output,
-        needs_confirmation,
-    }
-}
-
 /// The methods of a service tool, as its handler.
 pub(crate) struct Acts {
     pub(crate) acts: Vec<Act>,
@@ -300,14 +281,14 @@ impl<S: Send + Sync + 'static> ServiceSpec<S> {
                 result: method.result.map(|f| f()),
                 stream: matches!(method.handler, MethodHandler::Stream(_)),
                 timeout: method.timeout_ms,
-                annotations: annotations_of(method.annotations),
+                annotations: Annotations::from_hints(method.annotations),
             });
         }
         // Declaration order for the definitions too: the same order as `methods`.
         definitions.sort_by_key(|d| names.iter().position(|n| *n == d.name));
         let mut builder = ToolFunc::builder(self.name)
             .params_schema(json!({"type": "object", "properties": properties}))
-            .annotations(annotations_of(self.annotations))
+            .annotations(Annotations::from_hints(self.annotations))
             .api(self.api);
         builder = builder.acts(
             Acts { acts },

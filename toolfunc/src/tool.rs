@@ -152,6 +152,27 @@ macro_rules! hint_setters {
 }
 
 impl Annotations {
+    /// The hints in the order the macros write them: `[read_only, destructive,
+    /// idempotent, open_world, untrusted_output, needs_confirmation]`.
+    pub(crate) fn from_hints(hints: [Option<bool>; 6]) -> Self {
+        let [
+            read_only,
+            destructive,
+            idempotent,
+            open_world,
+            untrusted_output,
+            needs_confirmation,
+        ] = hints;
+        Self {
+            read_only,
+            destructive,
+            idempotent,
+            open_world,
+            untrusted_output,
+            needs_confirmation,
+        }
+    }
+
     /// No hints.
     #[must_use]
     pub fn new() -> Self {
@@ -1346,22 +1367,7 @@ impl ToolSpec {
         builder.timeout = self.timeout_ms.map(Duration::from_millis);
         builder.concurrency = self.concurrency;
         builder.api = self.api;
-        let [
-            read_only,
-            destructive,
-            idempotent,
-            open_world,
-            untrusted_output,
-            needs_confirmation,
-        ] = self.annotations;
-        builder.annotations = Annotations {
-            read_only,
-            destructive,
-            idempotent,
-            open_world,
-            untrusted_output,
-            needs_confirmation,
-        };
+        builder.annotations = Annotations::from_hints(self.annotations);
         for (alias, name) in self.depends {
             builder = builder.depends_on(*alias, *name);
         }

@@ -278,31 +278,19 @@ async fn respond(api: &Api, request: Request) -> Response {
         Err(err) => {
             // A refusal wins over every other answer: a caller the hook turns away
             // learns nothing about which tools exist or what they accept.
-            if let Some(auth) = &api.auth {
-                let act = header_str(RPC_ACT);
-                let request = AuthRequest {
-                    method: &method,
-                    headers: &parts.headers,
-                    tool: Some(&tool),
-                    act: act.as_deref(),
-                };
-                if let Err(refused) = auth(&request) {
-                    return error_response(Some(&tool), &refused);
-                }
-            }
-            return error_response(Some(&tool), &err);
+            let act = header_str(RPC_ACT);
+            return authorize(api, &method, &parts.headers, Some(&tool), act.as_deref())
+                .unwrap_or_else(|| error_response(Some(&tool), &err));
         }
     };
-    if let Some(auth) = &api.auth {
-        let request = AuthRequest {
-            method: &method,
-            headers: &parts.headers,
-            tool: Some(call.tool.name()),
-            act: call.act.as_deref(),
-        };
-        if let Err(err) = auth(&request) {
-            return error_response(Some(call.tool.name()), &err);
-        }
+    if let Some(refused) = authorize(
+        api,
+        &method,
+        &parts.headers,
+        Some(call.tool.name()),
+        call.act.as_deref(),
+    ) {
+        return refused;
     }
     // Options only when the request sets some: a plain call skips the scoped runner.
     let timeout = header_str(RPC_TIMEOUT).and_then(|t| t.parse::<u64>().ok());
@@ -320,17 +308,27 @@ async fn respond(api: &Api, request: Request) -> Response {
     run(api, call, options).await
 }
 
+/// The auth hook's refusal of a request, if it refuses it.
+fn authorize(
+    api: &Api,
+    method: &Method,
+    headers: &HeaderMap,
+    tool: Option<&str>,
+    act: Option<&str>,
+) -> Option<Response> {
+    let auth = api.auth.as_ref()?;
+    let request = AuthRequest {
+        method,
+        headers,
+        tool,
+        act,
+    };
+    auth(&request).err().map(|err| error_response(tool, &err))
+}
+
 fn discovery(api: &Api, headers: &HeaderMap, method: &Method) -> Response {
-    if let Some(auth) = &api.auth {
-        let request = AuthRequest {
-            method,
-            headers,
-            tool: None,
-            act: None,
-        };
-        if let Err(err) = auth(&request) {
-            return error_response(None, &err);
-        }
+    if let Some(refused) = authorize(api, method, headers, None, None) {
+        return refused;
     }
     json_response(StatusCode::OK, &wire::discovery(&api.registry))
 }
