@@ -34,6 +34,8 @@ mod error;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod llm;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod registry;
 pub mod schema;
 pub mod service;

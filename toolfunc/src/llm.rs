@@ -88,9 +88,22 @@ impl Target {
 /// The export is made once and kept until a registry changes: asking again costs a
 /// copy of the JSON, not a new lowering.
 pub fn tools(registry: &Registry, target: Target) -> Result<Value, ToolError> {
-    registry.derived(target as u8, || {
+    export(registry, target, false)
+}
+
+/// [`tools`], or with `api_only` the tools remote callers may see (not `api = false`).
+pub(crate) fn export(
+    registry: &Registry,
+    target: Target,
+    api_only: bool,
+) -> Result<Value, ToolError> {
+    let key = target as u8 | if api_only { 0x80 } else { 0 };
+    registry.derived(key, || {
         let mut out = Vec::new();
         for definition in registry.definitions() {
+            if api_only && !definition.api {
+                continue;
+            }
             if definition.acts.is_empty() {
                 out.push(tool(&definition, target)?);
             } else {
@@ -136,7 +149,7 @@ pub fn method_functions(service: &ToolDefinition) -> Vec<ToolDefinition> {
 
 /// The service and act a `{service}_{method}` function name stands for, when no
 /// tool has that name itself.
-fn method_of(registry: &Registry, name: &str) -> Option<(String, String)> {
+pub(crate) fn method_of(registry: &Registry, name: &str) -> Option<(String, String)> {
     if registry.get(name).is_some() {
         return None;
     }
@@ -214,7 +227,9 @@ fn mcp_tool(definition: &ToolDefinition, input: Value) -> Result<Value, ToolErro
     }
     tool.insert("inputSchema".into(), input);
     // An output schema says what `structuredContent` holds: only for object results.
+    // A streaming tool's result is the array of its items: no object to describe.
     if let Some(result) = &definition.result
+        && !definition.stream
         && result.get("type").and_then(Value::as_str) == Some("object")
     {
         tool.insert(

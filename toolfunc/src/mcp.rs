@@ -1,0 +1,440 @@
+//! The MCP server (feature `mcp`): any [`Registry`] served to Model Context Protocol
+//! clients over stdio or streamable HTTP, on the official SDK ([`rmcp`]).
+//!
+//! - `tools/list` is the registry's [`Mcp`](crate::llm::Target::Mcp) export: every
+//!   tool remote callers may see (`api = false` tools stay hidden), service methods as
+//!   `{service}_{method}`, with `inputSchema`, `outputSchema` for object results,
+//!   `title` and `annotations`.
+//! - `tools/call` runs the tool. Argument and handler errors come back as a result
+//!   with `isError: true`, the message as text, and `{code, data}` under the result's
+//!   `_meta["toolfunc/error"]`; an unknown tool is a JSON-RPC error (`-32602`).
+//!   Results are text content, plus `structuredContent` when the value is an object.
+//!   A streaming tool's items are collected into an array.
+//! - `notifications/cancelled` cancels the call's token ([`Ctx::cancellation_token`]).
+//! - [`Ctx::progress`] becomes `notifications/progress` echoing the client's
+//!   `progressToken`; a streaming tool also reports each item as it comes.
+//! - Registry changes (tools added or removed) send
+//!   `notifications/tools/list_changed`.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), toolfunc::ToolError> {
+//! use toolfunc::{mcp::McpServer, Registry};
+//!
+//! // Over stdio, until the client closes the stream:
+//! McpServer::new(Registry::global().clone()).serve_stdio().await?;
+//!
+//! // Over streamable HTTP at `/mcp`, merged into any axum app:
+//! let app = toolfunc::mcp::router(Registry::global().clone());
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! axum::serve(listener, app).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! [`Ctx::cancellation_token`]: crate::Ctx::cancellation_token
+//! [`Ctx::progress`]: crate::Ctx::progress
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::llm::{self, Target};
+use crate::registry::SubscriptionError;
+use crate::{CallOptions, Progress, Registry, RegistryEvent, ToolError};
+
+/// The SDK this module builds on, for transports and settings beyond the ones here.
+pub use rmcp;
+
+/// Where [`router`] and [`McpServer::router`] answer.
+pub const PATH: &str = "/mcp";
+
+/// An MCP server over a [`Registry`].
+///
+/// It implements [`rmcp::ServerHandler`], so it also runs on any transport of the
+/// SDK (`rmcp::ServiceExt::serve`). Each stdio connection and each HTTP session gets
+/// its own copy ([`McpServer::session`]); dropping it stops that session's
+/// `list_changed` watch.
+#[derive(Clone)]
+pub struct McpServer {
+    shared: Arc<Shared>,
+    session: Arc<Session>,
+}
+
+#[derive(Clone)]
+struct Shared {
+    registry: Registry,
+    info: Implementation,
+    instructions: Option<String>,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("name", &self.shared.info.name)
+            .field("version", &self.shared.info.version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServer {
+    /// A server for `registry`, introducing itself as `toolfunc` with this crate's
+    /// version.
+    pub fn new(registry: Registry) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                registry,
+                info: Implementation::new("toolfunc", env!("CARGO_PKG_VERSION")),
+                instructions: None,
+            }),
+            session: Arc::default(),
+        }
+    }
+
+    /// The name and version the server gives clients in `initialize`.
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        Arc::make_mut(&mut self.shared).info = Implementation::new(name, version);
+        self
+    }
+
+    /// Instructions for the client's model, sent in `initialize`.
+    #[must_use]
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        Arc::make_mut(&mut self.shared).instructions = Some(instructions.into());
+        self
+    }
+
+    /// The registry this server serves.
+    pub fn registry(&self) -> &Registry {
+        &self.shared.registry
+    }
+
+    /// A copy for one more connection: same registry and settings, its own session
+    /// (its `list_changed` watch ends when the copy is dropped).
+    #[must_use]
+    pub fn session(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+            session: Arc::default(),
+        }
+    }
+
+    /// Serves one client over this process's stdin and stdout, until the client
+    /// closes them.
+    pub async fn serve_stdio(self) -> Result<(), ToolError> {
+        let (reader, writer) = rmcp::transport::stdio();
+        self.serve_io(reader, writer).await
+    }
+
+    /// Serves one client over a byte stream pair (newline-delimited JSON-RPC), until
+    /// the reader ends.
+    pub async fn serve_io<R, W>(self, reader: R, writer: W) -> Result<(), ToolError>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let running = self
+            .session()
+            .serve((reader, writer))
+            .await
+            .map_err(|err| transport_error(&err))?;
+        running
+            .waiting()
+            .await
+            .map_err(|err| transport_error(&err))?;
+        Ok(())
+    }
+
+    /// The streamable HTTP endpoint as a tower service, to mount at any path
+    /// (`axum::Router::nest_service`). `config` sets allowed hosts (loopback only
+    /// by default), sessions, keep-alives and the body limit.
+    pub fn http_service(
+        self,
+        config: StreamableHttpServerConfig,
+    ) -> StreamableHttpService<McpServer, LocalSessionManager> {
+        StreamableHttpService::new(
+            move || Ok(self.session()),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        )
+    }
+
+    /// An axum router answering streamable HTTP at [`PATH`] (`/mcp`), with the
+    /// SDK's default settings (loopback hosts only); merge it into an app.
+    pub fn router(self) -> axum::Router {
+        axum::Router::new().nest_service(
+            PATH,
+            self.http_service(StreamableHttpServerConfig::default()),
+        )
+    }
+
+    fn tools(&self) -> Result<Vec<Tool>, ErrorData> {
+        let exported = llm::export(&self.shared.registry, Target::Mcp, true)
+            .map_err(|err| ErrorData::internal_error(err.to_string(), Some(error_data(&err))))?;
+        serde_json::from_value(exported)
+            .map_err(|err| ErrorData::internal_error(format!("tool list: {err}"), None))
+    }
+
+    /// The tool and arguments an MCP tool name stands for: a visible tool, or a
+    /// service method `{service}_{method}` (its act added to the arguments).
+    fn resolve(&self, name: &str, mut args: Value) -> Option<(String, Value, bool)> {
+        let registry = &self.shared.registry;
+        if let Some(tool) = registry.get(name) {
+            let def = tool.definition();
+            return (def.api && def.acts.is_empty()).then(|| (name.to_owned(), args, def.stream));
+        }
+        let (service, act) = llm::method_of(registry, name)?;
+        let tool = registry.get(&service)?;
+        let def = tool.definition();
+        let method = def.acts.iter().find(|a| a.name == act)?;
+        if !def.api {
+            return None;
+        }
+        if let Value::Object(map) = &mut args {
+            map.insert("act".into(), Value::from(act.clone()));
+        }
+        Some((service, args, method.stream))
+    }
+}
+
+/// Serves `registry` over this process's stdin and stdout (see [`McpServer`]).
+pub async fn serve_stdio(registry: Registry) -> Result<(), ToolError> {
+    McpServer::new(registry).serve_stdio().await
+}
+
+/// An axum router serving `registry` over streamable HTTP at `/mcp` (see
+/// [`McpServer::router`]).
+pub fn router(registry: Registry) -> axum::Router {
+    McpServer::new(registry).router()
+}
+
+/// One connection's lifetime: cancelled when the last copy of its handler is dropped.
+#[derive(Default)]
+struct Session(CancellationToken);
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+fn transport_error(err: &dyn std::fmt::Display) -> ToolError {
+    ToolError::failed(format!("MCP transport: {err}"))
+}
+
+fn error_data(err: &ToolError) -> Value {
+    json!({"code": err.code(), "data": err.data()})
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        let mut config = ServerConfig::new(capabilities).with_server_info(self.shared.info.clone());
+        if let Some(instructions) = &self.shared.instructions {
+            config = config.with_instructions(instructions.clone());
+        }
+        config
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools()?))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools()
+            .ok()?
+            .into_iter()
+            .find(|tool| tool.name == name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let Some((tool, args, stream)) = self.resolve(&request.name, args) else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool: {}", request.name),
+                Some(json!({"code": "NOT_FOUND", "name": request.name})),
+            ));
+        };
+        let token = context.meta.get_progress_token();
+        let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
+        let mut options = CallOptions::new().cancel_on(context.ct.clone());
+        if let Some(client) = context.client_info() {
+            options = options.caller(client.name);
+        }
+        if token.is_some() {
+            let tx = progress_tx.clone();
+            options = options.on_progress(move |progress| {
+                // The receiver lives until the call has answered.
+                let _ = tx.send(Report::Progress(progress));
+            });
+        }
+        let runner = self.shared.registry.with(options);
+        let call = async {
+            if !stream {
+                return runner.run(&tool, args).await;
+            }
+            let mut items = Vec::new();
+            let mut stream = runner.run_stream(&tool, args);
+            while let Some(item) = stream.next().await {
+                let item = item?;
+                if token.is_some() {
+                    let _ = progress_tx.send(Report::Item(items.len() + 1, item.clone()));
+                }
+                items.push(item);
+            }
+            Ok(Value::Array(items))
+        };
+        let peer = &context.peer;
+        let send = |report: Report| async {
+            if let Some(token) = &token {
+                // A client that went away misses its progress; the call goes on.
+                let _ = peer.notify_progress(report.into_param(token.clone())).await;
+            }
+        };
+        let mut call = std::pin::pin!(call);
+        let outcome = loop {
+            tokio::select! {
+                biased;
+                Some(report) = progress_rx.recv() => send(report).await,
+                outcome = &mut call => break outcome,
+            }
+        };
+        while let Ok(report) = progress_rx.try_recv() {
+            send(report).await;
+        }
+        Ok(into_result(outcome).into())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // Sessions that began with `initialize` hear of tool list changes as plain
+        // notifications, until the session (this handler) ends.
+        let peer = context.peer;
+        let closed = self.session.0.clone();
+        let registry = self.shared.registry.clone();
+        tokio::spawn(async move {
+            let mut changes = registry.subscribe();
+            while next_change(&mut changes, &closed).await {
+                if peer.notify_tool_list_changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        (requested.tools_list_changed == Some(true))
+            .then(|| SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        // Sessionless clients subscribe with `subscriptions/listen`; the stream lasts
+        // as long as that request.
+        let mut changes = self.shared.registry.subscribe();
+        let closed = CancellationToken::new();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => break,
+                more = next_change(&mut changes, &closed) => {
+                    if !more || context.sink().notify_tool_list_changed().await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Waits for the next change to the tool list, folding a burst of changes into
+/// one. `false` when the registry is gone or the session closed.
+async fn next_change(changes: &mut crate::Subscription, closed: &CancellationToken) -> bool {
+    loop {
+        let event = tokio::select! {
+            () = closed.cancelled() => return false,
+            event = changes.recv() => event,
+        };
+        match event {
+            Ok(
+                RegistryEvent::Added { .. }
+                | RegistryEvent::Removed { .. }
+                | RegistryEvent::Cleared,
+            )
+            | Err(SubscriptionError::Lagged(_)) => break,
+            Ok(_) => {}
+            Err(SubscriptionError::Closed) => return false,
+        }
+    }
+    // Registrations often come in bursts; let them settle into one notification.
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    while let Some(event) = changes.try_recv() {
+        let _ = event;
+    }
+    true
+}
+
+enum Report {
+    Progress(Progress),
+    /// The n-th item of a streaming tool.
+    Item(usize, Value),
+}
+
+impl Report {
+    #[allow(clippy::cast_precision_loss)]
+    fn into_param(self, token: ProgressToken) -> ProgressNotificationParam {
+        match self {
+            Self::Progress(progress) => {
+                let mut param = ProgressNotificationParam::new(token, progress.done);
+                if let Some(total) = progress.total {
+                    param = param.with_total(total);
+                }
+                if let Some(message) = progress.message {
+                    param = param.with_message(message);
+                }
+                param
+            }
+            Self::Item(n, item) => {
+                ProgressNotificationParam::new(token, n as f64).with_message(item.to_string())
+            }
+        }
+    }
+}
+
+/// A tool's outcome as MCP answers it.
+fn into_result(outcome: Result<Value, ToolError>) -> CallToolResult {
+    match outcome {
+        Ok(Value::Object(object)) => CallToolResult::structured(Value::Object(object)),
+        Ok(Value::String(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),
+        Ok(value) => CallToolResult::success(vec![ContentBlock::text(value.to_string())]),
+        Err(err) => {
+            let mut meta = Map::new();
+            meta.insert("toolfunc/error".into(), error_data(&err));
+            CallToolResult::error(vec![ContentBlock::text(err.to_string())])
+                .with_meta(Some(MetaObject(meta)))
+        }
+    }
+}
