@@ -19,6 +19,7 @@ import sys
 import anyio
 import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters, stdio_client
+from mcp.shared.subscriptions import ToolsListChanged
 
 checks = 0
 
@@ -131,7 +132,7 @@ async def check_list_changed(client, mode, changed, handler_events):
             await anyio.to_thread.run_sync(sys.stdin.readline)
             with anyio.fail_after(5):
                 async for event in subscription:
-                    if isinstance(event, types.ToolListChangedNotification):
+                    if isinstance(event, ToolsListChanged):
                         break
         check("tools/list_changed through subscriptions/listen", True)
     tools = {tool.name for tool in (await client.list_tools(cache_mode="refresh")).tools}

@@ -219,13 +219,20 @@ pub fn router(registry: Registry) -> axum::Router {
     McpServer::new(registry).router()
 }
 
-/// One connection's lifetime: cancelled when the last copy of its handler is dropped.
+/// One connection's state. Its token is cancelled when the last copy of its handler
+/// is dropped.
 #[derive(Default)]
-struct Session(CancellationToken);
+struct Session {
+    closed: CancellationToken,
+    /// Registry subscriptions taken when a `subscriptions/listen` was accepted, so no
+    /// change between the client's acknowledgement and [`ServerHandler::listen`] is
+    /// missed.
+    listening: std::sync::Mutex<Vec<crate::Subscription>>,
+}
 
 impl Drop for Session {
     fn drop(&mut self) {
-        self.0.cancel();
+        self.closed.cancel();
     }
 }
 
@@ -331,10 +338,9 @@ impl ServerHandler for McpServer {
         // Sessions that began with `initialize` hear of tool list changes as plain
         // notifications, until the session (this handler) ends.
         let peer = context.peer;
-        let closed = self.session.0.clone();
-        let registry = self.shared.registry.clone();
+        let closed = self.session.closed.clone();
+        let mut changes = self.shared.registry.subscribe();
         tokio::spawn(async move {
-            let mut changes = registry.subscribe();
             while next_change(&mut changes, &closed).await {
                 if peer.notify_tool_list_changed().await.is_err() {
                     break;
@@ -347,14 +353,32 @@ impl ServerHandler for McpServer {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        (requested.tools_list_changed == Some(true))
-            .then(|| SubscriptionFilter::builder().tools_list_changed().build())
+        if requested.tools_list_changed != Some(true) {
+            return None;
+        }
+        let mut listening = self
+            .session
+            .listening
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // A listen that failed to start leaves its subscription here: keep a few.
+        if listening.len() >= 8 {
+            listening.remove(0);
+        }
+        listening.push(self.shared.registry.subscribe());
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         // Sessionless clients subscribe with `subscriptions/listen`; the stream lasts
         // as long as that request.
-        let mut changes = self.shared.registry.subscribe();
+        let taken = self
+            .session
+            .listening
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop();
+        let mut changes = taken.unwrap_or_else(|| self.shared.registry.subscribe());
         let closed = CancellationToken::new();
         loop {
             tokio::select! {

@@ -1,0 +1,192 @@
+//! The MCP server driven by the official Python MCP SDK (`mcp` 2.3.0 from PyPI,
+//! pinned in `interop/requirements.txt`; `.ci/run` installs it into
+//! `interop/.venv`). The checks live in `interop/mcp_client.py`: tools/list, calls,
+//! bad arguments (`isError`), an unknown tool (protocol error), progress, a
+//! cancelled slow call, and tool list changes. Each runs with the `initialize`
+//! handshake (`legacy`, protocol 2025-11-25) and with the SDK's own protocol
+//! discovery (`auto`, 2026-07-28, sessionless).
+
+#[path = "../examples/demo/mod.rs"]
+#[allow(dead_code)]
+mod demo;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::Command;
+use toolfunc::mcp::McpServer;
+use toolfunc::{CallStatus, RegistryEvent, SubscriptionError, ToolFunc};
+
+/// Long enough for any healthy run, short enough that a broken one fails instead of hanging.
+const LIMIT: Duration = Duration::from_secs(90);
+
+fn interop_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("interop")
+}
+
+fn python() -> PathBuf {
+    let python = interop_dir().join(".venv/bin/python");
+    assert!(
+        python.is_file(),
+        "the Python MCP SDK is not installed: run `python3 -m venv .venv && .venv/bin/pip install -r requirements.txt` in {}",
+        interop_dir().display()
+    );
+    python
+}
+
+/// The `mcp_server` example, built by `cargo test` beside the test binaries (and
+/// built here when a single test target was asked for).
+fn example_server() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary has a path");
+    let target = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("test binaries live in target/<profile>/deps");
+    let server = target.join("examples/mcp_server");
+    if !server.is_file() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = std::process::Command::new(cargo)
+            .args(["build", "--example", "mcp_server"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building the mcp_server example failed");
+    }
+    server
+}
+
+/// Runs the Python client against the example over stdio, and returns what the
+/// server logged on stderr (one line per finished call).
+async fn over_stdio(mode: &str) -> String {
+    let errlog =
+        std::env::temp_dir().join(format!("toolfunc-mcp-{mode}-{}.log", std::process::id()));
+    let output = tokio::time::timeout(
+        LIMIT,
+        Command::new(python())
+            .arg("mcp_client.py")
+            .args(["--mode", mode, "--errlog"])
+            .arg(&errlog)
+            .arg("--stdio")
+            .arg(example_server())
+            .current_dir(interop_dir())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the Python client finished in time")
+    .expect("python runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let server_log = std::fs::read_to_string(&errlog).unwrap_or_default();
+    let _ = std::fs::remove_file(&errlog);
+    assert!(
+        output.status.success() && stdout.contains("checks passed"),
+        "Python MCP client failed ({mode}, stdio)\n--- stdout\n{stdout}\n--- stderr\n{stderr}\n--- server\n{server_log}"
+    );
+    server_log
+}
+
+#[tokio::test]
+async fn python_sdk_over_stdio_with_initialize() {
+    let log = over_stdio("legacy").await;
+    // The client's notifications/cancelled reached the running call.
+    assert!(log.contains("sleep Cancelled"), "server log:\n{log}");
+}
+
+#[tokio::test]
+async fn python_sdk_over_stdio_with_protocol_discovery() {
+    let log = over_stdio("auto").await;
+    assert!(log.contains("sleep Cancelled"), "server log:\n{log}");
+}
+
+/// Runs the Python client against an in-process server over streamable HTTP. When
+/// the client says `CHANGE`, a tool is added to the registry; the client then
+/// expects `notifications/tools/list_changed`.
+async fn over_http(mode: &str) {
+    let registry = demo::catalog();
+    let cancelled = sleep_cancelled(&registry);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let served = registry.clone();
+    tokio::spawn(async move { axum::serve(listener, McpServer::new(served).router()).await });
+    let mut child = Command::new(python())
+        .arg("mcp_client.py")
+        .args(["--mode", mode, "--list-changed", "--http", &url])
+        .current_dir(interop_dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("python runs");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut stdout = String::new();
+    let read = async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line == "CHANGE" {
+                registry.register(added_later()).unwrap();
+                stdin.write_all(b"changed\n").await.unwrap();
+                stdin.flush().await.unwrap();
+            }
+            stdout.push_str(&line);
+            stdout.push('\n');
+        }
+    };
+    tokio::time::timeout(LIMIT, read)
+        .await
+        .expect("the Python client finished in time");
+    let output = child.wait_with_output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && stdout.contains("checks passed"),
+        "Python MCP client failed ({mode}, HTTP)\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+    );
+    // The client's cancellation (a notification, or the dropped request on
+    // 2026-07-28) reached the running call.
+    let seen = tokio::time::timeout(Duration::from_secs(5), cancelled).await;
+    assert!(
+        matches!(seen, Ok(Ok(true))),
+        "no call of sleep ended cancelled"
+    );
+}
+
+/// Resolves to `true` once a call of `sleep` ends cancelled.
+fn sleep_cancelled(registry: &toolfunc::Registry) -> tokio::task::JoinHandle<bool> {
+    let mut events = registry.subscribe();
+    tokio::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(RegistryEvent::CallFinished { tool, status, .. })
+                    if tool == "sleep" && status == CallStatus::Cancelled =>
+                {
+                    return true;
+                }
+                Ok(_) | Err(SubscriptionError::Lagged(_)) => {}
+                Err(_) => return false,
+            }
+        }
+    })
+}
+
+/// The tool registered while the client listens for list changes.
+fn added_later() -> ToolFunc {
+    ToolFunc::builder("added_later")
+        .description("Registered while a client was connected.")
+        .handler_sync(|_ctx, _args| Ok(Value::Null))
+        .build()
+        .expect("the tool builds")
+}
+
+#[tokio::test]
+async fn python_sdk_over_http_with_initialize() {
+    over_http("legacy").await;
+}
+
+#[tokio::test]
+async fn python_sdk_over_http_with_protocol_discovery() {
+    over_http("auto").await;
+}
