@@ -44,8 +44,9 @@ mod task;
 mod tool;
 pub mod transport;
 
-/// The README's examples, compiled and run as doc tests (they include the HTTP layer).
-#[cfg(all(doctest, feature = "http"))]
+/// The README's examples, compiled and run as doc tests (they include the HTTP and MCP
+/// layers).
+#[cfg(all(doctest, feature = "http", feature = "mcp"))]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
 

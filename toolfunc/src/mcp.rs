@@ -17,7 +17,7 @@
 //!   `notifications/tools/list_changed`.
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), toolfunc::ToolError> {
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use toolfunc::{mcp::McpServer, Registry};
 //!
 //! // Over stdio, until the client closes the stream:
@@ -26,7 +26,7 @@
 //! // Over streamable HTTP at `/mcp`, merged into any axum app:
 //! let app = toolfunc::mcp::router(Registry::global().clone());
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
-//! axum::serve(listener, app).await?;
+//! toolfunc::mcp::axum::serve(listener, app).await?;
 //! # Ok(()) }
 //! ```
 //!
@@ -53,6 +53,8 @@ use crate::llm::{self, Target};
 use crate::registry::SubscriptionError;
 use crate::{CallOptions, Progress, Registry, RegistryEvent, ToolError};
 
+/// The web framework [`McpServer::router`] builds on, to serve and merge its router.
+pub use axum;
 /// The SDK this module builds on, for transports and settings beyond the ones here.
 pub use rmcp;
 
