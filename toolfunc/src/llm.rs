@@ -91,24 +91,33 @@ pub fn tools(registry: &Registry, target: Target) -> Result<Value, ToolError> {
     export(registry, target, false)
 }
 
-/// [`tools`], or with `api_only` the tools remote callers may see (not `api = false`).
+/// [`tools`], or with `served` what a server offers remote callers: no `api = false`
+/// tool, and a tool the target cannot express left out with a warning (one bad tool
+/// does not take the whole catalog down).
 pub(crate) fn export(
     registry: &Registry,
     target: Target,
-    api_only: bool,
+    served: bool,
 ) -> Result<Value, ToolError> {
-    let key = target as u8 | if api_only { 0x80 } else { 0 };
+    let key = target as u8 | if served { 0x80 } else { 0 };
     registry.derived(key, || {
         let mut out = Vec::new();
         for definition in registry.definitions() {
-            if api_only && !definition.api {
+            if served && !definition.api {
                 continue;
             }
-            if definition.acts.is_empty() {
-                out.push(tool(&definition, target)?);
+            let functions = if definition.acts.is_empty() {
+                vec![definition]
             } else {
-                for method in method_functions(&definition) {
-                    out.push(tool(&method, target)?);
+                method_functions(&definition)
+            };
+            for function in &functions {
+                match tool(function, target) {
+                    Ok(exported) => out.push(exported),
+                    Err(err) if served => {
+                        tracing::warn!(tool = %function.name, error = %err, "tool left out of the {target:?} export");
+                    }
+                    Err(err) => return Err(err),
                 }
             }
         }

@@ -4,7 +4,8 @@
 //! - `tools/list` is the registry's [`Mcp`](crate::llm::Target::Mcp) export: every
 //!   tool remote callers may see (`api = false` tools stay hidden), service methods as
 //!   `{service}_{method}`, with `inputSchema`, `outputSchema` for object results,
-//!   `title` and `annotations`.
+//!   `title` and `annotations`. A tool MCP cannot take (a name outside
+//!   `[A-Za-z0-9_.-]{1,128}`) is left out with a `tracing` warning naming it.
 //! - `tools/call` runs the tool. Argument and handler errors come back as a result
 //!   with `isError: true`, the message as text, and `{code, data}` under the result's
 //!   `_meta["toolfunc/error"]`; an unknown tool is a JSON-RPC error (`-32602`).
@@ -268,10 +269,17 @@ impl ServerHandler for McpServer {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools()
-            .ok()?
-            .into_iter()
-            .find(|tool| tool.name == name)
+        // Asked on every HTTP request (for header checks): export just this one.
+        let (tool, _, _) = self.resolve(name, Value::Null)?;
+        let def = self.shared.registry.get(&tool)?.definition().clone();
+        let def = if def.acts.is_empty() {
+            def
+        } else {
+            llm::method_functions(&def)
+                .into_iter()
+                .find(|method| method.name == name)?
+        };
+        serde_json::from_value(llm::tool(&def, Target::Mcp).ok()?).ok()
     }
 
     async fn call_tool(
