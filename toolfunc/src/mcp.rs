@@ -34,11 +34,12 @@
 //! [`Ctx::cancellation_token`]: crate::Ctx::cancellation_token
 //! [`Ctx::progress`]: crate::Ctx::progress
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::StreamExt;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, ErrorCode, Implementation, InitializeRequestParams, InitializeResult,
     ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
     ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
@@ -79,7 +80,11 @@ struct Shared {
     registry: Registry,
     info: Implementation,
     instructions: Option<String>,
+    /// The last `tools/list`, with the registry generation it was made at.
+    listed: Arc<Mutex<Option<Listed>>>,
 }
+
+type Listed = (u64, Vec<Tool>);
 
 impl std::fmt::Debug for McpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -99,6 +104,7 @@ impl McpServer {
                 registry,
                 info: Implementation::new("toolfunc", env!("CARGO_PKG_VERSION")),
                 instructions: None,
+                listed: Arc::default(),
             }),
             session: Arc::default(),
         }
@@ -182,11 +188,26 @@ impl McpServer {
         )
     }
 
+    /// The tool list, kept until a registry changes.
     fn tools(&self) -> Result<Vec<Tool>, ErrorData> {
+        let generation = crate::registry::generation();
+        let lock = || {
+            self.shared
+                .listed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+        };
+        if let Some((made, tools)) = &*lock()
+            && *made == generation
+        {
+            return Ok(tools.clone());
+        }
         let exported = llm::export(&self.shared.registry, Target::Mcp, true)
             .map_err(|err| ErrorData::internal_error(err.to_string(), Some(error_data(&err))))?;
-        serde_json::from_value(exported)
-            .map_err(|err| ErrorData::internal_error(format!("tool list: {err}"), None))
+        let tools: Vec<Tool> = serde_json::from_value(exported)
+            .map_err(|err| ErrorData::internal_error(format!("tool list: {err}"), None))?;
+        *lock() = Some((generation, tools.clone()));
+        Ok(tools)
     }
 
     /// The tool and arguments an MCP tool name stands for: a visible tool, or a
@@ -227,10 +248,12 @@ pub fn router(registry: Registry) -> axum::Router {
 #[derive(Default)]
 struct Session {
     closed: CancellationToken,
+    /// Cancelled (as a one-shot flag) when the client says `initialized`.
+    initialized: CancellationToken,
     /// Registry subscriptions taken when a `subscriptions/listen` was accepted, so no
     /// change between the client's acknowledgement and [`ServerHandler::listen`] is
     /// missed.
-    listening: std::sync::Mutex<Vec<crate::Subscription>>,
+    listening: Mutex<Vec<crate::Subscription>>,
 }
 
 impl Drop for Session {
@@ -308,6 +331,10 @@ impl ServerHandler for McpServer {
             });
         }
         let runner = self.shared.registry.with(options);
+        if token.is_none() && !stream {
+            // Nothing to report while it runs.
+            return Ok(into_result(runner.run(&tool, args).await).into());
+        }
         let call = async {
             if !stream {
                 return runner.run(&tool, args).await;
@@ -323,40 +350,82 @@ impl ServerHandler for McpServer {
             }
             Ok(Value::Array(items))
         };
+        let mut progress = Monotonic::new(token.clone());
         let peer = &context.peer;
-        let send = |report: Report| async {
-            if let Some(token) = &token {
-                // A client that went away misses its progress; the call goes on.
-                let _ = peer.notify_progress(report.into_param(token.clone())).await;
-            }
-        };
         let mut call = std::pin::pin!(call);
         let outcome = loop {
             tokio::select! {
                 biased;
-                Some(report) = progress_rx.recv() => send(report).await,
+                Some(report) = progress_rx.recv() => {
+                    if let Some(param) = progress.admit(report) {
+                        // A client that went away misses its progress; the call goes on.
+                        let _ = peer.notify_progress(param).await;
+                    }
+                }
                 outcome = &mut call => break outcome,
             }
         };
         while let Ok(report) = progress_rx.try_recv() {
-            send(report).await;
+            if let Some(param) = progress.admit(report) {
+                let _ = peer.notify_progress(param).await;
+            }
         }
         Ok(into_result(outcome).into())
     }
 
-    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        // Sessions that began with `initialize` hear of tool list changes as plain
-        // notifications, until the session (this handler) ends.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let result = self.negotiate_initialize(&request)?;
+        // Sessions that begin with `initialize` hear of tool list changes as plain
+        // notifications, from the client's `initialized` until the session (this
+        // handler) ends. Subscribing now misses no change made in between.
+        // The task holds only the session's tokens, never the session itself.
         let peer = context.peer;
+        let initialized = self.session.initialized.clone();
         let closed = self.session.closed.clone();
         let mut changes = self.shared.registry.subscribe();
         tokio::spawn(async move {
+            tokio::select! {
+                () = initialized.cancelled() => {}
+                () = closed.cancelled() => return,
+            }
             while next_change(&mut changes, &closed).await {
                 if peer.notify_tool_list_changed().await.is_err() {
                     break;
                 }
             }
         });
+        Ok(result)
+    }
+
+    async fn on_initialized(&self, _context: NotificationContext<RoleServer>) {
+        self.session.initialized.cancel();
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        // The SDK hands over a known method whose params it could not read.
+        if matches!(request.method.as_str(), "tools/call" | "tools/list") {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "{}: params must be {{\"name\": string, \"arguments\"?: object}}",
+                    request.method
+                ),
+                None,
+            ));
+        }
+        Err(ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            request.method,
+            None,
+        ))
     }
 
     fn accepted_subscription_filter(
@@ -370,7 +439,7 @@ impl ServerHandler for McpServer {
             .session
             .listening
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+            .unwrap_or_else(PoisonError::into_inner);
         // A listen that failed to start leaves its subscription here: keep a few.
         if listening.len() >= 8 {
             listening.remove(0);
@@ -386,7 +455,7 @@ impl ServerHandler for McpServer {
             .session
             .listening
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .unwrap_or_else(PoisonError::into_inner)
             .pop();
         let mut changes = taken.unwrap_or_else(|| self.shared.registry.subscribe());
         let closed = CancellationToken::new();
@@ -429,6 +498,39 @@ async fn next_change(changes: &mut crate::Subscription, closed: &CancellationTok
         let _ = event;
     }
     true
+}
+
+/// The progress reports of one call, kept increasing as MCP requires: a streaming
+/// tool's items count as progress until the tool reports its own; a report that
+/// would not go forward is left out.
+struct Monotonic {
+    token: Option<ProgressToken>,
+    last: f64,
+    own: bool,
+}
+
+impl Monotonic {
+    fn new(token: Option<ProgressToken>) -> Self {
+        Self {
+            token,
+            last: f64::NEG_INFINITY,
+            own: false,
+        }
+    }
+
+    fn admit(&mut self, report: Report) -> Option<ProgressNotificationParam> {
+        let token = self.token.clone()?;
+        if matches!(report, Report::Progress(_)) {
+            self.own = true;
+        } else if self.own {
+            return None;
+        }
+        let param = report.into_param(token);
+        (param.progress > self.last).then(|| {
+            self.last = param.progress;
+            param
+        })
+    }
 }
 
 enum Report {

@@ -16,6 +16,7 @@ use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWrite
 use serde_json::Value;
 use tokio::sync::broadcast;
 
+pub(crate) use cache::generation;
 pub(crate) use events::Observer;
 pub use events::{CallStatus, RegistryEvent, Subscription, SubscriptionError};
 pub use runner::Runner;
@@ -807,7 +808,7 @@ impl Registry {
         key: u8,
         make: impl FnOnce() -> Result<Value, ToolError>,
     ) -> Result<Value, ToolError> {
-        let generation = cache::generation();
+        let generation = generation();
         {
             let kept = self
                 .inner
@@ -1021,7 +1022,7 @@ mod cache {
     }
 
     /// Bumped by every change to any registry.
-    pub(super) fn generation() -> u64 {
+    pub(crate) fn generation() -> u64 {
         GENERATION.load(Ordering::Acquire)
     }
 }
