@@ -708,15 +708,20 @@ async fn slow_tool_progress_arrives_while_it_runs() {
     for p in &progress {
         assert_eq!(p["total"], json!(350.0), "{p}");
     }
+    assert_increasing(&progress);
+    client.close().await;
+}
+
+/// MCP: "the progress value MUST increase with each notification".
+fn assert_increasing(progress: &[Value]) {
     let done: Vec<f64> = progress
         .iter()
         .map(|p| p["progress"].as_f64().expect("a number"))
         .collect();
     assert!(
         done.windows(2).all(|w| w[0] < w[1]),
-        "not increasing: {done:?}"
+        "not increasing: {progress:?}"
     );
-    client.close().await;
 }
 
 /// Reads until the server is quiet for a moment; returns what came.
@@ -1126,13 +1131,6 @@ async fn streaming_progress_never_decreases() {
     let items: Value = serde_json::from_str(text(&response["result"])).expect("JSON text");
     assert_eq!(items, json!(["a", "b"]));
     let progress = progress_of(&client.take_seen(), &token);
-    let done: Vec<f64> = progress
-        .iter()
-        .map(|p| p["progress"].as_f64().expect("a number"))
-        .collect();
-    assert!(
-        done.windows(2).all(|w| w[0] < w[1]),
-        "not increasing: {progress:?}"
-    );
+    assert_increasing(&progress);
     client.close().await;
 }
