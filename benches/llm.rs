@@ -1,5 +1,6 @@
 //! LLM function calling: exporting 1,000 tools (lowered from scratch, and kept), and
-//! executing a 10-call message against 10 direct `run` calls.
+//! executing a 10-call message against 10 direct `run` calls and against the same
+//! message read, run and answered by hand.
 
 use std::hint::black_box;
 
@@ -75,6 +76,26 @@ fn run(c: &mut Criterion) {
                 out.push(registry.run(&name, json!({"city": "Oslo"})).await);
             }
             out
+        });
+    });
+    // The floor for `execute`: the same message read and answered by hand, one call
+    // after the other, with no isolation or error mapping.
+    group.bench_function("by_hand", |b| {
+        b.to_async(&runtime).iter(|| async {
+            let mut out = Vec::with_capacity(10);
+            for call in black_box(&message)["tool_calls"].as_array().expect("calls") {
+                let function = &call["function"];
+                let name = function["name"].as_str().expect("a name");
+                let arguments = function["arguments"].as_str().expect("arguments");
+                let args: serde_json::Value = serde_json::from_str(arguments).expect("JSON");
+                let result = registry.run(name, args).await.expect("runs");
+                out.push(json!({
+                    "role": "tool",
+                    "tool_call_id": call["id"],
+                    "content": result.as_str().map_or_else(|| result.to_string(), str::to_owned),
+                }));
+            }
+            serde_json::Value::Array(out)
         });
     });
     group.bench_function("llm_execute", |b| {

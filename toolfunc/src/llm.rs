@@ -864,14 +864,20 @@ fn bad_message(path: &str, message: &str) -> ToolError {
     ToolError::arguments(path, message)
 }
 
-fn str_at<'a>(value: &'a Value, key: &str, path: &str) -> Result<&'a str, ToolError> {
+/// The non-empty string at `value[key]`; `path` (made only on error) says where
+/// `value` is.
+fn str_at<'a>(
+    value: &'a Value,
+    key: &str,
+    path: impl FnOnce() -> String,
+) -> Result<&'a str, ToolError> {
     value
         .get(key)
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
         .ok_or_else(|| {
             bad_message(
-                &format!("{path}/{key}"),
+                &format!("{}/{key}", path()),
                 &format!("expected a non-empty string `{key}`"),
             )
         })
@@ -888,12 +894,13 @@ fn read_calls(target: Target, message: &Value) -> Result<Vec<Parsed>, ToolError>
                 .iter()
                 .enumerate()
                 .map(|(i, call)| {
-                    let path = format!("/tool_calls/{i}");
-                    let id = str_at(call, "id", &path)?.to_owned();
+                    let path = || format!("/tool_calls/{i}");
+                    let id = str_at(call, "id", path)?.to_owned();
                     let function = call.get("function").ok_or_else(|| {
-                        bad_message(&format!("{path}/function"), "expected an object")
+                        bad_message(&format!("{}/function", path()), "expected an object")
                     })?;
-                    let name = str_at(function, "name", &format!("{path}/function"))?.to_owned();
+                    let name =
+                        str_at(function, "name", || format!("{}/function", path()))?.to_owned();
                     let arguments = match function.get("arguments") {
                         None | Some(Value::Null) => Ok(Value::Null),
                         Some(Value::String(text)) if text.trim().is_empty() => Ok(Value::Null),
@@ -927,9 +934,9 @@ fn read_calls(target: Target, message: &Value) -> Result<Vec<Parsed>, ToolError>
                 .enumerate()
                 .filter(|(_, block)| block.get("type").and_then(Value::as_str) == Some("tool_use"))
                 .map(|(i, block)| {
-                    let path = format!("/content/{i}");
-                    let id = str_at(block, "id", &path)?.to_owned();
-                    let name = str_at(block, "name", &path)?.to_owned();
+                    let path = || format!("/content/{i}");
+                    let id = str_at(block, "id", path)?.to_owned();
+                    let name = str_at(block, "name", path)?.to_owned();
                     let input = block.get("input").cloned().unwrap_or(Value::Null);
                     Ok(Parsed::Call(ToolCall::new(id, name, input)))
                 })
@@ -946,8 +953,8 @@ fn read_calls(target: Target, message: &Value) -> Result<Vec<Parsed>, ToolError>
                 .enumerate()
                 .filter_map(|(i, part)| part.get("functionCall").map(|call| (i, call)))
                 .map(|(i, call)| {
-                    let path = format!("/parts/{i}/functionCall");
-                    let name = str_at(call, "name", &path)?.to_owned();
+                    let name =
+                        str_at(call, "name", || format!("/parts/{i}/functionCall"))?.to_owned();
                     let id = call
                         .get("id")
                         .and_then(Value::as_str)
