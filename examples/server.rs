@@ -1,14 +1,14 @@
 //! The demo catalog over HTTP: `cargo run --example server`.
 //!
 //! Serves `add`, the `greeter` service, the `users` REST resource, the streaming
-//! `countdown`, `fail` and `sleep` under `http://127.0.0.1:3000/api`, and prints
-//! how to call them. `--addr HOST:PORT` (or `PORT`) and `--prefix /path` change
-//! where.
+//! `countdown`, `fail` and `sleep` under `http://127.0.0.1:3000/api`, and to MCP
+//! clients at `http://127.0.0.1:3000/mcp`, and prints how to call them.
+//! `--addr HOST:PORT` (or `PORT`) and `--prefix /path` change where.
 
 mod demo;
 
 use toolfunc::Registry;
-use toolfunc::http::{Api, Server};
+use toolfunc::http::{Api, Server, axum};
 
 fn usage() -> ! {
     eprintln!(
@@ -37,7 +37,14 @@ async fn main() -> std::io::Result<()> {
     let api = Api::new(Registry::global().clone()).prefix(prefix);
     let base = format!("http://{addr}{}", api.path());
     let listener = tokio::net::TcpListener::bind(&addr).await?;
-    let server = Server::new().mount(api).map_err(std::io::Error::other)?;
+    let mcp = format!("http://{addr}{}", toolfunc::mcp::PATH);
+    let mut app = Server::new()
+        .mount(api)
+        .map_err(std::io::Error::other)?
+        .router();
+    if base != mcp {
+        app = app.merge(toolfunc::mcp::router(Registry::global().clone()));
+    }
     println!("toolfunc demo server listening on {base}");
     println!();
     println!("  curl {base}                                          # discovery");
@@ -51,5 +58,9 @@ async fn main() -> std::io::Result<()> {
     println!("  curl -N -X POST {base}/countdown -d '{{\"count\":3,\"stream\":true}}'  # NDJSON");
     println!("  curl -X POST {base}/fail                             # 500");
     println!("  curl -X POST {base}/sleep -d '{{\"ms\":500}}'");
-    server.serve(listener).await
+    println!();
+    println!(
+        "and to MCP clients (streamable HTTP) at {mcp}: e.g. npx @modelcontextprotocol/inspector"
+    );
+    axum::serve(listener, app).await
 }
