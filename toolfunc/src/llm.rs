@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
 
-use crate::{Registry, ToolCall, ToolDefinition, ToolError, ToolResult};
+use crate::{ActDefinition, Registry, ToolCall, ToolDefinition, ToolError, ToolRef, ToolResult};
 
 /// A provider dialect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,42 +133,46 @@ pub fn method_functions(service: &ToolDefinition) -> Vec<ToolDefinition> {
     service
         .acts
         .iter()
-        .map(|act| {
-            let mut def = service.clone();
-            def.name = format!("{}_{}", service.name, act.method());
-            def.title.clone_from(&act.title);
-            if act.description.is_some() {
-                def.description.clone_from(&act.description);
-                def.summary = None;
-            }
-            def.params = act.params.clone();
-            def.result.clone_from(&act.result);
-            def.stream = act.stream;
-            if !act.annotations.is_empty() {
-                def.annotations = act.annotations.clone();
-            }
-            def.alias.clear();
-            def.action = None;
-            def.methods.clear();
-            def.acts.clear();
-            def
-        })
+        .map(|act| method_function(service, act))
         .collect()
 }
 
-/// The service and act a `{service}_{method}` function name stands for, when no
-/// tool has that name itself.
-pub(crate) fn method_of(registry: &Registry, name: &str) -> Option<(String, String)> {
-    if registry.get(name).is_some() {
-        return None;
+/// The function one method of a service is offered as (see [`method_functions`]).
+pub(crate) fn method_function(service: &ToolDefinition, act: &ActDefinition) -> ToolDefinition {
+    let mut def = service.clone();
+    def.name = format!("{}_{}", service.name, act.method());
+    def.title.clone_from(&act.title);
+    if act.description.is_some() {
+        def.description.clone_from(&act.description);
+        def.summary = None;
     }
+    def.params = act.params.clone();
+    def.result.clone_from(&act.result);
+    def.stream = act.stream;
+    if !act.annotations.is_empty() {
+        def.annotations = act.annotations.clone();
+    }
+    def.alias.clear();
+    def.action = None;
+    def.methods.clear();
+    def.acts.clear();
+    def
+}
+
+/// The service, and the index of its act, a `{service}_{method}` function name
+/// stands for. Callers look the name itself up first: a tool of that name wins.
+pub(crate) fn method_of(registry: &Registry, name: &str) -> Option<(ToolRef, usize)> {
     let mut split = name.len();
     while let Some(at) = name[..split].rfind('_') {
         let (service, method) = (&name[..at], &name[at + 1..]);
         if let Some(tool) = registry.get(service)
-            && let Some(act) = tool.definition().acts.iter().find(|a| a.method() == method)
+            && let Some(index) = tool
+                .definition()
+                .acts
+                .iter()
+                .position(|a| a.method() == method)
         {
-            return Some((tool.name().to_owned(), act.name.clone()));
+            return Some((tool, index));
         }
         split = at;
     }
@@ -764,8 +768,14 @@ pub async fn execute(
     for (index, call) in calls.into_iter().enumerate() {
         match call {
             Parsed::Call(mut call) => {
-                if let Some((service, act)) = method_of(registry, &call.name) {
-                    renamed.push((index, std::mem::replace(&mut call.name, service)));
+                if !registry.has(&call.name)
+                    && let Some((service, act)) = method_of(registry, &call.name)
+                {
+                    let act = service.definition().acts[act].name.clone();
+                    renamed.push((
+                        index,
+                        std::mem::replace(&mut call.name, service.name().into()),
+                    ));
                     if let Value::Object(args) = &mut call.arguments {
                         args.insert("act".into(), Value::from(act));
                     }

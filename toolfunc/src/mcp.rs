@@ -53,7 +53,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::llm::{self, Target};
 use crate::registry::SubscriptionError;
-use crate::{CallOptions, Progress, Registry, RegistryEvent, ToolError};
+use crate::{CallOptions, Progress, Registry, RegistryEvent, ToolError, ToolRef};
 
 /// The web framework [`McpServer::router`] builds on, to serve and merge its router.
 pub use axum;
@@ -210,25 +210,16 @@ impl McpServer {
         Ok(tools)
     }
 
-    /// The tool and arguments an MCP tool name stands for: a visible tool, or a
-    /// service method `{service}_{method}` (its act added to the arguments).
-    fn resolve(&self, name: &str, mut args: Value) -> Option<(String, Value, bool)> {
+    /// What an MCP tool name stands for: a visible tool, or one method (the index of
+    /// its act) of a visible service, named `{service}_{method}`.
+    fn function(&self, name: &str) -> Option<(ToolRef, Option<usize>)> {
         let registry = &self.shared.registry;
-        if let Some(tool) = registry.get(name) {
-            let def = tool.definition();
-            return (def.api && def.acts.is_empty()).then(|| (name.to_owned(), args, def.stream));
-        }
-        let (service, act) = llm::method_of(registry, name)?;
-        let tool = registry.get(&service)?;
+        let (tool, act) = match registry.get(name) {
+            Some(tool) => (tool, None),
+            None => llm::method_of(registry, name).map(|(tool, act)| (tool, Some(act)))?,
+        };
         let def = tool.definition();
-        let method = def.acts.iter().find(|a| a.name == act)?;
-        if !def.api {
-            return None;
-        }
-        if let Value::Object(map) = &mut args {
-            map.insert("act".into(), Value::from(act.clone()));
-        }
-        Some((service, args, method.stream))
+        (def.api && (act.is_some() || def.acts.is_empty())).then_some((tool, act))
     }
 }
 
@@ -293,16 +284,13 @@ impl ServerHandler for McpServer {
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         // Asked on every HTTP request (for header checks): export just this one.
-        let (tool, _, _) = self.resolve(name, Value::Null)?;
-        let def = self.shared.registry.get(&tool)?.definition().clone();
-        let def = if def.acts.is_empty() {
-            def
-        } else {
-            llm::method_functions(&def)
-                .into_iter()
-                .find(|method| method.name == name)?
+        let (tool, act) = self.function(name)?;
+        let def = tool.definition();
+        let exported = match act {
+            Some(act) => llm::tool(&llm::method_function(def, &def.acts[act]), Target::Mcp),
+            None => llm::tool(def, Target::Mcp),
         };
-        serde_json::from_value(llm::tool(&def, Target::Mcp).ok()?).ok()
+        serde_json::from_value(exported.ok()?).ok()
     }
 
     async fn call_tool(
@@ -310,19 +298,34 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let args = Value::Object(request.arguments.unwrap_or_default());
-        let Some((tool, args, stream)) = self.resolve(&request.name, args) else {
+        let Some((found, act)) = self.function(&request.name) else {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool: {}", request.name),
                 Some(json!({"code": "NOT_FOUND", "name": request.name})),
             ));
         };
+        let def = found.definition();
+        let mut arguments = request.arguments.unwrap_or_default();
+        let stream = match act {
+            Some(act) => {
+                let act = &def.acts[act];
+                arguments.insert("act".into(), Value::from(act.name.clone()));
+                act.stream
+            }
+            None => def.stream,
+        };
+        let (tool, args) = (found.name(), Value::Object(arguments));
         let token = context.meta.get_progress_token();
-        let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
         let mut options = CallOptions::new().cancel_on(context.ct.clone());
         if let Some(client) = context.client_info() {
             options = options.caller(client.name);
         }
+        if token.is_none() && !stream {
+            // Nothing to report while it runs.
+            let runner = self.shared.registry.with(options);
+            return Ok(into_result(runner.run(tool, args).await).into());
+        }
+        let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
         if token.is_some() {
             let tx = progress_tx.clone();
             options = options.on_progress(move |progress| {
@@ -331,16 +334,12 @@ impl ServerHandler for McpServer {
             });
         }
         let runner = self.shared.registry.with(options);
-        if token.is_none() && !stream {
-            // Nothing to report while it runs.
-            return Ok(into_result(runner.run(&tool, args).await).into());
-        }
         let call = async {
             if !stream {
-                return runner.run(&tool, args).await;
+                return runner.run(tool, args).await;
             }
             let mut items = Vec::new();
-            let mut stream = runner.run_stream(&tool, args);
+            let mut stream = runner.run_stream(tool, args);
             while let Some(item) = stream.next().await {
                 let item = item?;
                 if token.is_some() {
