@@ -1,0 +1,185 @@
+//! JSON Schemas of tool parameters and results: generation (schemars), argument
+//! parsing with JSON-Pointer error paths, and the check of tools whose schema is given
+//! as JSON (the `jsonschema` crate, with bounds on the work of one call).
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::ToolError;
+
+mod bound;
+mod check;
+
+pub use check::{Validator, validate};
+
+/// The parameters schema of a tool without parameters.
+#[must_use]
+pub fn empty_object() -> Value {
+    serde_json::json!({"type": "object", "properties": {}})
+}
+
+/// The JSON Schema (draft 2020-12) of `T`, without the `$schema` and `title` keys
+/// that only make sense for a standalone document.
+///
+/// ```
+/// #[derive(schemars::JsonSchema)]
+/// struct Point { x: i32, y: i32 }
+///
+/// let schema = toolfunc::schema::schema_of::<Point>();
+/// assert_eq!(schema["type"], "object");
+/// assert!(schema.get("$schema").is_none());
+/// ```
+#[must_use]
+pub fn schema_of<T: JsonSchema + ?Sized>() -> Value {
+    let mut value = schemars::SchemaGenerator::default()
+        .into_root_schema_for::<T>()
+        .to_value();
+    if let Value::Object(map) = &mut value {
+        map.remove("$schema");
+        map.remove("title");
+    }
+    value
+}
+
+/// Checks that a parameters schema describes a JSON object, as every LLM provider and
+/// MCP require. Returns the reason when it does not.
+pub(crate) fn check_params_root(schema: &Value) -> Result<(), String> {
+    let Some(map) = schema.as_object() else {
+        return Err("the parameters schema must be a JSON object".into());
+    };
+    match map.get("type") {
+        Some(Value::String(t)) if t == "object" => Ok(()),
+        Some(other) => Err(format!(
+            "the parameters schema must have \"type\": \"object\" at its root, found {other}"
+        )),
+        None => Err("the parameters schema must have \"type\": \"object\" at its root".into()),
+    }
+}
+
+/// Deserialises tool arguments into `T`. On failure the error is
+/// [`ToolError::Arguments`] with the JSON Pointer of the failing value and serde's
+/// description of what was expected.
+///
+/// ```
+/// #[derive(Debug, serde::Deserialize)]
+/// struct Item { id: u64 }
+/// #[derive(Debug, serde::Deserialize)]
+/// struct Args { items: Vec<Item> }
+///
+/// let err = toolfunc::schema::parse_args::<Args>(serde_json::json!({
+///     "items": [{"id": 1}, {"id": 2}, {"id": "three"}]
+/// })).unwrap_err();
+/// assert!(matches!(err, toolfunc::ToolError::Arguments { ref path, .. } if path == "/items/2/id"));
+/// ```
+pub fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
+    // Fast path: plain serde. Path tracking allocates for every map key it passes,
+    // so it only runs again, on the same value, when this fails.
+    match T::deserialize(&args) {
+        Ok(value) => Ok(value),
+        Err(_) => Err(locate_error::<T>(args)),
+    }
+}
+
+#[cold]
+fn locate_error<T: DeserializeOwned>(args: Value) -> ToolError {
+    match serde_path_to_error::deserialize::<_, T>(args) {
+        Ok(_) => ToolError::arguments("", "the arguments could not be deserialised"),
+        Err(err) => {
+            let mut path = pointer(err.path());
+            let message = err.into_inner().to_string();
+            // serde reports a missing field at the object that lacks it; point at the field.
+            if let Some(field) = message
+                .strip_prefix("missing field `")
+                .and_then(|rest| rest.strip_suffix('`'))
+            {
+                push_token(&mut path, field);
+            }
+            ToolError::arguments(path, message)
+        }
+    }
+}
+
+/// The names of `T`'s fields in declaration order, as serde reads them (renames
+/// applied), restricted to those `schema` lists under `properties`; properties serde
+/// does not name (flattened fields) follow in schema order.
+///
+/// Schema property order alone is alphabetical (serde_json's default map), so
+/// positional calls use this.
+#[doc(hidden)]
+pub fn field_order<T: DeserializeOwned>(schema: &Value) -> Vec<String> {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let listed = |name: &str| properties.is_some_and(|p| p.contains_key(name));
+    let mut fields: Option<&'static [&'static str]> = None;
+    // The probe fails every request; all it wants is the field list.
+    let _ = T::deserialize(FieldsProbe(&mut fields));
+    let mut names: Vec<String> = fields
+        .unwrap_or_default()
+        .iter()
+        .filter(|name| listed(name))
+        .map(|name| (*name).to_owned())
+        .collect();
+    for key in properties.into_iter().flat_map(|p| p.keys()) {
+        if !names.contains(key) {
+            names.push(key.clone());
+        }
+    }
+    names
+}
+
+/// A deserializer that records the field list a derived struct asks for.
+struct FieldsProbe<'a>(&'a mut Option<&'static [&'static str]>);
+
+impl<'de> serde::Deserializer<'de> for FieldsProbe<'_> {
+    type Error = serde::de::value::Error;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+        Err(serde::de::Error::custom("field probe"))
+    }
+
+    fn deserialize_struct<V: serde::de::Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        _visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        *self.0 = Some(fields);
+        Err(serde::de::Error::custom("field probe"))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+        byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+        identifier ignored_any
+    }
+}
+
+fn pointer(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for segment in path {
+        match segment {
+            Segment::Seq { index } => push_index(&mut out, *index),
+            Segment::Map { key } | Segment::Enum { variant: key } => push_token(&mut out, key),
+            Segment::Unknown => push_token(&mut out, "?"),
+        }
+    }
+    out
+}
+
+fn push_index(pointer: &mut String, index: usize) {
+    use std::fmt::Write as _;
+    // Writing to a `String` cannot fail.
+    let _ = write!(pointer, "/{index}");
+}
+
+fn push_token(pointer: &mut String, token: &str) {
+    pointer.push('/');
+    for c in token.chars() {
+        match c {
+            '~' => pointer.push_str("~0"),
+            '/' => pointer.push_str("~1"),
+            c => pointer.push(c),
+        }
+    }
+}
