@@ -53,15 +53,16 @@ fn registry_with(name: &str, schema: Value) -> Registry {
 }
 
 fn assert_refused(name: &str, schema: Value, mentions: &str) {
-    let err = build(name, schema.clone()).expect_err("the schema must be refused");
-    assert_eq!(err.code(), "DEFINITION", "{schema}: {err:?}");
+    let shown = schema.to_string();
+    let err = build(name, schema).expect_err("the schema must be refused");
+    assert_eq!(err.code(), "DEFINITION", "{shown}: {err:?}");
     assert!(
         matches!(&err, ToolError::Definition { name: n, .. } if n == name),
         "{err:?}"
     );
     assert!(
         err.to_string().contains(mentions),
-        "{schema}: {err} should mention {mentions}"
+        "{shown}: {err} should mention {mentions}"
     );
 }
 
@@ -380,4 +381,29 @@ fn an_invalid_pattern_is_refused_at_build() {
         json!({"type": "object", "properties": {"s": {"type": "string", "pattern": "(["}}}),
         "(",
     );
+}
+
+#[test]
+fn refs_into_places_no_keyword_names_are_followed_too() {
+    // A target outside `$defs` (and percent-encoded): checked, and analysed like any.
+    let registry = registry_with(
+        "elsewhere",
+        json!({
+            "type": "object",
+            "properties": {"x": {"$ref": "#/x-defs/a%20b"}},
+            "x-defs": {"a b": {"type": "integer"}}
+        }),
+    );
+    assert_eq!(
+        arguments_error(registry.run_sync("elsewhere", json!({"x": "s"}))),
+        ("/x".to_owned(), "expected integer, found string".to_owned())
+    );
+    let mut attack = two_branch_recursion();
+    let defs = attack.as_object_mut().unwrap().remove("$defs").unwrap();
+    attack["x-defs"] = defs;
+    attack["$ref"] = json!("#/x-defs/n");
+    for branch in 0..2 {
+        attack["x-defs"]["n"]["anyOf"][branch]["properties"]["c"]["$ref"] = json!("#/x-defs/n");
+    }
+    assert_refused("elsewhere_attack", attack, "#/x-defs/n");
 }

@@ -36,38 +36,45 @@ pub(crate) const MAX_CHECKS_PER_VALUE: u64 = 1_000;
 const MAX_STATES: usize = 20_000;
 
 /// The JSON Pointer of the first array or object nested deeper than [`MAX_DEPTH`].
+///
+/// Values built in Rust can be arbitrarily deep; these walks stop at the limit, so
+/// their own recursion is bounded too.
 pub(crate) fn too_deep(value: &Value) -> Option<String> {
-    fn walk(value: &Value, level: usize, path: &mut String) -> bool {
-        let len = path.len();
-        let deep = match value {
-            Value::Array(items) => {
-                level > MAX_DEPTH
-                    || items.iter().enumerate().any(|(index, item)| {
-                        push_index(path, index);
-                        walk(item, level + 1, path) || {
-                            path.truncate(len);
-                            false
-                        }
-                    })
-            }
-            Value::Object(map) => {
-                level > MAX_DEPTH
-                    || map.iter().any(|(key, item)| {
-                        push_token(path, key);
-                        walk(item, level + 1, path) || {
-                            path.truncate(len);
-                            false
-                        }
-                    })
-            }
+    fn deep(value: &Value, level: usize) -> bool {
+        match value {
+            Value::Array(items) => level > MAX_DEPTH || items.iter().any(|v| deep(v, level + 1)),
+            Value::Object(map) => level > MAX_DEPTH || map.values().any(|v| deep(v, level + 1)),
             _ => false,
-        };
-        deep
+        }
     }
-    // Values built in Rust can be arbitrarily deep; this walk stops at the limit, so
-    // its own recursion is bounded too.
+    if !deep(value, 1) {
+        return None;
+    }
+    // Found: follow the first too-deep child down, writing its path.
     let mut path = String::new();
-    walk(value, 1, &mut path).then_some(path)
+    let mut value = value;
+    for level in 1..=MAX_DEPTH {
+        let next = match value {
+            Value::Array(items) => items.iter().enumerate().find_map(|(index, item)| {
+                deep(item, level + 1).then(|| {
+                    push_index(&mut path, index);
+                    item
+                })
+            }),
+            Value::Object(map) => map.iter().find_map(|(key, item)| {
+                deep(item, level + 1).then(|| {
+                    push_token(&mut path, key);
+                    item
+                })
+            }),
+            _ => None,
+        };
+        match next {
+            Some(next) => value = next,
+            None => break,
+        }
+    }
+    Some(path)
 }
 
 /// What the analysis of a schema found.
@@ -147,8 +154,11 @@ pub(crate) fn analyse(schema: &Value) -> Result<Analysis, String> {
         dangling: Vec::new(),
     };
     graph.discover(schema, &mut String::new(), true)?;
-    for id in 0..graph.nodes.len() {
+    // `link` may number more nodes (targets outside any schema keyword) as it goes.
+    let mut id = 0;
+    while id < graph.nodes.len() {
         graph.link(id)?;
+        id += 1;
     }
     let closures = graph.closures()?;
     graph.explore(&closures)?;
@@ -267,21 +277,18 @@ impl<'s> Graph<'s> {
     }
 
     fn target(&mut self, reference: &str, from: usize) -> Result<Option<usize>, String> {
-        match self.resolve(reference)? {
-            Some(target) => {
-                if self.node_of(target).is_none() {
-                    // A pointer into a place no keyword names as a schema: number it now.
-                    let mut path = percent_decode(reference.trim_start_matches('#'));
-                    self.discover(target, &mut path, false)?;
-                }
-                Ok(self.node_of(target))
-            }
-            None => {
-                let location = self.nodes[from].location.trim_start_matches('#').to_owned();
-                self.dangling.push((reference.to_owned(), location));
-                Ok(None)
-            }
+        let Some(target) = self.resolve(reference)? else {
+            let location = self.nodes[from].location.trim_start_matches('#').to_owned();
+            self.dangling.push((reference.to_owned(), location));
+            return Ok(None);
+        };
+        if self.node_of(target).is_none() {
+            // A pointer into a place no keyword names as a schema: number it now (it is
+            // linked in turn, after the nodes before it).
+            let mut path = percent_decode(reference.trim_start_matches('#'));
+            self.discover(target, &mut path, false)?;
         }
+        Ok(self.node_of(target))
     }
 
     /// Records which subschemas node `id` applies, and to what.
