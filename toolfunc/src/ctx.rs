@@ -442,6 +442,7 @@ pub struct CallOptions {
     timeout: Option<Duration>,
     cancel: Vec<CancellationToken>,
     progress: Option<ProgressFn>,
+    collect_limit: Option<CollectLimit>,
 }
 
 impl fmt::Debug for CallOptions {
@@ -453,6 +454,7 @@ impl fmt::Debug for CallOptions {
             .field("timeout", &self.timeout)
             .field("cancel", &self.cancel.len())
             .field("progress", &self.progress.is_some())
+            .field("collect_limit", &self.collect_limit)
             .finish()
     }
 }
@@ -503,6 +505,97 @@ impl CallOptions {
         self.progress = Some(Arc::new(listener));
         self
     }
+
+    /// Bounds what a streaming tool may gather into one value when a call does not
+    /// ask for a stream (`run` of a streaming tool, an MCP `tools/call`, an LLM
+    /// tool call). Nested calls inherit it. Default: [`CollectLimit::default`].
+    pub fn collect_limit(mut self, limit: CollectLimit) -> Self {
+        self.collect_limit = Some(limit);
+        self
+    }
+}
+
+/// The most a streaming tool's items may add up to when they are collected into one
+/// array: a count of items and an estimate of their size in bytes (the length of
+/// their JSON text). A stream that passes either ends the call with
+/// `RESULT_TOO_LARGE` (status 413) instead of growing without bound.
+///
+/// ```
+/// use toolfunc::{CallOptions, CollectLimit};
+///
+/// let limit = CollectLimit::default();
+/// assert_eq!((limit.items, limit.bytes), (100_000, 16 * 1024 * 1024));
+/// let options = CallOptions::new().collect_limit(CollectLimit::new(1_000, 1 << 20));
+/// # let _ = options;
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CollectLimit {
+    /// The most items (default 100,000).
+    pub items: usize,
+    /// The most bytes of JSON text, estimated (default 16 MiB).
+    pub bytes: usize,
+}
+
+impl CollectLimit {
+    /// A limit of `items` items and `bytes` bytes.
+    pub const fn new(items: usize, bytes: usize) -> Self {
+        Self { items, bytes }
+    }
+
+    /// No limit at all (for trusted, in-process callers only).
+    pub const fn unlimited() -> Self {
+        Self {
+            items: usize::MAX,
+            bytes: usize::MAX,
+        }
+    }
+
+    /// The error a stream that passed this limit ends with.
+    pub(crate) fn exceeded(&self, tool: &str, items: usize, bytes: usize) -> ToolError {
+        let (what, max) = if items > self.items {
+            ("items", self.items)
+        } else {
+            ("bytes", self.bytes)
+        };
+        ToolError::custom(
+            "RESULT_TOO_LARGE",
+            413,
+            format!(
+                "`{tool}` streamed more than {max} {what} into one result; \
+                 ask for a stream, or raise the collect limit"
+            ),
+        )
+        .with_data(serde_json::json!({"limit": what, "max": max, "items": items, "bytes": bytes}))
+    }
+}
+
+impl Default for CollectLimit {
+    fn default() -> Self {
+        Self {
+            items: 100_000,
+            bytes: 16 * 1024 * 1024,
+        }
+    }
+}
+
+/// The length of `value`'s compact JSON text, near enough to bound memory (strings
+/// are counted unescaped), in one walk without allocating.
+pub(crate) fn json_size(value: &Value) -> usize {
+    match value {
+        Value::Null => 4,
+        Value::Bool(b) => 4 + usize::from(!*b),
+        // Numbers print in at most 24 characters; 8 is a fair average.
+        Value::Number(_) => 8,
+        Value::String(s) => s.len() + 2,
+        Value::Array(items) => 2 + items.iter().map(|v| json_size(v) + 1).sum::<usize>(),
+        Value::Object(map) => {
+            2 + map
+                .iter()
+                .map(|(k, v)| k.len() + 4 + json_size(v))
+                .sum::<usize>()
+        }
+    }
 }
 
 /// What the calls of one runner share: resolved once when the runner is made.
@@ -524,6 +617,7 @@ pub(crate) struct ScopeData {
     /// The id of the call that nested calls belong to.
     call_id: Option<Arc<str>>,
     progress: Option<ProgressFn>,
+    collect_limit: Option<CollectLimit>,
 }
 
 pub(crate) fn min_duration(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
@@ -549,6 +643,7 @@ impl ScopeData {
             timeout,
             cancel,
             progress,
+            collect_limit,
         } = options;
         let inherited = |f: fn(&ScopeData) -> Option<Duration>| parent.and_then(|p| f(p));
         let timeout = match (timeout, inherited(|p| p.timeout)) {
@@ -573,6 +668,7 @@ impl ScopeData {
             merged: None,
             call_id: parent.and_then(|p| p.call_id.clone()),
             progress: progress.or_else(|| parent.and_then(|p| p.progress.clone())),
+            collect_limit: collect_limit.or_else(|| parent.and_then(|p| p.collect_limit)),
         }
     }
 
@@ -651,6 +747,14 @@ impl Scope {
 
     pub(crate) fn timeout(&self) -> Option<Duration> {
         self.0.as_ref().and_then(|d| d.timeout)
+    }
+
+    /// The bound on collecting a stream into one value, for calls of this scope.
+    pub(crate) fn collect_limit(&self) -> CollectLimit {
+        self.0
+            .as_ref()
+            .and_then(|d| d.collect_limit)
+            .unwrap_or_default()
     }
 
     pub(crate) fn cancel_sources(&self) -> &[CancellationToken] {
@@ -865,7 +969,11 @@ fn start_cleanups(list: Vec<Cleanup>) {
 }
 
 fn run_sync_cleanup(run: Box<dyn FnOnce() + Send>) {
-    if let Err(panic) = std::panic::catch_unwind(AssertUnwindSafe(run)) {
+    let caught = {
+        let _catching = crate::panic::Catching::enter();
+        std::panic::catch_unwind(AssertUnwindSafe(run))
+    };
+    if let Err(panic) = caught {
         let message = crate::tool::panic_message(&*panic);
         tracing::error!(panic = %message, "a cleanup hook panicked");
     }

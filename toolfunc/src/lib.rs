@@ -31,6 +31,7 @@
 mod call;
 mod ctx;
 mod error;
+mod panic;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod llm;
@@ -51,7 +52,7 @@ pub mod transport;
 pub struct ReadmeDoctests;
 
 pub use call::{ToolCall, ToolResult};
-pub use ctx::{Binding, CallOptions, Ctx, Progress};
+pub use ctx::{Binding, CallOptions, CollectLimit, Ctx, Progress};
 pub use error::ToolError;
 pub use registry::{
     CallStatus, RegisterOptions, Registry, RegistryEvent, Runner, Subscription, SubscriptionError,

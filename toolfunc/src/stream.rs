@@ -145,18 +145,31 @@ impl Stream for ToolStream {
                     }
                     match phase {
                         Phase::Opening(opening) => {
-                            match std::task::ready!(Pin::new(opening).poll(cx)) {
+                            let polled = {
+                                let _catching = crate::panic::Catching::enter();
+                                Pin::new(opening).poll(cx)
+                            };
+                            match std::task::ready!(polled) {
                                 Ok(Ok(items)) => *phase = Phase::Streaming(items),
                                 Ok(Err(err)) => return this.end(Some(Err(err))),
                                 Err(panic) => return this.end(Some(Err(panicked(&*panic)))),
                             }
                         }
                         Phase::Streaming(items) => {
-                            let polled =
-                                catch_unwind(AssertUnwindSafe(|| items.as_mut().poll_next(cx)));
+                            // Each item spends the task's budget: a producer that is
+                            // always ready still yields to the runtime now and then,
+                            // and the stop check above runs between items.
+                            let coop = std::task::ready!(tokio::task::coop::poll_proceed(cx));
+                            let polled = {
+                                let _catching = crate::panic::Catching::enter();
+                                catch_unwind(AssertUnwindSafe(|| items.as_mut().poll_next(cx)))
+                            };
                             return match polled {
                                 Ok(Poll::Pending) => Poll::Pending,
-                                Ok(Poll::Ready(Some(Ok(item)))) => Poll::Ready(Some(Ok(item))),
+                                Ok(Poll::Ready(Some(Ok(item)))) => {
+                                    coop.made_progress();
+                                    Poll::Ready(Some(Ok(item)))
+                                }
                                 Ok(Poll::Ready(Some(Err(err)))) => this.end(Some(Err(err))),
                                 Ok(Poll::Ready(None)) => this.end(None),
                                 Err(panic) => this.end(Some(Err(panicked(&*panic)))),

@@ -40,13 +40,18 @@ pub(crate) fn cancelled_error(state: &CallState) -> ToolError {
     state.stop_error()
 }
 
+/// The deadline's timer. It is polled outside tokio's cooperative budget: a
+/// handler that spent the task's budget (an always-ready stream, a busy channel)
+/// must not keep its own deadline from firing.
+type Timer = Pin<Box<tokio::task::coop::Unconstrained<tokio::time::Sleep>>>;
+
 /// A timer for `deadline`, when a tokio runtime with its time driver is running.
 /// Without one a timeout cannot be enforced: the call runs without it (and says so).
-fn timer(deadline: Instant) -> Option<Pin<Box<tokio::time::Sleep>>> {
+fn timer(deadline: Instant) -> Option<Timer> {
     tokio::runtime::Handle::try_current().ok()?;
     // `sleep_until` panics when the runtime was built without `enable_time`.
     if let Ok(sleep) = std::panic::catch_unwind(|| tokio::time::sleep_until(deadline.into())) {
-        Some(Box::pin(sleep))
+        Some(Box::pin(tokio::task::coop::unconstrained(sleep)))
     } else {
         tracing::warn!(
             "a call timeout is not enforced: the tokio runtime has no timer (enable_time)"
@@ -64,7 +69,7 @@ pub(crate) struct Watch {
     /// token, or a handle's `abort`. A plain call can only be dropped.
     cancelled: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
     sources: Vec<Pin<Box<WaitForCancellationFutureOwned>>>,
-    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+    sleep: Option<Timer>,
     deadline: Option<(Instant, Option<Duration>)>,
 }
 
@@ -269,7 +274,11 @@ impl Future for Drive {
         let Some(future) = this.future.as_mut() else {
             return Poll::Ready(Err(ToolError::failed("call polled after completion")));
         };
-        if let Poll::Ready(caught) = Pin::new(future).poll(cx) {
+        let polled = {
+            let _catching = crate::panic::Catching::enter();
+            Pin::new(future).poll(cx)
+        };
+        if let Poll::Ready(caught) = polled {
             let result = this
                 .watch
                 .settle(caught.unwrap_or_else(|p| Err(panicked(&*p))));

@@ -16,6 +16,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::ctx::{CollectLimit, json_size};
+use crate::panic::Catching;
 use crate::schema::{
     Validator, check_params_root, empty_object, field_order, parse_args, schema_of,
 };
@@ -614,8 +616,11 @@ impl ToolFunc {
     /// Runs a sync handler on checked arguments, catching a panic; runs the call's
     /// cleanups.
     fn sync_invoke(f: &SyncFn, ctx: &Ctx, args: Value) -> Result<Value, ToolError> {
-        let result =
-            catch_unwind(AssertUnwindSafe(|| f(ctx, args))).unwrap_or_else(|p| Err(panicked(&*p)));
+        let caught = {
+            let _catching = Catching::enter();
+            catch_unwind(AssertUnwindSafe(|| f(ctx, args)))
+        };
+        let result = caught.unwrap_or_else(|p| Err(panicked(&*p)));
         if let Some(state) = ctx.state_if_created() {
             state.run_cleanups();
         }
@@ -678,13 +683,19 @@ impl ToolFunc {
             abortable,
         );
         let limit = tool.concurrency.clone();
+        let catching = Catching::enter();
         let started = catch_unwind(AssertUnwindSafe(|| match tool.handler_at(act) {
             Handler::Async(f) => Started::Value(Drive::new(gated(limit, f(ctx, args)), watch)),
             Handler::Stream(f) if as_stream => {
                 Started::Stream(gated_stream(limit, f(ctx, args)), watch)
             }
             Handler::Stream(f) => {
-                Started::Value(Drive::new(gated(limit, collect(f(ctx, args))), watch))
+                let bound = ctx.scope().collect_limit();
+                let name = tool.name().to_owned();
+                Started::Value(Drive::new(
+                    gated(limit, collect(f(ctx, args), bound, name)),
+                    watch,
+                ))
             }
             Handler::Sync(_) | Handler::Acts(_) => {
                 // Here to wait for a concurrency slot (which `gated` holds), or for a
@@ -702,6 +713,7 @@ impl ToolFunc {
                 Started::Value(Drive::new(gated(limit, body), watch))
             }
         }));
+        drop(catching);
         started.map_err(|p| {
             state.run_cleanups();
             panicked(&*p)
@@ -783,15 +795,29 @@ async fn acquire(
         .map_err(|_| ToolError::failed("the tool's concurrency limit is closed"))
 }
 
-/// A streaming handler's items gathered into one array (for `run`).
+/// A streaming handler's items gathered into one array (for `run`), within `bound`.
+///
+/// Each item spends the task's cooperative budget, so a stream that is always ready
+/// still hands the worker back to the runtime now and then: other calls run, and the
+/// call's deadline and cancellation (watched by the [`Drive`] around this future)
+/// strike between items.
 fn collect(
     open: BoxFuture<'static, Result<ItemStream, ToolError>>,
+    bound: CollectLimit,
+    tool: String,
 ) -> BoxFuture<'static, Result<Value, ToolError>> {
     Box::pin(async move {
         let mut stream = open.await?;
         let mut items = Vec::new();
+        let mut bytes = 0usize;
         while let Some(item) = stream.next().await {
-            items.push(item?);
+            let item = item?;
+            bytes = bytes.saturating_add(json_size(&item));
+            if items.len() >= bound.items || bytes > bound.bytes {
+                return Err(bound.exceeded(&tool, items.len() + 1, bytes));
+            }
+            items.push(item);
+            tokio::task::coop::consume_budget().await;
         }
         Ok(Value::Array(items))
     })
@@ -816,9 +842,12 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
         .unwrap_or_else(|| "non-string panic payload".to_owned())
 }
 
+/// The error a caught panic becomes, reported once through `tracing` (with where
+/// it happened) instead of the panic hook's backtrace on stderr.
 pub(crate) fn panicked(payload: &(dyn Any + Send)) -> ToolError {
     let message = panic_message(payload);
-    tracing::error!(panic = %message, "tool handler panicked");
+    let location = crate::panic::take_location().unwrap_or_default();
+    tracing::error!(panic = %message, %location, "tool handler panicked");
     ToolError::Panicked { message }
 }
 
@@ -1247,10 +1276,8 @@ impl ToolBuilder {
             ArgCheck::Nothing
         } else {
             let validator = Validator::compile(&params);
-            if let Some(reference) = validator.dangling() {
-                return Err(definition_error(format!(
-                    "the parameters schema refers to {reference}, which it does not define"
-                )));
+            if let Some(message) = validator.definition_error() {
+                return Err(definition_error(message));
             }
             if validator.accepts_any_object() {
                 ArgCheck::Nothing

@@ -149,14 +149,6 @@ impl Validator {
         self.compiled.as_ref().err().cloned()
     }
 
-    /// The first `$ref` that resolves to nothing; failing that, why else the schema
-    /// cannot be used (see [`Validator::definition_error`]).
-    pub(crate) fn dangling(&self) -> Option<&str> {
-        self.dangling
-            .as_deref()
-            .or_else(|| self.compiled.as_ref().err().map(String::as_str))
-    }
-
     /// Whether the schema accepts every object (nothing to check per call).
     pub(crate) fn accepts_any_object(&self) -> bool {
         self.accepts_any_object
