@@ -8,7 +8,7 @@
 mod demo;
 
 use toolfunc::Registry;
-use toolfunc::http::{Api, Server, axum};
+use toolfunc::http::{Api, Server};
 
 fn usage() -> ! {
     eprintln!(
@@ -38,29 +38,26 @@ async fn main() -> std::io::Result<()> {
     let base = format!("http://{addr}{}", api.path());
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     let mcp = format!("http://{addr}{}", toolfunc::mcp::PATH);
-    let mut app = Server::new()
-        .mount(api)
-        .map_err(std::io::Error::other)?
-        .router();
+    let mut server = Server::new().mount(api).map_err(std::io::Error::other)?;
     if base != mcp {
-        app = app.merge(toolfunc::mcp::router(Registry::global().clone()));
+        server = server.merge(toolfunc::mcp::router(Registry::global().clone()));
     }
     println!("toolfunc demo server listening on {base}");
     println!();
     println!("  curl {base}                                          # discovery");
-    println!("  curl -X POST {base}/add -d '{{\"a\":1,\"b\":2}}'              # 3");
-    println!("  curl -X POST {base}/greeter -d '{{\"act\":\"$hello\",\"name\":\"Ann\"}}'");
+    println!("  curl --json '{{\"a\":1,\"b\":2}}' {base}/add                # 3.0");
+    println!("  curl --json '{{\"act\":\"$hello\",\"name\":\"Ann\"}}' {base}/greeter");
     println!("  curl {base}/users                                    # list");
     println!("  curl {base}/users/1                                  # get");
-    println!("  curl -X POST {base}/users -d '{{\"val\":{{\"name\":\"Carol\"}}}}'  # post");
-    println!("  curl -X PUT {base}/users/1 -d '{{\"val\":{{\"name\":\"Alicia\"}}}}'");
+    println!("  curl --json '{{\"val\":{{\"name\":\"Carol\"}}}}' {base}/users     # post");
+    println!("  curl -X PUT --json '{{\"val\":{{\"name\":\"Alicia\"}}}}' {base}/users/1");
     println!("  curl -X DELETE {base}/users/2");
-    println!("  curl -N -X POST {base}/countdown -d '{{\"count\":3,\"stream\":true}}'  # NDJSON");
-    println!("  curl -X POST {base}/fail                             # 500");
-    println!("  curl -X POST {base}/sleep -d '{{\"ms\":500}}'");
+    println!("  curl -N --json '{{\"count\":3,\"stream\":true}}' {base}/countdown  # NDJSON");
+    println!("  curl --json '{{}}' {base}/fail                          # 500");
+    println!("  curl --json '{{\"ms\":500}}' {base}/sleep");
     println!();
     println!(
         "and to MCP clients (streamable HTTP) at {mcp}: e.g. npx @modelcontextprotocol/inspector"
     );
-    axum::serve(listener, app).await
+    server.serve(listener).await
 }

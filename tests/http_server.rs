@@ -8,8 +8,9 @@
 #[path = "../examples/demo/mod.rs"]
 #[allow(dead_code)]
 mod demo;
+#[path = "support/http.rs"]
+mod http_support;
 
-use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -17,267 +18,13 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::Notify;
 use tokio::time::{Instant, sleep, timeout};
 use toolfunc::http::{Api, Server};
 use toolfunc::{Ctx, Registry, ToolError, ToolFunc, tool_service};
 
-/// Long enough for any healthy exchange, short enough that a broken one fails
-/// with a message instead of hanging.
-const LIMIT: Duration = Duration::from_secs(10);
-
-// ---------------------------------------------------------------------------
-// A small HTTP/1.1 client over raw TCP.
-// ---------------------------------------------------------------------------
-
-/// A parsed response.
-#[derive(Debug)]
-struct Reply {
-    status: u16,
-    /// Header names lower-cased, in the order received.
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("the body is not JSON ({e}): {:?}", self.text()))
-    }
-
-    /// Asserts a `200` JSON answer and returns its value.
-    fn ok(&self) -> Value {
-        assert_eq!(self.status, 200, "body: {}", self.text());
-        assert_eq!(self.header("content-type"), Some("application/json"));
-        self.json()
-    }
-
-    /// Asserts an error answer of the documented shape and returns its body.
-    fn error(&self, status: u16, code: &str) -> Value {
-        assert_eq!(self.status, status, "body: {}", self.text());
-        assert_eq!(self.header("content-type"), Some("application/json"));
-        let body = self.json();
-        assert_eq!(body["code"], status, "body: {body}");
-        assert_eq!(body["errorCode"], code, "body: {body}");
-        assert!(
-            body["error"].as_str().is_some_and(|m| !m.is_empty()),
-            "an error message is expected: {body}"
-        );
-        body
-    }
-}
-
-/// One connection, with what was read but not consumed yet.
-struct Conn {
-    stream: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Conn {
-    async fn open(addr: SocketAddr) -> Self {
-        let stream = TcpStream::connect(addr).await.expect("connect");
-        Self {
-            stream,
-            buf: Vec::new(),
-        }
-    }
-
-    /// A connection with a small receive buffer (no kernel autotuning), so that a
-    /// client that reads nothing soon stops accepting data.
-    async fn open_small(addr: SocketAddr) -> Self {
-        let socket = TcpSocket::new_v4().expect("socket");
-        socket.set_recv_buffer_size(32 * 1024).expect("SO_RCVBUF");
-        let stream = socket.connect(addr).await.expect("connect");
-        Self {
-            stream,
-            buf: Vec::new(),
-        }
-    }
-
-    async fn send(&mut self, bytes: &[u8]) {
-        self.stream.write_all(bytes).await.expect("send");
-    }
-
-    /// Reads more bytes into the buffer; `false` at the end of the stream.
-    async fn fill(&mut self) -> bool {
-        self.buf.reserve(16 * 1024);
-        let n = timeout(LIMIT, self.stream.read_buf(&mut self.buf))
-            .await
-            .unwrap_or_else(|_| panic!("the server sent nothing within {LIMIT:?}"))
-            .expect("read");
-        n > 0
-    }
-
-    async fn more(&mut self) {
-        assert!(
-            self.fill().await,
-            "the server closed the connection early; received: {:?}",
-            String::from_utf8_lossy(&self.buf)
-        );
-    }
-
-    /// One CRLF-terminated line, without the CRLF.
-    async fn line(&mut self) -> String {
-        loop {
-            if let Some(pos) = self.buf.windows(2).position(|w| w == b"\r\n") {
-                let line: Vec<u8> = self.buf.drain(..pos + 2).collect();
-                return String::from_utf8_lossy(&line[..pos]).into_owned();
-            }
-            self.more().await;
-        }
-    }
-
-    async fn take(&mut self, n: usize) -> Vec<u8> {
-        while self.buf.len() < n {
-            self.more().await;
-        }
-        self.buf.drain(..n).collect()
-    }
-
-    /// The status line and the headers.
-    async fn head(&mut self) -> (u16, Vec<(String, String)>) {
-        let status_line = self.line().await;
-        let mut parts = status_line.splitn(3, ' ');
-        assert_eq!(
-            parts.next(),
-            Some("HTTP/1.1"),
-            "status line {status_line:?}"
-        );
-        let status = parts
-            .next()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("no status code in {status_line:?}"));
-        let mut headers = Vec::new();
-        loop {
-            let line = self.line().await;
-            if line.is_empty() {
-                return (status, headers);
-            }
-            let (name, value) = line
-                .split_once(':')
-                .unwrap_or_else(|| panic!("bad header line {line:?}"));
-            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
-        }
-    }
-
-    /// The next chunk of a chunked body; `None` after the last one (trailers read).
-    async fn chunk(&mut self) -> Option<Vec<u8>> {
-        let size_line = self.line().await;
-        let size = size_line.split(';').next().unwrap_or_default().trim();
-        let size = usize::from_str_radix(size, 16)
-            .unwrap_or_else(|_| panic!("bad chunk size line {size_line:?}"));
-        if size == 0 {
-            while !self.line().await.is_empty() {}
-            return None;
-        }
-        let data = self.take(size).await;
-        assert_eq!(self.take(2).await, b"\r\n", "a chunk ends with CRLF");
-        Some(data)
-    }
-
-    /// A whole response, framed by `Content-Length`, chunked encoding, or the end
-    /// of the connection.
-    async fn response(&mut self, to_head: bool) -> Reply {
-        let (status, headers) = self.head().await;
-        let mut reply = Reply {
-            status,
-            headers,
-            body: Vec::new(),
-        };
-        if to_head || status == 204 || status == 304 || (100..200).contains(&status) {
-            return reply;
-        }
-        if reply
-            .header("transfer-encoding")
-            .is_some_and(|te| te.eq_ignore_ascii_case("chunked"))
-        {
-            while let Some(data) = self.chunk().await {
-                reply.body.extend(data);
-            }
-        } else if let Some(len) = reply.header("content-length") {
-            let len = len.parse().expect("content-length");
-            reply.body = self.take(len).await;
-        } else {
-            while self.fill().await {}
-            reply.body = std::mem::take(&mut self.buf);
-        }
-        reply
-    }
-}
-
-/// The bytes of a request; a body gets a `Content-Length`.
-fn request(method: &str, path: &str, headers: &[(&str, &str)], body: Option<&[u8]>) -> Vec<u8> {
-    let mut head = format!("{method} {path} HTTP/1.1\r\nhost: 127.0.0.1\r\n");
-    for (name, value) in headers {
-        write!(head, "{name}: {value}\r\n").unwrap();
-    }
-    if let Some(body) = body {
-        write!(head, "content-length: {}\r\n", body.len()).unwrap();
-    }
-    head.push_str("\r\n");
-    let mut bytes = head.into_bytes();
-    bytes.extend_from_slice(body.unwrap_or_default());
-    bytes
-}
-
-/// One request on a new connection, and its response.
-async fn call(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: Option<&str>,
-) -> Reply {
-    let mut all = headers.to_vec();
-    all.push(("connection", "close"));
-    let mut conn = Conn::open(addr).await;
-    conn.send(&request(method, path, &all, body.map(str::as_bytes)))
-        .await;
-    conn.response(method == "HEAD").await
-}
-
-async fn get(addr: SocketAddr, path: &str) -> Reply {
-    call(addr, "GET", path, &[], None).await
-}
-
-async fn post(addr: SocketAddr, path: &str, body: &str) -> Reply {
-    call(
-        addr,
-        "POST",
-        path,
-        &[("content-type", "application/json")],
-        Some(body),
-    )
-    .await
-}
-
-/// Percent-encodes everything but unreserved characters; a space becomes `space`.
-fn encode(text: &str, space: &str) -> String {
-    let mut out = String::new();
-    for byte in text.bytes() {
-        match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(char::from(byte));
-            }
-            b' ' => out.push_str(space),
-            _ => write!(out, "%{byte:02X}").unwrap(),
-        }
-    }
-    out
-}
+use http_support::{Conn, LIMIT, call, encode, get, post, request};
 
 // ---------------------------------------------------------------------------
 // Servers and tools.
@@ -337,6 +84,7 @@ fn echo() -> ToolFunc {
                 "any": {}
             }
         }))
+        .annotations(toolfunc::Annotations::new().read_only(true))
         .handler_sync(|_, args| Ok(args))
         .build()
         .expect("echo")
@@ -527,7 +275,13 @@ async fn calls_read_the_json_body_whatever_its_content_type() {
         post(addr, "/api/plus", r#"{"a":1,"b":2}"#).await.ok(),
         json!(3.0)
     );
-    for content_type in ["text/plain", "application/x-www-form-urlencoded"] {
+    // JSON in any of its spellings.
+    for content_type in [
+        "application/json",
+        "application/json; charset=utf-8",
+        "Application/JSON",
+        "application/vnd.api+json",
+    ] {
         let reply = call(
             addr,
             "POST",
@@ -538,7 +292,7 @@ async fn calls_read_the_json_body_whatever_its_content_type() {
         .await;
         assert_eq!(reply.ok(), json!(7.0), "{content_type}");
     }
-    // No content type at all, and PUT / PATCH read the body too.
+    // PUT and PATCH read the body too.
     for method in ["POST", "PUT", "PATCH"] {
         let reply = call(addr, method, "/api/add", &[], Some(r#"{"a":2,"b":2}"#)).await;
         assert_eq!(reply.ok(), json!(4.0), "{method}");
@@ -553,7 +307,16 @@ async fn calls_read_the_json_body_whatever_its_content_type() {
     )
     .await;
     assert_eq!(reply.ok(), json!(2.0));
-    // ... and wins over the path.
+    // ... by any of its names, but never another tool's path.
+    let reply = call(
+        addr,
+        "POST",
+        "/api/add",
+        &[("rpc-fn", "plus")],
+        Some(r#"{"a":1,"b":4}"#),
+    )
+    .await;
+    assert_eq!(reply.ok(), json!(5.0));
     let reply = call(
         addr,
         "POST",
@@ -562,7 +325,58 @@ async fn calls_read_the_json_body_whatever_its_content_type() {
         Some(r#"{"a":1,"b":4}"#),
     )
     .await;
-    assert_eq!(reply.ok(), json!(5.0));
+    let body = reply.error(400, "ARGUMENTS");
+    assert!(body["error"].as_str().unwrap().contains("rpc-fn"), "{body}");
+}
+
+#[tokio::test]
+async fn bodies_must_say_they_are_json_or_come_from_a_program() {
+    let hits = Arc::new(AtomicUsize::new(0));
+    let addr = start_demo(vec![counter("counter", &hits)]).await;
+    // What a cross-site form or `fetch(.., {mode: "no-cors"})` can send.
+    for content_type in [
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+        Some("multipart/form-data; boundary=x"),
+        None,
+    ] {
+        let mut headers = vec![("connection", "close")];
+        if let Some(ct) = content_type {
+            headers.push(("content-type", ct));
+        }
+        let mut conn = Conn::open(addr).await;
+        let mut bytes = request("POST", "/api/counter", &headers, None);
+        if content_type.is_some() {
+            // A body without the test client's JSON content type.
+            bytes = request("POST", "/api/counter", &headers, Some(br#"{"a":1}"#));
+        }
+        conn.send(&bytes).await;
+        let reply = conn.response(false).await;
+        reply.error(415, "UNSUPPORTED_MEDIA_TYPE");
+    }
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "a refused call ran");
+    // A header a page cannot send without asking first marks a program.
+    let reply = call(
+        addr,
+        "POST",
+        "/api/add",
+        &[("content-type", "text/plain"), ("rpc-fn", "add")],
+        Some(r#"{"a":2,"b":5}"#),
+    )
+    .await;
+    assert_eq!(reply.ok(), json!(7.0));
+    // And the check can be turned off.
+    let registry = Registry::global().isolate();
+    let addr = start(Api::new(registry).json_only(false)).await;
+    let reply = call(
+        addr,
+        "POST",
+        "/api/add",
+        &[("content-type", "text/plain")],
+        Some(r#"{"a":2,"b":5}"#),
+    )
+    .await;
+    assert_eq!(reply.ok(), json!(7.0));
 }
 
 #[tokio::test]
@@ -578,7 +392,12 @@ async fn get_and_delete_read_the_query() {
     // `+` is a space inside string values too.
     let hello = r#"{"act": "$hello", "name": "Ann Lee"}"#;
     let path = format!("/api/greeter?p={}", encode(hello, "+"));
-    assert_eq!(get(addr, &path).await.ok(), "hello Ann Lee");
+    let reply = call(addr, "DELETE", &path, &[], None).await;
+    assert_eq!(reply.ok(), "hello Ann Lee");
+    // GET runs only what is read-only; `$hello` is not marked so.
+    let reply = get(addr, &path).await;
+    reply.error(405, "METHOD_NOT_ALLOWED");
+    assert_eq!(reply.header("allow"), Some("POST"));
     // Plain query parameters, cast to the parameters' types.
     assert_eq!(get(addr, "/api/add?a=1&b=2").await.ok(), json!(3.0));
     assert_eq!(get(addr, "/api/plus?a=1.5&b=-2").await.ok(), json!(-0.5));
@@ -626,10 +445,11 @@ async fn path_ids_and_query_values_are_cast_by_the_schema() {
 async fn an_empty_body_is_an_empty_object() {
     let hits = Arc::new(AtomicUsize::new(0));
     let addr = start_demo(vec![echo(), counter("counter", &hits)]).await;
+    let json = [("content-type", "application/json")];
     for body in [None, Some(""), Some("  \r\n\t ")] {
-        let reply = call(addr, "POST", "/api/echo", &[], body).await;
+        let reply = call(addr, "POST", "/api/echo", &json, body).await;
         assert_eq!(reply.ok(), json!({}), "{body:?}");
-        let reply = call(addr, "POST", "/api/add", &[], body).await;
+        let reply = call(addr, "POST", "/api/add", &json, body).await;
         let err = reply.error(400, "ARGUMENTS");
         assert_eq!(err["name"], "add");
         assert_eq!(err["data"], json!({"path": "/a"}), "{body:?}");
@@ -957,7 +777,11 @@ async fn bodies_over_the_limit_are_413() {
         let mut bytes = request(
             "POST",
             "/api/counter",
-            &[("transfer-encoding", "chunked"), ("connection", "close")],
+            &[
+                ("transfer-encoding", "chunked"),
+                ("connection", "close"),
+                ("content-type", "application/json"),
+            ],
             None,
         );
         for piece in body.as_bytes().chunks(20) {
@@ -975,7 +799,7 @@ async fn bodies_over_the_limit_are_413() {
     // Announced too large with `Expect: 100-continue`: refused before the body is sent.
     let mut conn = Conn::open(addr).await;
     conn.send(
-        b"POST /api/counter HTTP/1.1\r\nhost: x\r\nexpect: 100-continue\r\ncontent-length: 1000\r\n\r\n",
+        b"POST /api/counter HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nexpect: 100-continue\r\ncontent-length: 1000\r\n\r\n",
     )
     .await;
     conn.response(false).await.error(413, "PAYLOAD_TOO_LARGE");
@@ -1552,9 +1376,20 @@ async fn the_auth_hook_sees_requests_for_unknown_tools_and_bad_bodies() {
     post(addr, "/api/add", "{not json")
         .await
         .error(401, "UNAUTHORIZED");
-    post(addr, "/api/greeter", r#"{"act":"$nope"}"#)
+    post(addr, "/api/greeter", r#"{"act":"$hello"}"#)
         .await
         .error(401, "UNAUTHORIZED");
+    // An act the service does not have is refused before the hook is asked: the
+    // hook only ever sees acts that would run.
+    post(addr, "/api/greeter", r#"{"act":"$nope"}"#)
+        .await
+        .error(404, "UNKNOWN_ACT");
+    assert!(
+        take(&seen)
+            .iter()
+            .all(|(_, _, act)| act.as_deref() != Some("$nope")),
+        "the hook saw an act that does not exist"
+    );
 }
 
 // ---------------------------------------------------------------------------

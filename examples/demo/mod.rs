@@ -213,7 +213,7 @@ pub(crate) struct Tick {
 
 /// Count down from `count` to 1: one `{"tick": n}` item at a time when streamed,
 /// an array otherwise.
-#[tool]
+#[tool(annotations(read_only, idempotent))]
 pub(crate) fn countdown(
     /// Where to start.
     count: u64,

@@ -8,7 +8,7 @@
 //! | --- | --- |
 //! | `GET /api` | discovery: `{name: definition}` of every tool not marked `api = false` |
 //! | `POST /api/add` with `{"a":1,"b":2}` | `add` (any method but GET/DELETE reads the JSON body; an alias works too) |
-//! | `GET /api/add?p={"a":1,"b":2}` | the same, with the arguments in `p` (GET and DELETE) |
+//! | `GET /api/add?p={"a":1,"b":2}` | the same, with the arguments in `p` (GET for read-only tools, and DELETE) |
 //! | `POST /api/greeter` with `{"act":"$hello","name":"Ann"}` | the service method `hello` (or with the `rpc-act: $hello` header) |
 //! | `GET /api/users` / `GET /api/users/1` | a REST resource's `list` / `get` with `id` `"1"` |
 //! | `POST /api/users` with `{"val":{..}}` | `post` |
@@ -28,7 +28,7 @@
 //!   is not an object, and wrong argument types are `400` (`ARGUMENTS`, with the JSON
 //!   Pointer in `data.path`); unknown and `api = false` tools alike are `404`; an
 //!   unknown act is `404` (`UNKNOWN_ACT`); a body over the limit (1 MiB by default)
-//!   is `413`.
+//!   is `413`; an `rpc-fn` header naming another tool than the path is `400`.
 //! * **Streams**: a streaming tool answers a call that asks for a stream (with
 //!   `"stream": true` when the tool declares a `stream` parameter, always
 //!   otherwise) with `200`, `Content-Type: application/x-ndjson` and one JSON item
@@ -36,9 +36,27 @@
 //!   the first item ends the body with one error line shaped like an error body
 //!   (`{"error": .., "errorCode": .., "code": ..}`). A client that disconnects
 //!   cancels the call (its token fires, its cleanups run), streaming or not.
-//! * **Safety**: `OPTIONS` and `HEAD` run nothing; `act` reaches only declared
-//!   methods; discovery carries no code; an auth hook ([`Api::with_auth`]) sees
-//!   every request before anything runs.
+//! * **Safety** (the defaults; each has a setting on [`Api`] or [`Server`]):
+//!   - only `GET`, `POST`, `PUT`, `PATCH`, `DELETE` reach tools (`OPTIONS` and
+//!     `HEAD` run nothing; `CONNECT`, `TRACE` and made-up methods are 405), and only
+//!     the REST verbs stand for acts;
+//!   - `Host` must be a loopback name ([`LOOPBACK_HOSTS`], against DNS rebinding)
+//!     and an `Origin`, when sent, the server's own (`HOST_NOT_ALLOWED`,
+//!     `ORIGIN_NOT_ALLOWED`, 403);
+//!   - a body must be JSON by its content type, or come with an `rpc-*`/`req-id`
+//!     header (415 `UNSUPPORTED_MEDIA_TYPE`): a cross-site form cannot call a tool;
+//!   - `GET` runs only REST `get`/`list` and tools or acts annotated `read_only`
+//!     (405 with `Allow: POST` otherwise), since any page can make a browser GET;
+//!   - `act` reaches only declared methods, and the auth hook
+//!     ([`Api::with_auth`]) is asked with the canonical tool and act that will run
+//!     (`"$promote"` however the client spelled it), before the body is read when
+//!     the act is known without it; discovery carries no code;
+//!   - a streaming tool collected into one answer stops at a cap (413
+//!     `RESULT_TOO_LARGE`, [`Api::collect_limit`]), and yields between items, so
+//!     its deadline, a disconnect and other calls all get their turn;
+//!   - [`Server`] caps open connections ([`DEFAULT_MAX_CONNECTIONS`]) and closes
+//!     those that do not send a request head in time ([`DEFAULT_HEADER_TIMEOUT`])
+//!     or go silent with nothing running ([`DEFAULT_IDLE_TIMEOUT`]).
 //!
 //! ```no_run
 //! # async fn run() -> std::io::Result<()> {
@@ -48,6 +66,7 @@
 //! ```
 
 mod client;
+mod listen;
 mod server;
 mod wire;
 
@@ -57,4 +76,5 @@ pub use axum;
 pub use reqwest;
 
 pub use client::Client;
-pub use server::{Api, AuthRequest, DEFAULT_BODY_LIMIT, Server, router, serve};
+pub use listen::{DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
+pub use server::{Api, AuthRequest, DEFAULT_BODY_LIMIT, LOOPBACK_HOSTS, Server, router, serve};

@@ -13,8 +13,9 @@ use axum::routing::any;
 use futures::StreamExt;
 use serde_json::{Map, Value};
 
+use super::listen::{self, Limits};
 use super::wire::{self, NDJSON, REQ_ID, RPC_ACT, RPC_FN, RPC_RES_ID, RPC_TIMEOUT};
-use crate::{CallOptions, Registry, ToolError, ToolRef};
+use crate::{CallOptions, CollectLimit, Registry, ToolError, ToolRef};
 
 /// The default request body limit: 1 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
@@ -27,9 +28,14 @@ pub struct AuthRequest<'a> {
     pub method: &'a Method,
     /// The request headers (`authorization`, cookies, ...).
     pub headers: &'a HeaderMap,
-    /// The tool's name (after alias resolution); `None` for discovery.
+    /// The request path (prefix included).
+    pub path: &'a str,
+    /// The canonical name of the tool that will run (aliases resolved); `None` for
+    /// discovery and for a request that names no tool this API serves.
     pub tool: Option<&'a str>,
-    /// The act a service call runs (`"$hello"`, `"get"`), when there is one.
+    /// The canonical act a service call will run (`"$hello"` however the client
+    /// spelled it, `"get"`, `"list"`); `None` for a plain tool. An act the service
+    /// does not have is refused before the hook is asked.
     pub act: Option<&'a str>,
 }
 
@@ -61,6 +67,13 @@ pub struct Api {
     prefix: String,
     body_limit: usize,
     auth: Option<Arc<AuthFn>>,
+    /// `None`: any host.
+    hosts: Option<Vec<String>>,
+    /// `None`: any origin.
+    origins: Option<Vec<String>>,
+    json_only: bool,
+    writes_over_get: bool,
+    collect_limit: Option<CollectLimit>,
 }
 
 impl fmt::Debug for Api {
@@ -69,18 +82,162 @@ impl fmt::Debug for Api {
             .field("prefix", &self.prefix)
             .field("body_limit", &self.body_limit)
             .field("auth", &self.auth.is_some())
+            .field("hosts", &self.hosts)
+            .field("origins", &self.origins)
+            .field("json_only", &self.json_only)
+            .field("writes_over_get", &self.writes_over_get)
+            .field("collect_limit", &self.collect_limit)
             .finish_non_exhaustive()
     }
 }
 
 impl Api {
-    /// Serves `registry` under `/api`, with a 1 MiB body limit and no auth hook.
+    /// Serves `registry` under `/api`, with a 1 MiB body limit, no auth hook, and
+    /// the safe defaults: loopback `Host`s only ([`LOOPBACK_HOSTS`]), no
+    /// cross-origin callers, JSON bodies only, and GET for read-only tools only.
     pub fn new(registry: Registry) -> Self {
         Self {
             registry,
             prefix: "/api".to_owned(),
             body_limit: DEFAULT_BODY_LIMIT,
             auth: None,
+            hosts: Some(LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect()),
+            origins: Some(Vec::new()),
+            json_only: true,
+            writes_over_get: false,
+            collect_limit: None,
+        }
+    }
+
+    /// The host names (with or without a port: `"api.example.com"`,
+    /// `"example.com:8443"`) a request's `Host` header may carry; any other is
+    /// refused with 403 (`HOST_NOT_ALLOWED`). This stops DNS rebinding, where a web
+    /// page reaches a local server under the page's own name. Default:
+    /// [`LOOPBACK_HOSTS`]; set the names a deployment is reached by.
+    #[must_use]
+    pub fn allowed_hosts<I, S>(mut self, hosts: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.hosts = Some(
+            hosts
+                .into_iter()
+                .map(|h| h.into().to_ascii_lowercase())
+                .collect(),
+        );
+        self
+    }
+
+    /// Accepts any `Host` header (behind a proxy that checks it already).
+    #[must_use]
+    pub fn allow_any_host(mut self) -> Self {
+        self.hosts = None;
+        self
+    }
+
+    /// Web origins besides the server's own (`"https://app.example.com"`) whose
+    /// pages may call the API. A request with an `Origin` header that is neither
+    /// the server's own origin nor listed here is refused with 403
+    /// (`ORIGIN_NOT_ALLOWED`); requests without one (programs) are not affected.
+    /// Default: none. (No CORS headers are sent: this admits requests, it does not
+    /// grant browsers access to answers.)
+    #[must_use]
+    pub fn allowed_origins<I, S>(mut self, origins: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.origins = Some(
+            origins
+                .into_iter()
+                .map(|o| o.into().trim_end_matches('/').to_ascii_lowercase())
+                .collect(),
+        );
+        self
+    }
+
+    /// Accepts requests from pages of any origin.
+    #[must_use]
+    pub fn allow_any_origin(mut self) -> Self {
+        self.origins = None;
+        self
+    }
+
+    /// Whether a request with a body (POST, PUT, PATCH) must say it is JSON
+    /// (`Content-Type: application/json` or `application/*+json`) or carry one of
+    /// the `rpc-*` / `req-id` headers; others get 415. A page on another site can
+    /// send a form or `text/plain` without the browser asking the server first,
+    /// but not these. Default: `true`.
+    #[must_use]
+    pub fn json_only(mut self, yes: bool) -> Self {
+        self.json_only = yes;
+        self
+    }
+
+    /// Whether GET may run tools and acts that are not read-only. By default GET
+    /// runs only REST `get` and `list` and what is annotated `read_only`; anything
+    /// else answers 405 with `Allow: POST`, because a link or an image on any page
+    /// can make a browser send a GET. Default: `false`.
+    #[must_use]
+    pub fn writes_over_get(mut self, yes: bool) -> Self {
+        self.writes_over_get = yes;
+        self
+    }
+
+    /// Bounds what a streaming tool called without asking for a stream gathers
+    /// into one answer (default [`CollectLimit::default`]: 100,000 items, 16 MiB);
+    /// past it the call ends with 413 `RESULT_TOO_LARGE`.
+    #[must_use]
+    pub fn collect_limit(mut self, limit: CollectLimit) -> Self {
+        self.collect_limit = Some(limit);
+        self
+    }
+
+    /// Refuses a request from a host or a web origin this API does not serve.
+    fn check_site(&self, headers: &HeaderMap) -> Result<(), ToolError> {
+        let host = headers
+            .get(header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .map(|h| h.trim().to_ascii_lowercase());
+        if let Some(allowed) = &self.hosts {
+            let ok = host.as_deref().is_some_and(|h| host_allowed(allowed, h));
+            if !ok {
+                return Err(ToolError::custom(
+                    "HOST_NOT_ALLOWED",
+                    403,
+                    format!(
+                        "the host `{}` is not served here (allowed: {})",
+                        host.as_deref().unwrap_or(""),
+                        allowed.join(", ")
+                    ),
+                ));
+            }
+        }
+        let Some(origin) = headers.get(header::ORIGIN) else {
+            return Ok(());
+        };
+        let Some(allowed) = &self.origins else {
+            return Ok(());
+        };
+        let origin = origin
+            .to_str()
+            .unwrap_or("")
+            .trim()
+            .trim_end_matches('/')
+            .to_ascii_lowercase();
+        // The server's own origin: the page was served under the same host.
+        let own = origin.split_once("://").is_some_and(|(scheme, rest)| {
+            (scheme == "http" || scheme == "https") && host.as_deref() == Some(rest)
+        });
+        if own || allowed.contains(&origin) {
+            Ok(())
+        } else {
+            Err(ToolError::custom(
+                "ORIGIN_NOT_ALLOWED",
+                403,
+                format!("requests from pages of `{origin}` are not accepted"),
+            ))
         }
     }
 
@@ -131,6 +288,22 @@ impl Api {
     }
 }
 
+/// The hosts an [`Api`] serves by default: the loopback names, on any port.
+pub const LOOPBACK_HOSTS: [&str; 4] = ["localhost", "127.0.0.1", "[::1]", "::1"];
+
+/// Whether `host` (a `Host` header, lower-cased) is one of `allowed`: the same
+/// name and port, or the same name when the entry has no port.
+fn host_allowed(allowed: &[String], host: &str) -> bool {
+    let name = match host.rfind(':') {
+        // `[::1]:8080`, `127.0.0.1:80`; a bare `::1` has colons but no brackets.
+        Some(i) if !host.ends_with(']') && (host.starts_with('[') || !host[..i].contains(':')) => {
+            &host[..i]
+        }
+        _ => host,
+    };
+    allowed.iter().any(|a| a == host || a == name)
+}
+
 fn normalize(prefix: &str) -> String {
     let trimmed = prefix.trim_matches('/');
     if trimmed.is_empty() {
@@ -146,9 +319,11 @@ pub fn router(registry: Registry) -> axum::Router {
     Api::new(registry).router()
 }
 
-/// Several [`Api`]s on one server, each under its own prefix with its own registry.
+/// Several [`Api`]s on one server, each under its own prefix with its own registry,
+/// and the connection limits it serves with.
 ///
 /// ```
+/// use std::time::Duration;
 /// use toolfunc::Registry;
 /// use toolfunc::http::{Api, Server};
 ///
@@ -156,7 +331,9 @@ pub fn router(registry: Registry) -> axum::Router {
 ///     .mount(Api::new(Registry::new()).prefix("/api"))
 ///     .unwrap()
 ///     .mount(Api::new(Registry::new()).prefix("/admin"))
-///     .unwrap();
+///     .unwrap()
+///     .max_connections(256)
+///     .idle_timeout(Duration::from_secs(30));
 /// // The same prefix twice is refused.
 /// let err = server.mount(Api::new(Registry::new()).prefix("/api/")).unwrap_err();
 /// assert_eq!(err.code(), "CONFLICT");
@@ -164,10 +341,15 @@ pub fn router(registry: Registry) -> axum::Router {
 #[derive(Debug, Default, Clone)]
 pub struct Server {
     apis: Vec<Api>,
+    extra: Option<axum::Router>,
+    limits: Limits,
 }
 
 impl Server {
-    /// A server with nothing mounted.
+    /// A server with nothing mounted, and the default limits:
+    /// [`DEFAULT_MAX_CONNECTIONS`] open connections, [`DEFAULT_HEADER_TIMEOUT`] to
+    /// send a request's head, [`DEFAULT_IDLE_TIMEOUT`] of silence on a connection
+    /// with nothing running.
     pub fn new() -> Self {
         Self::default()
     }
@@ -188,22 +370,67 @@ impl Server {
         Ok(self)
     }
 
-    /// One router for every mounted API.
+    /// Serves other routes beside the APIs (the MCP router, a health check), under
+    /// the same connection limits.
+    #[must_use]
+    pub fn merge(mut self, router: axum::Router) -> Self {
+        self.extra = Some(match self.extra.take() {
+            Some(extra) => extra.merge(router),
+            None => router,
+        });
+        self
+    }
+
+    /// The most connections open at once; past it new ones wait in the listen
+    /// backlog until one closes. Default [`DEFAULT_MAX_CONNECTIONS`].
+    #[must_use]
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.limits.max_connections = max.max(1);
+        self
+    }
+
+    /// How long a client has to send a request's line and headers once the
+    /// connection is ready for one (a slowloris client is cut off); a connection
+    /// kept alive between requests closes after the same time. Default
+    /// [`DEFAULT_HEADER_TIMEOUT`].
+    #[must_use]
+    pub fn header_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.header_timeout = timeout;
+        self
+    }
+
+    /// How long a connection may move no byte while nothing runs on it (a body
+    /// sent half-way, an answer nobody reads) before it is closed. Default
+    /// [`DEFAULT_IDLE_TIMEOUT`].
+    #[must_use]
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.idle_timeout = timeout;
+        self
+    }
+
+    /// One router for every mounted API and merged route (to serve on your own).
     pub fn router(self) -> axum::Router {
-        self.apis
+        let apis = self
+            .apis
             .into_iter()
             .fold(axum::Router::new(), |router, api| {
                 router.merge(api.router())
-            })
+            });
+        match self.extra {
+            Some(extra) => apis.merge(extra),
+            None => apis,
+        }
     }
 
-    /// Serves on `listener` until the process ends.
+    /// Serves on `listener` until the process ends, with this server's limits.
     pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
-        axum::serve(listener, self.router()).await
+        let limits = self.limits;
+        listen::serve(listener, self.router(), limits).await
     }
 }
 
-/// Serves `registry` under `/api` on `addr`.
+/// Serves `registry` under `/api` on `addr`, with the default limits of [`Api`]
+/// and [`Server`].
 ///
 /// ```no_run
 /// # async fn run() -> std::io::Result<()> {
@@ -215,7 +442,7 @@ pub async fn serve(
     registry: Registry,
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
-    axum::serve(listener, router(registry)).await
+    listen::serve(listener, router(registry), Limits::default()).await
 }
 
 /// A parsed call, ready to run.
@@ -234,22 +461,102 @@ async fn handle(State(api): State<Arc<Api>>, request: Request) -> Response {
     response
 }
 
-async fn respond(api: &Api, request: Request) -> Response {
-    let method = request.method().clone();
-    if method == Method::OPTIONS || method == Method::HEAD {
-        // Nothing runs for these.
-        let status = if method == Method::OPTIONS {
-            StatusCode::NO_CONTENT
-        } else {
-            StatusCode::METHOD_NOT_ALLOWED
-        };
-        return Response::builder()
-            .status(status)
-            .header(header::ALLOW, "GET, POST, PUT, PATCH, DELETE, OPTIONS")
-            .body(Body::empty())
-            .unwrap_or_default();
+/// The methods the server answers; any other (`CONNECT`, `TRACE`, `PROMOTE`) is 405.
+const ALLOW: &str = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
+
+/// The headers a page on another site cannot send without the browser asking
+/// first (a CORS preflight this server never grants): a body sent with one of them
+/// comes from a program, not from a cross-site form.
+const PROGRAM_HEADERS: [&str; 6] = [
+    RPC_FN,
+    RPC_ACT,
+    RPC_RES_ID,
+    REQ_ID,
+    "rpc-client-id",
+    "x-client-id",
+];
+
+/// The answer to a request that must go no further than its line and headers:
+/// an unserved method, a foreign host or origin, `OPTIONS`/`HEAD`, a body that does
+/// not say it is JSON.
+fn screen(api: &Api, parts: &axum::http::request::Parts) -> Option<Response> {
+    let method = &parts.method;
+    let known = [
+        Method::GET,
+        Method::POST,
+        Method::PUT,
+        Method::PATCH,
+        Method::DELETE,
+        Method::OPTIONS,
+        Method::HEAD,
+    ];
+    if !known.contains(method) {
+        return Some(method_not_allowed(
+            ALLOW,
+            format!("the method {method} is not served; use {ALLOW}"),
+        ));
     }
+    if let Err(err) = api.check_site(&parts.headers) {
+        return Some(error_response(None, &err));
+    }
+    if method == Method::OPTIONS {
+        // Nothing runs, and no cross-origin access is granted.
+        return Some(
+            Response::builder()
+                .status(StatusCode::NO_CONTENT)
+                .header(header::ALLOW, ALLOW)
+                .body(Body::empty())
+                .unwrap_or_default(),
+        );
+    }
+    if method == Method::HEAD {
+        return Some(method_not_allowed(
+            ALLOW,
+            "HEAD runs nothing; use GET".to_owned(),
+        ));
+    }
+    let has_body = !(method == Method::GET || method == Method::DELETE);
+    if has_body && api.json_only && !sent_by_program(&parts.headers) {
+        return Some(error_response(
+            None,
+            &ToolError::custom(
+                "UNSUPPORTED_MEDIA_TYPE",
+                415,
+                "send the arguments as JSON with `Content-Type: application/json`",
+            ),
+        ));
+    }
+    None
+}
+
+/// What the request asks of the call besides its arguments: a timeout, the
+/// caller's id, the API's collect limit. `None` when nothing (the plain call
+/// skips the scoped runner).
+fn call_options(api: &Api, header_str: &impl Fn(&str) -> Option<String>) -> Option<CallOptions> {
+    let timeout = header_str(RPC_TIMEOUT).and_then(|t| t.parse::<u64>().ok());
+    let caller = wire::CLIENT_IDS.iter().find_map(|h| header_str(h));
+    if timeout.is_none() && caller.is_none() && api.collect_limit.is_none() {
+        return None;
+    }
+    let mut options = CallOptions::new();
+    if let Some(ms) = timeout {
+        options = options.timeout(Duration::from_millis(ms));
+    }
+    if let Some(caller) = caller {
+        options = options.caller(caller);
+    }
+    if let Some(limit) = api.collect_limit {
+        options = options.collect_limit(limit);
+    }
+    Some(options)
+}
+
+async fn respond(api: &Api, request: Request) -> Response {
     let (parts, body) = request.into_parts();
+    if let Some(answer) = screen(api, &parts) {
+        return answer;
+    }
+    let method = &parts.method;
     let segments = match segments(parts.uri.path(), &api.prefix) {
         Ok(segments) => segments,
         Err(err) => return error_response(None, &err),
@@ -263,74 +570,86 @@ async fn respond(api: &Api, request: Request) -> Response {
             .filter(|v| !v.is_empty())
             .map(str::to_owned)
     };
-    let tool = header_str(RPC_FN).or_else(|| segments.first().cloned());
-    let Some(tool) = tool else {
-        if method == Method::GET {
-            return discovery(api, &parts.headers, &method);
+    let auth = |tool: Option<&str>, act: Option<&str>| authorize(api, &parts, tool, act);
+    let named = header_str(RPC_FN);
+    let Some(name) = named.clone().or_else(|| segments.first().cloned()) else {
+        if *method == Method::GET {
+            if let Some(refused) = auth(None, None) {
+                return refused;
+            }
+            return json_response(StatusCode::OK, &wire::discovery(&api.registry));
         }
-        return json_response(
-            StatusCode::NOT_FOUND,
-            &serde_json::json!({"error": "Not Found"}),
-        );
+        return auth(None, None).unwrap_or_else(|| {
+            json_response(
+                StatusCode::NOT_FOUND,
+                &serde_json::json!({"error": "Not Found"}),
+            )
+        });
     };
-    let call = match parse_call(api, &parts, body, &tool, &segments, &header_str).await {
-        Ok(call) => call,
-        Err(err) => {
-            // A refusal wins over every other answer: a caller the hook turns away
-            // learns nothing about which tools exist or what they accept.
-            let act = header_str(RPC_ACT);
-            return authorize(api, &method, &parts.headers, Some(&tool), act.as_deref())
-                .unwrap_or_else(|| error_response(Some(&tool), &err));
-        }
+    let find = |name: &str| api.registry.get(name).filter(|t| t.is_api());
+    let Some(tool) = find(&name) else {
+        // A caller the hook turns away learns nothing about which tools exist.
+        return auth(None, None)
+            .unwrap_or_else(|| error_response(Some(&name), &ToolError::not_found(&name)));
     };
-    if let Some(refused) = authorize(
-        api,
-        &method,
-        &parts.headers,
-        Some(call.tool.name()),
-        call.act.as_deref(),
-    ) {
-        return refused;
+    if named.is_some()
+        && let Some(path_name) = segments.first()
+        && find(path_name).as_ref().map(|t| t.name()) != Some(tool.name())
+    {
+        return auth(None, None).unwrap_or_else(|| {
+            error_response(
+                Some(tool.name()),
+                &ToolError::arguments(
+                    "",
+                    format!("the `rpc-fn` header names `{name}` but the path names `{path_name}`"),
+                ),
+            )
+        });
     }
-    // Options only when the request sets some: a plain call skips the scoped runner.
-    let timeout = header_str(RPC_TIMEOUT).and_then(|t| t.parse::<u64>().ok());
-    let caller = wire::CLIENT_IDS.iter().find_map(|h| header_str(h));
-    let options = (timeout.is_some() || caller.is_some()).then(|| {
-        let mut options = CallOptions::new();
-        if let Some(ms) = timeout {
-            options = options.timeout(Duration::from_millis(ms));
-        }
-        if let Some(caller) = caller {
-            options = options.caller(caller);
-        }
-        options
-    });
+    let request = Parsed {
+        api,
+        parts: &parts,
+        segments: &segments,
+        tool,
+    };
+    let call = match request.call(body, &header_str, &auth).await {
+        Ok(call) => call,
+        Err(refused) => return *refused,
+    };
+    let options = call_options(api, &header_str);
     run(api, call, options).await
+}
+
+/// Whether a request that carries a body was sent by a program: a JSON content
+/// type, or a header a cross-site page cannot send without asking first.
+fn sent_by_program(headers: &HeaderMap) -> bool {
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|v| v.trim().to_ascii_lowercase())
+        .is_some_and(|v| {
+            v == "application/json" || (v.starts_with("application/") && v.ends_with("+json"))
+        });
+    json || PROGRAM_HEADERS.iter().any(|h| headers.contains_key(*h))
 }
 
 /// The auth hook's refusal of a request, if it refuses it.
 fn authorize(
     api: &Api,
-    method: &Method,
-    headers: &HeaderMap,
+    parts: &axum::http::request::Parts,
     tool: Option<&str>,
     act: Option<&str>,
 ) -> Option<Response> {
     let auth = api.auth.as_ref()?;
     let request = AuthRequest {
-        method,
-        headers,
+        method: &parts.method,
+        headers: &parts.headers,
+        path: parts.uri.path(),
         tool,
         act,
     };
     auth(&request).err().map(|err| error_response(tool, &err))
-}
-
-fn discovery(api: &Api, headers: &HeaderMap, method: &Method) -> Response {
-    if let Some(refused) = authorize(api, method, headers, None, None) {
-        return refused;
-    }
-    json_response(StatusCode::OK, &wire::discovery(&api.registry))
 }
 
 /// The path after the prefix, split on `/`, empty segments dropped, each
@@ -348,66 +667,138 @@ fn segments(path: &str, prefix: &str) -> Result<Vec<String>, ToolError> {
         .collect()
 }
 
-/// Reads the parameters, resolves the tool, and settles `act` and `id`.
-async fn parse_call(
-    api: &Api,
-    parts: &axum::http::request::Parts,
-    body: Body,
-    tool: &str,
-    segments: &[String],
-    header_str: &impl Fn(&str) -> Option<String>,
-) -> Result<Call, ToolError> {
-    let method = &parts.method;
-    let takes_query = *method == Method::GET || *method == Method::DELETE;
-    let (mut params, extras) = if takes_query {
-        query_params(parts.uri.query().unwrap_or(""))?
-    } else {
-        (body_params(api, &parts.headers, body).await?, Vec::new())
-    };
-    let found = api
-        .registry
-        .get(tool)
-        .filter(|t| t.is_api())
-        .ok_or_else(|| ToolError::not_found(tool))?;
-    let def = found.definition();
-    let is_service = !def.methods.is_empty();
-    let id_text = header_str(RPC_RES_ID).or_else(|| segments.get(1).cloned());
-    let extra = |key: &str| {
-        extras
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.clone())
-    };
-    let mut act = if is_service {
-        header_str(RPC_ACT)
-            .or_else(|| params.get("act").and_then(Value::as_str).map(str::to_owned))
-            .or_else(|| extra("act"))
-    } else {
-        None
-    };
-    if act.is_none() && def.action.as_deref() == Some("res") {
-        let has_id = id_text.is_some()
-            || params.get("id").is_some_and(|v| !v.is_null())
-            || extra("id").is_some();
-        let verb = method.as_str().to_ascii_lowercase();
-        act = Some(if verb == "get" && !has_id {
-            "list".to_owned()
+/// A request whose tool is known: what remains is the act, the arguments and the
+/// auth hook's word.
+struct Parsed<'a> {
+    api: &'a Api,
+    parts: &'a axum::http::request::Parts,
+    segments: &'a [String],
+    tool: ToolRef,
+}
+
+impl Parsed<'_> {
+    /// Settles the act (canonical: `"$promote"`, `"get"`), asks the auth hook with
+    /// the tool and act that will run, then reads the arguments.
+    ///
+    /// An unknown act is refused before the hook: it sees only acts that exist. The
+    /// body is read before the hook only when the act can be nowhere else (a
+    /// service called without `rpc-act`).
+    async fn call(
+        self,
+        body: Body,
+        header_str: &impl Fn(&str) -> Option<String>,
+        auth: &impl Fn(Option<&str>, Option<&str>) -> Option<Response>,
+    ) -> Result<Call, Box<Response>> {
+        let Self {
+            api,
+            parts,
+            segments,
+            tool,
+        } = self;
+        let method = &parts.method;
+        let def = tool.definition();
+        let name = tool.name().to_owned();
+        let is_service = !def.methods.is_empty();
+        // Refused with the hook's word first, else with `err`.
+        let fail = |act: Option<&str>, err: ToolError| {
+            Box::new(auth(Some(&name), act).unwrap_or_else(|| error_response(Some(&name), &err)))
+        };
+        let takes_query = *method == Method::GET || *method == Method::DELETE;
+        let act_header = if is_service {
+            header_str(RPC_ACT)
         } else {
-            verb
-        });
-    }
-    // The schema the arguments are cast against: the act's, or the tool's.
-    let schema = act
-        .as_deref()
-        .and_then(|a| {
-            def.acts
+            None
+        };
+        let mut body = Some(body);
+        let (mut params, extras) = if takes_query {
+            query_params(parts.uri.query().unwrap_or("")).map_err(|e| fail(None, e))?
+        } else if is_service && act_header.is_none() {
+            let body = body.take().unwrap_or_default();
+            let params = body_params(api, &parts.headers, body)
+                .await
+                .map_err(|e| fail(None, e))?;
+            (params, Vec::new())
+        } else {
+            // Read once the hook has let the call through.
+            (Value::Null, Vec::new())
+        };
+        let extra = |key: &str| {
+            extras
                 .iter()
-                .find(|d| d.name == a || d.name.strip_prefix('$') == Some(a))
-        })
-        .map_or(&def.params, |d| &d.params);
-    let map = params
-        .as_object_mut()
-        .ok_or_else(|| ToolError::arguments("", "the parameters must be a JSON object"))?;
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+        };
+        let id_text = header_str(RPC_RES_ID).or_else(|| segments.get(1).cloned());
+        let act = if is_service {
+            let has_id = id_text.is_some()
+                || params.get("id").is_some_and(|v| !v.is_null())
+                || extra("id").is_some();
+            let sent = match act_header {
+                Some(act) => Some(act),
+                None => match params.get("act") {
+                    None | Some(Value::Null) => extra("act"),
+                    Some(Value::String(act)) => Some(act.clone()),
+                    Some(_) => {
+                        return Err(fail(
+                            None,
+                            ToolError::arguments(
+                                "/act",
+                                "expected a string naming one of the service's methods",
+                            ),
+                        ));
+                    }
+                },
+            };
+            Some(
+                settle_act(def, method, sent, has_id)
+                    .map_err(|err| Box::new(error_response(Some(&name), &err)))?,
+            )
+        } else {
+            None
+        };
+        if let Some(refused) = auth(Some(&name), act.map(|a| a.name.as_str())) {
+            return Err(Box::new(refused));
+        }
+        if *method == Method::GET && !api.writes_over_get && !read_only(def, act) {
+            let what = act.map_or_else(
+                || format!("`{name}`"),
+                |a| format!("`{}` of `{name}`", a.name),
+            );
+            return Err(Box::new(method_not_allowed(
+                "POST",
+                format!("{what} is not marked read-only, so GET cannot run it; send a POST"),
+            )));
+        }
+        if params.is_null() {
+            let body = body.take().unwrap_or_default();
+            params = body_params(api, &parts.headers, body)
+                .await
+                .map_err(|e| Box::new(error_response(Some(&name), &e)))?;
+        }
+        // The schema the arguments are cast against: the act's, or the tool's.
+        let schema = act.map_or(&def.params, |d| &d.params);
+        let Some(map) = params.as_object_mut() else {
+            let err = ToolError::arguments("", "the parameters must be a JSON object");
+            return Err(Box::new(error_response(Some(&name), &err)));
+        };
+        fill(map, schema, id_text, extras);
+        let act = act.map(|a| a.name.clone());
+        if let Some(act) = &act {
+            // The canonical act: dispatch runs exactly what the hook allowed.
+            map.insert("act".to_owned(), Value::from(act.clone()));
+        }
+        Ok(Call { tool, act, params })
+    }
+}
+
+/// Writes the id (from the path or `rpc-res-id`, else the body's, cast to the type
+/// the schema gives) and the plain query values into the arguments.
+fn fill(
+    map: &mut Map<String, Value>,
+    schema: &Value,
+    id_text: Option<String>,
+    extras: Vec<(String, String)>,
+) {
     if let Some(id) = id_text {
         let value = wire::cast(&id, wire::property(schema, "id"));
         map.insert("id".to_owned(), value);
@@ -426,14 +817,60 @@ async fn parse_call(
             map.insert(key, value);
         }
     }
-    if let Some(act) = &act {
-        map.insert("act".to_owned(), Value::from(act.clone()));
+}
+
+/// The act a service call runs, by its canonical name: the one `sent` names (with
+/// or without its `$`), or for a REST resource called without one, the verb (GET
+/// without an id lists). `UNKNOWN_ACT` when the service has no such method.
+fn settle_act<'d>(
+    def: &'d crate::ToolDefinition,
+    method: &Method,
+    sent: Option<String>,
+    has_id: bool,
+) -> Result<&'d crate::ActDefinition, ToolError> {
+    let sent = sent.or_else(|| {
+        // The method filter lets only REST verbs reach here.
+        (def.action.as_deref() == Some("res")).then(|| match method.as_str() {
+            "GET" if !has_id => "list".to_owned(),
+            verb => verb.to_ascii_lowercase(),
+        })
+    });
+    let sent = sent.unwrap_or_default();
+    def.acts
+        .iter()
+        .find(|d| d.name == sent)
+        .or_else(|| {
+            def.acts
+                .iter()
+                .find(|d| d.name.strip_prefix('$') == Some(&sent))
+        })
+        .ok_or_else(|| ToolError::UnknownAct {
+            tool: def.name.clone(),
+            act: sent,
+        })
+}
+
+/// Whether GET may run the tool or act: REST `get` and `list`, and whatever its
+/// annotations say is read-only.
+fn read_only(def: &crate::ToolDefinition, act: Option<&crate::ActDefinition>) -> bool {
+    let marked = |a: &crate::Annotations| a.read_only == Some(true);
+    match act {
+        Some(act) => {
+            act.name == "get"
+                || act.name == "list"
+                || marked(&act.annotations)
+                || marked(&def.annotations)
+        }
+        None => marked(&def.annotations),
     }
-    Ok(Call {
-        tool: found,
-        act,
-        params,
-    })
+}
+
+fn method_not_allowed(allow: &'static str, message: String) -> Response {
+    let mut response = error_response(None, &ToolError::custom("METHOD_NOT_ALLOWED", 405, message));
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static(allow));
+    response
 }
 
 /// `?p=<JSON>` (form-decoded: `+` is a space), plus any other query parameters,

@@ -1,0 +1,297 @@
+//! Accepting connections: HTTP/1 on hyper with a cap on open connections, a
+//! deadline for a request's head, and an idle timeout, so that idle or half-sent
+//! connections cannot pile up until the process runs out of descriptors.
+
+use std::convert::Infallible;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::response::Response;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+
+/// The default cap on open connections.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// The default time a client has to send a request's head (line and headers),
+/// counted from when the connection is ready for the next request.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default time a connection may go without a byte read or written while no
+/// request is running on it.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How connections are accepted and when they are closed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub(crate) max_connections: usize,
+    pub(crate) header_timeout: Duration,
+    pub(crate) idle_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+        }
+    }
+}
+
+/// Serves `app` on `listener` until the process ends. Errors accepting a
+/// connection (out of descriptors, a connection reset before it was accepted) are
+/// logged and the loop goes on.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    app: axum::Router,
+    limits: Limits,
+) -> io::Result<()> {
+    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    loop {
+        // At the cap, new connections wait in the listen backlog until one closes.
+        let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
+            return Ok(());
+        };
+        let (stream, _peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(err) => {
+                tracing::warn!(error = %err, "accepting a connection failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let app = app.clone();
+        tokio::spawn(async move {
+            connection(stream, app, limits).await;
+            drop(permit);
+        });
+    }
+}
+
+/// What a connection's watchdog reads: bytes moved, and calls running.
+#[derive(Default)]
+struct Activity {
+    /// Bumped on every read or write that moved bytes.
+    moved: AtomicU64,
+    /// Requests whose response (body included) is not finished.
+    running: AtomicUsize,
+    /// Of those, the ones whose request body is still being received: a client
+    /// that stops sending half-way is idle, not busy.
+    receiving: AtomicUsize,
+}
+
+impl Activity {
+    /// Whether a call is running (not merely waiting for its request body).
+    fn busy(&self) -> bool {
+        self.running.load(Ordering::Relaxed) > self.receiving.load(Ordering::Relaxed)
+    }
+}
+
+/// One request's share of a counter of [`Activity`], given back on drop.
+struct Share(Arc<Activity>, fn(&Activity) -> &AtomicUsize);
+
+impl Share {
+    fn enter(activity: &Arc<Activity>, counter: fn(&Activity) -> &AtomicUsize) -> Self {
+        counter(activity).fetch_add(1, Ordering::Relaxed);
+        Self(Arc::clone(activity), counter)
+    }
+}
+
+impl Drop for Share {
+    fn drop(&mut self) {
+        (self.1)(&self.0).fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A request body that counts as "receiving" until its end is read (or it is
+    /// dropped).
+    struct Receiving {
+        #[pin]
+        inner: Incoming,
+        share: Option<Share>,
+    }
+}
+
+impl hyper::body::Body for Receiving {
+    type Data = axum::body::Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        let this = self.project();
+        let polled = this.inner.poll_frame(cx);
+        if matches!(polled, Poll::Ready(None | Some(Err(_)))) {
+            this.share.take();
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+async fn connection(stream: TcpStream, app: axum::Router, limits: Limits) {
+    let _ = stream.set_nodelay(true);
+    let activity = Arc::new(Activity::default());
+    let io = TokioIo::new(Watched {
+        inner: stream,
+        activity: Arc::clone(&activity),
+    });
+    let service = TowerToHyperService::new(app);
+    let watched = Arc::clone(&activity);
+    let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+        let running = Share::enter(&watched, |a| &a.running);
+        let request = request.map(|inner| {
+            let share = (!hyper::body::Body::is_end_stream(&inner))
+                .then(|| Share::enter(&watched, |a| &a.receiving));
+            Receiving { inner, share }
+        });
+        let call = hyper::service::Service::call(&service, request);
+        async move {
+            let response: Response = match call.await {
+                Ok(response) => response,
+                Err(never) => match never {},
+            };
+            // The request counts as running until its body is sent or dropped.
+            Ok::<_, Infallible>(response.map(|body| {
+                Body::new(body.map_frame(move |frame| {
+                    let _running = &running;
+                    frame
+                }))
+            }))
+        }
+    });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .keep_alive(true);
+    let conn = builder.serve_connection(io, service);
+    let mut conn = std::pin::pin!(conn);
+    // Checked four times per idle timeout: a quiet connection closes between one
+    // and one and a quarter idle timeouts after its last byte.
+    let tick = (limits.idle_timeout / 4).max(Duration::from_millis(1));
+    let mut quiet_ticks = 0u32;
+    let mut last = activity.moved.load(Ordering::Relaxed);
+    let mut closing = false;
+    loop {
+        tokio::select! {
+            result = conn.as_mut() => {
+                if let Err(err) = result {
+                    tracing::debug!(error = %err, "connection ended with an error");
+                }
+                return;
+            }
+            () = tokio::time::sleep(tick) => {
+                let moved = activity.moved.load(Ordering::Relaxed);
+                let busy = activity.busy();
+                if moved != last || busy {
+                    last = moved;
+                    quiet_ticks = 0;
+                    continue;
+                }
+                quiet_ticks += 1;
+                if quiet_ticks < 4 {
+                    continue;
+                }
+                if closing {
+                    // It did not close when asked: drop it.
+                    return;
+                }
+                // Nothing running and nothing moved: close it. A request half
+                // sent is dropped; a connection between requests closes cleanly.
+                conn.as_mut().graceful_shutdown();
+                closing = true;
+                quiet_ticks = 0;
+            }
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A stream that counts the reads and writes that moved bytes.
+    struct Watched {
+        #[pin]
+        inner: TcpStream,
+        activity: Arc<Activity>,
+    }
+}
+
+impl Watched {
+    fn moved(activity: &Activity) {
+        activity.moved.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.project();
+        let before = buf.filled().len();
+        let polled = this.inner.poll_read(cx, buf);
+        if buf.filled().len() > before {
+            Self::moved(this.activity);
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.project();
+        let polled = this.inner.poll_write(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+            Self::moved(this.activity);
+        }
+        polled
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.project();
+        let polled = this.inner.poll_write_vectored(cx, bufs);
+        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+            Self::moved(this.activity);
+        }
+        polled
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.project().inner.poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.project().inner.poll_shutdown(cx)
+    }
+}
