@@ -17,6 +17,20 @@
 //! - Registry changes (tools added or removed) send
 //!   `notifications/tools/list_changed`.
 //!
+//! Hostile input is bounded. Over stdio every line is checked against JSON-RPC 2.0
+//! before the SDK sees it: each malformed request is answered (`-32700` for what is
+//! not JSON, `-32600` for what is no valid request, `-32602` for positional params,
+//! with the request's id, or `null` when it has no valid one), batches are refused
+//! request by request (MCP has none), stray notifications and responses are
+//! dropped, and a line longer than [`McpServer::max_line_length`] is refused
+//! without being read into memory. Over HTTP, [`McpServer::max_sessions`] caps the
+//! open sessions (a refused `initialize` gets `503` with a JSON-RPC error),
+//! sessions that never send `notifications/initialized` end after
+//! [`McpServer::uninitialized_session_lifetime`] and idle ones after
+//! [`McpServer::session_idle_lifetime`]; requests from a browser page on a foreign
+//! origin are refused with `403` ([`McpServer::allowed_origins`]). Every JSON-RPC
+//! error carries an `id` member.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use toolfunc::{mcp::McpServer, Registry};
@@ -34,7 +48,11 @@
 //! [`Ctx::cancellation_token`]: crate::Ctx::cancellation_token
 //! [`Ctx::progress`]: crate::Ctx::progress
 
+mod http;
+mod stdio;
+
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use futures::StreamExt;
 use rmcp::model::{
@@ -43,8 +61,8 @@ use rmcp::model::{
     ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
     ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
+use rmcp::service::ServerInitializeError;
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
@@ -62,6 +80,15 @@ pub use rmcp;
 
 /// Where [`router`] and [`McpServer::router`] answer.
 pub const PATH: &str = "/mcp";
+
+/// The default of [`McpServer::max_line_length`]: 4 MiB.
+pub const DEFAULT_MAX_LINE_LENGTH: usize = 4 * 1024 * 1024;
+/// The default of [`McpServer::max_sessions`]: 1,000.
+pub const DEFAULT_MAX_SESSIONS: usize = 1000;
+/// The default of [`McpServer::uninitialized_session_lifetime`]: 30 seconds.
+pub const DEFAULT_UNINITIALIZED_SESSION_LIFETIME: Duration = Duration::from_secs(30);
+/// The default of [`McpServer::session_idle_lifetime`]: 5 minutes.
+pub const DEFAULT_SESSION_IDLE_LIFETIME: Duration = Duration::from_secs(300);
 
 /// An MCP server over a [`Registry`].
 ///
@@ -82,6 +109,9 @@ struct Shared {
     instructions: Option<String>,
     /// The last `tools/list`, with the registry generation it was made at.
     listed: Arc<Mutex<Option<Listed>>>,
+    max_line_length: usize,
+    sessions: http::Limits,
+    origins: http::Origins,
 }
 
 type Listed = (u64, Vec<Tool>);
@@ -105,6 +135,13 @@ impl McpServer {
                 info: Implementation::new("toolfunc", env!("CARGO_PKG_VERSION")),
                 instructions: None,
                 listed: Arc::default(),
+                max_line_length: DEFAULT_MAX_LINE_LENGTH,
+                sessions: http::Limits {
+                    max_sessions: DEFAULT_MAX_SESSIONS,
+                    uninitialized_lifetime: DEFAULT_UNINITIALIZED_SESSION_LIFETIME,
+                    idle_lifetime: DEFAULT_SESSION_IDLE_LIFETIME,
+                },
+                origins: http::Origins::loopback(),
             }),
             session: Arc::default(),
         }
@@ -121,6 +158,73 @@ impl McpServer {
     #[must_use]
     pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
         Arc::make_mut(&mut self.shared).instructions = Some(instructions.into());
+        self
+    }
+
+    /// The longest line (one JSON-RPC message, without its newline) read over
+    /// stdio or [`serve_io`](Self::serve_io), in bytes; default
+    /// [`DEFAULT_MAX_LINE_LENGTH`] (4 MiB). A longer line is answered with `-32600`
+    /// (`"id": null`) as soon as it passes the limit, and the rest of it is skipped
+    /// without being kept. (Over HTTP the body limit is
+    /// `StreamableHttpServerConfig::max_request_body_bytes`.)
+    #[must_use]
+    pub fn max_line_length(mut self, bytes: usize) -> Self {
+        Arc::make_mut(&mut self.shared).max_line_length = bytes;
+        self
+    }
+
+    /// At most this many HTTP sessions open at once; default
+    /// [`DEFAULT_MAX_SESSIONS`] (1,000). Beyond it an `initialize` is answered with
+    /// HTTP 503 and a JSON-RPC error (code `-32000`); open sessions go on, and each
+    /// one closed (`DELETE`, or expired) frees a place.
+    #[must_use]
+    pub fn max_sessions(mut self, sessions: usize) -> Self {
+        Arc::make_mut(&mut self.shared).sessions.max_sessions = sessions;
+        self
+    }
+
+    /// How long an HTTP session may stay without `notifications/initialized` (the
+    /// end of the client's handshake) after its `initialize` before it is closed;
+    /// default [`DEFAULT_UNINITIALIZED_SESSION_LIFETIME`] (30 seconds).
+    #[must_use]
+    pub fn uninitialized_session_lifetime(mut self, lifetime: Duration) -> Self {
+        Arc::make_mut(&mut self.shared)
+            .sessions
+            .uninitialized_lifetime = lifetime;
+        self
+    }
+
+    /// How long an HTTP session may go without a message either way (a request,
+    /// a notification, a response, or anything the server sends it) before it is
+    /// closed; default [`DEFAULT_SESSION_IDLE_LIFETIME`] (5 minutes). A tool call
+    /// that runs longer without reporting progress ends with its session.
+    #[must_use]
+    pub fn session_idle_lifetime(mut self, lifetime: Duration) -> Self {
+        Arc::make_mut(&mut self.shared).sessions.idle_lifetime = lifetime;
+        self
+    }
+
+    /// The browser origins allowed to call the HTTP endpoint, in place of the
+    /// default: pages on `localhost`, `127.0.0.1` and `[::1]`, over `http` or
+    /// `https`, on any port. A request whose `Origin` header is present and not
+    /// allowed is refused with 403 (the MCP spec's guard against DNS rebinding);
+    /// requests without an `Origin` (clients that are not browsers) pass. Entries
+    /// are `scheme://host` with `:port` or `:*` for any port (`"null"` allows
+    /// `Origin: null`); an empty list refuses every `Origin`. A
+    /// `StreamableHttpServerConfig` given to [`http_service`](Self::http_service)
+    /// with its own `allowed_origins` keeps them.
+    #[must_use]
+    pub fn allowed_origins(mut self, origins: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        let origins = origins.into_iter().map(Into::into).collect();
+        Arc::make_mut(&mut self.shared).origins = http::Origins::Only(origins);
+        self
+    }
+
+    /// Allows requests from any `Origin` (no DNS-rebinding guard from the Origin
+    /// header; the Host check stays): for servers behind a proxy that checks it.
+    #[must_use]
+    pub fn allow_any_origin(mut self) -> Self {
+        Arc::make_mut(&mut self.shared).origins = http::Origins::Any;
         self
     }
 
@@ -147,17 +251,26 @@ impl McpServer {
     }
 
     /// Serves one client over a byte stream pair (newline-delimited JSON-RPC), until
-    /// the reader ends.
+    /// the reader ends (also before any `initialize`: that is a clean end too).
+    /// Malformed lines are answered or dropped as the [module](self) describes;
+    /// none ends the connection.
     pub async fn serve_io<R, W>(self, reader: R, writer: W) -> Result<(), ToolError>
     where
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
-        let running = self
-            .session()
-            .serve((reader, writer))
-            .await
-            .map_err(|err| transport_error(&err))?;
+        let session = self.session();
+        let transport = stdio::LineTransport::new(
+            reader,
+            writer,
+            self.shared.max_line_length,
+            ServerHandler::supported_protocol_versions(&session),
+        );
+        let running = match session.serve(transport).await {
+            Ok(running) => running,
+            Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+            Err(err) => return Err(transport_error(&err)),
+        };
         running
             .waiting()
             .await
@@ -165,22 +278,28 @@ impl McpServer {
         Ok(())
     }
 
-    /// The streamable HTTP endpoint as a tower service, to mount at any path
-    /// (`axum::Router::nest_service`). `config` sets allowed hosts (loopback only
-    /// by default), sessions, keep-alives and the body limit.
-    pub fn http_service(
-        self,
-        config: StreamableHttpServerConfig,
-    ) -> StreamableHttpService<McpServer, LocalSessionManager> {
-        StreamableHttpService::new(
-            move || Ok(self.session()),
-            Arc::new(LocalSessionManager::default()),
-            config,
-        )
+    /// The streamable HTTP endpoint as a tower service (a router answering at any
+    /// path), to mount where it should answer (`axum::Router::nest_service`).
+    /// `config` sets allowed hosts (loopback only by default), SSE keep-alives and
+    /// the body limit; the session limits and allowed origins are this server's
+    /// ([`max_sessions`](Self::max_sessions),
+    /// [`allowed_origins`](Self::allowed_origins) and the others).
+    pub fn http_service(self, config: StreamableHttpServerConfig) -> axum::Router {
+        let config = self.shared.origins.apply(config);
+        let sessions = http::Sessions::new(self.shared.sessions);
+        let guard = http::Guard {
+            sessions: Arc::clone(&sessions),
+            max_body: config.max_request_body_bytes,
+        };
+        let service = StreamableHttpService::new(move || Ok(self.session()), sessions, config);
+        axum::Router::new()
+            .fallback_service(service)
+            .layer(axum::middleware::from_fn_with_state(guard, http::guard))
     }
 
     /// An axum router answering streamable HTTP at [`PATH`] (`/mcp`), with the
-    /// SDK's default settings (loopback hosts only); merge it into an app.
+    /// SDK's default settings (loopback hosts only) and this server's limits and
+    /// allowed origins (loopback pages only by default); merge it into an app.
     pub fn router(self) -> axum::Router {
         axum::Router::new().nest_service(
             PATH,
@@ -492,7 +611,7 @@ async fn next_change(changes: &mut crate::Subscription, closed: &CancellationTok
         }
     }
     // Registrations often come in bursts; let them settle into one notification.
-    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
     while let Some(event) = changes.try_recv() {
         let _ = event;
     }

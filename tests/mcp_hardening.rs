@@ -1,0 +1,825 @@
+//! Hostile and malformed input to the MCP server: every request gets an answer, no
+//! input stops the stdio server, lines and sessions are bounded, and browsers from
+//! foreign origins are refused.
+//!
+//! stdio is driven through `serve_io` over in-memory pipes; streamable HTTP through
+//! `router()` on a loopback port.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+use tokio::task::JoinHandle;
+use tokio::time::timeout;
+use toolfunc::mcp::McpServer;
+use toolfunc::mcp::rmcp::transport::StreamableHttpServerConfig;
+use toolfunc::{Registry, ToolError, ToolFunc};
+
+/// Hang guard for every read: a healthy exchange takes milliseconds.
+const LIMIT: Duration = Duration::from_secs(10);
+
+const VERSION: &str = "2025-11-25";
+
+fn registry() -> Registry {
+    let registry = Registry::new();
+    let shout = ToolFunc::builder("shout")
+        .handler_sync(|_, args| {
+            let text = args["text"].as_str().unwrap_or_default().to_uppercase();
+            Ok(Value::String(text))
+        })
+        .build()
+        .expect("a valid tool");
+    registry.register(shout).expect("a fresh registry");
+    registry
+}
+
+fn init_params() -> Value {
+    json!({
+        "protocolVersion": VERSION,
+        "capabilities": {},
+        "clientInfo": {"name": "hardening-client", "version": "0.0.1"}
+    })
+}
+
+// ---------------------------------------------------------------------------------
+// A raw line client over `serve_io`.
+
+struct Client {
+    writer: DuplexStream,
+    lines: Lines<BufReader<DuplexStream>>,
+    server: JoinHandle<Result<(), ToolError>>,
+}
+
+impl Client {
+    fn spawn(server: McpServer) -> Self {
+        let (writer, server_in) = tokio::io::duplex(1 << 16);
+        let (server_out, reader) = tokio::io::duplex(1 << 16);
+        let server = tokio::spawn(server.serve_io(server_in, server_out));
+        Self {
+            writer,
+            lines: BufReader::new(reader).lines(),
+            server,
+        }
+    }
+
+    async fn connect(server: McpServer) -> Self {
+        let mut client = Self::spawn(server);
+        client.initialize().await;
+        client
+    }
+
+    async fn initialize(&mut self) {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": "init", "method": "initialize",
+            "params": init_params()}),
+        )
+        .await;
+        let init = self.answer_to(&json!("init")).await;
+        assert!(init.get("result").is_some(), "initialize failed: {init}");
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+    }
+
+    async fn write(&mut self, bytes: &[u8]) {
+        self.writer.write_all(bytes).await.expect("server reads");
+        self.writer.flush().await.expect("server reads");
+    }
+
+    async fn send_line(&mut self, line: &str) {
+        self.write(format!("{line}\n").as_bytes()).await;
+    }
+
+    async fn send(&mut self, message: &Value) {
+        self.send_line(&message.to_string()).await;
+    }
+
+    async fn try_read(&mut self, wait: Duration) -> Option<Value> {
+        let line = timeout(wait, self.lines.next_line()).await.ok()?;
+        let line = line
+            .expect("readable")
+            .expect("the server closed its output");
+        Some(serde_json::from_str(&line).unwrap_or_else(|err| {
+            panic!("the server writes one JSON message a line ({err}): {line:?}")
+        }))
+    }
+
+    async fn read(&mut self) -> Value {
+        self.try_read(LIMIT)
+            .await
+            .expect("no message from the server in time")
+    }
+
+    /// The next answer (result or error) with this id, skipping notifications.
+    async fn answer_to(&mut self, id: &Value) -> Value {
+        loop {
+            let message = self.read().await;
+            let answer = message.get("result").is_some() || message.get("error").is_some();
+            if answer && message.get("id") == Some(id) {
+                return message;
+            }
+            assert!(
+                message.get("method").is_some(),
+                "an answer to something else while waiting for {id}: {message}"
+            );
+        }
+    }
+
+    /// A ping answers: the server is still serving.
+    async fn ping(&mut self, id: i64) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "ping"}))
+            .await;
+        let pong = self.answer_to(&json!(id)).await;
+        assert_eq!(pong["result"], json!({}), "{pong}");
+    }
+
+    async fn close(self) {
+        drop(self.writer);
+        drop(self.lines);
+        let ended = timeout(LIMIT, self.server)
+            .await
+            .expect("serve_io ends when its input ends");
+        ended.expect("no panic").expect("serve_io ends with Ok");
+    }
+}
+
+/// An error answer: `{"jsonrpc": "2.0", "id": id, "error": {"code": code, ..}}`.
+fn assert_error(answer: &Value, id: &Value, code: i64) {
+    assert_eq!(answer["jsonrpc"], "2.0", "{answer}");
+    assert_eq!(answer.get("id"), Some(id), "id of {answer}");
+    assert_eq!(answer["error"]["code"], code, "{answer}");
+    assert!(answer["error"]["message"].is_string(), "{answer}");
+    assert!(answer.get("result").is_none(), "{answer}");
+}
+
+// ---------------------------------------------------------------------------------
+// stdio: malformed requests
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_requests_are_answered_with_their_id() {
+    let mut client = Client::connect(McpServer::new(registry())).await;
+    let cases = [
+        // A bad version: invalid request, answered to the id.
+        (
+            r#"{"jsonrpc": "1.0", "id": 1, "method": "ping"}"#,
+            json!(1),
+            -32600,
+        ),
+        (r#"{"id": 2, "method": "ping"}"#, json!(2), -32600),
+        (
+            r#"{"jsonrpc": 2.0, "id": "two", "method": "ping"}"#,
+            json!("two"),
+            -32600,
+        ),
+        // A method that is no string.
+        (
+            r#"{"jsonrpc": "2.0", "id": 3, "method": 5}"#,
+            json!(3),
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc": "2.0", "id": 4, "method": null}"#,
+            json!(4),
+            -32600,
+        ),
+        // No method and no result: no valid message at all.
+        (r#"{"jsonrpc": "2.0", "id": 5}"#, json!(5), -32600),
+        // Params that are no structured value.
+        (
+            r#"{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": "add"}"#,
+            json!(6),
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": 12}"#,
+            json!(7),
+            -32600,
+        ),
+        // Positional params: MCP methods take named ones.
+        (
+            r#"{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": [1]}"#,
+            json!(8),
+            -32602,
+        ),
+        // An id JSON-RPC allows but the SDK cannot keep (fractional, too large).
+        (
+            r#"{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}"#,
+            json!(1.5),
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc": "2.0", "id": 99999999999999999999, "method": "ping"}"#,
+            json!(99_999_999_999_999_999_999.0_f64),
+            -32600,
+        ),
+    ];
+    for (n, (line, id, code)) in cases.into_iter().enumerate() {
+        client.send_line(line).await;
+        let answer = client.answer_to(&id).await;
+        assert_error(&answer, &id, code);
+        client
+            .ping(1000 + i64::try_from(n).expect("few cases"))
+            .await;
+    }
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_without_a_usable_id_are_answered_with_a_null_id() {
+    let mut client = Client::connect(McpServer::new(registry())).await;
+    for line in [
+        r#"{"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}"#,
+        r#"{"jsonrpc": "2.0", "id": true, "method": "ping"}"#,
+        r#"{"jsonrpc": "2.0", "id": [1], "method": "ping"}"#,
+        r#"{"jsonrpc": "2.0", "id": null, "method": "ping"}"#,
+        r#"{"jsonrpc": "1.0", "id": false, "method": "ping"}"#,
+        r#"{"hello": "world"}"#,
+        r#"{"jsonrpc": "2.0", "method": 1, "params": "bar"}"#,
+        "42",
+        r#""a string""#,
+        "null",
+    ] {
+        client.send_line(line).await;
+        let answer = client.read().await;
+        assert_error(&answer, &Value::Null, -32600);
+        client.ping(1).await;
+    }
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unparsable_lines_are_parse_errors_with_a_null_id() {
+    let mut client = Client::connect(McpServer::new(registry())).await;
+    for line in [
+        "this is not json {",
+        r#"{"jsonrpc": "2.0", "id": 1, "method": "ping""#,
+        "{",
+        "[1, 2",
+    ] {
+        client.send_line(line).await;
+        let answer = client.read().await;
+        assert_error(&answer, &Value::Null, -32700);
+    }
+    // Not UTF-8.
+    client
+        .write(b"{\"jsonrpc\": \"2.0\", \"id\": \"\xff\xfe\"}\n")
+        .await;
+    assert_error(&client.read().await, &Value::Null, -32700);
+    // Blank lines are no messages.
+    client.send_line("").await;
+    client.send_line("   \r").await;
+    client.ping(2).await;
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_requests_before_initialize_are_answered_too() {
+    let mut client = Client::spawn(McpServer::new(registry()));
+    client
+        .send_line(r#"{"jsonrpc": "1.0", "id": 9, "method": "initialize"}"#)
+        .await;
+    assert_error(&client.read().await, &json!(9), -32600);
+    client.send_line("garbage").await;
+    assert_error(&client.read().await, &Value::Null, -32700);
+    client.initialize().await;
+    client.ping(3).await;
+    client.close().await;
+}
+
+// ---------------------------------------------------------------------------------
+// stdio: stray notifications and responses
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notification_first_does_not_stop_the_server() {
+    let mut client = Client::spawn(McpServer::new(registry()));
+    client
+        .send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+    client
+        .send(
+            &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 1}}),
+        )
+        .await;
+    client
+        .send(&json!({"jsonrpc": "2.0", "method": "$/unknown"}))
+        .await;
+    // A stray response (nothing was asked) and a stray error.
+    client
+        .send(&json!({"jsonrpc": "2.0", "id": 44, "result": {}}))
+        .await;
+    client
+        .send(&json!({"jsonrpc": "2.0", "id": 45, "error": {"code": 1, "message": "x"}}))
+        .await;
+    // Notifications get no answer.
+    assert_eq!(client.try_read(Duration::from_millis(200)).await, None);
+    // A ping before initialize, then a notification: still before the lifecycle.
+    client.ping(1).await;
+    client
+        .send(
+            &json!({"jsonrpc": "2.0", "method": "notifications/progress",
+            "params": {"progressToken": 1, "progress": 1}}),
+        )
+        .await;
+    client.initialize().await;
+    client.ping(2).await;
+    // And stray messages after initialize are no harm either.
+    client
+        .send(&json!({"jsonrpc": "2.0", "method": "notifications/whatever", "params": 3}))
+        .await;
+    client
+        .send(&json!({"jsonrpc": "2.0", "id": 46, "result": {}}))
+        .await;
+    client.ping(3).await;
+    let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "shout", "arguments": {"text": "still here"}}});
+    client.send(&call).await;
+    let answer = client.answer_to(&json!(4)).await;
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "STILL HERE",
+        "{answer}"
+    );
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_ending_before_initialize_is_a_clean_end() {
+    let client = Client::spawn(McpServer::new(registry()));
+    client.close().await;
+    let mut client = Client::spawn(McpServer::new(registry()));
+    client
+        .send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+    client.close().await;
+}
+
+// ---------------------------------------------------------------------------------
+// stdio: batches
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_are_refused_per_request() {
+    let mut client = Client::connect(McpServer::new(registry())).await;
+    // An empty batch: one invalid request.
+    client.send_line("[]").await;
+    assert_error(&client.read().await, &Value::Null, -32600);
+    // MCP (since 2025-06-18) has no batches: each request in one is refused by id,
+    // in one array; notifications in it are dropped.
+    client
+        .send_line(
+            r#"[{"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": "b", "method": "tools/list"},
+                5]"#
+            .replace('\n', " ")
+            .as_str(),
+        )
+        .await;
+    let answer = client.read().await;
+    let answers = answer.as_array().expect("an array answers a batch");
+    assert_eq!(answers.len(), 3, "{answer}");
+    assert_error(&answers[0], &json!(1), -32600);
+    assert_error(&answers[1], &json!("b"), -32600);
+    assert_error(&answers[2], &Value::Null, -32600);
+    // A batch of notifications only: nothing to answer.
+    client
+        .send_line(r#"[{"jsonrpc": "2.0", "method": "notifications/initialized"}]"#)
+        .await;
+    client.ping(7).await;
+    client.close().await;
+}
+
+// ---------------------------------------------------------------------------------
+// stdio: line length
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_overlong_line_is_refused_without_waiting_for_its_end() {
+    let server = McpServer::new(registry()).max_line_length(1024);
+    let mut client = Client::connect(server).await;
+    // Just within the limit (the newline not counted) is fine.
+    let text = "a".repeat(1024 - 120);
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "shout", "arguments": {"text": text}}})
+    .to_string();
+    assert!(call.len() <= 1024, "{}", call.len());
+    client.send_line(&call).await;
+    let answer = client.answer_to(&json!(1)).await;
+    assert!(answer.get("result").is_some(), "{answer}");
+
+    // Far beyond it: answered once the limit is passed, before the line ends.
+    let head = r#"{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"x": ""#;
+    client.write(head.as_bytes()).await;
+    let chunk = vec![b'x'; 64 * 1024];
+    for _ in 0..16 {
+        client.write(&chunk).await;
+    }
+    let answer = client.read().await;
+    assert_error(&answer, &Value::Null, -32600);
+    // The rest of the line is dropped, however long it goes on.
+    for _ in 0..16 {
+        client.write(&chunk).await;
+    }
+    client.write(b"\"}}\n").await;
+    client.ping(3).await;
+    // Two overlong lines in one write.
+    let long = "y".repeat(2048);
+    client.send_line(&format!("{long}\n{long}")).await;
+    assert_error(&client.read().await, &Value::Null, -32600);
+    assert_error(&client.read().await, &Value::Null, -32600);
+    client.ping(4).await;
+    client.close().await;
+}
+
+// ---------------------------------------------------------------------------------
+// stdio: whole lines under concurrent writes
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_never_interleave() {
+    let mut client = Client::connect(McpServer::new(registry())).await;
+    let mut burst = String::new();
+    let text = "z".repeat(5000);
+    for id in 0..200 {
+        let line = if id % 2 == 0 {
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "shout", "arguments": {"text": text}}})
+        } else {
+            json!({"jsonrpc": "1.0", "id": id, "method": "ping"})
+        };
+        burst.push_str(&line.to_string());
+        burst.push('\n');
+    }
+    // Written while the answers are read: a client that writes 1 MB before
+    // reading a line fills both pipes.
+    let (dummy, _) = tokio::io::duplex(1);
+    let mut writer = std::mem::replace(&mut client.writer, dummy);
+    let writing = tokio::spawn(async move {
+        writer
+            .write_all(burst.as_bytes())
+            .await
+            .expect("server reads");
+        writer.flush().await.expect("server reads");
+        writer
+    });
+    let mut seen = std::collections::BTreeSet::new();
+    while seen.len() < 200 {
+        // `read` panics on a line that is not one JSON message.
+        let answer = client.read().await;
+        let id = answer["id"].as_i64().expect("an id");
+        if id % 2 == 0 {
+            assert!(answer.get("result").is_some(), "{answer}");
+        } else {
+            assert_error(&answer, &json!(id), -32600);
+        }
+        assert!(seen.insert(id), "answered twice: {id}");
+    }
+    client.writer = writing.await.expect("written");
+    client.close().await;
+}
+
+// ---------------------------------------------------------------------------------
+// Streamable HTTP
+
+async fn serve_http(app: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a free port");
+    let addr = listener.local_addr().expect("bound");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}{}", toolfunc::mcp::PATH)
+}
+
+struct Answer {
+    status: u16,
+    session: Option<String>,
+    content_type: String,
+    body: String,
+}
+
+impl Answer {
+    /// The JSON-RPC messages of the body: an SSE stream's `data:` lines, or JSON.
+    fn messages(&self) -> Vec<Value> {
+        if self.content_type.starts_with("text/event-stream") {
+            self.body
+                .lines()
+                .filter_map(|line| line.strip_prefix("data:"))
+                .map(str::trim)
+                .filter(|data| !data.is_empty())
+                .map(|data| serde_json::from_str(data).expect("JSON data"))
+                .collect()
+        } else {
+            vec![serde_json::from_str(&self.body).expect("a JSON body")]
+        }
+    }
+
+    fn response(&self, id: i64) -> Value {
+        self.messages()
+            .into_iter()
+            .find(|m| m["id"] == id)
+            .unwrap_or_else(|| panic!("no response {id} in {:?}", self.body))
+    }
+}
+
+struct Http {
+    client: reqwest::Client,
+    url: String,
+}
+
+impl Http {
+    fn new(url: String) -> Self {
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("a client");
+        Self { client, url }
+    }
+
+    async fn send(&self, request: reqwest::RequestBuilder) -> Answer {
+        let exchange = async {
+            let response = request.send().await.expect("the server answers");
+            let header = |name: &str| {
+                response
+                    .headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            };
+            let session = header("mcp-session-id");
+            let content_type = header("content-type").unwrap_or_default();
+            let status = response.status().as_u16();
+            let body = response.text().await.expect("a body");
+            Answer {
+                status,
+                session,
+                content_type,
+                body,
+            }
+        };
+        timeout(LIMIT, exchange).await.expect("answered in time")
+    }
+
+    async fn post(
+        &self,
+        session: Option<&str>,
+        message: &Value,
+        headers: &[(&str, &str)],
+    ) -> Answer {
+        let mut request = self
+            .client
+            .post(&self.url)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .body(message.to_string());
+        if let Some(session) = session {
+            request = request
+                .header("Mcp-Session-Id", session)
+                .header("MCP-Protocol-Version", VERSION);
+        }
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        self.send(request).await
+    }
+
+    /// `initialize` alone (no `notifications/initialized`).
+    async fn open(&self, headers: &[(&str, &str)]) -> Answer {
+        let init =
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init_params()});
+        self.post(None, &init, headers).await
+    }
+
+    /// A whole handshake; the session id.
+    async fn initialize(&self) -> String {
+        let answer = self.open(&[]).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        let session = answer.session.expect("an mcp-session-id header");
+        self.initialized(&session).await;
+        session
+    }
+
+    async fn initialized(&self, session: &str) {
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let answer = self.post(Some(session), &initialized, &[]).await;
+        assert_eq!(answer.status, 202, "{}", answer.body);
+    }
+
+    async fn list(&self, session: &str, id: i64) -> Answer {
+        let list = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"});
+        self.post(Some(session), &list, &[]).await
+    }
+
+    /// Whether the session still answers.
+    async fn alive(&self, session: &str) -> bool {
+        let answer = self.list(session, 77).await;
+        match answer.status {
+            200 => {
+                assert!(
+                    answer.response(77).get("result").is_some(),
+                    "{}",
+                    answer.body
+                );
+                true
+            }
+            404 => false,
+            status => panic!("{status}: {}", answer.body),
+        }
+    }
+
+    async fn delete(&self, session: &str) -> u16 {
+        let request = self
+            .client
+            .delete(&self.url)
+            .header("Mcp-Session-Id", session)
+            .header("MCP-Protocol-Version", VERSION);
+        self.send(request).await.status
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_origins_are_refused() {
+    let http = Http::new(serve_http(McpServer::new(registry()).router()).await);
+    for origin in [
+        "http://evil.example",
+        "https://evil.example:443",
+        "http://localhost.evil.example",
+        "null",
+        "not an origin",
+    ] {
+        let answer = http.open(&[("Origin", origin)]).await;
+        assert_eq!(answer.status, 403, "{origin}: {}", answer.body);
+        assert!(answer.session.is_none(), "{origin}");
+    }
+    for origin in [
+        "http://localhost",
+        "http://localhost:5173",
+        "https://localhost:8443",
+        "http://127.0.0.1:3000",
+        "http://[::1]:8080",
+    ] {
+        let answer = http.open(&[("Origin", origin)]).await;
+        assert_eq!(answer.status, 200, "{origin}: {}", answer.body);
+    }
+    // Non-browser clients send no Origin.
+    assert_eq!(http.open(&[]).await.status, 200);
+    // Every method is checked, not only POST.
+    let session = http.initialize().await;
+    let request = http
+        .client
+        .get(&http.url)
+        .header("Accept", "text/event-stream")
+        .header("Mcp-Session-Id", &session)
+        .header("MCP-Protocol-Version", VERSION)
+        .header("Origin", "http://evil.example");
+    assert_eq!(http.send(request).await.status, 403);
+    let request = http
+        .client
+        .delete(&http.url)
+        .header("Mcp-Session-Id", &session)
+        .header("Origin", "http://evil.example");
+    assert_eq!(http.send(request).await.status, 403);
+    assert!(http.alive(&session).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allowed_origins_are_configurable() {
+    let server = McpServer::new(registry()).allowed_origins(["https://app.example"]);
+    let http = Http::new(serve_http(server.router()).await);
+    assert_eq!(
+        http.open(&[("Origin", "https://app.example")]).await.status,
+        200
+    );
+    assert_eq!(
+        http.open(&[("Origin", "http://localhost:3000")])
+            .await
+            .status,
+        403
+    );
+    assert_eq!(
+        http.open(&[("Origin", "http://evil.example")]).await.status,
+        403
+    );
+
+    let server = McpServer::new(registry()).allow_any_origin();
+    let http = Http::new(serve_http(server.router()).await);
+    assert_eq!(
+        http.open(&[("Origin", "http://evil.example")]).await.status,
+        200
+    );
+
+    // The origin check also guards a service mounted by hand.
+    let service = McpServer::new(registry()).http_service(StreamableHttpServerConfig::default());
+    let app = axum::Router::new().nest_service(toolfunc::mcp::PATH, service);
+    let http = Http::new(serve_http(app).await);
+    assert_eq!(
+        http.open(&[("Origin", "http://evil.example")]).await.status,
+        403
+    );
+    assert_eq!(
+        http.open(&[("Origin", "http://localhost:1")]).await.status,
+        200
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_are_capped() {
+    let server = McpServer::new(registry()).max_sessions(3);
+    let http = Http::new(serve_http(server.router()).await);
+    let mut sessions = Vec::new();
+    for _ in 0..3 {
+        sessions.push(http.initialize().await);
+    }
+    // A fourth: refused with a JSON-RPC error answering the initialize.
+    let answer = http.open(&[]).await;
+    assert_eq!(answer.status, 503, "{}", answer.body);
+    assert!(answer.session.is_none());
+    assert!(
+        answer.content_type.starts_with("application/json"),
+        "{}",
+        answer.content_type
+    );
+    let error: Value = serde_json::from_str(&answer.body).expect("a JSON-RPC error");
+    assert_eq!(error["jsonrpc"], "2.0", "{error}");
+    assert_eq!(error["id"], 1, "{error}");
+    assert!(error["error"]["code"].is_i64(), "{error}");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("sessions")),
+        "{error}"
+    );
+    // The existing sessions go on.
+    for session in &sessions {
+        assert!(http.alive(session).await);
+    }
+    // A closed session frees its place.
+    let status = http.delete(&sessions[0]).await;
+    assert!((200..300).contains(&status), "{status}");
+    assert!(!http.alive(&sessions[0]).await);
+    let fresh = http.initialize().await;
+    assert!(http.alive(&fresh).await);
+    assert_eq!(http.open(&[]).await.status, 503);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_concurrent_initializes_stay_under_the_cap() {
+    let server = McpServer::new(registry()).max_sessions(10);
+    let http = Http::new(serve_http(server.router()).await);
+    let answers = futures::future::join_all((0..40).map(|_| http.open(&[]))).await;
+    let opened = answers.iter().filter(|a| a.status == 200).count();
+    let refused = answers.iter().filter(|a| a.status == 503).count();
+    assert_eq!((opened, refused), (10, 30));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_that_never_finish_initializing_expire() {
+    let server = McpServer::new(registry())
+        .max_sessions(2)
+        .uninitialized_session_lifetime(Duration::from_millis(300));
+    let http = Http::new(serve_http(server.router()).await);
+    let done = http.initialize().await;
+    let answer = http.open(&[]).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let half_open = answer.session.expect("a session");
+    assert_eq!(http.open(&[]).await.status, 503);
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    // The half-open one is gone and its place is free; the initialized one stays.
+    assert!(!http.alive(&half_open).await);
+    assert!(http.alive(&done).await);
+    let answer = http.open(&[]).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    // One that finishes in time is kept.
+    let late = answer.session.expect("a session");
+    http.initialized(&late).await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(http.alive(&late).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_sessions_expire() {
+    let server = McpServer::new(registry())
+        .max_sessions(1)
+        .session_idle_lifetime(Duration::from_millis(400));
+    let http = Http::new(serve_http(server.router()).await);
+    let session = http.initialize().await;
+    // In use, it stays.
+    for _ in 0..4 {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        assert!(http.alive(&session).await);
+    }
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert!(!http.alive(&session).await);
+    // And its place is free again.
+    assert!(http.alive(&http.initialize().await).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_json_rpc_errors_carry_an_id() {
+    let http = Http::new(serve_http(McpServer::new(registry()).router()).await);
+    // A JSON-RPC response posted to a sessionless (2026-07-28) server: refused with
+    // a JSON-RPC error, which must have an id member.
+    let stray = json!({"jsonrpc": "2.0", "id": 5, "result": {}});
+    let answer = http
+        .post(None, &stray, &[("MCP-Protocol-Version", "2026-07-28")])
+        .await;
+    assert!(answer.status >= 400, "{}: {}", answer.status, answer.body);
+    let error: Value = serde_json::from_str(&answer.body).expect("a JSON-RPC error");
+    assert!(error.get("error").is_some(), "{error}");
+    assert!(error.get("id").is_some(), "no id member: {error}");
+}

@@ -1,0 +1,451 @@
+//! The newline-delimited JSON-RPC transport behind [`McpServer::serve_io`]: a line
+//! screen in front of the SDK.
+//!
+//! The SDK's own stream transport answers malformed requests without their id, and
+//! its handshake ends the connection on a message that is not a request. Here every
+//! line is read (bounded) and checked against JSON-RPC 2.0 first:
+//!
+//! - not JSON: `-32700` with `"id": null`;
+//! - not a valid request: `-32600` with the request's id when it is a valid one,
+//!   else `null`; positional (array) params: `-32602`;
+//! - a batch: MCP has none since 2025-06-18, so each request in it is refused with
+//!   `-32600` by id, in one array (an empty batch is one `-32600`);
+//! - a line longer than the limit: `-32600` with `null`, and the rest of the line is
+//!   skipped unread into memory;
+//! - notifications and responses the SDK cannot read, or that come before the
+//!   lifecycle has begun (the SDK would end the connection on them): dropped.
+//!
+//! Everything else goes to the SDK as a typed message. One writer, behind a lock,
+//! takes both the screen's answers and the SDK's messages, a whole line at a time,
+//! and gives every JSON-RPC error an `id` member.
+//!
+//! [`McpServer::serve_io`]: super::McpServer::serve_io
+
+use std::borrow::Cow;
+use std::io;
+use std::sync::Arc;
+
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, ErrorCode, GetMeta, JsonRpcMessage, ProtocolVersion,
+    ServerJsonRpcMessage,
+};
+use rmcp::service::RoleServer;
+use rmcp::transport::Transport;
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::{Mutex, mpsc};
+
+/// How many screened messages wait for the SDK before reading pauses.
+const QUEUE: usize = 32;
+
+/// The read buffer; a line may be longer (up to the limit), it is collected.
+const READ_BUFFER: usize = 64 * 1024;
+
+/// A line buffer grown beyond this is given back after its line.
+const KEEP_CAPACITY: usize = 1024 * 1024;
+
+/// The SDK's transport: screened messages in, whole lines out.
+pub(super) struct LineTransport<W> {
+    incoming: mpsc::Receiver<ClientJsonRpcMessage>,
+    writer: Arc<LineWriter<W>>,
+    /// The SDK has left its handshake loop: it takes any message from now on.
+    started: bool,
+    /// The protocol versions the server accepts (for requests that begin a
+    /// sessionless lifecycle).
+    versions: Cow<'static, [ProtocolVersion]>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl<W> LineTransport<W>
+where
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    /// Starts reading `reader` (on a task of its own, stopped when the transport is
+    /// dropped).
+    pub(super) fn new<R>(
+        reader: R,
+        writer: W,
+        max_line_length: usize,
+        versions: Cow<'static, [ProtocolVersion]>,
+    ) -> Self
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+    {
+        let writer = Arc::new(LineWriter {
+            inner: Mutex::new(Some(writer)),
+        });
+        let (tx, incoming) = mpsc::channel(QUEUE);
+        let lines = LineReader {
+            reader: BufReader::with_capacity(READ_BUFFER, reader),
+            line: Vec::new(),
+            max: max_line_length,
+            skipping: false,
+        };
+        let reader = tokio::spawn(read_loop(lines, tx, Arc::clone(&writer)));
+        Self {
+            incoming,
+            writer,
+            started: false,
+            versions,
+            reader,
+        }
+    }
+
+    /// Whether the SDK, still in its handshake loop, leaves it for `request`: for
+    /// `initialize`, or for a request carrying the per-request metadata of a
+    /// sessionless (2026-07-28) client in a version the server serves. `ping` and
+    /// `server/discover` are answered inside the loop.
+    fn starts_lifecycle(&self, request: &ClientRequest) -> bool {
+        match request {
+            ClientRequest::InitializeRequest(_) => true,
+            ClientRequest::PingRequest(_) | ClientRequest::DiscoverRequest(_) => false,
+            other => {
+                let meta = other.get_meta();
+                meta.missing_required_keys(&ProtocolVersion::V_2026_07_28)
+                    .is_empty()
+                    && meta
+                        .protocol_version()
+                        .is_some_and(|version| self.versions.contains(&version))
+            }
+        }
+    }
+}
+
+impl<W> Drop for LineTransport<W> {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+impl<W> Transport<RoleServer> for LineTransport<W>
+where
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    type Error = io::Error;
+
+    fn send(
+        &mut self,
+        item: ServerJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let writer = Arc::clone(&self.writer);
+        async move {
+            let line = encode(&item)?;
+            writer.write_line(&line).await
+        }
+    }
+
+    async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        // Cancel safe: `recv` is, and nothing after it awaits.
+        loop {
+            let message = self.incoming.recv().await?;
+            if self.started {
+                return Some(message);
+            }
+            if let JsonRpcMessage::Request(request) = &message {
+                self.started = self.starts_lifecycle(&request.request);
+                return Some(message);
+            }
+            tracing::debug!("MCP: a notification or response before initialize, ignored");
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        let taken = self.writer.inner.lock().await.take();
+        if let Some(mut writer) = taken {
+            writer.flush().await?;
+        }
+        Ok(())
+    }
+}
+
+/// The output, shared by the line screen and the SDK.
+struct LineWriter<W> {
+    inner: Mutex<Option<W>>,
+}
+
+impl<W: AsyncWrite + Unpin> LineWriter<W> {
+    /// Writes one whole line (`line` ends with `\n`) and flushes it; no other line
+    /// starts before it is out.
+    async fn write_line(&self, line: &[u8]) -> io::Result<()> {
+        let mut guard = self.inner.lock().await;
+        let writer = guard
+            .as_mut()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotConnected, "transport closed"))?;
+        writer.write_all(line).await?;
+        writer.flush().await
+    }
+}
+
+/// One message as a line; an error without an id gets `"id": null`.
+fn encode(message: &ServerJsonRpcMessage) -> io::Result<Vec<u8>> {
+    let mut line = match message {
+        JsonRpcMessage::Error(error) if error.id.is_none() => {
+            serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": null, "error": error.error}))?
+        }
+        message => serde_json::to_vec(message)?,
+    };
+    line.push(b'\n');
+    Ok(line)
+}
+
+/// Reads lines into the screen until the input ends, the SDK is gone or the
+/// output fails.
+async fn read_loop<R, W>(
+    mut lines: LineReader<R>,
+    tx: mpsc::Sender<ClientJsonRpcMessage>,
+    writer: Arc<LineWriter<W>>,
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    loop {
+        let screened = match lines.next().await {
+            Ok(Read::Line) => screen(&lines.line),
+            Ok(Read::TooLong) => Screened::Answer(error_response(
+                &Value::Null,
+                ErrorCode::INVALID_REQUEST,
+                &format!(
+                    "Invalid request: the message is longer than {} bytes",
+                    lines.max
+                ),
+            )),
+            Ok(Read::Eof) => break,
+            Err(err) => {
+                tracing::debug!("MCP: reading the input failed: {err}");
+                break;
+            }
+        };
+        lines.line.clear();
+        if lines.line.capacity() > KEEP_CAPACITY {
+            lines.line.shrink_to(READ_BUFFER);
+        }
+        match screened {
+            Screened::Forward(message) => {
+                if tx.send(*message).await.is_err() {
+                    break;
+                }
+            }
+            Screened::Answer(answer) => {
+                let Ok(mut line) = serde_json::to_vec(&answer) else {
+                    continue;
+                };
+                line.push(b'\n');
+                if writer.write_line(&line).await.is_err() {
+                    break;
+                }
+            }
+            Screened::Ignore => {}
+        }
+    }
+}
+
+enum Read {
+    /// A whole line (without its `\n`) is in `line`.
+    Line,
+    /// The line passed the limit; it was dropped, and its rest will be.
+    TooLong,
+    Eof,
+}
+
+/// Newline-delimited lines, never holding more than `max` bytes of one.
+struct LineReader<R> {
+    reader: BufReader<R>,
+    line: Vec<u8>,
+    max: usize,
+    /// Skipping the rest of a line that was too long.
+    skipping: bool,
+}
+
+impl<R: AsyncRead + Unpin> LineReader<R> {
+    async fn next(&mut self) -> io::Result<Read> {
+        loop {
+            let available = self.reader.fill_buf().await?;
+            if available.is_empty() {
+                // A last line without its newline still counts.
+                self.skipping = false;
+                return Ok(if self.line.is_empty() {
+                    Read::Eof
+                } else {
+                    Read::Line
+                });
+            }
+            let newline = available.iter().position(|&b| b == b'\n');
+            let (content, taken) = match newline {
+                Some(at) => (at, at + 1),
+                None => (available.len(), available.len()),
+            };
+            if self.skipping {
+                self.skipping = newline.is_none();
+                self.reader.consume(taken);
+                continue;
+            }
+            if self.line.len().saturating_add(content) > self.max {
+                self.line.clear();
+                self.skipping = newline.is_none();
+                self.reader.consume(taken);
+                return Ok(Read::TooLong);
+            }
+            self.line.extend_from_slice(&available[..content]);
+            self.reader.consume(taken);
+            if newline.is_some() {
+                return Ok(Read::Line);
+            }
+        }
+    }
+}
+
+/// What to do with one line.
+enum Screened {
+    Forward(Box<ClientJsonRpcMessage>),
+    /// Answer it with this (an error response, or an array of them).
+    Answer(Value),
+    Ignore,
+}
+
+/// UTF-8 byte order mark, which JSON parsers may skip (RFC 8259 §8.1).
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+fn screen(line: &[u8]) -> Screened {
+    let line = line.strip_prefix(BOM).unwrap_or(line).trim_ascii();
+    if line.is_empty() {
+        return Screened::Ignore;
+    }
+    let Ok(value) = serde_json::from_slice::<Value>(line) else {
+        return Screened::Answer(error_response(
+            &Value::Null,
+            ErrorCode::PARSE_ERROR,
+            "Parse error",
+        ));
+    };
+    match value {
+        Value::Object(object) => match check(object) {
+            Checked::Forward(message) => Screened::Forward(message),
+            Checked::Refuse(answer) => Screened::Answer(answer),
+            Checked::Ignore => Screened::Ignore,
+        },
+        Value::Array(items) => batch(items),
+        _ => Screened::Answer(invalid_request(&Value::Null, "a message must be an object")),
+    }
+}
+
+/// A batch: each request in it is refused by id; the invalid ones without an id get
+/// one answer between them, so a long batch of junk is not answered item by item.
+fn batch(items: Vec<Value>) -> Screened {
+    if items.is_empty() {
+        return Screened::Answer(invalid_request(&Value::Null, "an empty batch"));
+    }
+    let mut answers = Vec::new();
+    let mut anonymous = false;
+    for item in items {
+        let Value::Object(object) = item else {
+            anonymous = true;
+            continue;
+        };
+        match check(object) {
+            Checked::Forward(message) => {
+                if let JsonRpcMessage::Request(request) = *message {
+                    answers.push(invalid_request(
+                        &request.id.into_json_value(),
+                        "batches are not supported",
+                    ));
+                }
+            }
+            Checked::Ignore => {}
+            Checked::Refuse(answer) if answer.get("id").is_some_and(Value::is_null) => {
+                anonymous = true;
+            }
+            Checked::Refuse(answer) => answers.push(answer),
+        }
+    }
+    if anonymous {
+        answers.push(invalid_request(
+            &Value::Null,
+            "an invalid message in a batch",
+        ));
+    }
+    if answers.is_empty() {
+        Screened::Ignore
+    } else {
+        Screened::Answer(Value::Array(answers))
+    }
+}
+
+enum Checked {
+    Forward(Box<ClientJsonRpcMessage>),
+    Refuse(Value),
+    Ignore,
+}
+
+/// One message object against JSON-RPC 2.0 and what the SDK can read.
+fn check(object: Map<String, Value>) -> Checked {
+    let is_response = !object.contains_key("method")
+        && (object.contains_key("result") || object.contains_key("error"));
+    if is_response {
+        // Never answered: an answer to an answer could start an endless exchange.
+        return match serde_json::from_value(Value::Object(object)) {
+            Ok(message) => Checked::Forward(Box::new(message)),
+            Err(err) => {
+                tracing::debug!("MCP: an unreadable response, ignored: {err}");
+                Checked::Ignore
+            }
+        };
+    }
+    let id = object.get("id");
+    let answer_id = match id {
+        Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
+        _ => Value::Null,
+    };
+    let refuse = |message: &str| Checked::Refuse(invalid_request(&answer_id, message));
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return refuse("jsonrpc must be \"2.0\"");
+    }
+    if id.is_some() && answer_id.is_null() {
+        return refuse("id must be a string or a number");
+    }
+    match object.get("method") {
+        Some(Value::String(_)) => {}
+        Some(_) => return refuse("method must be a string"),
+        None => return refuse("a request needs a method"),
+    }
+    // A notification (a version, a method, no id) is never answered, even when its
+    // params are wrong.
+    let notification = id.is_none();
+    match object.get("params") {
+        None | Some(Value::Object(_) | Value::Null) => {}
+        Some(_) if notification => {
+            tracing::debug!("MCP: a notification with unreadable params, ignored");
+            return Checked::Ignore;
+        }
+        Some(Value::Array(_)) => {
+            return Checked::Refuse(error_response(
+                &answer_id,
+                ErrorCode::INVALID_PARAMS,
+                "Invalid params: params must be an object",
+            ));
+        }
+        Some(_) => return refuse("params must be an object or an array"),
+    }
+    match serde_json::from_value::<ClientJsonRpcMessage>(Value::Object(object)) {
+        Ok(message) => Checked::Forward(Box::new(message)),
+        Err(err) if notification => {
+            tracing::debug!("MCP: an unreadable notification, ignored: {err}");
+            Checked::Ignore
+        }
+        Err(err) => {
+            tracing::debug!("MCP: an unreadable request: {err}");
+            refuse("the request cannot be read (an id must be an integer or a string)")
+        }
+    }
+}
+
+fn invalid_request(id: &Value, detail: &str) -> Value {
+    error_response(
+        id,
+        ErrorCode::INVALID_REQUEST,
+        &format!("Invalid request: {detail}"),
+    )
+}
+
+fn error_response(id: &Value, code: ErrorCode, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code.0, "message": message}})
+}
