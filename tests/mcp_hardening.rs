@@ -771,14 +771,14 @@ async fn many_concurrent_initializes_stay_under_the_cap() {
 async fn sessions_that_never_finish_initializing_expire() {
     let server = McpServer::new(registry())
         .max_sessions(2)
-        .uninitialized_session_lifetime(Duration::from_millis(300));
+        .uninitialized_session_lifetime(Duration::from_millis(600));
     let http = Http::new(serve_http(server.router()).await);
     let done = http.initialize().await;
     let answer = http.open(&[]).await;
     assert_eq!(answer.status, 200, "{}", answer.body);
     let half_open = answer.session.expect("a session");
     assert_eq!(http.open(&[]).await.status, 503);
-    tokio::time::sleep(Duration::from_millis(900)).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     // The half-open one is gone and its place is free; the initialized one stays.
     assert!(!http.alive(&half_open).await);
     assert!(http.alive(&done).await);
@@ -787,7 +787,7 @@ async fn sessions_that_never_finish_initializing_expire() {
     // One that finishes in time is kept.
     let late = answer.session.expect("a session");
     http.initialized(&late).await;
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
     assert!(http.alive(&late).await);
 }
 
@@ -795,15 +795,15 @@ async fn sessions_that_never_finish_initializing_expire() {
 async fn idle_sessions_expire() {
     let server = McpServer::new(registry())
         .max_sessions(1)
-        .session_idle_lifetime(Duration::from_millis(400));
+        .session_idle_lifetime(Duration::from_millis(1000));
     let http = Http::new(serve_http(server.router()).await);
     let session = http.initialize().await;
     // In use, it stays.
     for _ in 0..4 {
-        tokio::time::sleep(Duration::from_millis(150)).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
         assert!(http.alive(&session).await);
     }
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
     assert!(!http.alive(&session).await);
     // And its place is free again.
     assert!(http.alive(&http.initialize().await).await);
