@@ -58,18 +58,32 @@ fn http(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    let (bare, ours) = runtime.block_on(async {
+    let (bare, ours, server) = runtime.block_on(async {
         let bare = serve(axum::Router::new().route("/add", axum::routing::post(bare_add))).await;
         let ours = serve(toolfunc::http::router(Registry::global().clone())).await;
+        // The same router behind toolfunc's own accept loop (connection cap,
+        // header and idle timeouts).
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
+        let server = listener.local_addr().expect("a bound address");
+        let mounted = toolfunc::http::Server::new()
+            .mount(toolfunc::http::Api::new(Registry::global().clone()))
+            .expect("one prefix");
+        tokio::spawn(mounted.serve(listener));
         (
             format!("http://{bare}/add"),
             format!("http://{ours}/api/add"),
+            format!("http://{server}/api/add"),
         )
     });
     let client = reqwest::Client::new();
     let body = Bytes::from_static(b"{\"a\":1,\"b\":2}");
     let call = |url: &str| {
-        let request = client.post(url).body(body.clone());
+        let request = client
+            .post(url)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(body.clone());
         async move {
             let response = request.send().await.expect("the server answers");
             assert!(response.status().is_success());
@@ -77,7 +91,11 @@ fn http(c: &mut Criterion) {
         }
     };
     let mut group = c.benchmark_group("http_add");
-    for (name, url) in [("bare_axum", &bare), ("toolfunc", &ours)] {
+    for (name, url) in [
+        ("bare_axum", &bare),
+        ("toolfunc", &ours),
+        ("toolfunc_server", &server),
+    ] {
         group.bench_function(format!("{name}/one"), |b| {
             b.to_async(&runtime).iter(|| call(url));
         });

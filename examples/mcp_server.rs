@@ -48,7 +48,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "       -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{{}},\"clientInfo\":{{\"name\":\"curl\",\"version\":\"1\"}}}}}}'"
     );
-    axum::serve(listener, server.router()).await?;
+    // The HTTP server's accept loop: a connection cap, header and idle timeouts.
+    toolfunc::http::Server::new()
+        .merge(server.router())
+        .serve(listener)
+        .await?;
     Ok(())
 }
 

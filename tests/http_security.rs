@@ -61,6 +61,9 @@ async fn role_of(addr: SocketAddr, id: u32) -> Option<String> {
     user["role"].as_str().map(str::to_owned)
 }
 
+/// A request: method, path, headers, body.
+type Attempt<'a> = (&'a str, &'a str, Vec<(&'a str, &'a str)>, Option<&'a str>);
+
 #[tokio::test]
 async fn no_spelling_of_an_act_gets_past_the_auth_hook() {
     let seen = Seen::default();
@@ -71,7 +74,6 @@ async fn no_spelling_of_an_act_gets_past_the_auth_hook() {
         .await
         .error(403, "FORBIDDEN");
     // Every other way a client can name the same method.
-    type Attempt<'a> = (&'a str, &'a str, Vec<(&'a str, &'a str)>, Option<&'a str>);
     let attempts: Vec<Attempt<'_>> = vec![
         (
             "POST",

@@ -807,9 +807,14 @@ async fn registry_changes_send_list_changed() {
 async fn malformed_input_is_refused_and_the_server_goes_on() {
     let (mut client, _) = Client::connect(server(&registry())).await;
 
-    // Not JSON: ignored without an answer (rmcp follows the other SDKs: there is no
-    // id to answer, and answering garbage risks an error storm).
+    // Not JSON: a parse error with a null id (an error echoed back is a response,
+    // which is never answered, so there is no error storm).
     client.send_line("this is not json {").await;
+    let answer = client.read().await;
+    assert_eq!(
+        answer,
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error"}})
+    );
     let pong = client.request("ping", json!({})).await;
     assert_eq!(pong["result"], json!({}), "{pong}");
     assert!(client.take_seen().is_empty());
@@ -830,27 +835,44 @@ async fn malformed_input_is_refused_and_the_server_goes_on() {
         assert!(code == Some(-32602), "{params}: {response}");
     }
 
-    // Well-formed JSON that is no valid JSON-RPC message (wrong params or id type,
-    // wrong version, no method, not an object): -32600 "Invalid request", with no id
-    // at all (rmcp leaves it out instead of sending `null`).
-    for line in [
-        r#"{"jsonrpc": "2.0", "id": 70, "method": "tools/call", "params": "add"}"#,
-        r#"{"jsonrpc": "2.0", "id": 71, "method": "tools/call", "params": [1]}"#,
-        r#"{"jsonrpc": "2.0", "id": 72, "method": 5}"#,
-        r#"{"jsonrpc": "1.0", "id": 73, "method": "ping"}"#,
-        r#"{"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}"#,
-        r#"{"jsonrpc": "2.0", "id": 77}"#,
-        r#"{"hello": "world"}"#,
-        "[]",
-        "42",
+    // Well-formed JSON that is no valid JSON-RPC request (wrong params or id type,
+    // wrong version, no method, not an object): -32600 "Invalid request" (-32602 for
+    // positional params), answered to the id when it is a valid one, else to `null`.
+    for (line, id, code) in [
+        (
+            r#"{"jsonrpc": "2.0", "id": 70, "method": "tools/call", "params": "add"}"#,
+            json!(70),
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc": "2.0", "id": 71, "method": "tools/call", "params": [1]}"#,
+            json!(71),
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc": "2.0", "id": 72, "method": 5}"#,
+            json!(72),
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc": "1.0", "id": 73, "method": "ping"}"#,
+            json!(73),
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}"#,
+            Value::Null,
+            -32600,
+        ),
+        (r#"{"jsonrpc": "2.0", "id": 77}"#, json!(77), -32600),
+        (r#"{"hello": "world"}"#, Value::Null, -32600),
+        ("[]", Value::Null, -32600),
+        ("42", Value::Null, -32600),
     ] {
         client.send_line(line).await;
         let answer = client.read().await;
-        assert_eq!(
-            answer,
-            json!({"jsonrpc": "2.0", "error": {"code": -32600, "message": "Invalid request"}}),
-            "{line}"
-        );
+        assert_eq!(answer.get("id"), Some(&id), "{line}: {answer}");
+        assert_eq!(answer["error"]["code"], code, "{line}: {answer}");
     }
     // An empty line is skipped.
     client.send_line("").await;

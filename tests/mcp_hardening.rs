@@ -795,7 +795,7 @@ async fn sessions_that_never_finish_initializing_expire() {
 async fn idle_sessions_expire() {
     let server = McpServer::new(registry())
         .max_sessions(1)
-        .session_idle_lifetime(Duration::from_millis(1000));
+        .session_idle_lifetime(Duration::from_secs(1));
     let http = Http::new(serve_http(server.router()).await);
     let session = http.initialize().await;
     // In use, it stays.

@@ -31,12 +31,12 @@
 mod call;
 mod ctx;
 mod error;
-mod panic;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod llm;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+mod panic;
 mod registry;
 pub mod schema;
 pub mod service;

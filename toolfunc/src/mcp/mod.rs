@@ -71,7 +71,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::llm::{self, Target};
 use crate::registry::SubscriptionError;
-use crate::{CallOptions, Progress, Registry, RegistryEvent, ToolError, ToolRef};
+use crate::{CallOptions, CollectLimit, Progress, Registry, RegistryEvent, ToolError, ToolRef};
 
 /// The web framework [`McpServer::router`] builds on, to serve and merge its router.
 pub use axum;
@@ -112,6 +112,7 @@ struct Shared {
     max_line_length: usize,
     sessions: http::Limits,
     origins: http::Origins,
+    collect_limit: CollectLimit,
 }
 
 type Listed = (u64, Vec<Tool>);
@@ -142,6 +143,7 @@ impl McpServer {
                     idle_lifetime: DEFAULT_SESSION_IDLE_LIFETIME,
                 },
                 origins: http::Origins::loopback(),
+                collect_limit: CollectLimit::default(),
             }),
             session: Arc::default(),
         }
@@ -158,6 +160,15 @@ impl McpServer {
     #[must_use]
     pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
         Arc::make_mut(&mut self.shared).instructions = Some(instructions.into());
+        self
+    }
+
+    /// Bounds what a streaming tool gathers into one `tools/call` result (default
+    /// [`CollectLimit::default`]: 100,000 items, 16 MiB); past it the call ends
+    /// with an `isError` result whose code is `RESULT_TOO_LARGE`.
+    #[must_use]
+    pub fn collect_limit(mut self, limit: CollectLimit) -> Self {
+        Arc::make_mut(&mut self.shared).collect_limit = limit;
         self
     }
 
@@ -435,7 +446,10 @@ impl ServerHandler for McpServer {
         };
         let (tool, args) = (found.name(), Value::Object(arguments));
         let token = context.meta.get_progress_token();
-        let mut options = CallOptions::new().cancel_on(context.ct.clone());
+        let limit = self.shared.collect_limit;
+        let mut options = CallOptions::new()
+            .cancel_on(context.ct.clone())
+            .collect_limit(limit);
         if let Some(client) = context.client_info() {
             options = options.caller(client.name);
         }
@@ -458,9 +472,14 @@ impl ServerHandler for McpServer {
                 return runner.run(tool, args).await;
             }
             let mut items = Vec::new();
+            let mut bytes = 0usize;
             let mut stream = runner.run_stream(tool, args);
             while let Some(item) = stream.next().await {
                 let item = item?;
+                bytes = bytes.saturating_add(crate::ctx::json_size(&item));
+                if items.len() >= limit.items || bytes > limit.bytes {
+                    return Err(limit.exceeded(tool, items.len() + 1, bytes));
+                }
                 if token.is_some() {
                     let _ = progress_tx.send(Report::Item(items.len() + 1, item.clone()));
                 }
