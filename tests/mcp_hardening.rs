@@ -7,13 +7,14 @@
 
 use std::time::Duration;
 
+use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
 use toolfunc::mcp::McpServer;
 use toolfunc::mcp::rmcp::transport::StreamableHttpServerConfig;
-use toolfunc::{Registry, ToolError, ToolFunc};
+use toolfunc::{CollectLimit, Registry, ToolError, ToolFunc};
 
 /// Hang guard for every read: a healthy exchange takes milliseconds.
 const LIMIT: Duration = Duration::from_secs(10);
@@ -149,6 +150,71 @@ fn assert_error(answer: &Value, id: &Value, code: i64) {
     assert_eq!(answer["error"]["code"], code, "{answer}");
     assert!(answer["error"]["message"].is_string(), "{answer}");
     assert!(answer.get("result").is_none(), "{answer}");
+}
+
+// ---------------------------------------------------------------------------------
+// stdio: duplicate ids and collected streams
+
+fn slow_and_endless() -> Registry {
+    let registry = registry();
+    let slow = ToolFunc::builder("slow")
+        .handler(|_, _| async {
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            Ok(json!("slow done"))
+        })
+        .build()
+        .expect("a valid tool");
+    registry.register(slow).expect("a fresh name");
+    let endless = ToolFunc::builder("endless")
+        .stream_handler(|_, _| async {
+            Ok(futures::stream::repeat(json!(1)).map(Ok::<_, ToolError>))
+        })
+        .build()
+        .expect("a valid tool");
+    registry.register(endless).expect("a fresh name");
+    registry
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicate_in_flight_id_is_refused_and_the_first_still_answers() {
+    let mut client = Client::connect(McpServer::new(slow_and_endless())).await;
+    let call = |id: i64, name: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": name, "arguments": {}}})
+    };
+    client.send(&call(7, "slow")).await;
+    client.send(&call(7, "shout")).await;
+    let first = client.answer_to(&json!(7)).await;
+    assert_error(&first, &json!(7), -32600);
+    let second = client.answer_to(&json!(7)).await;
+    assert_eq!(
+        second["result"]["content"][0]["text"], "slow done",
+        "{second}"
+    );
+    // Once answered, the id may be used again.
+    client.send(&call(7, "shout")).await;
+    let again = client.answer_to(&json!(7)).await;
+    assert!(again.get("result").is_some(), "{again}");
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_stream_is_capped_when_collected() {
+    let server =
+        McpServer::new(slow_and_endless()).collect_limit(CollectLimit::new(1_000, 1 << 20));
+    let mut client = Client::connect(server).await;
+    client
+        .send(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                      "params": {"name": "endless", "arguments": {}}}))
+        .await;
+    let answer = client.answer_to(&json!(9)).await;
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert_eq!(
+        answer["result"]["_meta"]["toolfunc/error"]["code"], "RESULT_TOO_LARGE",
+        "{answer}"
+    );
+    client.ping(10).await;
+    client.close().await;
 }
 
 // ---------------------------------------------------------------------------------

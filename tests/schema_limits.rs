@@ -407,3 +407,17 @@ fn refs_into_places_no_keyword_names_are_followed_too() {
     }
     assert_refused("elsewhere_attack", attack, "#/x-defs/n");
 }
+
+#[test]
+fn a_schema_that_is_not_an_object_or_a_boolean_is_an_error_not_a_panic() {
+    // Found by the `schema` fuzz target: a string root once panicked the analysis.
+    for schema in [json!("act"), json!(1), json!(null), json!([])] {
+        let err = toolfunc::schema::Validator::new(&schema).unwrap_err();
+        assert!(
+            err.to_string().contains("object or a boolean"),
+            "{schema}: {err}"
+        );
+        let err = toolfunc::schema::validate(&schema, &json!({})).unwrap_err();
+        assert_ne!(err.code(), "PANICKED", "{schema}");
+    }
+}

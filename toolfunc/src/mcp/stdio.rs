@@ -15,6 +15,10 @@
 //! - notifications and responses the SDK cannot read, or that come before the
 //!   lifecycle has begun (the SDK would end the connection on them): dropped.
 //!
+//! - a request whose id is that of a request still being answered: `-32600` with
+//!   that id (the SDK would answer only one of the two); the first still gets its
+//!   answer.
+//!
 //! Everything else goes to the SDK as a typed message. One writer, behind a lock,
 //! takes both the screen's answers and the SDK's messages, a whole line at a time,
 //! and gives every JSON-RPC error an `id` member.
@@ -22,12 +26,13 @@
 //! [`McpServer::serve_io`]: super::McpServer::serve_io
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::io;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientRequest, ErrorCode, GetMeta, JsonRpcMessage, ProtocolVersion,
-    ServerJsonRpcMessage,
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, ErrorCode, GetMeta, JsonRpcMessage,
+    ProtocolVersion, RequestId, ServerJsonRpcMessage,
 };
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
@@ -48,6 +53,8 @@ const KEEP_CAPACITY: usize = 1024 * 1024;
 pub(super) struct LineTransport<W> {
     incoming: mpsc::Receiver<ClientJsonRpcMessage>,
     writer: Arc<LineWriter<W>>,
+    /// The ids of the requests forwarded and not answered yet.
+    in_flight: InFlight,
     /// The SDK has left its handshake loop: it takes any message from now on.
     started: bool,
     /// The protocol versions the server accepts (for requests that begin a
@@ -75,16 +82,18 @@ where
             inner: Mutex::new(Some(writer)),
         });
         let (tx, incoming) = mpsc::channel(QUEUE);
+        let in_flight = InFlight::default();
         let lines = LineReader {
             reader: BufReader::with_capacity(READ_BUFFER, reader),
             line: Vec::new(),
             max: max_line_length,
             skipping: false,
         };
-        let reader = tokio::spawn(read_loop(lines, tx, Arc::clone(&writer)));
+        let reader = tokio::spawn(read_loop(lines, tx, Arc::clone(&writer), in_flight.clone()));
         Self {
             incoming,
             writer,
+            in_flight,
             started: false,
             versions,
             reader,
@@ -127,6 +136,15 @@ where
         &mut self,
         item: ServerJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        match &item {
+            JsonRpcMessage::Response(response) => self.in_flight.settle(&response.id),
+            JsonRpcMessage::Error(error) => {
+                if let Some(id) = &error.id {
+                    self.in_flight.settle(id);
+                }
+            }
+            _ => {}
+        }
         let writer = Arc::clone(&self.writer);
         async move {
             let line = encode(&item)?;
@@ -155,6 +173,27 @@ where
             writer.flush().await?;
         }
         Ok(())
+    }
+}
+
+/// The ids of requests the SDK has and has not answered yet.
+#[derive(Clone, Default)]
+struct InFlight(Arc<std::sync::Mutex<HashSet<RequestId>>>);
+
+impl InFlight {
+    /// Takes `id` for a new request; `false` when a request with it is running.
+    fn start(&self, id: &RequestId) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id.clone())
+    }
+
+    fn settle(&self, id: &RequestId) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
     }
 }
 
@@ -194,6 +233,7 @@ async fn read_loop<R, W>(
     mut lines: LineReader<R>,
     tx: mpsc::Sender<ClientJsonRpcMessage>,
     writer: Arc<LineWriter<W>>,
+    in_flight: InFlight,
 ) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -219,6 +259,28 @@ async fn read_loop<R, W>(
         if lines.line.capacity() > KEEP_CAPACITY {
             lines.line.shrink_to(READ_BUFFER);
         }
+        let screened = match screened {
+            Screened::Forward(message) => match &*message {
+                JsonRpcMessage::Request(request) if !in_flight.start(&request.id) => {
+                    let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
+                    Screened::Answer(invalid_request(
+                        &id,
+                        "a request with this id is still being answered",
+                    ))
+                }
+                JsonRpcMessage::Notification(note) => {
+                    // A cancelled request may never be answered: its id is free again.
+                    if let ClientNotification::CancelledNotification(cancelled) = &note.notification
+                        && let Some(id) = &cancelled.params.request_id
+                    {
+                        in_flight.settle(id);
+                    }
+                    Screened::Forward(message)
+                }
+                _ => Screened::Forward(message),
+            },
+            other => other,
+        };
         match screened {
             Screened::Forward(message) => {
                 if tx.send(*message).await.is_err() {

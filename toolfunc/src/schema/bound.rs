@@ -145,6 +145,17 @@ const MAPS: &[&str] = &[
 /// Checks that `schema` can be evaluated in bounded work: returns the reason when it
 /// cannot, and otherwise what a compiler needs to know (its dangling `$ref`s).
 pub(crate) fn analyse(schema: &Value) -> Result<Analysis, String> {
+    if !matches!(schema, Value::Object(_) | Value::Bool(_)) {
+        return Err(format!(
+            "a JSON Schema is an object or a boolean, not {}",
+            match schema {
+                Value::Null => "null",
+                Value::Number(_) => "a number",
+                Value::String(_) => "a string",
+                _ => "an array",
+            }
+        ));
+    }
     let mut graph = Graph {
         root: schema,
         nodes: Vec::new(),
