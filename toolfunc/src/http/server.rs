@@ -347,8 +347,8 @@ pub struct Server {
 
 impl Server {
     /// A server with nothing mounted, and the default limits:
-    /// [`DEFAULT_MAX_CONNECTIONS`] open connections, [`DEFAULT_HEADER_TIMEOUT`] to
-    /// send a request's head, [`DEFAULT_IDLE_TIMEOUT`] of silence on a connection
+    /// [`DEFAULT_MAX_CONNECTIONS`](super::DEFAULT_MAX_CONNECTIONS) open connections, [`DEFAULT_HEADER_TIMEOUT`](super::DEFAULT_HEADER_TIMEOUT) to
+    /// send a request's head, [`DEFAULT_IDLE_TIMEOUT`](super::DEFAULT_IDLE_TIMEOUT) of silence on a connection
     /// with nothing running.
     pub fn new() -> Self {
         Self::default()
@@ -382,7 +382,7 @@ impl Server {
     }
 
     /// The most connections open at once; past it new ones wait in the listen
-    /// backlog until one closes. Default [`DEFAULT_MAX_CONNECTIONS`].
+    /// backlog until one closes. Default [`DEFAULT_MAX_CONNECTIONS`](super::DEFAULT_MAX_CONNECTIONS).
     #[must_use]
     pub fn max_connections(mut self, max: usize) -> Self {
         self.limits.max_connections = max.max(1);
@@ -392,7 +392,7 @@ impl Server {
     /// How long a client has to send a request's line and headers once the
     /// connection is ready for one (a slowloris client is cut off); a connection
     /// kept alive between requests closes after the same time. Default
-    /// [`DEFAULT_HEADER_TIMEOUT`].
+    /// [`DEFAULT_HEADER_TIMEOUT`](super::DEFAULT_HEADER_TIMEOUT).
     #[must_use]
     pub fn header_timeout(mut self, timeout: Duration) -> Self {
         self.limits.header_timeout = timeout;
@@ -401,7 +401,7 @@ impl Server {
 
     /// How long a connection may move no byte while nothing runs on it (a body
     /// sent half-way, an answer nobody reads) before it is closed. Default
-    /// [`DEFAULT_IDLE_TIMEOUT`].
+    /// [`DEFAULT_IDLE_TIMEOUT`](super::DEFAULT_IDLE_TIMEOUT).
     #[must_use]
     pub fn idle_timeout(mut self, timeout: Duration) -> Self {
         self.limits.idle_timeout = timeout;
