@@ -523,12 +523,14 @@ async fn unknown_or_missing_acts_are_not_found() {
         let body = reply.error(404, "UNKNOWN_ACT");
         assert_eq!(body["data"]["what"], act);
     }
-    // No act at all.
+    // No act at all: 400, saying what to send.
     let body = post(addr, "/api/greeter", r#"{"name":"Ann"}"#)
         .await
-        .error(404, "UNKNOWN_ACT");
-    assert_eq!(body["data"]["what"], "");
-    get(addr, "/api/greeter").await.error(404, "UNKNOWN_ACT");
+        .error(400, "ARGUMENTS");
+    assert_eq!(body["data"]["path"], "/act");
+    let message = body["error"].as_str().unwrap();
+    assert!(message.contains("$hello") && message.contains("$mul"), "{message}");
+    get(addr, "/api/greeter").await.error(400, "ARGUMENTS");
 }
 
 // ---------------------------------------------------------------------------
@@ -684,7 +686,17 @@ async fn rest_writes() {
 }
 
 #[tokio::test]
-async fn a_verb_without_a_method_is_unknown_act() {
+async fn a_path_outside_every_api_says_where_the_apis_are() {
+    let addr = start_demo(Vec::new()).await;
+    for path in ["/", "/favicon.ico", "/apix/add"] {
+        let reply = get(addr, path).await;
+        assert_eq!(reply.status, 404, "{path}");
+        assert_eq!(reply.json()["apis"], json!(["/api"]), "{path}");
+    }
+}
+
+#[tokio::test]
+async fn a_verb_without_a_method_is_method_not_allowed() {
     let addr = start(Api::new(own_users())).await;
     let reply = call(
         addr,
@@ -694,9 +706,12 @@ async fn a_verb_without_a_method_is_unknown_act() {
         Some(r#"{"val":{"x":1}}"#),
     )
     .await;
-    let body = reply.error(404, "UNKNOWN_ACT");
+    let body = reply.error(405, "METHOD_NOT_ALLOWED");
     assert_eq!(body["name"], "users");
-    assert_eq!(body["data"]["what"], "patch");
+    assert_eq!(
+        reply.header("allow"),
+        Some("GET, POST, PUT, DELETE, OPTIONS")
+    );
     // An unknown act on the resource, in the body or the header.
     let body = post(addr, "/api/users", r#"{"act":"$demote","id":"1"}"#)
         .await

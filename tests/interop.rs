@@ -1,5 +1,5 @@
 //! Interoperability with the published JavaScript `@isdk/tool-rpc` 0.1.1 packages
-//! (node scripts in `interop/`; `.ci/run` installs them with `npm ci`):
+//! (node scripts in `interop/`; the first test installs them with `npm ci`):
 //!
 //! * the JavaScript client drives a toolfunc server serving the demo catalog;
 //! * toolfunc's `Client` (and the typed service clients) drive a JavaScript server
@@ -8,6 +8,8 @@
 #[path = "../examples/demo/mod.rs"]
 #[allow(dead_code)]
 mod demo;
+#[path = "support/interop.rs"]
+mod peers;
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -21,14 +23,9 @@ use toolfunc::http::{Api, Client, Server};
 
 use demo::{GreeterClient, UsersClient};
 
+/// `interop/`, with the JavaScript packages installed.
 fn interop_dir() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("interop");
-    assert!(
-        dir.join("node_modules/@isdk/tool-rpc").is_dir(),
-        "the JavaScript packages are not installed: run `npm ci` in {}",
-        dir.display()
-    );
-    dir
+    peers::node_packages()
 }
 
 #[tokio::test]

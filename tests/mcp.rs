@@ -342,9 +342,12 @@ async fn initialize_announces_tools_name_and_instructions() {
     assert_eq!(init["instructions"], "Use the tools.");
     client.close().await;
 
-    // Unnamed: the crate's name and no instructions.
+    // Unnamed: the program's name (not the library's) and no instructions.
     let (client, init) = Client::connect(McpServer::new(Registry::new())).await;
-    assert_eq!(init["serverInfo"]["name"], "toolfunc");
+    let program = std::env::current_exe().unwrap();
+    let program = program.file_stem().unwrap().to_str().unwrap();
+    assert_eq!(init["serverInfo"]["name"], program);
+    assert_eq!(init["serverInfo"]["version"], "0.0.0");
     assert!(init.get("instructions").is_none(), "{init}");
     client.close().await;
 }

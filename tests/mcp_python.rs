@@ -1,5 +1,5 @@
 //! The MCP server driven by the official Python MCP SDK (`mcp` 2.3.0 from PyPI,
-//! pinned in `interop/requirements.txt`; `.ci/run` installs it into
+//! pinned in `interop/requirements.txt`; the first test installs it into
 //! `interop/.venv`). The checks live in `interop/mcp_client.py`: tools/list, calls,
 //! bad arguments (`isError`), an unknown tool (protocol error), progress, a
 //! cancelled slow call, and tool list changes. Each runs with the `initialize`
@@ -9,6 +9,8 @@
 #[path = "../examples/demo/mod.rs"]
 #[allow(dead_code)]
 mod demo;
+#[path = "support/interop.rs"]
+mod peers;
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -24,17 +26,12 @@ use toolfunc::{CallStatus, RegistryEvent, SubscriptionError, ToolFunc};
 const LIMIT: Duration = Duration::from_secs(90);
 
 fn interop_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("interop")
+    peers::dir()
 }
 
+/// The venv's python, with the MCP SDK installed.
 fn python() -> PathBuf {
-    let python = interop_dir().join(".venv/bin/python");
-    assert!(
-        python.is_file(),
-        "the Python MCP SDK is not installed: run `python3 -m venv .venv && .venv/bin/pip install -r requirements.txt` in {}",
-        interop_dir().display()
-    );
-    python
+    peers::python()
 }
 
 /// The `mcp_server` example, built by `cargo test` beside the test binaries (and

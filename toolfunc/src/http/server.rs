@@ -409,17 +409,40 @@ impl Server {
     }
 
     /// One router for every mounted API and merged route (to serve on your own).
+    /// A path none of them serves answers 404 with a JSON body naming the APIs'
+    /// discovery paths (so a merged router must not set a fallback of its own).
     pub fn router(self) -> axum::Router {
+        let prefixes: Vec<String> = self
+            .apis
+            .iter()
+            .map(|api| {
+                if api.prefix.is_empty() {
+                    "/".to_owned()
+                } else {
+                    api.prefix.clone()
+                }
+            })
+            .collect();
         let apis = self
             .apis
             .into_iter()
             .fold(axum::Router::new(), |router, api| {
                 router.merge(api.router())
             });
-        match self.extra {
+        let all = match self.extra {
             Some(extra) => apis.merge(extra),
             None => apis,
-        }
+        };
+        let body = serde_json::json!({
+            "error": "Not Found",
+            "code": 404,
+            "errorCode": "NOT_FOUND",
+            "apis": prefixes,
+        });
+        all.fallback(move || {
+            let body = body.clone();
+            async move { json_response(StatusCode::NOT_FOUND, &body) }
+        })
     }
 
     /// Serves on `listener` until the process ends, with this server's limits.
@@ -750,8 +773,7 @@ impl Parsed<'_> {
                 },
             };
             Some(
-                settle_act(def, method, sent, has_id)
-                    .map_err(|err| Box::new(error_response(Some(&name), &err)))?,
+                settle_act(def, method, sent, has_id).map_err(Box::new)?,
             )
         } else {
             None
@@ -821,21 +843,55 @@ fn fill(
 
 /// The act a service call runs, by its canonical name: the one `sent` names (with
 /// or without its `$`), or for a REST resource called without one, the verb (GET
-/// without an id lists). `UNKNOWN_ACT` when the service has no such method.
+/// without an id lists). Refused: a service called with no act (400, naming its
+/// acts), a verb the resource has no method for (405 with the `Allow` it has), an
+/// act it does not have (404 `UNKNOWN_ACT`).
 fn settle_act<'d>(
     def: &'d crate::ToolDefinition,
     method: &Method,
     sent: Option<String>,
     has_id: bool,
-) -> Result<&'d crate::ActDefinition, ToolError> {
-    let sent = sent.or_else(|| {
-        // The method filter lets only REST verbs reach here.
-        (def.action.as_deref() == Some("res")).then(|| match method.as_str() {
-            "GET" if !has_id => "list".to_owned(),
-            verb => verb.to_ascii_lowercase(),
-        })
-    });
-    let sent = sent.unwrap_or_default();
+) -> Result<&'d crate::ActDefinition, Response> {
+    let name = def.name.as_str();
+    let Some(sent) = sent else {
+        if def.action.as_deref() == Some("res") {
+            // The method filter lets only REST verbs reach here.
+            let verb = match method.as_str() {
+                "GET" if !has_id => "list".to_owned(),
+                verb => verb.to_ascii_lowercase(),
+            };
+            return def.acts.iter().find(|d| d.name == verb).ok_or_else(|| {
+                let allow = resource_methods(def);
+                let mut response = error_response(
+                    Some(name),
+                    &ToolError::custom(
+                        "METHOD_NOT_ALLOWED",
+                        405,
+                        format!(
+                            "`{name}` has no `{verb}` method; it answers {allow}, or name an \
+                             act with `act` or `rpc-act`"
+                        ),
+                    ),
+                );
+                if let Ok(value) = HeaderValue::from_str(&allow) {
+                    response.headers_mut().insert(header::ALLOW, value);
+                }
+                response
+            });
+        }
+        let acts: Vec<&str> = def.acts.iter().map(|d| d.name.as_str()).collect();
+        return Err(error_response(
+            Some(name),
+            &ToolError::arguments(
+                "/act",
+                format!(
+                    "`{name}` is a service: name the method to run with `act` (or the \
+                     `rpc-act` header), one of {}",
+                    acts.join(", ")
+                ),
+            ),
+        ));
+    };
     def.acts
         .iter()
         .find(|d| d.name == sent)
@@ -844,10 +900,35 @@ fn settle_act<'d>(
                 .iter()
                 .find(|d| d.name.strip_prefix('$') == Some(&sent))
         })
-        .ok_or_else(|| ToolError::UnknownAct {
-            tool: def.name.clone(),
-            act: sent,
+        .ok_or_else(|| {
+            error_response(
+                Some(name),
+                &ToolError::UnknownAct {
+                    tool: def.name.clone(),
+                    act: sent,
+                },
+            )
         })
+}
+
+/// The HTTP methods a REST resource answers, for `Allow`: GET for `get`/`list`,
+/// POST for `post` and `$` methods, PUT, PATCH and DELETE for theirs.
+fn resource_methods(def: &crate::ToolDefinition) -> String {
+    let has = |act: &str| def.acts.iter().any(|d| d.name == act);
+    let mut allow = Vec::new();
+    if has("get") || has("list") {
+        allow.push("GET");
+    }
+    if has("post") || def.acts.iter().any(|d| d.name.starts_with('$')) {
+        allow.push("POST");
+    }
+    for (act, method) in [("put", "PUT"), ("patch", "PATCH"), ("delete", "DELETE")] {
+        if has(act) {
+            allow.push(method);
+        }
+    }
+    allow.push("OPTIONS");
+    allow.join(", ")
 }
 
 /// Whether GET may run the tool or act: REST `get` and `list`, and whatever its

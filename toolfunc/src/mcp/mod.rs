@@ -117,6 +117,19 @@ struct Shared {
 
 type Listed = (u64, Vec<Tool>);
 
+/// The running program's name: its executable's file name without extension.
+fn program_name() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|path| {
+            path.file_stem()
+                .and_then(|stem| stem.to_str())
+                .map(str::to_owned)
+        })
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "mcp-server".to_owned())
+}
+
 impl std::fmt::Debug for McpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpServer")
@@ -127,13 +140,15 @@ impl std::fmt::Debug for McpServer {
 }
 
 impl McpServer {
-    /// A server for `registry`, introducing itself as `toolfunc` with this crate's
-    /// version.
+    /// A server for `registry`, introducing itself by the program's name (its
+    /// executable's, without extension) and version `0.0.0` until
+    /// [`name`](Self::name) says otherwise: pass your crate's with
+    /// `.name(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"))`.
     pub fn new(registry: Registry) -> Self {
         Self {
             shared: Arc::new(Shared {
                 registry,
-                info: Implementation::new("toolfunc", env!("CARGO_PKG_VERSION")),
+                info: Implementation::new(program_name(), "0.0.0"),
                 instructions: None,
                 listed: Arc::default(),
                 max_line_length: DEFAULT_MAX_LINE_LENGTH,
