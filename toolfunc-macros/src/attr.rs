@@ -5,26 +5,59 @@ use syn::meta::ParseNestedMeta;
 use syn::parse::Parser;
 use syn::{LitStr, Path, Token};
 
-/// Every key `#[tool(...)]` accepts on a function, in the order the docs list them.
-pub(crate) const KEYS: &[&str] = &[
-    "name",
-    "title",
-    "description",
-    "summary",
-    "alias",
-    "tags",
-    "args",
-    "deny_unknown_fields",
-    "stream",
-    "timeout",
-    "concurrency",
-    "depends",
-    "annotations",
-    "api",
-    "crate",
+/// Where an attribute sits: the keys it accepts and the name its messages use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Position {
+    /// `#[tool(...)]` on a free function.
+    Function,
+    /// `#[tool_service(...)]` on an impl block.
+    Service,
+    /// `#[tool(...)]` on a method of a `#[tool_service]` impl block.
+    Method,
+}
+
+use Position::{Function, Method, Service};
+
+impl Position {
+    /// The attribute as messages name it.
+    pub(crate) fn attr(self) -> &'static str {
+        match self {
+            Function | Method => "#[tool]",
+            Service => "#[tool_service]",
+        }
+    }
+
+    /// The keys accepted here, in the order the docs list them.
+    pub(crate) fn keys(self) -> impl Iterator<Item = &'static str> {
+        KEYS.iter()
+            .filter(move |(_, on)| on.contains(&self))
+            .map(|(key, _)| *key)
+    }
+}
+
+/// Every key, once, with the positions that accept it, in the order the docs list them.
+pub(crate) const KEYS: &[(&str, &[Position])] = &[
+    ("name", &[Function, Service, Method]),
+    ("title", &[Function, Service, Method]),
+    ("description", &[Function, Service, Method]),
+    ("summary", &[Function, Service]),
+    ("alias", &[Function, Service]),
+    ("tags", &[Function, Service]),
+    ("args", &[Function, Method]),
+    ("deny_unknown_fields", &[Function, Method]),
+    ("stream", &[Function, Method]),
+    ("timeout", &[Function, Service, Method]),
+    ("concurrency", &[Function, Service]),
+    ("depends", &[Function]),
+    ("annotations", &[Function, Service, Method]),
+    ("api", &[Function, Service]),
+    ("client", &[Service]),
+    ("skip", &[Method]),
+    ("crate", &[Function, Service]),
 ];
 
-/// The hints `annotations(...)` accepts, in the order `ToolSpec` stores them.
+/// The hints `annotations(...)` accepts; each is a field of [`Hints`] and of the
+/// runtime's `Hints`.
 pub(crate) const ANNOTATIONS: &[&str] = &[
     "read_only",
     "destructive",
@@ -34,7 +67,49 @@ pub(crate) const ANNOTATIONS: &[&str] = &[
     "needs_confirmation",
 ];
 
-/// The parsed arguments of `#[tool(...)]`. Every value keeps its span.
+/// The hints of `annotations(...)`, by name; `None` where the attribute says nothing.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Hints {
+    pub(crate) read_only: Option<bool>,
+    pub(crate) destructive: Option<bool>,
+    pub(crate) idempotent: Option<bool>,
+    pub(crate) open_world: Option<bool>,
+    pub(crate) untrusted_output: Option<bool>,
+    pub(crate) needs_confirmation: Option<bool>,
+}
+
+impl Hints {
+    /// The slot of the hint `name` (one of `ANNOTATIONS`).
+    fn slot(&mut self, name: &str) -> Option<&mut Option<bool>> {
+        Some(match name {
+            "read_only" => &mut self.read_only,
+            "destructive" => &mut self.destructive,
+            "idempotent" => &mut self.idempotent,
+            "open_world" => &mut self.open_world,
+            "untrusted_output" => &mut self.untrusted_output,
+            "needs_confirmation" => &mut self.needs_confirmation,
+            _ => return None,
+        })
+    }
+
+    /// The hints that are set, as `(name, value)`.
+    pub(crate) fn set(&self) -> impl Iterator<Item = (&'static str, bool)> {
+        [
+            ("read_only", self.read_only),
+            ("destructive", self.destructive),
+            ("idempotent", self.idempotent),
+            ("open_world", self.open_world),
+            ("untrusted_output", self.untrusted_output),
+            ("needs_confirmation", self.needs_confirmation),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| Some((name, value?)))
+    }
+}
+
+/// The parsed arguments of `#[tool(...)]` or `#[tool_service(...)]`. Every value keeps
+/// its span; a key that its position does not accept is an error at the key, so a
+/// field here is only set where its key applies.
 #[derive(Default)]
 pub(crate) struct ToolAttrs {
     pub(crate) name: Option<LitStr>,
@@ -51,27 +126,44 @@ pub(crate) struct ToolAttrs {
     pub(crate) concurrency: Option<syn::LitInt>,
     /// `(local alias, tool name)` pairs.
     pub(crate) depends: Option<Vec<(syn::Ident, LitStr)>>,
-    /// One entry per hint of `ANNOTATIONS`.
-    pub(crate) annotations: Option<[Option<bool>; 6]>,
+    pub(crate) annotations: Option<Hints>,
     /// `api = false`: not offered to remote callers.
     pub(crate) api: Option<syn::LitBool>,
-    /// `skip` (service methods only): the method is not an act.
+    /// `skip` (methods): the method is not an act.
     pub(crate) skip: Option<Span>,
-    /// `client = false` (services only): no typed client.
+    /// `client = false` (services): no typed client.
     pub(crate) client: Option<syn::LitBool>,
     pub(crate) krate: Option<Path>,
 }
 
+/// The key being parsed, for messages.
+struct Key<'a> {
+    name: &'a str,
+    path: &'a Path,
+    attr: &'static str,
+}
+
+impl Key<'_> {
+    /// `#[tool] key `name``, the start of most messages.
+    fn what(&self) -> String {
+        format!("{} key `{}`", self.attr, self.name)
+    }
+
+    fn error(&self, message: impl std::fmt::Display) -> syn::Error {
+        syn::Error::new_spanned(self.path, message)
+    }
+}
+
 impl ToolAttrs {
-    /// Parses the token stream given to `#[tool(...)]`, collecting every error.
-    pub(crate) fn parse(tokens: proc_macro2::TokenStream) -> syn::Result<Self> {
+    /// Parses the tokens inside the attribute at `position`, collecting every error.
+    pub(crate) fn parse(tokens: proc_macro2::TokenStream, position: Position) -> syn::Result<Self> {
         let mut attrs = Self::default();
         let mut errors: Option<syn::Error> = None;
         let parser = syn::meta::parser(|meta| {
             // Every value is read whole before it is judged, so one bad key never
             // hides the keys after it.
             let value = read_value(&meta)?;
-            if let Err(err) = attrs.parse_key(&meta, value) {
+            if let Err(err) = attrs.parse_key(&meta, value, position) {
                 match &mut errors {
                     Some(all) => all.combine(err),
                     None => errors = Some(err),
@@ -86,100 +178,75 @@ impl ToolAttrs {
         }
     }
 
-    fn parse_key(&mut self, meta: &ParseNestedMeta<'_>, value: Value) -> syn::Result<()> {
+    fn parse_key(
+        &mut self,
+        meta: &ParseNestedMeta<'_>,
+        value: Value,
+        position: Position,
+    ) -> syn::Result<()> {
         let path = &meta.path;
-        let Some(key) = path.get_ident().map(ToString::to_string) else {
+        let attr = position.attr();
+        let Some(name) = path.get_ident().map(ToString::to_string) else {
             let shown: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
             return Err(syn::Error::new_spanned(
                 path,
-                unknown_key_message(&shown.join("::")),
+                unknown_key_message(&shown.join("::"), position),
             ));
         };
-        let at_key = |message: String| syn::Error::new_spanned(path, message);
-        let needs_value = [
-            "name",
-            "title",
-            "description",
-            "summary",
-            "alias",
-            "tags",
-            "timeout",
-            "concurrency",
-            "api",
-            "client",
-            "crate",
-        ];
-        if matches!(value, Value::None) && needs_value.contains(&key.as_str()) {
-            return Err(at_key(format!(
-                "#[tool] key `{key}` needs a value, like `{key} = ...`"
-            )));
+        let key = Key {
+            name: &name,
+            path,
+            attr,
+        };
+        let Some((_, on)) = KEYS.iter().find(|(k, _)| *k == name) else {
+            return Err(key.error(unknown_key_message(&name, position)));
+        };
+        if !on.contains(&position) {
+            return Err(key.error(misplaced_key_message(&name, position)));
         }
-        match key.as_str() {
+        let needs_value = !matches!(
+            name.as_str(),
+            "args" | "deny_unknown_fields" | "stream" | "skip" | "annotations" | "depends"
+        );
+        if matches!(value, Value::None) && needs_value {
+            return Err(key.error(format!("{} needs a value, like `{name} = ...`", key.what())));
+        }
+        match name.as_str() {
             // name = "tool_name"
-            "name" => set(&mut self.name, path, &key, lit_str(&key, value)?),
+            "name" => set(&mut self.name, &key, lit_str(&key, value)?),
             // title = "Human title"
-            "title" => set(&mut self.title, path, &key, lit_str(&key, value)?),
+            "title" => set(&mut self.title, &key, lit_str(&key, value)?),
             // description = "Overrides the doc comment."
-            "description" => set(&mut self.description, path, &key, lit_str(&key, value)?),
+            "description" => set(&mut self.description, &key, lit_str(&key, value)?),
             // summary = "Advertised in place of the description."
-            "summary" => set(&mut self.summary, path, &key, lit_str(&key, value)?),
+            "summary" => set(&mut self.summary, &key, lit_str(&key, value)?),
             // alias = "plus"  |  alias = ["plus", "sum"]
-            "alias" => set(&mut self.alias, path, &key, str_list(&key, value)?),
+            "alias" => set(&mut self.alias, &key, str_list(&key, value)?),
             // tags = "math"  |  tags = ["math", "pure"]
-            "tags" => set(&mut self.tags, path, &key, str_list(&key, value)?),
+            "tags" => set(&mut self.tags, &key, str_list(&key, value)?),
             // args
-            "args" => set(&mut self.args, path, &key, flag(path, &key, &value)?),
+            "args" => set(&mut self.args, &key, flag(&key, &value)?),
             // deny_unknown_fields
-            "deny_unknown_fields" => set(
-                &mut self.deny_unknown_fields,
-                path,
-                &key,
-                flag(path, &key, &value)?,
-            ),
+            "deny_unknown_fields" => set(&mut self.deny_unknown_fields, &key, flag(&key, &value)?),
             // stream
-            "stream" => set(&mut self.stream, path, &key, flag(path, &key, &value)?),
+            "stream" => set(&mut self.stream, &key, flag(&key, &value)?),
             // timeout = "30s"  |  timeout = "250ms"  |  timeout = 500 (milliseconds)
-            "timeout" => set(&mut self.timeout, path, &key, timeout(value)?),
+            "timeout" => set(&mut self.timeout, &key, timeout(&key, value)?),
             // concurrency = 4
-            "concurrency" => set(&mut self.concurrency, path, &key, concurrency(value)?),
+            "concurrency" => set(&mut self.concurrency, &key, concurrency(&key, value)?),
             // annotations(read_only, destructive = false, open_world)
-            "annotations" => set(&mut self.annotations, path, &key, annotations(path, value)?),
+            "annotations" => set(&mut self.annotations, &key, annotations(&key, value)?),
             // api = false
-            "api" => set(&mut self.api, path, &key, lit_bool(&key, value)?),
-            // client = false (on a #[tool_service])
-            "client" => set(&mut self.client, path, &key, lit_bool(&key, value)?),
-            // skip (on a method of a #[tool_service])
-            "skip" => set(&mut self.skip, path, &key, flag(path, &key, &value)?),
+            "api" => set(&mut self.api, &key, lit_bool(&key, value)?),
+            // client = false
+            "client" => set(&mut self.client, &key, lit_bool(&key, value)?),
+            // skip
+            "skip" => set(&mut self.skip, &key, flag(&key, &value)?),
             // depends(fetch = "get_user", log = "audit_log")
-            "depends" => set(&mut self.depends, path, &key, depends(path, value)?),
+            "depends" => set(&mut self.depends, &key, depends(&key, value)?),
             // crate = path::to::toolfunc
-            "crate" => {
-                let krate = match value {
-                    Value::Expr(syn::Expr::Path(p)) if p.qself.is_none() => p.path,
-                    Value::Expr(syn::Expr::Lit(syn::ExprLit {
-                        lit: syn::Lit::Str(lit),
-                        ..
-                    })) => {
-                        return Err(syn::Error::new_spanned(
-                            lit,
-                            "#[tool] key `crate` takes a path without quotes, like `crate = ::toolfunc`",
-                        ));
-                    }
-                    Value::Expr(other) => {
-                        return Err(syn::Error::new_spanned(
-                            other,
-                            "#[tool] key `crate` takes a path, like `crate = ::toolfunc`",
-                        ));
-                    }
-                    _ => {
-                        return Err(at_key(
-                            "#[tool] key `crate` needs a value: `crate = ::toolfunc`".into(),
-                        ));
-                    }
-                };
-                set(&mut self.krate, path, &key, krate)
-            }
-            other => Err(at_key(unknown_key_message(other))),
+            "crate" => set(&mut self.krate, &key, krate(&key, value)?),
+            other => unreachable!("`{other}` is in KEYS but has no parser"),
         }
     }
 }
@@ -203,26 +270,71 @@ fn read_value(meta: &ParseNestedMeta<'_>) -> syn::Result<Value> {
     }
 }
 
-fn unknown_key_message(key: &str) -> String {
+fn unknown_key_message(key: &str, position: Position) -> String {
+    let attr = position.attr();
     let hint = match key {
-        "rename" => " (to rename the tool, use `name`)",
-        "aliases" => " (use `alias = [...]`)",
-        "tag" => " (use `tags = [...]`)",
-        "doc" => " (use `description`, or a doc comment)",
-        _ => "",
+        "rename" => Some("to rename the tool, use `name`".to_owned()),
+        "aliases" if position != Method => Some("use `alias = [...]`".to_owned()),
+        "tag" if position != Method => Some("use `tags = [...]`".to_owned()),
+        "doc" => Some("use `description`, or a doc comment".to_owned()),
+        _ => closest(key, position.keys()).map(|near| format!("did you mean `{near}`?")),
     };
-    format!(
-        "unknown #[tool] key `{key}`{hint}; valid keys are: {}",
-        KEYS.join(", ")
-    )
+    match hint {
+        Some(hint) => format!("unknown {attr} key `{key}`: {hint}"),
+        None => format!(
+            "unknown {attr} key `{key}`; valid keys are: {}",
+            position.keys().collect::<Vec<_>>().join(", ")
+        ),
+    }
 }
 
-fn set<T>(slot: &mut Option<T>, path: &Path, key: &str, value: T) -> syn::Result<()> {
+/// A key that exists, but not at this position.
+fn misplaced_key_message(key: &str, position: Position) -> String {
+    match (position, key) {
+        (_, "depends") => "#[tool_service] does not take `depends`; services call other \
+                           tools with `ctx.run`"
+            .to_owned(),
+        (Service, _) => {
+            format!("key `{key}` applies to one method: put it in #[tool(...)] on the method")
+        }
+        (Method, _) => {
+            format!("key `{key}` describes the whole service: put it in #[tool_service(...)]")
+        }
+        (Function, "skip") => {
+            "#[tool] key `skip` applies to methods of a #[tool_service] impl block".to_owned()
+        }
+        (Function, _) => format!("#[tool] key `{key}` applies to #[tool_service] only"),
+    }
+}
+
+/// The valid key one edit (insertion, deletion, substitution or swap of neighbours)
+/// away from `key`, if there is exactly one such key.
+fn closest(key: &str, valid: impl Iterator<Item = &'static str>) -> Option<&'static str> {
+    let mut near = valid.filter(|candidate| one_edit_apart(key, candidate));
+    let first = near.next()?;
+    near.next().is_none().then_some(first)
+}
+
+fn one_edit_apart(a: &str, b: &str) -> bool {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    if a == b {
+        return false;
+    }
+    let prefix = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let (a, b) = (&a[prefix..], &b[prefix..]);
+    match (a.len(), b.len()) {
+        (la, lb) if la == lb => {
+            a[1..] == b[1..] || (la >= 2 && a[0] == b[1] && a[1] == b[0] && a[2..] == b[2..])
+        }
+        (la, lb) if la == lb + 1 => a[1..] == *b,
+        (la, lb) if la + 1 == lb => *a == b[1..],
+        _ => false,
+    }
+}
+
+fn set<T>(slot: &mut Option<T>, key: &Key<'_>, value: T) -> syn::Result<()> {
     if slot.is_some() {
-        return Err(syn::Error::new_spanned(
-            path,
-            format!("#[tool] key `{key}` is specified more than once"),
-        ));
+        return Err(key.error(format!("{} is specified more than once", key.what())));
     }
     *slot = Some(value);
     Ok(())
@@ -238,74 +350,92 @@ fn as_lit_str(expr: &syn::Expr) -> Option<&LitStr> {
     }
 }
 
-fn lit_str(key: &str, value: Value) -> syn::Result<LitStr> {
+/// The error at the value (or at the key when there is none).
+fn at_value(key: &Key<'_>, value: Value, message: String) -> syn::Error {
     match value {
-        Value::Expr(expr) => as_lit_str(&expr).cloned().ok_or_else(|| {
-            syn::Error::new_spanned(
-                expr,
-                format!("#[tool] key `{key}` takes a string literal, like `{key} = \"...\"`"),
-            )
-        }),
-        Value::List(tokens) => Err(syn::Error::new_spanned(
-            tokens,
-            format!("#[tool] key `{key}` takes a string literal, like `{key} = \"...\"`"),
-        )),
-        Value::None => Err(syn::Error::new(
-            Span::call_site(),
-            format!("#[tool] key `{key}` needs a value, like `{key} = \"...\"`"),
-        )),
+        Value::Expr(expr) => syn::Error::new_spanned(expr, message),
+        Value::List(tokens) => syn::Error::new_spanned(tokens, message),
+        Value::None => key.error(message),
     }
 }
 
-fn concurrency(value: Value) -> syn::Result<syn::LitInt> {
-    const HINT: &str =
-        "#[tool] key `concurrency` takes a whole number of at least 1, like `concurrency = 4`";
-    match value {
-        Value::Expr(syn::Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Int(int),
-            ..
-        })) => match int.base10_parse::<usize>() {
-            Ok(n) if n >= 1 => Ok(int),
-            _ => Err(syn::Error::new_spanned(int, HINT)),
-        },
-        Value::Expr(expr) => Err(syn::Error::new_spanned(expr, HINT)),
-        Value::List(tokens) => Err(syn::Error::new_spanned(tokens, HINT)),
-        Value::None => Err(syn::Error::new(Span::call_site(), HINT)),
+fn lit_str(key: &Key<'_>, value: Value) -> syn::Result<LitStr> {
+    if let Value::Expr(expr) = &value
+        && let Some(lit) = as_lit_str(expr)
+    {
+        return Ok(lit.clone());
     }
+    let message = format!(
+        "{} takes a string literal, like `{} = \"...\"`",
+        key.what(),
+        key.name
+    );
+    Err(at_value(key, value, message))
+}
+
+fn krate(key: &Key<'_>, value: Value) -> syn::Result<Path> {
+    let message = match value {
+        Value::Expr(syn::Expr::Path(p)) if p.qself.is_none() => return Ok(p.path),
+        Value::Expr(ref expr) if as_lit_str(expr).is_some() => format!(
+            "{} takes a path without quotes, like `crate = ::toolfunc`",
+            key.what()
+        ),
+        _ => format!("{} takes a path, like `crate = ::toolfunc`", key.what()),
+    };
+    Err(at_value(key, value, message))
+}
+
+fn concurrency(key: &Key<'_>, value: Value) -> syn::Result<syn::LitInt> {
+    let message = format!(
+        "{} takes a whole number of at least 1, like `concurrency = 4`",
+        key.what()
+    );
+    if let Value::Expr(syn::Expr::Lit(syn::ExprLit {
+        lit: syn::Lit::Int(int),
+        ..
+    })) = &value
+        && matches!(int.base10_parse::<usize>(), Ok(n) if n >= 1)
+    {
+        return Ok(int.clone());
+    }
+    Err(at_value(key, value, message))
 }
 
 /// `annotations(read_only, destructive = false, ...)`: a bare hint means `true`.
-fn annotations(path: &Path, value: Value) -> syn::Result<[Option<bool>; 6]> {
+fn annotations(key: &Key<'_>, value: Value) -> syn::Result<Hints> {
     let hint = format!(
-        "#[tool] key `annotations` takes hints like `annotations(read_only, destructive = false)`; \
+        "{} takes hints like `annotations(read_only, destructive = false)`; \
          valid hints are: {}",
+        key.what(),
         ANNOTATIONS.join(", ")
     );
     let Value::List(tokens) = value else {
-        return Err(syn::Error::new_spanned(path, hint));
+        return Err(key.error(hint));
     };
-    let mut hints = [None; 6];
+    let mut hints = Hints::default();
     let parser = syn::meta::parser(|meta| {
         let name = meta
             .path
             .require_ident()
             .map_err(|_| meta.error(&hint))?
             .to_string();
-        let Some(index) = ANNOTATIONS.iter().position(|a| *a == name) else {
-            return Err(syn::Error::new_spanned(
-                &meta.path,
-                format!(
-                    "unknown annotation `{name}`; valid hints are: {}",
-                    ANNOTATIONS.join(", ")
-                ),
-            ));
-        };
         let value = if meta.input.peek(Token![=]) {
             meta.value()?.parse::<syn::LitBool>()?.value
         } else {
             true
         };
-        if hints[index].replace(value).is_some() {
+        let Some(slot) = hints.slot(&name) else {
+            let near = closest(&name, ANNOTATIONS.iter().copied())
+                .map_or_else(String::new, |near| format!("did you mean `{near}`? "));
+            return Err(syn::Error::new_spanned(
+                &meta.path,
+                format!(
+                    "unknown annotation `{name}`; {near}valid hints are: {}",
+                    ANNOTATIONS.join(", ")
+                ),
+            ));
+        };
+        if slot.replace(value).is_some() {
             return Err(syn::Error::new_spanned(
                 &meta.path,
                 format!("annotation `{name}` is specified more than once"),
@@ -318,22 +448,25 @@ fn annotations(path: &Path, value: Value) -> syn::Result<[Option<bool>; 6]> {
 }
 
 /// `depends(alias = "tool", ...)`.
-fn depends(path: &Path, value: Value) -> syn::Result<Vec<(syn::Ident, LitStr)>> {
-    const HINT: &str = "#[tool] key `depends` takes a list of `alias = \"tool name\"`, like `depends(fetch = \"get_user\")`";
+fn depends(key: &Key<'_>, value: Value) -> syn::Result<Vec<(syn::Ident, LitStr)>> {
+    let hint = format!(
+        "{} takes a list of `alias = \"tool name\"`, like `depends(fetch = \"get_user\")`",
+        key.what()
+    );
     let Value::List(tokens) = value else {
-        return Err(syn::Error::new_spanned(path, HINT));
+        return Err(key.error(hint));
     };
     let mut pairs: Vec<(syn::Ident, LitStr)> = Vec::new();
     let parser = syn::meta::parser(|meta| {
         let alias = meta
             .path
             .require_ident()
-            .map_err(|_| meta.error(HINT))?
+            .map_err(|_| meta.error(&hint))?
             .clone();
         let name: LitStr = meta
             .value()
             .and_then(syn::parse::ParseBuffer::parse)
-            .map_err(|_| meta.error(HINT))?;
+            .map_err(|_| meta.error(&hint))?;
         if pairs.iter().any(|(a, _)| *a == alias) {
             return Err(syn::Error::new_spanned(
                 &alias,
@@ -348,10 +481,13 @@ fn depends(path: &Path, value: Value) -> syn::Result<Vec<(syn::Ident, LitStr)>> 
 }
 
 /// `"30s"`, `"250ms"`, `"2m"`, `"1h"`, `"1.5s"`, or an integer number of milliseconds.
-fn timeout(value: Value) -> syn::Result<(u64, Span)> {
-    const HINT: &str = "#[tool] key `timeout` takes a duration like \"30s\", \"250ms\", \"2m\" or \"1h\", or a number of milliseconds";
+fn timeout(key: &Key<'_>, value: Value) -> syn::Result<(u64, Span)> {
+    let hint = format!(
+        "{} takes a duration like \"30s\", \"250ms\", \"2m\" or \"1h\", or a number of milliseconds",
+        key.what()
+    );
     let Value::Expr(expr) = value else {
-        return Err(syn::Error::new(Span::call_site(), HINT));
+        return Err(at_value(key, value, hint));
     };
     let millis = match &expr {
         syn::Expr::Lit(syn::ExprLit {
@@ -367,10 +503,10 @@ fn timeout(value: Value) -> syn::Result<(u64, Span)> {
     match millis {
         Some(0) => Err(syn::Error::new_spanned(
             expr,
-            "#[tool] key `timeout` must be longer than zero",
+            format!("{} must be longer than zero", key.what()),
         )),
         Some(ms) => Ok((ms, syn::spanned::Spanned::span(&expr))),
-        None => Err(syn::Error::new_spanned(expr, HINT)),
+        None => Err(syn::Error::new_spanned(expr, hint)),
     }
 }
 
@@ -392,33 +528,39 @@ fn parse_duration_ms(text: &str) -> Option<u64> {
     (0.0..1e15).contains(&ms).then_some(ms as u64)
 }
 
-fn lit_bool(key: &str, value: Value) -> syn::Result<syn::LitBool> {
-    let message = format!("#[tool] key `{key}` takes `true` or `false`, like `{key} = false`");
-    match value {
-        Value::Expr(syn::Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Bool(lit),
-            ..
-        })) => Ok(lit),
-        Value::Expr(expr) => Err(syn::Error::new_spanned(expr, message)),
-        Value::List(tokens) => Err(syn::Error::new_spanned(tokens, message)),
-        Value::None => Err(syn::Error::new(Span::call_site(), message)),
+fn lit_bool(key: &Key<'_>, value: Value) -> syn::Result<syn::LitBool> {
+    if let Value::Expr(syn::Expr::Lit(syn::ExprLit {
+        lit: syn::Lit::Bool(lit),
+        ..
+    })) = &value
+    {
+        return Ok(lit.clone());
     }
+    let message = format!(
+        "{} takes `true` or `false`, like `{} = false`",
+        key.what(),
+        key.name
+    );
+    Err(at_value(key, value, message))
 }
 
-fn flag(path: &Path, key: &str, value: &Value) -> syn::Result<Span> {
+fn flag(key: &Key<'_>, value: &Value) -> syn::Result<Span> {
     match value {
-        Value::None => Ok(path.require_ident()?.span()),
-        _ => Err(syn::Error::new_spanned(
-            path,
-            format!("#[tool] key `{key}` takes no value: write `{key}`"),
-        )),
+        Value::None => Ok(key.path.require_ident()?.span()),
+        _ => Err(key.error(format!(
+            "{} takes no value: write `{}`",
+            key.what(),
+            key.name
+        ))),
     }
 }
 
 /// `"a"` or `["a", "b"]`.
-fn str_list(key: &str, value: Value) -> syn::Result<Vec<LitStr>> {
+fn str_list(key: &Key<'_>, value: Value) -> syn::Result<Vec<LitStr>> {
     let message = format!(
-        "#[tool] key `{key}` takes a string literal or a list of them, like `{key} = [\"a\", \"b\"]`"
+        "{} takes a string literal or a list of them, like `{} = [\"a\", \"b\"]`",
+        key.what(),
+        key.name
     );
     match value {
         Value::Expr(syn::Expr::Array(array)) => array
@@ -434,8 +576,7 @@ fn str_list(key: &str, value: Value) -> syn::Result<Vec<LitStr>> {
             .cloned()
             .map(|lit| vec![lit])
             .ok_or_else(|| syn::Error::new_spanned(expr, &message)),
-        Value::List(tokens) => Err(syn::Error::new_spanned(tokens, message)),
-        Value::None => Err(syn::Error::new(Span::call_site(), message)),
+        other => Err(at_value(key, other, message)),
     }
 }
 
@@ -446,17 +587,20 @@ mod tests {
 
     #[test]
     fn parses_every_key() {
-        let attrs = ToolAttrs::parse(quote!(
-            name = "n",
-            title = "t",
-            description = "d",
-            summary = "s",
-            alias = ["a", "b"],
-            tags = "x",
-            args,
-            deny_unknown_fields,
-            crate = my::toolfunc
-        ))
+        let attrs = ToolAttrs::parse(
+            quote!(
+                name = "n",
+                title = "t",
+                description = "d",
+                summary = "s",
+                alias = ["a", "b"],
+                tags = "x",
+                args,
+                deny_unknown_fields,
+                crate = my::toolfunc
+            ),
+            Function,
+        )
         .unwrap();
         assert_eq!(attrs.name.unwrap().value(), "n");
         assert_eq!(attrs.alias.unwrap().len(), 2);
@@ -467,12 +611,15 @@ mod tests {
 
     #[test]
     fn reports_all_errors_at_once() {
-        let err = ToolAttrs::parse(quote!(nme = "x", name = "a", name = "b"))
+        let err = ToolAttrs::parse(quote!(nme = "x", name = "a", name = "b"), Function)
             .err()
             .unwrap();
         let messages: Vec<String> = err.into_iter().map(|e| e.to_string()).collect();
         assert_eq!(messages.len(), 2);
-        assert!(messages[0].starts_with("unknown #[tool] key `nme`; valid keys are: name, title"));
+        assert_eq!(
+            messages[0],
+            "unknown #[tool] key `nme`: did you mean `name`?"
+        );
         assert_eq!(
             messages[1],
             "#[tool] key `name` is specified more than once"
@@ -488,35 +635,42 @@ mod tests {
         assert_eq!(parse_duration_ms("1h"), Some(3_600_000));
         assert_eq!(parse_duration_ms("10"), None);
         assert_eq!(parse_duration_ms("5 days"), None);
-        let attrs = ToolAttrs::parse(quote!(timeout = 500, stream)).unwrap();
+        let attrs = ToolAttrs::parse(quote!(timeout = 500, stream), Function).unwrap();
         assert_eq!(attrs.timeout.unwrap().0, 500);
         assert!(attrs.stream.is_some());
-        let err = ToolAttrs::parse(quote!(timeout = "soon")).err().unwrap();
+        let err = ToolAttrs::parse(quote!(timeout = "soon"), Function)
+            .err()
+            .unwrap();
         assert!(err.to_string().contains("takes a duration like"));
     }
 
     #[test]
     fn annotations() {
-        let attrs = ToolAttrs::parse(quote!(annotations(read_only, destructive = false))).unwrap();
-        assert_eq!(
-            attrs.annotations.unwrap(),
-            [Some(true), Some(false), None, None, None, None]
-        );
-        let err = ToolAttrs::parse(quote!(annotations(readonly)))
+        let attrs = ToolAttrs::parse(
+            quote!(annotations(read_only, destructive = false)),
+            Function,
+        )
+        .unwrap();
+        let hints = attrs.annotations.unwrap();
+        assert_eq!(hints.read_only, Some(true));
+        assert_eq!(hints.destructive, Some(false));
+        assert_eq!(hints.set().count(), 2);
+        let err = ToolAttrs::parse(quote!(annotations(readonly)), Function)
             .err()
             .unwrap();
         assert!(
-            err.to_string().starts_with("unknown annotation `readonly`"),
+            err.to_string()
+                .starts_with("unknown annotation `readonly`; did you mean `read_only`?"),
             "{err}"
         );
     }
 
     #[test]
     fn depends_and_concurrency() {
-        let attrs = ToolAttrs::parse(quote!(
-            depends(fetch = "get_user", log = "audit"),
-            concurrency = 2
-        ))
+        let attrs = ToolAttrs::parse(
+            quote!(depends(fetch = "get_user", log = "audit"), concurrency = 2),
+            Function,
+        )
         .unwrap();
         let depends = attrs.depends.unwrap();
         assert_eq!(depends.len(), 2);
@@ -526,16 +680,77 @@ mod tests {
             attrs.concurrency.unwrap().base10_parse::<usize>().unwrap(),
             2
         );
-        assert!(ToolAttrs::parse(quote!(concurrency = 0)).is_err());
-        let err = ToolAttrs::parse(quote!(depends(a = "x", a = "y")))
+        assert!(ToolAttrs::parse(quote!(concurrency = 0), Function).is_err());
+        let err = ToolAttrs::parse(quote!(depends(a = "x", a = "y")), Function)
             .err()
             .unwrap();
         assert!(err.to_string().contains("more than once"), "{err}");
     }
 
     #[test]
+    fn suggestions_are_one_edit_away() {
+        for (typo, key) in [
+            ("timout", "timeout"),
+            ("timeoutt", "timeout"),
+            ("nmae", "name"),
+            ("tilte", "title"),
+            ("alais", "alias"),
+        ] {
+            assert_eq!(closest(typo, Function.keys()), Some(key), "{typo}");
+        }
+        assert_eq!(closest("xyz", Function.keys()), None);
+        assert_eq!(closest("name", Function.keys()), None);
+        let err = ToolAttrs::parse(quote!(timout = "1s"), Method)
+            .err()
+            .unwrap();
+        assert_eq!(
+            err.to_string(),
+            "unknown #[tool] key `timout`: did you mean `timeout`?"
+        );
+    }
+
+    #[test]
+    fn each_position_names_its_attribute_and_keys() {
+        let err = ToolAttrs::parse(quote!(colour = 1), Service).err().unwrap();
+        let message = err.to_string();
+        assert!(
+            message.starts_with("unknown #[tool_service] key `colour`; valid keys are: name,"),
+            "{message}"
+        );
+        assert!(
+            message.contains("client") && !message.contains("stream"),
+            "{message}"
+        );
+        let err = ToolAttrs::parse(quote!(stream), Service).err().unwrap();
+        assert!(
+            err.to_string()
+                .starts_with("key `stream` applies to one method")
+        );
+        let err = ToolAttrs::parse(quote!(alias = "x"), Method).err().unwrap();
+        assert!(
+            err.to_string()
+                .starts_with("key `alias` describes the whole service")
+        );
+        let err = ToolAttrs::parse(quote!(skip), Function).err().unwrap();
+        assert!(
+            err.to_string()
+                .contains("applies to methods of a #[tool_service]")
+        );
+        assert!(ToolAttrs::parse(quote!(skip), Method).is_ok());
+        let err = ToolAttrs::parse(quote!(client = false), Function)
+            .err()
+            .unwrap();
+        assert_eq!(
+            err.to_string(),
+            "#[tool] key `client` applies to #[tool_service] only"
+        );
+    }
+
+    #[test]
     fn flag_rejects_a_value() {
-        let err = ToolAttrs::parse(quote!(args = true)).err().unwrap();
+        let err = ToolAttrs::parse(quote!(args = true), Function)
+            .err()
+            .unwrap();
         assert_eq!(
             err.to_string(),
             "#[tool] key `args` takes no value: write `args`"

@@ -1,14 +1,27 @@
 //! What to emit when the input has mistakes: the user's item without our attributes
-//! (so the rest of the crate and the IDE keep working) and every error.
+//! (so the rest of the crate and the IDE keep working), the stubs other code refers
+//! to (a service's client), and every error.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{ToTokens, quote};
+use quote::ToTokens;
 use syn::Item;
+
+use crate::expand;
+use crate::model::Service;
 
 /// The cleaned item followed by the errors.
 pub(crate) fn emit(item: &impl ToTokens, err: &syn::Error) -> TokenStream {
-    let errors = err.to_compile_error();
-    quote!(#item #errors)
+    let mut tokens = item.to_token_stream();
+    tokens.extend(err.to_compile_error());
+    tokens
+}
+
+/// A service with mistakes: its impl block, its client with bodies that never run,
+/// and the errors, so that code calling the client reports nothing more.
+pub(crate) fn service(service: &Service, err: &syn::Error) -> TokenStream {
+    let mut tokens = emit(&service.item, err);
+    tokens.extend(expand::client_stub(service));
+    tokens
 }
 
 /// The error for `#[tool]` on something that is not a function, spanned at the
@@ -28,7 +41,7 @@ pub(crate) fn not_a_function(item: &Item) -> syn::Error {
         _ => Span::call_site(),
     };
     let hint = if matches!(item, Item::Impl(_)) {
-        ", not impl blocks: put it on free functions"
+        ", not impl blocks: put it on free functions, or use #[tool_service] on the impl block"
     } else {
         ""
     };

@@ -1,5 +1,11 @@
 //! Procedural macros of [toolfunc](https://docs.rs/toolfunc). Use them through the
 //! `toolfunc` crate, which re-exports them and holds the code they expand to.
+//!
+//! Both macros run the same phases: `attr` parses the attribute's keys for its
+//! position, `model` builds a borrowed-free model of the item, `validate` checks it
+//! as its own pass, and `expand` (the only module that quotes code) writes the
+//! output from a valid model. On any error, `fallback` emits the user's item, the
+//! stubs other code refers to, and every error collected.
 
 // Libraries report through return values and `tracing`, never by printing.
 #![warn(clippy::print_stdout, clippy::print_stderr, clippy::dbg_macro)]
@@ -9,10 +15,14 @@ mod docs;
 mod expand;
 mod fallback;
 mod model;
-mod service;
 mod validate;
 
 use proc_macro::TokenStream;
+use proc_macro2::TokenStream as TokenStream2;
+
+use crate::attr::{Position, ToolAttrs};
+use crate::model::{Service, ToolFn};
+use crate::validate::Errors;
 
 /// Turns a function into a tool registered in `toolfunc::Registry::global()`.
 ///
@@ -20,7 +30,7 @@ use proc_macro::TokenStream;
 /// `toolfunc::tool`.
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
-    expand::tool(args.into(), &input.into()).into()
+    tool_impl(args.into(), &input.into()).into()
 }
 
 /// Turns an inherent impl block into a service: one tool whose methods are its acts,
@@ -30,5 +40,52 @@ pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
 /// `toolfunc::tool_service`.
 #[proc_macro_attribute]
 pub fn tool_service(args: TokenStream, input: TokenStream) -> TokenStream {
-    service::tool_service(args.into(), &input.into()).into()
+    tool_service_impl(args.into(), &input.into()).into()
+}
+
+/// The attribute's keys, or the default keys with the error collected.
+fn parse_attrs(args: TokenStream2, position: Position, errors: &mut Errors) -> ToolAttrs {
+    ToolAttrs::parse(args, position).unwrap_or_else(|err| {
+        errors.push(err);
+        ToolAttrs::default()
+    })
+}
+
+fn tool_impl(args: TokenStream2, input: &TokenStream2) -> TokenStream2 {
+    let item: syn::Item = match syn::parse2(input.clone()) {
+        Ok(item) => item,
+        Err(err) => return fallback::emit(input, &err),
+    };
+    let syn::Item::Fn(func) = item else {
+        return fallback::emit(input, &fallback::not_a_function(&item));
+    };
+    let mut errors = Errors::default();
+    let attrs = parse_attrs(args, Position::Function, &mut errors);
+    let model = ToolFn::new(attrs, func, &mut errors);
+    validate::tool(&model, &mut errors);
+    match errors.finish() {
+        Ok(()) => expand::tool(&model),
+        Err(err) => fallback::emit(&model.item, &err),
+    }
+}
+
+fn tool_service_impl(args: TokenStream2, input: &TokenStream2) -> TokenStream2 {
+    let item: syn::ItemImpl = match syn::parse2(input.clone()) {
+        Ok(item) => item,
+        Err(err) => {
+            let err = syn::Error::new(
+                err.span(),
+                "#[tool_service] applies to an inherent impl block: `impl MyService { .. }`",
+            );
+            return fallback::emit(input, &err);
+        }
+    };
+    let mut errors = Errors::default();
+    let attrs = parse_attrs(args, Position::Service, &mut errors);
+    let model = Service::new(attrs, item, &mut errors);
+    validate::service(&model, &mut errors);
+    match errors.finish() {
+        Ok(()) => expand::service(&model),
+        Err(err) => fallback::service(&model, &err),
+    }
 }

@@ -1,15 +1,25 @@
-//! The model of a `#[tool]` function: its parameters (injected context or argument),
-//! its output, and the cleaned item to re-emit.
+//! The models the macros work on: a `#[tool]` function (its parameters, injected
+//! context or argument, and its output) and a `#[tool_service]` impl block (its
+//! methods, each a tool function with a receiver and an act), with the cleaned items
+//! to re-emit.
 
-use syn::{Attribute, FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, ReturnType, Type};
+use syn::ext::IdentExt;
+use syn::{
+    Attribute, FnArg, GenericArgument, Ident, ImplItem, ItemFn, ItemImpl, Pat, PathArguments,
+    ReturnType, Type,
+};
 
-use crate::attr::ToolAttrs;
+use crate::attr::{Position, ToolAttrs};
 use crate::validate::Errors;
 
 pub(crate) struct ToolFn {
     pub(crate) attrs: ToolAttrs,
-    /// The function as the user wrote it, minus the attributes we consume.
+    /// The function as the user wrote it, minus the attributes we consume. A receiver
+    /// stays, so that a method keeps compiling while its error is reported.
     pub(crate) item: ItemFn,
+    /// `self`, `&self`, `self: Arc<Self>`...: required on service methods, an error on
+    /// functions.
+    pub(crate) receiver: Option<syn::Receiver>,
     pub(crate) params: Vec<Param>,
     pub(crate) output: Output,
 }
@@ -58,24 +68,14 @@ pub(crate) struct StreamOutput {
 }
 
 impl ToolFn {
-    /// Builds the model; structural mistakes (a `self` receiver, a pattern parameter)
-    /// are added to `errors` and their parameter is left out.
+    /// Builds the model; structural mistakes (a pattern parameter) are added to
+    /// `errors` and their parameter is left out.
     pub(crate) fn new(attrs: ToolAttrs, mut item: ItemFn, errors: &mut Errors) -> Self {
         let mut params = Vec::new();
-        // A receiver is reported here and left out of the re-emitted function, so
-        // rustc does not report it a second time.
-        let inputs = std::mem::take(&mut item.sig.inputs);
-        for input in inputs {
-            if let FnArg::Receiver(receiver) = &input {
-                errors.push(syn::Error::new_spanned(
-                    receiver.self_token,
-                    "#[tool] applies to free functions and cannot take `self`; \
-                     move the function out of the impl block",
-                ));
-                continue;
-            }
-            item.sig.inputs.push(input);
-        }
+        let receiver = match item.sig.inputs.first() {
+            Some(FnArg::Receiver(receiver)) => Some(receiver.clone()),
+            _ => None,
+        };
         for input in &mut item.sig.inputs {
             match input {
                 FnArg::Receiver(_) => {}
@@ -136,6 +136,7 @@ impl ToolFn {
         Self {
             attrs,
             item,
+            receiver,
             params,
             output,
         }
@@ -266,6 +267,175 @@ fn output_of(ty: &Type) -> Output {
     Output::Value(ty.clone())
 }
 
+/// The REST verbs a method may be named after.
+pub(crate) const VERBS: [&str; 6] = ["get", "post", "put", "delete", "patch", "list"];
+
+/// The verbs whose HTTP route carries the resource id (`GET /users/1`).
+pub(crate) const ID_VERBS: [&str; 4] = ["get", "put", "delete", "patch"];
+
+/// A `#[tool_service]` impl block.
+pub(crate) struct Service {
+    pub(crate) attrs: ToolAttrs,
+    /// The impl block without the `#[tool(...)]` attributes and parameter docs we consume.
+    pub(crate) item: ItemImpl,
+    /// The exposed methods (every method without `#[tool(skip)]`).
+    pub(crate) methods: Vec<Method>,
+}
+
+/// One exposed method of a service.
+pub(crate) struct Method {
+    pub(crate) model: ToolFn,
+    /// `"$hello"` or a REST verb.
+    pub(crate) act: String,
+}
+
+impl Method {
+    /// Whether the receiver is `self: Arc<Self>` (else `&self`).
+    pub(crate) fn by_arc(&self) -> bool {
+        self.model
+            .receiver
+            .as_ref()
+            .is_some_and(|r| r.colon_token.is_some() && is_arc_self(&r.ty))
+    }
+}
+
+impl Service {
+    /// Takes the `#[tool(...)]` attributes off every method and models the exposed ones.
+    pub(crate) fn new(attrs: ToolAttrs, mut item: ItemImpl, errors: &mut Errors) -> Self {
+        let mut methods = Vec::new();
+        for impl_item in &mut item.items {
+            let ImplItem::Fn(method) = impl_item else {
+                continue;
+            };
+            let attrs = take_tool_attrs(&mut method.attrs, errors);
+            if attrs.skip.is_some() {
+                continue;
+            }
+            let act = match &attrs.name {
+                Some(name) => act_of(&name.value()),
+                None => act_of(&method.sig.ident.unraw().to_string()),
+            };
+            let as_fn = ItemFn {
+                attrs: method.attrs.clone(),
+                vis: method.vis.clone(),
+                sig: method.sig.clone(),
+                block: Box::new(method.block.clone()),
+            };
+            let model = ToolFn::new(attrs, as_fn, errors);
+            // Parameter docs and serde attributes went to the parameters type; rustc
+            // would reject them on the method.
+            method.sig.inputs.clone_from(&model.item.sig.inputs);
+            methods.push(Method { model, act });
+        }
+        Self {
+            attrs,
+            item,
+            methods,
+        }
+    }
+
+    /// The type's last identifier (`UserService`), when it is a path.
+    pub(crate) fn type_ident(&self) -> Option<&Ident> {
+        match &*self.item.self_ty {
+            Type::Path(path) if path.qself.is_none() => {
+                path.path.segments.last().map(|segment| &segment.ident)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A REST verb is its own act; any other name is an RPC act with `$`.
+fn act_of(name: &str) -> String {
+    let bare = name.strip_prefix('$').unwrap_or(name);
+    if VERBS.contains(&bare) {
+        bare.to_owned()
+    } else {
+        format!("${bare}")
+    }
+}
+
+/// `tool`, `toolfunc::tool` or `::toolfunc::tool`.
+fn is_tool_attr(attr: &Attribute) -> bool {
+    let path = attr.path();
+    let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    match segments.as_slice() {
+        [tool] => tool == "tool" && path.leading_colon.is_none(),
+        [krate, tool] => krate == "toolfunc" && tool == "tool",
+        _ => false,
+    }
+}
+
+/// Removes and parses the `#[tool(...)]` attribute of a method.
+fn take_tool_attrs(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> ToolAttrs {
+    let (ours, rest): (Vec<_>, Vec<_>) = std::mem::take(attrs).into_iter().partition(is_tool_attr);
+    *attrs = rest;
+    let mut found = ToolAttrs::default();
+    for (i, attr) in ours.iter().enumerate() {
+        if i > 0 {
+            errors.push(syn::Error::new_spanned(
+                attr,
+                "one #[tool(...)] per method: put every key in it",
+            ));
+            continue;
+        }
+        let tokens = match &attr.meta {
+            syn::Meta::List(list) => list.tokens.clone(),
+            syn::Meta::Path(_) => proc_macro2::TokenStream::new(),
+            syn::Meta::NameValue(nv) => {
+                errors.push(syn::Error::new_spanned(
+                    nv,
+                    "write #[tool(key = value, ..)]",
+                ));
+                continue;
+            }
+        };
+        match ToolAttrs::parse(tokens, Position::Method) {
+            Ok(parsed) => found = parsed,
+            Err(err) => errors.push(err),
+        }
+    }
+    found
+}
+
+pub(crate) fn is_arc_self(ty: &Type) -> bool {
+    let Type::Path(path) = ty else { return false };
+    let Some(last) = path.path.segments.last() else {
+        return false;
+    };
+    if last.ident != "Arc" {
+        return false;
+    }
+    let PathArguments::AngleBracketed(args) = &last.arguments else {
+        return false;
+    };
+    matches!(
+        args.args.first(),
+        Some(GenericArgument::Type(Type::Path(inner))) if inner.path.is_ident("Self")
+    )
+}
+
+/// The name a parameter has in the arguments object: its identifier, or the
+/// `#[serde(rename = "..")]` on it.
+pub(crate) fn wire_name(param: &Param) -> String {
+    let mut name = param.ident.unraw().to_string();
+    for attr in param.attrs.iter().filter(|a| a.path().is_ident("serde")) {
+        let _ = attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("rename") && meta.input.peek(syn::Token![=]) {
+                let lit: syn::LitStr = meta.value()?.parse()?;
+                name = lit.value();
+            } else if meta.input.peek(syn::Token![=]) {
+                meta.value()?.parse::<syn::Expr>()?;
+            } else if meta.input.peek(syn::token::Paren) {
+                let _content;
+                syn::parenthesized!(_content in meta.input);
+            }
+            Ok(())
+        });
+    }
+    name
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -364,11 +534,58 @@ mod tests {
     }
 
     #[test]
-    fn pattern_and_self_are_errors() {
+    fn patterns_are_errors_and_receivers_are_kept() {
         let (f, errors) = model(parse_quote!(
             fn f(&self, (a, b): (i32, i32)) {}
         ));
         assert!(f.params.is_empty());
-        assert_eq!(errors.finish().err().unwrap().into_iter().count(), 2);
+        assert!(f.receiver.is_some());
+        assert_eq!(f.item.sig.inputs.len(), 2);
+        assert_eq!(errors.finish().err().unwrap().into_iter().count(), 1);
+    }
+
+    #[test]
+    fn service_methods_and_acts() {
+        let mut errors = Errors::default();
+        let service = Service::new(
+            ToolAttrs::default(),
+            parse_quote! {
+                impl Users {
+                    fn get(&self, /** The id. */ id: u32) -> u32 { id }
+                    #[tool(name = "promote")]
+                    fn make_admin(self: Arc<Self>) {}
+                    #[tool(skip)]
+                    fn helper(&self) {}
+                }
+            },
+            &mut errors,
+        );
+        assert!(errors.finish().is_ok());
+        let acts: Vec<_> = service.methods.iter().map(|m| m.act.as_str()).collect();
+        assert_eq!(acts, ["get", "$promote"]);
+        assert!(!service.methods[0].by_arc() && service.methods[1].by_arc());
+        assert_eq!(wire_name(&service.methods[0].model.params[0]), "id");
+        let ImplItem::Fn(get) = &service.item.items[0] else {
+            panic!()
+        };
+        let FnArg::Typed(id) = &get.sig.inputs[1] else {
+            panic!()
+        };
+        assert!(
+            id.attrs.is_empty(),
+            "parameter docs are moved off the method"
+        );
+        let ImplItem::Fn(helper) = &service.item.items[2] else {
+            panic!()
+        };
+        assert!(helper.attrs.is_empty(), "#[tool(skip)] is removed");
+    }
+
+    #[test]
+    fn serde_rename_is_the_wire_name() {
+        let (f, _) = model(parse_quote!(
+            fn f(#[serde(default, rename = "id")] user_id: u32) {}
+        ));
+        assert_eq!(wire_name(&f.params[0]), "id");
     }
 }

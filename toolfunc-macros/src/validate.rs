@@ -1,9 +1,9 @@
 //! Semantic checks on the model, as their own pass: every mistake is collected so one
 //! build reports them all.
 
-use syn::{Type, visit::Visit};
+use syn::{FnArg, Type, visit::Visit};
 
-use crate::model::{ParamKind, ToolFn};
+use crate::model::{ID_VERBS, Method, Output, ParamKind, Service, ToolFn, wire_name};
 
 /// Collects errors and combines them.
 #[derive(Default)]
@@ -26,7 +26,153 @@ impl Errors {
     }
 }
 
-pub(crate) fn validate(tool: &ToolFn, errors: &mut Errors) {
+/// The checks of a `#[tool]` function.
+pub(crate) fn tool(tool: &ToolFn, errors: &mut Errors) {
+    if let Some(receiver) = &tool.receiver {
+        errors.push(syn::Error::new_spanned(
+            receiver.self_token,
+            "#[tool] applies to free functions and cannot take `self`; move the function \
+             out of the impl block, or put #[tool_service] on the impl block to expose \
+             its methods",
+        ));
+    }
+    signature(tool, errors);
+}
+
+/// The checks of a `#[tool_service]` impl block and of each of its methods.
+pub(crate) fn service(service: &Service, errors: &mut Errors) {
+    let item = &service.item;
+    if let Some((_, path, _)) = &item.trait_ {
+        errors.push(syn::Error::new_spanned(
+            path,
+            "#[tool_service] applies to inherent impl blocks (`impl MyService { .. }`), \
+             not to trait impls",
+        ));
+    }
+    if !item.generics.params.is_empty() {
+        errors.push(syn::Error::new_spanned(
+            &item.generics,
+            "#[tool_service] impl blocks cannot be generic: a service needs one concrete \
+             type and one JSON Schema per method",
+        ));
+    } else if let Some(clause) = &item.generics.where_clause {
+        errors.push(syn::Error::new_spanned(
+            clause,
+            "#[tool_service] impl blocks cannot have a where clause",
+        ));
+    }
+    if let Some(unsafety) = &item.unsafety {
+        errors.push(syn::Error::new_spanned(
+            unsafety,
+            "#[tool_service] cannot be used on an `unsafe impl`",
+        ));
+    }
+    if service.type_ident().is_none() {
+        errors.push(syn::Error::new_spanned(
+            &item.self_ty,
+            "#[tool_service] needs a named type (`impl MyService { .. }`)",
+        ));
+    }
+    if let Some(name) = &service.attrs.name
+        && name.value().is_empty()
+    {
+        errors.push(syn::Error::new_spanned(
+            name,
+            "#[tool_service] `name` cannot be empty",
+        ));
+    }
+    for (i, method) in service.methods.iter().enumerate() {
+        let receiver_ok = receiver(method, errors);
+        signature(&method.model, errors);
+        if receiver_ok && matches!(method.model.output, Output::Stream(_)) && !method.by_arc() {
+            errors.push(syn::Error::new_spanned(
+                &method.model.item.sig.inputs[0],
+                "a streaming service method takes `self: Arc<Self>`, so that its stream \
+                 can keep the service alive",
+            ));
+        }
+        if service.methods[..i].iter().any(|m| m.act == method.act) {
+            errors.push(syn::Error::new_spanned(
+                &method.model.item.sig.ident,
+                format!("two methods of this service have the act `{}`", method.act),
+            ));
+        }
+        rest_id(method, errors);
+    }
+    if service.methods.is_empty() && !errors.is_some() {
+        errors.push(syn::Error::new_spanned(
+            &item.self_ty,
+            "#[tool_service] found no method to expose; add a method taking `&self`",
+        ));
+    }
+}
+
+/// `&self` or `self: Arc<Self>`; any other receiver (or none) is an error.
+fn receiver(method: &Method, errors: &mut Errors) -> bool {
+    let sig = &method.model.item.sig;
+    let Some(FnArg::Receiver(receiver)) = sig.inputs.first() else {
+        errors.push(syn::Error::new_spanned(
+            &sig.ident,
+            "a #[tool_service] method takes `&self` (or `self: Arc<Self>`); \
+             mark other functions #[tool(skip)] or move them to another impl block",
+        ));
+        return false;
+    };
+    let message = if receiver.colon_token.is_some() {
+        if method.by_arc() {
+            return true;
+        }
+        errors.push(syn::Error::new_spanned(
+            &receiver.ty,
+            "a #[tool_service] method takes `&self` or `self: Arc<Self>`",
+        ));
+        return false;
+    } else if receiver.reference.is_none() {
+        "a #[tool_service] method cannot take `self` by value: the service is shared \
+         by every call; take `&self` (or `self: Arc<Self>`)"
+    } else if receiver.mutability.is_some() {
+        "a #[tool_service] method cannot take `&mut self`: calls run concurrently; \
+         take `&self` and keep mutable state behind a Mutex"
+    } else {
+        return true;
+    };
+    errors.push(syn::Error::new_spanned(receiver, message));
+    false
+}
+
+/// The HTTP routes of `get`, `put`, `delete` and `patch` carry the resource id
+/// (`GET /users/1`), which arrives as the argument `id`: without a parameter of
+/// that name the route answers 400 and `?user_id=1` runs `list` instead.
+fn rest_id(method: &Method, errors: &mut Errors) {
+    let model = &method.model;
+    if !ID_VERBS.contains(&method.act.as_str()) || model.attrs.args.is_some() {
+        return;
+    }
+    if model.args().any(|param| wire_name(param) == "id") {
+        return;
+    }
+    let verb = &method.act;
+    match model.args().next() {
+        Some(param) => errors.push(syn::Error::new_spanned(
+            &param.ident,
+            format!(
+                "the REST verb `{verb}` receives the resource id as the argument `id`; \
+                 name this parameter `id`, or mark it #[serde(rename = \"id\")]"
+            ),
+        )),
+        None => errors.push(syn::Error::new_spanned(
+            &model.item.sig.ident,
+            format!(
+                "the REST verb `{verb}` receives the resource id as the argument `id`; \
+                 add a parameter `id`, or name the method otherwise to make it an RPC act"
+            ),
+        )),
+    }
+}
+
+/// The checks shared by functions and methods: the signature, the parameters, the
+/// keys that depend on them, the output.
+fn signature(tool: &ToolFn, errors: &mut Errors) {
     let sig = &tool.item.sig;
     if !sig.generics.params.is_empty() {
         errors.push(syn::Error::new_spanned(
@@ -112,7 +258,7 @@ pub(crate) fn validate(tool: &ToolFn, errors: &mut Errors) {
 
 /// The return type: a nameable result, or a stream with a nameable item.
 fn validate_output(tool: &ToolFn, errors: &mut Errors) {
-    if let crate::model::Output::Stream(stream) = &tool.output {
+    if let Output::Stream(stream) = &tool.output {
         if let Some(param) = tool
             .params
             .iter()
@@ -216,13 +362,53 @@ fn find_impl_trait(ty: &Type) -> Option<syn::TypeImplTrait> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::attr::ToolAttrs;
+    use crate::attr::{Position, ToolAttrs};
+    use crate::model::Service;
     use syn::parse_quote;
+
+    fn check_service(item: syn::ItemImpl) -> Vec<String> {
+        let mut errors = Errors::default();
+        let model = Service::new(ToolAttrs::default(), item, &mut errors);
+        service(&model, &mut errors);
+        errors
+            .finish()
+            .err()
+            .map(|e| e.into_iter().map(|e| e.to_string()).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn rest_verbs_need_an_id() {
+        let errors = check_service(parse_quote! {
+            impl Users {
+                fn get(&self, user_id: u32) {}
+                fn put(&self, #[serde(rename = "id")] key: u32, val: String) {}
+                fn delete(&self) {}
+                fn list(&self, user_id: u32) {}
+            }
+        });
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(errors[0].starts_with("the REST verb `get` receives the resource id"));
+        assert!(errors[1].contains("add a parameter `id`"));
+    }
+
+    #[test]
+    fn a_receiver_is_one_error() {
+        let errors = check(
+            parse_quote!(
+                fn f(&self, a: u8) -> u8 {
+                    a
+                }
+            ),
+            ToolAttrs::default(),
+        );
+        assert_eq!(errors.len(), 1, "{errors:?}");
+    }
 
     fn check(item: syn::ItemFn, attrs: ToolAttrs) -> Vec<String> {
         let mut errors = Errors::default();
-        let tool = ToolFn::new(attrs, item, &mut errors);
-        validate(&tool, &mut errors);
+        let model = ToolFn::new(attrs, item, &mut errors);
+        tool(&model, &mut errors);
         errors
             .finish()
             .err()
@@ -271,7 +457,7 @@ mod tests {
 
     #[test]
     fn args_needs_exactly_one_argument() {
-        let attrs = ToolAttrs::parse(quote::quote!(args)).unwrap();
+        let attrs = ToolAttrs::parse(quote::quote!(args), Position::Function).unwrap();
         let errors = check(
             parse_quote!(
                 fn f(a: A, b: B) {}

@@ -23,10 +23,33 @@
 //! assert_eq!(def.params["properties"]["a"]["description"], "The left operand.");
 //! ```
 //!
-//! See the crate README for the attribute keys, the runtime API and the error codes.
+//! # A tour
+//!
+//! | you want to | use |
+//! | --- | --- |
+//! | turn a function into a tool | [`#[tool]`](macro@tool): doc comments become descriptions, parameter types the JSON Schema |
+//! | turn a type's methods into the acts of one tool | [`#[tool_service]`](macro@tool_service), with a typed client generated beside it |
+//! | build a tool at run time | [`ToolFunc::builder`], over raw JSON checked against a schema ([`schema`]) or typed arguments |
+//! | find and run tools by name | [`Registry`]: [`Registry::global`], [`Registry::run`], [`Registry::run_stream`], [`Registry::spawn`], children with [`Registry::isolate`] |
+//! | give calls a caller, a timeout, cancellation, limits | [`CallOptions`] through [`Registry::with`]; inside a tool, [`Ctx`] |
+//! | run correlated calls with isolated errors | [`ToolCall`] / [`ToolResult`] and [`Registry::execute`] |
+//! | stream results and hook a stream's life | [`ToolStream`], [`stream::callbacks`] |
+//! | offer tools to an LLM, run its tool calls | [`llm`]: exports for OpenAI, Anthropic, Gemini and MCP; provider messages in and out |
+//! | serve tools over HTTP, call remote ones | [`http`] (feature `http`): [`http::Api`], [`http::Server`], [`http::Client`] |
+//! | serve tools to MCP clients | [`mcp`] (feature `mcp`): [`mcp::McpServer`] over stdio or streamable HTTP |
+//! | run local or remote tools the same way | [`Transport`], [`transport::connect`] |
+//!
+//! Every failure is a [`ToolError`] with a stable [`code`](ToolError::code), an HTTP
+//! [`status`](ToolError::status), a message and optional JSON data; it crosses every
+//! wire and comes back as the same variant.
+//!
+//! The crate README has the attribute keys of both macros, the runtime in depth, the
+//! wire tables of HTTP and MCP, the security defaults and the performance figures.
 
 // Libraries report through return values and `tracing`, never by printing.
 #![warn(clippy::print_stdout, clippy::print_stderr, clippy::dbg_macro)]
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod call;
 mod ctx;
@@ -260,7 +283,7 @@ pub mod __private {
     pub use crate::error::convert;
     pub use crate::schema::{field_order, parse_args, schema_of};
     pub use crate::service::{MethodHandler, MethodSpec, ServiceEntry, ServiceSpec, ToolService};
-    pub use crate::tool::{ItemStream, SpecHandler, ToolSpec, to_output};
+    pub use crate::tool::{Hints, ItemStream, SpecHandler, ToolSpec, to_output};
     pub use ::futures::stream::BoxStream;
     pub use ::std::sync::Arc;
 
@@ -395,14 +418,88 @@ pub mod __private {
     pub trait ToolOutput: ::serde::Serialize + ::schemars::JsonSchema {}
     impl<T: ::serde::Serialize + ::schemars::JsonSchema + ?Sized> ToolOutput for T {}
 
-    /// Serialises a tool's output; the bound reports a wrong type under the user's type.
-    pub fn tool_output<T: ToolOutput>(value: T) -> Result<Value, ToolError> {
-        to_output(&value)
+    /// Checks, at the return type (a stream's item type), that it can be a result.
+    pub const fn assert_output<T: ToolOutput + ?Sized>() {}
+
+    /// Autoref dispatch over the user's parameter and result types. A type that lacks
+    /// the traits takes the `Fallback*` impl, which never runs: `assert_param` and
+    /// `assert_output` in the same expansion already report it under the user's type,
+    /// so one mistake gives one error instead of one per use.
+    pub struct Checked<T>(::core::marker::PhantomData<fn() -> T>);
+
+    impl<T> Checked<T> {
+        #[allow(clippy::new_without_default)]
+        pub const fn new() -> Self {
+            Self(::core::marker::PhantomData)
+        }
     }
 
-    /// The result schema of a tool; the bound reports a wrong type under the user's type.
-    pub fn result_schema_of<T: ToolOutput + ?Sized>() -> Value {
-        schema_of::<T>()
+    /// Chosen for parameters types that are `Deserialize` and `JsonSchema`.
+    pub trait ViaParams<T> {
+        fn parse_args(&self, args: Value) -> Result<T, ToolError>;
+        fn params_schema(&self) -> Value;
+        fn param_order(&self, schema: &Value) -> ::std::vec::Vec<::std::string::String>;
+    }
+
+    impl<T: ::serde::de::DeserializeOwned + ::schemars::JsonSchema> ViaParams<T> for &Checked<T> {
+        fn parse_args(&self, args: Value) -> Result<T, ToolError> {
+            parse_args::<T>(args)
+        }
+        fn params_schema(&self) -> Value {
+            schema_of::<T>()
+        }
+        fn param_order(&self, schema: &Value) -> ::std::vec::Vec<::std::string::String> {
+            field_order::<T>(schema)
+        }
+    }
+
+    /// Chosen for the others (a compile error is reported already).
+    pub trait FallbackParams<T> {
+        fn parse_args(&self, args: Value) -> Result<T, ToolError>;
+        fn params_schema(&self) -> Value;
+        fn param_order(&self, schema: &Value) -> ::std::vec::Vec<::std::string::String>;
+    }
+
+    impl<T> FallbackParams<T> for Checked<T> {
+        fn parse_args(&self, _: Value) -> Result<T, ToolError> {
+            ::core::unreachable!("reported at compile time by assert_param")
+        }
+        fn params_schema(&self) -> Value {
+            ::core::unreachable!("reported at compile time by assert_param")
+        }
+        fn param_order(&self, _: &Value) -> ::std::vec::Vec<::std::string::String> {
+            ::core::unreachable!("reported at compile time by assert_param")
+        }
+    }
+
+    /// Chosen for result types that are `Serialize` and `JsonSchema`.
+    pub trait ViaOutput<T> {
+        fn output(&self, value: T) -> Result<Value, ToolError>;
+        fn result_schema(&self) -> Value;
+    }
+
+    impl<T: ToolOutput> ViaOutput<T> for &Checked<T> {
+        fn output(&self, value: T) -> Result<Value, ToolError> {
+            to_output(&value)
+        }
+        fn result_schema(&self) -> Value {
+            schema_of::<T>()
+        }
+    }
+
+    /// Chosen for the others (a compile error is reported already).
+    pub trait FallbackOutput<T> {
+        fn output(&self, value: T) -> Result<Value, ToolError>;
+        fn result_schema(&self) -> Value;
+    }
+
+    impl<T> FallbackOutput<T> for Checked<T> {
+        fn output(&self, _: T) -> Result<Value, ToolError> {
+            ::core::unreachable!("reported at compile time by assert_output")
+        }
+        fn result_schema(&self) -> Value {
+            ::core::unreachable!("reported at compile time by assert_output")
+        }
     }
 
     /// A parameter taken as the call context.

@@ -13,7 +13,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::tool::{Handler, ItemStream};
+use crate::tool::{Handler, Hints, ItemStream};
 use crate::{Annotations, Ctx, ToolError, ToolFunc};
 
 /// The REST verbs a method may be named after, in the order discovery lists them.
@@ -83,7 +83,7 @@ pub struct ServiceSpec<S: 'static> {
     pub tags: &'static [&'static str],
     pub timeout_ms: Option<u64>,
     pub concurrency: Option<usize>,
-    pub annotations: [Option<bool>; 6],
+    pub annotations: Hints,
     pub api: bool,
     pub methods: &'static [MethodSpec<S>],
     pub location: &'static str,
@@ -100,7 +100,7 @@ pub struct MethodSpec<S: 'static> {
     pub result: Option<fn() -> Value>,
     pub handler: MethodHandler<S>,
     pub timeout_ms: Option<u64>,
-    pub annotations: [Option<bool>; 6],
+    pub annotations: Hints,
 }
 
 type ValueFuture = BoxFuture<'static, Result<Value, ToolError>>;

@@ -141,6 +141,31 @@ pub struct Annotations {
     pub needs_confirmation: Option<bool>,
 }
 
+/// The hints of `annotations(...)` as the macros write them, by name, in a `static`
+/// (`Annotations` is `#[non_exhaustive]`, so expansions cannot build it).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Hints {
+    pub read_only: Option<bool>,
+    pub destructive: Option<bool>,
+    pub idempotent: Option<bool>,
+    pub open_world: Option<bool>,
+    pub untrusted_output: Option<bool>,
+    pub needs_confirmation: Option<bool>,
+}
+
+impl Hints {
+    /// No hints; expansions write `Hints { read_only: Some(true), ..Hints::NONE }`.
+    pub const NONE: Self = Self {
+        read_only: None,
+        destructive: None,
+        idempotent: None,
+        open_world: None,
+        untrusted_output: None,
+        needs_confirmation: None,
+    };
+}
+
 /// One builder method per hint: `hint(true)` sets `hint` to `Some(true)`.
 macro_rules! hint_setters {
     ($($(#[$doc:meta])* $hint:ident,)*) => {$(
@@ -154,17 +179,16 @@ macro_rules! hint_setters {
 }
 
 impl Annotations {
-    /// The hints in the order the macros write them: `[read_only, destructive,
-    /// idempotent, open_world, untrusted_output, needs_confirmation]`.
-    pub(crate) fn from_hints(hints: [Option<bool>; 6]) -> Self {
-        let [
+    /// The hints the macros write.
+    pub(crate) fn from_hints(hints: Hints) -> Self {
+        let Hints {
             read_only,
             destructive,
             idempotent,
             open_world,
             untrusted_output,
             needs_confirmation,
-        ] = hints;
+        } = hints;
         Self {
             read_only,
             destructive,
@@ -1358,7 +1382,7 @@ pub struct ToolSpec {
     pub concurrency: Option<usize>,
     /// `[read_only, destructive, idempotent, open_world, untrusted_output,
     /// needs_confirmation]`.
-    pub annotations: [Option<bool>; 6],
+    pub annotations: Hints,
     /// `false` for `api = false`: not offered to remote callers.
     pub api: bool,
     /// `file:line` of the function, for startup diagnostics.

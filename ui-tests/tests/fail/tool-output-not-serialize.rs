@@ -1,5 +1,6 @@
 use toolfunc::tool;
 
+#[derive(schemars::JsonSchema)]
 struct Report {
     lines: Vec<String>,
 }

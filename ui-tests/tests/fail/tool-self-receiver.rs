@@ -1,8 +1,19 @@
 use toolfunc::tool;
 
-#[tool]
-fn describe(self) -> String {
-    String::new()
+struct Greeter {
+    greeting: String,
 }
 
-fn main() {}
+impl Greeter {
+    #[tool]
+    fn greet(&self, name: String) -> String {
+        format!("{}, {name}", self.greeting)
+    }
+}
+
+fn main() {
+    let greeter = Greeter {
+        greeting: "Hello".into(),
+    };
+    let _ = greeter.greet("Ann".into());
+}

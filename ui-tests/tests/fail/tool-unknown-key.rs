@@ -1,6 +1,6 @@
 use toolfunc::tool;
 
-#[tool(nmae = "add")]
+#[tool(timout = "30s")]
 fn add(a: i32, b: i32) -> i32 {
     a + b
 }

@@ -1,50 +1,34 @@
-//! Code generation for `#[tool]`. Sees only validated models; the only file that
-//! quotes code.
+//! Code generation, from validated models only; the only module that quotes code.
+//! `mod.rs` writes a `#[tool]` function and the parts a service method shares with
+//! it (parameters type, checks, handler); `service.rs` writes services and clients.
+
+mod service;
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
-use syn::{Ident, Item, LitStr};
+use syn::{Ident, LitStr};
 
-use crate::attr::ToolAttrs;
+use crate::attr::{Hints, ToolAttrs};
 use crate::docs::{description_expr, doc_parts};
-use crate::fallback;
 use crate::model::{Output, Param, ParamKind, StreamOutput, ToolFn};
-use crate::validate::{Errors, validate};
 
-/// Entry point of `#[tool]`.
-pub(crate) fn tool(args: TokenStream, input: &TokenStream) -> TokenStream {
-    let item: Item = match syn::parse2(input.clone()) {
-        Ok(item) => item,
-        Err(err) => return fallback::emit(input, &err),
-    };
-    let Item::Fn(func) = item else {
-        return fallback::emit(input, &fallback::not_a_function(&item));
-    };
-    let mut errors = Errors::default();
-    let attrs = ToolAttrs::parse(args).unwrap_or_else(|err| {
-        errors.push(err);
-        ToolAttrs::default()
-    });
-    if let Some(span) = attrs.skip {
-        errors.push(syn::Error::new(
-            span,
-            "#[tool] key `skip` applies to methods of a #[tool_service] impl block",
-        ));
-    }
-    if let Some(lit) = &attrs.client {
-        errors.push(syn::Error::new_spanned(
-            lit,
-            "#[tool] key `client` applies to #[tool_service] only",
-        ));
-    }
-    let model = ToolFn::new(attrs, func, &mut errors);
-    validate(&model, &mut errors);
-    match errors.finish() {
-        Ok(()) => generate(&model),
-        Err(err) => fallback::emit(&model.item, &err),
-    }
+pub(crate) use service::{client_stub, service};
+
+/// `::toolfunc`, or the path of `crate = ...`.
+pub(crate) fn krate(attrs: &ToolAttrs) -> TokenStream {
+    attrs
+        .krate
+        .as_ref()
+        .map_or_else(|| quote!(::toolfunc), ToTokens::to_token_stream)
+}
+
+/// The lints an expansion cannot avoid, allowed on the code it writes next to the
+/// user's: tool parameters are owned (they are deserialised from JSON) even where a
+/// function only reads them, and a service method takes `&self` even when stateless.
+fn user_item_allows() -> TokenStream {
+    quote!(#[allow(clippy::needless_pass_by_value, clippy::unused_self)])
 }
 
 /// `Some(description)`: the `description` key, else the doc comment; `None`
@@ -61,23 +45,22 @@ pub(crate) fn description_of(
     }
 }
 
-/// `Some(|| result schema)` from the return type (a stream's item type for a
-/// stream), `None` for a function that returns nothing.
-pub(crate) fn result_fn(model: &ToolFn, p: &TokenStream) -> TokenStream {
+/// The type whose schema is the result's: the return type, `T` of `Result<T, E>`,
+/// a stream's item type; `None` for a function that returns nothing.
+fn output_type(model: &ToolFn, p: &TokenStream) -> Option<TokenStream> {
     match &model.output {
-        Output::Value(ty) | Output::Result { ok: Some(ty), .. } => {
-            let schema_of = respan(quote!(#p::result_schema_of), ty.span());
-            let schema = quote_spanned!(ty.span()=> #schema_of::<#ty>());
-            quote!(#p::Some(|| #schema))
-        }
-        Output::Stream(stream) => {
-            let item = stream_item_type(stream, p);
-            let schema_of = respan(quote!(#p::result_schema_of), item.span());
-            let schema = quote_spanned!(item.span()=> #schema_of::<#item>());
-            quote!(#p::Some(|| #schema))
-        }
-        Output::Unit | Output::Result { ok: None, .. } => quote!(#p::None),
+        Output::Value(ty) | Output::Result { ok: Some(ty), .. } => Some(ty.to_token_stream()),
+        Output::Stream(stream) => Some(stream_item_type(stream, p)),
+        Output::Unit | Output::Result { ok: None, .. } => None,
     }
+}
+
+/// `Some(|| result schema)`, `None` for a function that returns nothing.
+pub(crate) fn result_fn(model: &ToolFn, p: &TokenStream) -> TokenStream {
+    output_type(model, p).map_or_else(
+        || quote!(#p::None),
+        |ty| quote!(#p::Some(|| (&&#p::Checked::<#ty>::new()).result_schema())),
+    )
 }
 
 pub(crate) fn some_str(value: Option<&LitStr>, p: &TokenStream) -> TokenStream {
@@ -105,12 +88,11 @@ impl Locals {
     }
 }
 
-fn generate(model: &ToolFn) -> TokenStream {
+/// A valid `#[tool]` function: the function, its parameters type, checks, handler and
+/// registration.
+pub(crate) fn tool(model: &ToolFn) -> TokenStream {
     let attrs = &model.attrs;
-    let krate = attrs
-        .krate
-        .as_ref()
-        .map_or_else(|| quote!(::toolfunc), |path| quote!(#path));
+    let krate = krate(attrs);
     let p = quote!(#krate::__private);
     let item = &model.item;
     let fn_ident = &item.sig.ident;
@@ -145,19 +127,15 @@ fn generate(model: &ToolFn) -> TokenStream {
     let location =
         quote_spanned!(fn_ident.span()=> ::core::concat!(::core::file!(), ":", ::core::line!()));
 
+    let allows = user_item_allows();
+    let prelude = prelude(&p);
     quote! {
-        // Tool parameters must own their data (they are deserialised from JSON), so
-        // clippy's advice to borrow them cannot be followed.
-        #[allow(clippy::needless_pass_by_value)]
+        #allows
         #item
 
         #(#cfgs)*
-        #[allow(non_camel_case_types, clippy::all, clippy::pedantic)]
         const _: () = {
-            // The schemars derive calls `.into()` without a path; keep it working
-            // under `#![no_implicit_prelude]`.
-            #[allow(unused_imports)]
-            use ::core::convert::Into as _;
+            #prelude
             #params_item
             #checks
             #handler
@@ -170,8 +148,8 @@ fn generate(model: &ToolFn) -> TokenStream {
                     summary: #summary,
                     alias: &[#(#alias),*],
                     tags: &[#(#tags),*],
-                    param_order: #p::field_order::<#params_type>,
-                    params: || #p::schema_of::<#params_type>(),
+                    param_order: |schema| (&&#p::Checked::<#params_type>::new()).param_order(schema),
+                    params: || (&&#p::Checked::<#params_type>::new()).params_schema(),
                     result: #result_fn,
                     handler: #p::SpecHandler::#kind(__toolfunc_handler),
                     #execution
@@ -180,6 +158,18 @@ fn generate(model: &ToolFn) -> TokenStream {
                 }
             }
         };
+    }
+}
+
+/// The imports every expansion's `const _` block starts with.
+pub(crate) fn prelude(p: &TokenStream) -> TokenStream {
+    quote! {
+        // The schemars derive calls `.into()` without a path; keep it working
+        // under `#![no_implicit_prelude]`.
+        #[allow(unused_imports)]
+        use ::core::convert::Into as _;
+        #[allow(unused_imports)]
+        use #p::{FallbackOutput as _, FallbackParams as _, ViaOutput as _, ViaParams as _};
     }
 }
 
@@ -198,7 +188,7 @@ pub(crate) fn execution_fields(model: &ToolFn, p: &TokenStream) -> TokenStream {
         timeout_ms: #timeout,
         depends: &[#(#depends),*],
         concurrency: #concurrency,
-        annotations: [#(#annotations),*],
+        annotations: #annotations,
     }
 }
 
@@ -218,13 +208,14 @@ pub(crate) fn timeout_value(attrs: &ToolAttrs, p: &TokenStream) -> TokenStream {
     )
 }
 
-/// One `Option<bool>` per hint of `annotations(..)`, in `ANNOTATIONS` order.
-pub(crate) fn annotation_values(attrs: &ToolAttrs, p: &TokenStream) -> Vec<TokenStream> {
-    attrs
-        .annotations
-        .unwrap_or_default()
-        .map(|hint| hint.map_or_else(|| quote!(#p::None), |value| quote!(#p::Some(#value))))
-        .to_vec()
+/// `Hints { read_only: Some(true), ..Hints::NONE }`: each hint by name.
+pub(crate) fn annotation_values(attrs: &ToolAttrs, p: &TokenStream) -> TokenStream {
+    let hints = attrs.annotations.unwrap_or_default();
+    let set = Hints::set(&hints).map(|(name, value)| {
+        let name = Ident::new(name, Span::call_site());
+        quote!(#name: #p::Some(#value),)
+    });
+    quote!(#p::Hints { #(#set)* ..#p::Hints::NONE })
 }
 
 pub(crate) struct ParamsType {
@@ -252,10 +243,25 @@ pub(crate) fn params_type(model: &ToolFn, p: &TokenStream) -> ParamsType {
         .attrs
         .deny_unknown_fields
         .map(|span| quote_spanned!(span=> #[serde(deny_unknown_fields)]));
-    let fields = args.iter().map(|param| {
-        let (attrs, ident, ty) = (&param.attrs, &param.ident, &param.ty);
-        quote!(#(#attrs)* #ident: #ty)
-    });
+    // Each field's type is a type parameter, so that the derives compile whatever
+    // the user's type implements; the checks report a missing trait once, under
+    // the user's type. A field with its own (de)serialiser or a default keeps its
+    // type: those attributes name code that needs the concrete type.
+    let mut generics = Vec::new();
+    let mut concrete = Vec::new();
+    let fields: Vec<TokenStream> = args
+        .iter()
+        .map(|param| {
+            let (attrs, ident, ty) = (&param.attrs, &param.ident, &param.ty);
+            if keeps_its_type(param) {
+                return quote!(#(#attrs)* #ident: #ty);
+            }
+            let generic = format_ident!("__ToolfuncT{}", generics.len());
+            generics.push(generic.clone());
+            concrete.push(ty);
+            quote!(#(#attrs)* #ident: #generic)
+        })
+        .collect();
     let ty = format_ident!("__ToolfuncParams");
     ParamsType {
         item: quote! {
@@ -263,10 +269,27 @@ pub(crate) fn params_type(model: &ToolFn, p: &TokenStream) -> ParamsType {
             #[serde(crate = #serde_path)]
             #[schemars(crate = #schemars_path)]
             #deny
-            struct #ty { #(#fields,)* }
+            struct #ty<#(#generics),*> { #(#fields,)* }
         },
-        ty: quote!(#ty),
+        ty: quote!(#ty<#(#concrete),*>),
     }
+}
+
+/// `#[serde(with = ..)]`, `deserialize_with`, `default`, `#[schemars(with = ..)]`
+/// or `schema_with`: the field's attribute names code for its concrete type.
+fn keeps_its_type(param: &Param) -> bool {
+    param.attrs.iter().any(|attr| {
+        (attr.path().is_ident("serde") || attr.path().is_ident("schemars"))
+            && attr.meta.to_token_stream().into_iter().any(|token| {
+                let proc_macro2::TokenTree::Group(group) = token else {
+                    return false;
+                };
+                group.stream().into_iter().any(|t| {
+                    matches!(&t, proc_macro2::TokenTree::Ident(i)
+                        if i == "with" || i == "deserialize_with" || i == "schema_with" || i == "default")
+                })
+            })
+    })
 }
 
 /// Trait checks spanned at the user's types, so a missing impl lands under that type.
@@ -288,11 +311,16 @@ pub(crate) fn checks(model: &ToolFn, p: &TokenStream) -> TokenStream {
         }
         _ => quote!(),
     };
+    let output = output_type(model, p).map(|ty| {
+        let assert = respan(quote!(#p::assert_output), ty.span());
+        quote_spanned!(ty.span()=> #assert::<#ty>();)
+    });
     quote! {
-        #[allow(unused)]
+        #[allow(dead_code)]
         fn __toolfunc_checks() {
             #(#params)*
             #(#contexts)*
+            #output
             #error
         }
     }
@@ -373,24 +401,17 @@ pub(crate) fn handler(
             let () = #out;
             #p::Ok(#p::Value::Null)
         },
-        Output::Value(ty) => {
-            let to_output = respan(quote!(#p::tool_output), ty.span());
-            quote_spanned!(ty.span()=> #to_output::<#ty>(#out))
-        }
+        Output::Value(ty) => quote!((&&#p::Checked::<#ty>::new()).output(#out)),
         Output::Result { ok: ok_ty, .. } => {
-            let to_output = ok_ty.as_ref().map_or_else(
-                || quote!(#p::tool_output::<()>),
-                |ty| {
-                    let path = respan(quote!(#p::tool_output), ty.span());
-                    quote_spanned!(ty.span()=> #path::<#ty>)
-                },
-            );
+            let ty = ok_ty
+                .as_ref()
+                .map_or_else(|| quote!(()), ToTokens::to_token_stream);
             let ok = Ident::new("__toolfunc_ok", Span::mixed_site());
             let err = Ident::new("__toolfunc_err", Span::mixed_site());
             let error = tool_error(p, &err);
             quote! {
                 match #out {
-                    #p::Ok(#ok) => #to_output(#ok),
+                    #p::Ok(#ok) => (&&#p::Checked::<#ty>::new()).output(#ok),
                     #p::Err(#err) => #p::Err(#error),
                 }
             }
@@ -398,7 +419,7 @@ pub(crate) fn handler(
         Output::Stream(stream) => stream_conversion(stream, p, &out),
     };
     let body = quote! {
-        let #params: #params_type = match #p::parse_args(#raw) {
+        let #params: #params_type = match (&&#p::Checked::<#params_type>::new()).parse_args(#raw) {
             #p::Ok(v) => v,
             #p::Err(e) => return #p::Err(e),
         };
@@ -471,16 +492,16 @@ fn stream_conversion(stream: &StreamOutput, p: &TokenStream, out: &Ident) -> Tok
         }
     });
     let item_ty = stream_item_type(stream, p);
-    let to_output = respan(quote!(#p::tool_output), item_ty.span());
+    let to_output = quote!((&&#p::Checked::<#item_ty>::new()).output);
     let convert_item = if stream.item_result {
         quote! {
             match #item {
-                #p::Ok(#item) => #to_output::<#item_ty>(#item),
+                #p::Ok(#item) => #to_output(#item),
                 #p::Err(#err) => #p::Err(#error),
             }
         }
     } else {
-        quote!(#to_output::<#item_ty>(#item))
+        quote!(#to_output(#item))
     };
     quote! {
         #open

@@ -1,0 +1,333 @@
+//! A valid `#[tool_service]` impl block: the impl, its `ToolService` impl and
+//! registration, and `{Type}Client`.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
+use syn::spanned::Spanned;
+use syn::{ItemImpl, LitStr, Type};
+
+use super::{
+    ParamsType, Receiver, annotation_values, checks, concurrency_value, description_of, handler,
+    krate, params_type, prelude, result_fn, some_str, stream_item_type, timeout_value,
+    user_item_allows,
+};
+use crate::model::{Method, Output, Service};
+
+fn snake_case(ident: &str) -> String {
+    let mut out = String::new();
+    for (i, ch) in ident.chars().enumerate() {
+        if ch.is_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.extend(ch.to_lowercase());
+        } else {
+            out.push(ch);
+        }
+    }
+    out
+}
+
+/// The service's name: `name = ..`, else the type's name in snake case.
+fn service_name(service: &Service) -> (String, LitStr) {
+    let type_name = service
+        .type_ident()
+        .map_or_else(String::new, |i| i.unraw().to_string());
+    let name = service
+        .attrs
+        .name
+        .clone()
+        .unwrap_or_else(|| LitStr::new(&snake_case(&type_name), service.item.self_ty.span()));
+    (type_name, name)
+}
+
+/// A valid service: the impl block, its `ToolService` impl, its registration and the
+/// client.
+pub(crate) fn service(service: &Service) -> TokenStream {
+    let attrs = &service.attrs;
+    let item = &service.item;
+    let methods = &service.methods;
+    let krate = krate(attrs);
+    let p = quote!(#krate::__private);
+    let self_ty = &item.self_ty;
+    let (type_name, name) = service_name(service);
+    let description = description_of(attrs, &item.attrs, &p);
+    let title = some_str(attrs.title.as_ref(), &p);
+    let summary = some_str(attrs.summary.as_ref(), &p);
+    let alias = attrs.alias.iter().flatten();
+    let tags = attrs.tags.iter().flatten();
+    let api = attrs.api.as_ref().is_none_or(|lit| lit.value);
+    let concurrency = concurrency_value(attrs, &p);
+    let timeout = timeout_value(attrs, &p);
+    let annotations = annotation_values(attrs, &p);
+    let specs: Vec<TokenStream> = methods
+        .iter()
+        .map(|m| method_spec(m, self_ty, &p))
+        .collect();
+    let count = specs.len();
+    let location =
+        quote_spanned!(self_ty.span()=> ::core::concat!(::core::file!(), ":", ::core::line!()));
+    let client = client(service, &type_name, &name, &krate, &p, false);
+    let allows = user_item_allows();
+    let prelude = prelude(&p);
+
+    quote! {
+        #allows
+        #item
+
+        const _: () = {
+            #prelude
+
+            #[automatically_derived]
+            impl #p::ToolService for #self_ty {
+                fn __spec() -> &'static #p::ServiceSpec<Self> {
+                    static __TOOLFUNC_METHODS: [#p::MethodSpec<#self_ty>; #count] = [#(#specs),*];
+                    static __TOOLFUNC_SPEC: #p::ServiceSpec<#self_ty> = #p::ServiceSpec {
+                        name: #name,
+                        title: #title,
+                        description: #description,
+                        summary: #summary,
+                        alias: &[#(#alias),*],
+                        tags: &[#(#tags),*],
+                        timeout_ms: #timeout,
+                        concurrency: #concurrency,
+                        annotations: #annotations,
+                        api: #api,
+                        methods: &__TOOLFUNC_METHODS,
+                        location: #location,
+                    };
+                    &__TOOLFUNC_SPEC
+                }
+            }
+
+            #p::inventory::submit! {
+                #p::ServiceEntry {
+                    name: #name,
+                    location: #location,
+                    build: || {
+                        #[allow(unused_imports)]
+                        use #p::{NoDefault as _, ViaDefault as _};
+                        (&&#p::DefaultProbe::<#self_ty>::new()).service_tool()
+                    },
+                }
+            }
+        };
+
+        #client
+    }
+}
+
+/// The `MethodSpec` of one method: its parameters type, handler and schemas, in a
+/// block of their own.
+fn method_spec(method: &Method, self_ty: &Type, p: &TokenStream) -> TokenStream {
+    let model = &method.model;
+    let act = &method.act;
+    let ParamsType {
+        item: params_item,
+        ty: params_type,
+    } = params_type(model, p);
+    let checks = checks(model, p);
+    let receiver = Receiver {
+        self_ty,
+        by_arc: method.by_arc(),
+    };
+    let handler = handler(model, p, &params_type, Some(&receiver));
+    let kind = if matches!(model.output, Output::Stream(_)) {
+        quote!(Stream)
+    } else if model.is_async() {
+        quote!(Async)
+    } else {
+        quote!(Sync)
+    };
+    let result_fn = result_fn(model, p);
+    let attrs = &model.attrs;
+    let description = description_of(attrs, &model.item.attrs, p);
+    let title = some_str(attrs.title.as_ref(), p);
+    let timeout = timeout_value(attrs, p);
+    let annotations = annotation_values(attrs, p);
+    quote! {{
+        #params_item
+        #checks
+        #handler
+        #p::MethodSpec {
+            act: #act,
+            title: #title,
+            description: #description,
+            params: || (&&#p::Checked::<#params_type>::new()).params_schema(),
+            result: #result_fn,
+            handler: #p::MethodHandler::#kind(__toolfunc_handler),
+            timeout_ms: #timeout,
+            annotations: #annotations,
+        }
+    }}
+}
+
+/// The client of a service with errors: the same type and methods, whose bodies never
+/// run (the build fails), so that code using the client reports nothing more.
+pub(crate) fn client_stub(service: &Service) -> TokenStream {
+    if service.type_ident().is_none() {
+        return TokenStream::new();
+    }
+    let krate = krate(&service.attrs);
+    let p = quote!(#krate::__private);
+    let (type_name, name) = service_name(service);
+    client(service, &type_name, &name, &krate, &p, true)
+}
+
+/// `{Type}Client`: the service's methods, called through any `Transport`, as visible
+/// as the service type. Nothing without `client = false`.
+fn client(
+    service: &Service,
+    type_name: &str,
+    name: &LitStr,
+    krate: &TokenStream,
+    p: &TokenStream,
+    stub: bool,
+) -> TokenStream {
+    if service.attrs.client.as_ref().is_some_and(|lit| !lit.value) {
+        return TokenStream::new();
+    }
+    let item = &service.item;
+    let vis = type_visibility(item);
+    let client = format_ident!("{}Client", type_name, span = item.self_ty.span());
+    let doc = format!(
+        "Calls the `{}` service (`{type_name}`) through any [`Transport`]({}::Transport): \
+         in process, over HTTP, or any other. Generated by `#[tool_service]`.",
+        name.value(),
+        krate.to_string().replace(' ', "")
+    );
+    let fns = service
+        .methods
+        .iter()
+        .map(|m| client_method(m, name, p, stub));
+    quote! {
+        #[doc = #doc]
+        #[derive(Clone)]
+        #vis struct #client {
+            transport: #p::Arc<dyn #krate::Transport>,
+        }
+
+        #[allow(dead_code)]
+        impl #client {
+            /// A client calling the service through `transport`.
+            #vis fn new(transport: impl #krate::Transport + 'static) -> Self {
+                Self { transport: #p::Arc::new(transport) }
+            }
+
+            /// A client over a shared transport.
+            #vis fn from_shared(transport: #p::Arc<dyn #krate::Transport>) -> Self {
+                Self { transport }
+            }
+
+            #(#fns)*
+        }
+
+        #[automatically_derived]
+        impl ::core::fmt::Debug for #client {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.debug_struct(::core::stringify!(#client)).finish_non_exhaustive()
+            }
+        }
+    }
+}
+
+/// The visibility the client takes: the most visible of the impl's methods, since
+/// an impl block says nothing of its type's visibility, and a client is exactly as
+/// reachable as the methods it mirrors.
+fn type_visibility(item: &ItemImpl) -> TokenStream {
+    let mut best: Option<&syn::Visibility> = None;
+    for impl_item in &item.items {
+        if let syn::ImplItem::Fn(f) = impl_item {
+            let rank = |v: &syn::Visibility| match v {
+                syn::Visibility::Public(_) => 2,
+                syn::Visibility::Restricted(_) => 1,
+                syn::Visibility::Inherited => 0,
+            };
+            if best.is_none_or(|b| rank(&f.vis) > rank(b)) {
+                best = Some(&f.vis);
+            }
+        }
+    }
+    best.map_or_else(TokenStream::new, |v| quote!(#v))
+}
+
+fn client_method(method: &Method, name: &LitStr, p: &TokenStream, stub: bool) -> TokenStream {
+    let model = &method.model;
+    let act = &method.act;
+    let ident = &model.item.sig.ident;
+    let vis = &model.item.vis;
+    let docs = model.item.attrs.iter().filter(|a| a.path().is_ident("doc"));
+    let args: Vec<_> = model.args().collect();
+    let arg_idents = args.iter().map(|a| &a.ident);
+    let stub_body = quote! {
+        let _ = (&self.transport, #(#arg_idents),*);
+        ::core::unreachable!("the #[tool_service] has compile errors")
+    };
+    let params = args.iter().map(|a| {
+        let (ident, ty) = (&a.ident, &a.ty);
+        quote!(#ident: #ty)
+    });
+    let serde_path = format!("{}::serde", quote!(#p).to_string().replace(' ', ""));
+    let build_args = if model.attrs.args.is_some() {
+        let ident = &args[0].ident;
+        quote!(#p::client_args(&#ident, #act))
+    } else {
+        let fields = args.iter().map(|a| {
+            let (ident, ty) = (&a.ident, &a.ty);
+            let serde_attrs = a.attrs.iter().filter(|attr| attr.path().is_ident("serde"));
+            quote!(#(#serde_attrs)* #ident: #ty)
+        });
+        let idents = args.iter().map(|a| &a.ident);
+        quote! {{
+            #[derive(#p::serde::Serialize)]
+            #[serde(crate = #serde_path)]
+            struct __ToolfuncClientArgs { #(#fields,)* }
+            #p::client_args(&__ToolfuncClientArgs { #(#idents,)* }, #act)
+        }}
+    };
+    match &model.output {
+        Output::Stream(stream) => {
+            let item = stream_item_type(stream, p);
+            let body = if stub {
+                stub_body
+            } else {
+                quote! {
+                    match #build_args {
+                        #p::Ok(args) => #p::client_stream::<#item>(self.transport.call_stream(#name, args)),
+                        #p::Err(err) => #p::client_failed_stream(err),
+                    }
+                }
+            };
+            quote! {
+                #(#docs)*
+                #vis fn #ident(&self, #(#params),*) -> #p::BoxStream<'static, #p::Result<#item, #p::ToolError>> {
+                    #body
+                }
+            }
+        }
+        output => {
+            let ty = match output {
+                Output::Value(ty) | Output::Result { ok: Some(ty), .. } => quote!(#ty),
+                _ => quote!(()),
+            };
+            let span = Span::mixed_site();
+            let out = syn::Ident::new("__toolfunc_out", span);
+            let body = if stub {
+                stub_body
+            } else {
+                quote! {
+                    let args = #build_args?;
+                    let #out = self.transport.call(#name, args).await?;
+                    #p::client_output::<#ty>(#out)
+                }
+            };
+            quote! {
+                #(#docs)*
+                #vis async fn #ident(&self, #(#params),*) -> #p::Result<#ty, #p::ToolError> {
+                    #body
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,8 @@
+use toolfunc::tool;
+
+#[tool]
+fn describe(self) -> String {
+    String::new()
+}
+
+fn main() {}
