@@ -772,9 +772,7 @@ impl Parsed<'_> {
                     }
                 },
             };
-            Some(
-                settle_act(def, method, sent, has_id).map_err(Box::new)?,
-            )
+            Some(settle_act(def, method, sent, has_id)?)
         } else {
             None
         };
@@ -851,7 +849,7 @@ fn settle_act<'d>(
     method: &Method,
     sent: Option<String>,
     has_id: bool,
-) -> Result<&'d crate::ActDefinition, Response> {
+) -> Result<&'d crate::ActDefinition, Box<Response>> {
     let name = def.name.as_str();
     let Some(sent) = sent else {
         if def.action.as_deref() == Some("res") {
@@ -876,11 +874,11 @@ fn settle_act<'d>(
                 if let Ok(value) = HeaderValue::from_str(&allow) {
                     response.headers_mut().insert(header::ALLOW, value);
                 }
-                response
+                Box::new(response)
             });
         }
         let acts: Vec<&str> = def.acts.iter().map(|d| d.name.as_str()).collect();
-        return Err(error_response(
+        return Err(Box::new(error_response(
             Some(name),
             &ToolError::arguments(
                 "/act",
@@ -890,7 +888,7 @@ fn settle_act<'d>(
                     acts.join(", ")
                 ),
             ),
-        ));
+        )));
     };
     def.acts
         .iter()
@@ -901,13 +899,13 @@ fn settle_act<'d>(
                 .find(|d| d.name.strip_prefix('$') == Some(&sent))
         })
         .ok_or_else(|| {
-            error_response(
+            Box::new(error_response(
                 Some(name),
                 &ToolError::UnknownAct {
                     tool: def.name.clone(),
                     act: sent,
                 },
-            )
+            ))
         })
 }
 
