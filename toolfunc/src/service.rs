@@ -126,6 +126,25 @@ pub struct ServiceEntry {
 
 inventory::collect!(ServiceEntry);
 
+/// The error for a name no tool answers to. A `#[tool_service]` declared under that
+/// name but not registered (a type that is not `Default` never registers itself)
+/// says so and how to register it, rather than looking like a typo. Only runs on a
+/// miss, so the scan costs nothing on the call path.
+pub(crate) fn not_found(name: &str) -> ToolError {
+    let declared = inventory::iter::<ServiceEntry>
+        .into_iter()
+        .find(|entry| entry.name == name);
+    match declared {
+        None => ToolError::not_found(name),
+        Some(entry) => ToolError::not_found(format!(
+            "{name} (the #[tool_service] declared at {} is not registered in this \
+             registry: a service whose type is not `Default` is registered with \
+             `registry.register_service(value)`)",
+            entry.location
+        )),
+    }
+}
+
 /// The methods of a service tool, as its handler.
 pub(crate) struct Acts {
     pub(crate) acts: Vec<Act>,

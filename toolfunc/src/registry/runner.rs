@@ -150,7 +150,7 @@ impl Future for Run<'_> {
             // `resolve` returns an `Option`: the error is made only when needed, which
             // keeps the hot path's values small.
             let Some(found) = calls.registry.resolve(name) else {
-                return std::task::Poll::Ready(Err(ToolError::not_found(name)));
+                return std::task::Poll::Ready(Err(crate::service::not_found(name)));
             };
             if found.ready.is_none() && found.tool.runs_inline() {
                 let ctx = calls.ctx(found, None);
@@ -197,7 +197,7 @@ impl<'a> Calls<'a> {
     fn find(self, name: &str) -> Result<Resolved, ToolError> {
         self.registry
             .resolve(name)
-            .ok_or_else(|| ToolError::not_found(name))
+            .ok_or_else(|| crate::service::not_found(name))
     }
 
     fn ctx(self, found: Resolved, call_id: Option<Arc<str>>) -> Ctx {
@@ -241,7 +241,7 @@ impl<'a> Calls<'a> {
 
     pub(super) fn run_sync(self, name: &str, args: Value) -> Result<Value, ToolError> {
         let Some(found) = self.registry.resolve(name) else {
-            return Err(ToolError::not_found(name));
+            return Err(crate::service::not_found(name));
         };
         check_ready(&found)?;
         let ctx = self.ctx(found, None);

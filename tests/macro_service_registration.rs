@@ -1,0 +1,52 @@
+//! A `#[tool_service]` whose type is not `Default` is not registered by itself, and a
+//! call of it by name says how to register it instead of looking like a typo.
+
+use serde_json::json;
+use toolfunc::{Registry, tool_service};
+
+/// Holds state that has no default.
+struct Ledger {
+    opening: i64,
+}
+
+/// A ledger with an opening balance.
+#[tool_service(name = "ledger")]
+impl Ledger {
+    /// The opening balance.
+    fn balance(&self) -> i64 {
+        self.opening
+    }
+}
+
+#[test]
+fn an_unregistered_service_says_how_to_register_it() {
+    let err = Registry::global()
+        .run_sync("ledger", json!({"act": "$balance"}))
+        .unwrap_err();
+    assert_eq!(err.code(), "NOT_FOUND");
+    let message = err.to_string();
+    assert!(message.contains("ledger"), "{message}");
+    assert!(message.contains("#[tool_service]"), "{message}");
+    assert!(message.contains("register_service"), "{message}");
+}
+
+#[test]
+fn an_unknown_name_is_a_plain_not_found() {
+    let err = Registry::global()
+        .run_sync("no_such_tool", json!({}))
+        .unwrap_err();
+    assert_eq!(err.code(), "NOT_FOUND");
+    assert_eq!(err.to_string(), "tool not found: no_such_tool");
+}
+
+#[test]
+fn once_registered_it_runs() {
+    let registry = Registry::new();
+    registry.register_service(Ledger { opening: 12 }).unwrap();
+    assert_eq!(
+        registry
+            .run_sync("ledger", json!({"act": "$balance"}))
+            .unwrap(),
+        json!(12)
+    );
+}
