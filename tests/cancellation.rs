@@ -1,81 +1,17 @@
 //! Cancellation: `spawn` + `abort`, caller tokens, the tool's own token, dropping a
 //! call's future, cleanups on every way out, and no tasks left behind.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+#[path = "support/calls.rs"]
+mod calls;
+
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::time::{sleep, timeout};
 use toolfunc::{CallOptions, CancellationToken, Ctx, Registry, ToolCall, ToolError, tool};
 
-/// Long enough for any healthy run, short enough that a broken one fails instead of hanging.
-const LIMIT: Duration = Duration::from_secs(20);
-
-/// What the tools of this file report back, handed to them as an extension so that
-/// every test has counters of its own (tests run in parallel).
-#[derive(Clone, Default)]
-struct Probe {
-    /// Handlers that started.
-    started: Arc<AtomicUsize>,
-    /// Handlers that ran to their end.
-    finished: Arc<AtomicUsize>,
-    /// Cleanup hooks that ran.
-    cleanups: Arc<AtomicUsize>,
-    /// Watcher tasks (spawned by a tool) that saw the call's token cancelled.
-    token_fired: Arc<AtomicUsize>,
-    /// Watcher tasks that saw `ctx.is_cancelled()` after the token fired.
-    saw_is_cancelled: Arc<AtomicUsize>,
-    /// Lets a blocked sync tool go on.
-    release: Arc<AtomicBool>,
-}
-
-impl Probe {
-    fn options(&self) -> CallOptions {
-        CallOptions::new().insert(self.clone())
-    }
-
-    fn started(&self) -> usize {
-        self.started.load(Ordering::SeqCst)
-    }
-
-    fn finished(&self) -> usize {
-        self.finished.load(Ordering::SeqCst)
-    }
-
-    fn cleanups(&self) -> usize {
-        self.cleanups.load(Ordering::SeqCst)
-    }
-
-    fn token_fired(&self) -> usize {
-        self.token_fired.load(Ordering::SeqCst)
-    }
-}
-
-/// Counts the start of a handler and registers a cleanup that counts itself.
-fn arm(ctx: &Ctx) -> Probe {
-    let probe = ctx.get::<Probe>().cloned().unwrap_or_default();
-    probe.started.fetch_add(1, Ordering::SeqCst);
-    let cleanups = Arc::clone(&probe.cleanups);
-    ctx.on_cleanup(move || {
-        cleanups.fetch_add(1, Ordering::SeqCst);
-    });
-    probe
-}
-
-/// Spawns a task that waits for the call's token, as work a tool starts on its own.
-fn watch_token(ctx: &Ctx, probe: &Probe) {
-    let token = ctx.cancellation_token();
-    let ctx = ctx.clone();
-    let probe = probe.clone();
-    tokio::spawn(async move {
-        token.cancelled().await;
-        probe.token_fired.fetch_add(1, Ordering::SeqCst);
-        if ctx.is_cancelled() {
-            probe.saw_is_cancelled.fetch_add(1, Ordering::SeqCst);
-        }
-    });
-}
+use calls::{LIMIT, Log, Probe, arm, bounded, settle, until};
 
 /// Never finishes and ignores cancellation.
 #[tool]
@@ -95,8 +31,7 @@ async fn cancel_sleep(ctx: &Ctx) {
 /// Never finishes; a task it spawns watches the call's token.
 #[tool]
 async fn cancel_watch(ctx: &Ctx) {
-    let probe = arm(ctx);
-    watch_token(ctx, &probe);
+    arm(ctx).watch_token(ctx);
     std::future::pending::<()>().await;
 }
 
@@ -183,29 +118,6 @@ fn cancel_messy_cleanups(ctx: &Ctx) -> u8 {
     1
 }
 
-/// Where `cancel_order` records its cleanups and leaves its context.
-#[derive(Clone, Default)]
-struct Log {
-    lines: Arc<Mutex<Vec<String>>>,
-    kept: Arc<Mutex<Option<Ctx>>>,
-}
-
-impl Log {
-    fn push(&self, line: &str) {
-        self.lines
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(line.to_owned());
-    }
-
-    fn lines(&self) -> Vec<String> {
-        self.lines
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-}
-
 /// Registers three cleanups and keeps a clone of its context for the test.
 #[tool]
 fn cancel_order(ctx: &Ctx) -> u8 {
@@ -214,31 +126,9 @@ fn cancel_order(ctx: &Ctx) -> u8 {
         let log = log.clone();
         ctx.on_cleanup(move || log.push(n));
     }
-    *log.kept.lock().unwrap_or_else(PoisonError::into_inner) = Some(ctx.clone());
+    log.keep(ctx);
     log.push("returned");
     3
-}
-
-async fn bounded<F: Future>(future: F) -> F::Output {
-    timeout(LIMIT, future).await.expect("finishes in time")
-}
-
-/// Waits, bounded, until `cond` holds.
-async fn until(what: &str, cond: impl Fn() -> bool) {
-    let wait = async {
-        while !cond() {
-            sleep(Duration::from_millis(1)).await;
-        }
-    };
-    assert!(
-        timeout(LIMIT, wait).await.is_ok(),
-        "timed out waiting until {what}"
-    );
-}
-
-/// Gives late, wrong extra work (a second cleanup run) a chance to show up.
-async fn settle() {
-    sleep(Duration::from_millis(50)).await;
 }
 
 fn assert_cancelled(err: &ToolError, want: Option<&str>) {
@@ -365,7 +255,7 @@ async fn a_caller_token_cancels_the_call() {
     assert_cancelled(&result.unwrap_err(), None);
     assert_eq!(probe.cleanups(), 1);
     until("the watcher saw it", || probe.token_fired() == 1).await;
-    assert_eq!(probe.saw_is_cancelled.load(Ordering::SeqCst), 1);
+    assert_eq!(probe.saw_is_cancelled(), 1);
     settle().await;
     assert_eq!(probe.cleanups(), 1);
 }
@@ -412,7 +302,7 @@ async fn with_several_caller_tokens_any_one_cancels() {
         assert_cancelled(&result.unwrap_err(), None);
         assert_eq!(probe.cleanups(), 1, "token {fired}");
         until("the watcher saw it", || probe.token_fired() == 1).await;
-        assert_eq!(probe.saw_is_cancelled.load(Ordering::SeqCst), 1);
+        assert_eq!(probe.saw_is_cancelled(), 1);
         for (i, token) in tokens.iter().enumerate() {
             assert_eq!(token.is_cancelled(), i == fired, "token {i}");
         }
@@ -449,7 +339,7 @@ async fn the_tools_token_is_cancelled_when_the_call_is_aborted() {
     handle.abort("stop");
     assert_cancelled(&bounded(handle).await.unwrap_err(), Some("stop"));
     until("the watcher saw it", || probe.token_fired() == 1).await;
-    assert_eq!(probe.saw_is_cancelled.load(Ordering::SeqCst), 1);
+    assert_eq!(probe.saw_is_cancelled(), 1);
 }
 
 #[tokio::test]
@@ -481,7 +371,7 @@ async fn dropping_the_future_of_run_cancels_the_call_and_cleans_up_once() {
     // The future is gone: the cleanup ran as it was dropped.
     assert_eq!(probe.cleanups(), 1);
     until("the watcher saw it", || probe.token_fired() == 1).await;
-    assert_eq!(probe.saw_is_cancelled.load(Ordering::SeqCst), 1);
+    assert_eq!(probe.saw_is_cancelled(), 1);
     settle().await;
     assert_eq!(probe.cleanups(), 1);
 }
@@ -576,12 +466,7 @@ async fn cleanups_run_in_reverse_order_and_late_ones_run_at_once() {
     assert_eq!(log.lines(), ["returned", "third", "second", "first"]);
 
     // A cleanup registered after the call ended runs right away, not never.
-    let ctx = log
-        .kept
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .take()
-        .expect("the tool kept its context");
+    let ctx = log.take_kept().expect("the tool kept its context");
     let late = log.clone();
     ctx.on_cleanup(move || late.push("late"));
     assert_eq!(

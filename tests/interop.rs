@@ -10,18 +10,19 @@
 mod demo;
 #[path = "support/interop.rs"]
 mod peers;
+#[path = "support/process.rs"]
+mod process;
 
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 use toolfunc::http::{Api, Client, Server};
 
 use demo::{GreeterClient, UsersClient};
+use process::Running;
 
 /// `interop/`, with the JavaScript packages installed.
 fn interop_dir() -> PathBuf {
@@ -39,24 +40,16 @@ async fn javascript_client_drives_a_toolfunc_server() {
             .unwrap()
             .serve(listener),
     );
-    let output = tokio::time::timeout(
-        Duration::from_secs(60),
+    process::run(
         Command::new("node")
             .arg("client.mjs")
             .arg(format!("http://{addr}/api"))
-            .current_dir(&dir)
-            .kill_on_drop(true)
-            .output(),
+            .current_dir(&dir),
+        "the JavaScript client",
+        Duration::from_secs(60),
     )
     .await
-    .expect("the JavaScript client finished within 60 s")
-    .expect("node runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success() && stdout.contains("checks passed"),
-        "JavaScript client failed\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
-    );
+    .assert_printed("checks passed", &[]);
 }
 
 /// A JavaScript server on a free port, killed when dropped.
@@ -67,29 +60,17 @@ async fn javascript_server() -> (tokio::process::Child, String) {
         .local_addr()
         .unwrap()
         .port();
-    let mut child = Command::new("node")
-        .arg("server.mjs")
-        .env("PORT", port.to_string())
-        .current_dir(&dir)
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("node runs");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let url = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Some(line) = lines.next_line().await.expect("server output") {
-            if let Some(url) = line.strip_prefix("listening ") {
-                return url.trim().to_owned();
-            }
-        }
-        panic!("the JavaScript server exited before listening");
-    })
-    .await
-    .expect("the JavaScript server listened within 30 s");
-    // Keep draining its output so it never blocks on a full pipe.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, url)
+    let mut server = Running::start(
+        Command::new("node")
+            .arg("server.mjs")
+            .env("PORT", port.to_string())
+            .current_dir(&dir),
+        "the JavaScript server",
+    );
+    let url = server
+        .until_prefix("listening ", Duration::from_secs(30))
+        .await;
+    (server.keep_draining(), url)
 }
 
 #[tokio::test]

@@ -11,16 +11,19 @@
 mod demo;
 #[path = "support/interop.rs"]
 mod peers;
+#[path = "support/process.rs"]
+mod process;
 
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 use toolfunc::mcp::McpServer;
 use toolfunc::{CallStatus, RegistryEvent, SubscriptionError, ToolFunc};
+
+use process::Running;
 
 /// Long enough for any healthy run, short enough that a broken one fails instead of hanging.
 const LIMIT: Duration = Duration::from_secs(90);
@@ -60,29 +63,21 @@ fn example_server() -> PathBuf {
 async fn over_stdio(mode: &str) -> String {
     let errlog =
         std::env::temp_dir().join(format!("toolfunc-mcp-{mode}-{}.log", std::process::id()));
-    let output = tokio::time::timeout(
-        LIMIT,
+    let finished = process::run(
         Command::new(python())
             .arg("mcp_client.py")
             .args(["--mode", mode, "--errlog"])
             .arg(&errlog)
             .arg("--stdio")
             .arg(example_server())
-            .current_dir(interop_dir())
-            .kill_on_drop(true)
-            .output(),
+            .current_dir(interop_dir()),
+        &format!("the Python MCP client ({mode}, stdio)"),
+        LIMIT,
     )
-    .await
-    .expect("the Python client finished in time")
-    .expect("python runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    .await;
     let server_log = std::fs::read_to_string(&errlog).unwrap_or_default();
     let _ = std::fs::remove_file(&errlog);
-    assert!(
-        output.status.success() && stdout.contains("checks passed"),
-        "Python MCP client failed ({mode}, stdio)\n--- stdout\n{stdout}\n--- stderr\n{stderr}\n--- server\n{server_log}"
-    );
+    finished.assert_printed("checks passed", &[("server", &server_log)]);
     server_log
 }
 
@@ -109,39 +104,27 @@ async fn over_http(mode: &str) {
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let served = registry.clone();
     tokio::spawn(async move { axum::serve(listener, McpServer::new(served).router()).await });
-    let mut child = Command::new(python())
-        .arg("mcp_client.py")
-        .args(["--mode", mode, "--list-changed", "--http", &url])
-        .current_dir(interop_dir())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("python runs");
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut stdout = String::new();
-    let read = async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if line == "CHANGE" {
-                registry.register(added_later()).unwrap();
-                stdin.write_all(b"changed\n").await.unwrap();
-                stdin.flush().await.unwrap();
-            }
-            stdout.push_str(&line);
-            stdout.push('\n');
-        }
-    };
-    tokio::time::timeout(LIMIT, read)
-        .await
-        .expect("the Python client finished in time");
-    let output = child.wait_with_output().await.unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success() && stdout.contains("checks passed"),
-        "Python MCP client failed ({mode}, HTTP)\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+    let mut client = Running::start(
+        Command::new(python())
+            .arg("mcp_client.py")
+            .args(["--mode", mode, "--list-changed", "--http", &url])
+            .current_dir(interop_dir())
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped()),
+        &format!("the Python MCP client ({mode}, HTTP)"),
     );
+    client
+        .converse(LIMIT, |line| {
+            (line == "CHANGE").then(|| {
+                registry.register(added_later()).unwrap();
+                "changed\n".to_owned()
+            })
+        })
+        .await;
+    client
+        .finish(LIMIT)
+        .await
+        .assert_printed("checks passed", &[]);
     // The client's cancellation (a notification, or the dropped request on
     // 2026-07-28) reached the running call.
     let seen = tokio::time::timeout(Duration::from_secs(5), cancelled).await;

@@ -7,66 +7,29 @@
     reason = "#[tool] parameters are deserialised, so they are owned"
 )]
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+#[path = "support/calls.rs"]
+mod calls;
+
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use serde::Serialize;
 use serde_json::{Value, json};
-use tokio::time::{sleep, timeout};
+use tokio::time::timeout;
 use toolfunc::stream::{Callbacks, StreamEnd, callbacks};
 use toolfunc::{
     CallOptions, CancellationToken, Ctx, Registry, ToolCall, ToolError, ToolFunc, ToolStream, tool,
 };
 
-/// Long enough for any healthy run, short enough that a broken one fails instead of hanging.
-const LIMIT: Duration = Duration::from_secs(20);
+use calls::{Log, Probe, bounded, definition, settle, until};
 
-/// Counters for the tools of this file, handed in as an extension.
-#[derive(Clone, Default)]
-struct Probe {
-    /// Items the producer made.
-    produced: Arc<AtomicUsize>,
-    cleanups: Arc<AtomicUsize>,
-    /// Set when a spawned producer task ends.
-    stopped: Arc<AtomicBool>,
-    /// Tasks spawned by a tool that saw the call's token cancelled.
-    token_fired: Arc<AtomicUsize>,
-}
-
-impl Probe {
-    fn options(&self) -> CallOptions {
-        CallOptions::new().insert(self.clone())
-    }
-
-    fn produced(&self) -> usize {
-        self.produced.load(Ordering::SeqCst)
-    }
-
-    fn cleanups(&self) -> usize {
-        self.cleanups.load(Ordering::SeqCst)
-    }
-
-    fn token_fired(&self) -> usize {
-        self.token_fired.load(Ordering::SeqCst)
-    }
-}
-
-/// Registers a counting cleanup and watches the call's token (until `LIMIT`).
+/// Counts the start, registers a counting cleanup and watches the call's token (until
+/// `LIMIT`).
 fn arm(ctx: &Ctx) -> Probe {
-    let probe = ctx.get::<Probe>().cloned().unwrap_or_default();
-    let cleanups = Arc::clone(&probe.cleanups);
-    ctx.on_cleanup(move || {
-        cleanups.fetch_add(1, Ordering::SeqCst);
-    });
-    let token = ctx.cancellation_token();
-    let fired = Arc::clone(&probe.token_fired);
-    tokio::spawn(async move {
-        if timeout(LIMIT, token.cancelled()).await.is_ok() {
-            fired.fetch_add(1, Ordering::SeqCst);
-        }
-    });
+    let probe = calls::arm(ctx);
+    probe.watch_token(ctx);
     probe
 }
 
@@ -250,26 +213,6 @@ fn st_slow(ctx: Ctx) -> impl Stream<Item = u32> {
     futures::stream::once(std::future::ready(0)).chain(futures::stream::pending())
 }
 
-async fn bounded<F: Future>(future: F) -> F::Output {
-    timeout(LIMIT, future).await.expect("finishes in time")
-}
-
-async fn until(what: &str, cond: impl Fn() -> bool) {
-    let wait = async {
-        while !cond() {
-            sleep(Duration::from_millis(1)).await;
-        }
-    };
-    assert!(
-        timeout(LIMIT, wait).await.is_ok(),
-        "timed out waiting until {what}"
-    );
-}
-
-async fn settle() {
-    sleep(Duration::from_millis(50)).await;
-}
-
 /// Every item of a stream, bounded; then checks it stays ended.
 async fn drain(mut stream: ToolStream) -> Vec<Result<Value, ToolError>> {
     let mut items = Vec::new();
@@ -296,11 +239,6 @@ fn split(items: &[Result<Value, ToolError>]) -> (Vec<Value>, Option<String>) {
         }
     }
     (values, None)
-}
-
-fn definition(name: &str) -> Value {
-    let tool = Registry::global().get(name).expect("a global tool");
-    serde_json::to_value(tool.definition()).expect("a definition serialises")
 }
 
 // ---------------------------------------------------------------------------------
@@ -572,10 +510,7 @@ async fn a_timeout_on_a_slow_stream_is_the_last_item() {
         "{:?}",
         items.last()
     );
-    until("the producer stopped", || {
-        probe.stopped.load(Ordering::SeqCst)
-    })
-    .await;
+    until("the producer stopped", || probe.stopped()).await;
 }
 
 #[tokio::test]
@@ -650,14 +585,11 @@ async fn a_spawned_producer_waits_for_the_consumer_and_stops_when_dropped() {
         (3..=5).contains(&produced),
         "produced {produced} for 3 taken"
     );
-    assert!(!probe.stopped.load(Ordering::SeqCst));
+    assert!(!probe.stopped());
 
     drop(stream);
     assert_eq!(probe.cleanups(), 1);
-    until("the producer stopped", || {
-        probe.stopped.load(Ordering::SeqCst)
-    })
-    .await;
+    until("the producer stopped", || probe.stopped()).await;
     let at_stop = probe.produced();
     assert!(at_stop <= produced + 1, "{at_stop} after {produced}");
     settle().await;
@@ -803,26 +735,6 @@ async fn a_builder_stream_handler_streams_too() {
 
 // ---------------------------------------------------------------------------------
 // `stream::callbacks`.
-
-/// What the hooks saw, in order.
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<String>>>);
-
-impl Log {
-    fn push(&self, line: impl Into<String>) {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(line.into());
-    }
-
-    fn lines(&self) -> Vec<String> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-}
 
 /// `stream` with every hook logging; `on_item` multiplies by ten.
 fn hooked<S>(stream: S, log: &Log) -> Callbacks<S, i32, String>

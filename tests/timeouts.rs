@@ -2,76 +2,24 @@
 //! the shorter winning, `TIMEOUT` distinct from `CANCELLED`, `Ctx::deadline`, and
 //! nested calls bound by the outer call's deadline.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+#[path = "support/calls.rs"]
+mod calls;
+
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::time::{sleep, timeout};
 use toolfunc::{CallOptions, CancellationToken, Ctx, Registry, ToolCall, ToolError, tool};
 
-/// Long enough for any healthy run, short enough that a broken one fails instead of
-/// hanging; far below the minute the sleeping tools would take.
-const LIMIT: Duration = Duration::from_secs(20);
+use calls::{LIMIT, Probe, bounded, definition, settle, until};
 
 /// How long the sleeping tools sleep: a timeout that works ends them long before.
 const NAP: Duration = Duration::from_secs(60);
 
-/// The deadline each tool saw, by tool name.
-type Deadlines = Arc<Mutex<Vec<(String, Option<Instant>)>>>;
-
-/// Counters for the tools of this file, handed in as an extension.
-#[derive(Clone, Default)]
-struct Probe {
-    started: Arc<AtomicUsize>,
-    cleanups: Arc<AtomicUsize>,
-    /// Tasks spawned by a tool that saw the call's token cancelled.
-    token_fired: Arc<AtomicUsize>,
-    deadlines: Deadlines,
-}
-
-impl Probe {
-    fn options(&self) -> CallOptions {
-        CallOptions::new().insert(self.clone())
-    }
-
-    fn count(counter: &AtomicUsize) -> usize {
-        counter.load(Ordering::SeqCst)
-    }
-
-    fn deadline_of(&self, tool: &str) -> Option<Instant> {
-        self.deadlines
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .find(|(name, _)| name == tool)
-            .unwrap_or_else(|| panic!("`{tool}` did not record its deadline"))
-            .1
-    }
-}
-
 /// Counts the start, registers a counting cleanup, records the deadline, and watches
 /// the call's token from a spawned task (which ends with the call's token or `LIMIT`).
 fn arm(ctx: &Ctx) {
-    let probe = ctx.get::<Probe>().cloned().unwrap_or_default();
-    probe.started.fetch_add(1, Ordering::SeqCst);
-    probe
-        .deadlines
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push((ctx.tool_name().to_owned(), ctx.deadline()));
-    let cleanups = Arc::clone(&probe.cleanups);
-    ctx.on_cleanup(move || {
-        cleanups.fetch_add(1, Ordering::SeqCst);
-    });
-    if tokio::runtime::Handle::try_current().is_ok() {
-        let token = ctx.cancellation_token();
-        tokio::spawn(async move {
-            if timeout(LIMIT, token.cancelled()).await.is_ok() {
-                probe.token_fired.fetch_add(1, Ordering::SeqCst);
-            }
-        });
-    }
+    calls::arm(ctx).record_deadline(ctx).watch_token(ctx);
 }
 
 /// Sleeps for a minute, ignoring cancellation; its own timeout is 50 ms.
@@ -188,33 +136,12 @@ fn to_sync_overrun(ctx: &Ctx) -> &'static str {
     "ran to the end"
 }
 
-async fn bounded<F: Future>(future: F) -> F::Output {
-    timeout(LIMIT, future).await.expect("finishes in time")
-}
-
-async fn until(what: &str, cond: impl Fn() -> bool) {
-    let wait = async {
-        while !cond() {
-            sleep(Duration::from_millis(1)).await;
-        }
-    };
-    assert!(
-        timeout(LIMIT, wait).await.is_ok(),
-        "timed out waiting until {what}"
-    );
-}
-
 fn assert_timeout(err: &ToolError, after_ms: Option<u64>) {
     assert!(
         matches!(err, ToolError::Timeout { after_ms: a } if *a == after_ms),
         "expected TIMEOUT after {after_ms:?} ms, got {err:?}"
     );
     assert_eq!((err.code(), err.status()), ("TIMEOUT", 408));
-}
-
-fn definition(name: &str) -> Value {
-    let tool = Registry::global().get(name).expect("a global tool");
-    serde_json::to_value(tool.definition()).expect("a definition serialises")
 }
 
 // ---------------------------------------------------------------------------------
@@ -246,13 +173,10 @@ async fn a_tool_timeout_ends_a_sleeping_call_with_timeout() {
     assert_eq!(err.data(), Some(json!({"afterMs": 50})));
     assert_eq!(err.to_string(), "call timed out after 50 ms");
     // The call's token was cancelled and its cleanup ran, once.
-    assert_eq!(Probe::count(&probe.cleanups), 1);
-    until("the watcher saw the token", || {
-        Probe::count(&probe.token_fired) == 1
-    })
-    .await;
-    sleep(Duration::from_millis(50)).await;
-    assert_eq!(Probe::count(&probe.cleanups), 1);
+    assert_eq!(probe.cleanups(), 1);
+    until("the watcher saw the token", || probe.token_fired() == 1).await;
+    settle().await;
+    assert_eq!(probe.cleanups(), 1);
 }
 
 // ---------------------------------------------------------------------------------
@@ -271,11 +195,8 @@ async fn a_call_timeout_ends_a_call_with_timeout() {
     let result = bounded(runner.execute(ToolCall::new("c1", "to_untimed", json!({})))).await;
     assert_eq!(result.id(), "c1");
     assert_timeout(result.output().unwrap_err(), Some(50));
-    assert_eq!(Probe::count(&probe.cleanups), 2);
-    until("both watchers saw their token", || {
-        Probe::count(&probe.token_fired) == 2
-    })
-    .await;
+    assert_eq!(probe.cleanups(), 2);
+    until("both watchers saw their token", || probe.token_fired() == 2).await;
 
     // Without the timeout the same tool is still running after a while.
     let plain = Registry::global().with(probe.options());
@@ -295,7 +216,7 @@ async fn a_spawned_call_times_out_too() {
         .await
         .unwrap_err();
     assert_timeout(&err, Some(50));
-    until("the cleanup ran", || Probe::count(&probe.cleanups) == 1).await;
+    until("the cleanup ran", || probe.cleanups() == 1).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -394,7 +315,7 @@ async fn timeout_and_cancelled_are_distinct() {
     // A caller token that fires before the timeout is a cancellation.
     let (result, ()) = bounded(async {
         tokio::join!(runner.run("to_slow", json!({})), async {
-            until("the tool started", || Probe::count(&probe.started) == 2).await;
+            until("the tool started", || probe.started() == 2).await;
             caller.cancel();
         })
     })
@@ -406,7 +327,7 @@ async fn timeout_and_cancelled_are_distinct() {
     );
     assert_eq!((err.code(), err.status()), ("CANCELLED", 499));
     assert_ne!(err.code(), "TIMEOUT");
-    assert_eq!(Probe::count(&probe.cleanups), 2);
+    assert_eq!(probe.cleanups(), 2);
 }
 
 // ---------------------------------------------------------------------------------
@@ -485,7 +406,7 @@ async fn a_sync_tool_runs_to_its_end_past_its_timeout() {
             .unwrap(),
         "ran to the end"
     );
-    assert_eq!(Probe::count(&probe.cleanups), 2);
+    assert_eq!(probe.cleanups(), 2);
 }
 
 // ---------------------------------------------------------------------------------
@@ -528,12 +449,9 @@ async fn a_nested_call_is_stopped_at_the_outer_deadline() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), "TIMEOUT", "{err:?}");
-    assert_eq!(Probe::count(&probe.started), 2);
-    until("both cleanups ran", || Probe::count(&probe.cleanups) == 2).await;
-    until("the nested token fired", || {
-        Probe::count(&probe.token_fired) >= 1
-    })
-    .await;
+    assert_eq!(probe.started(), 2);
+    until("both cleanups ran", || probe.cleanups() == 2).await;
+    until("the nested token fired", || probe.token_fired() >= 1).await;
     let nested = probe.deadline_of("to_slow").expect("inherited");
     let outer = probe.deadline_of("to_outer_sleeps").expect("its own");
     assert!(nested <= outer);
@@ -549,10 +467,7 @@ async fn an_outer_call_ended_by_its_deadline_cancels_its_own_token() {
     assert_eq!(err.code(), "TIMEOUT", "{err:?}");
     // The outer call ran out of its own 100 ms: work it started with its token must
     // stop, as `Ctx::cancellation_token` promises for a call that times out.
-    until("both tokens fired", || {
-        Probe::count(&probe.token_fired) == 2
-    })
-    .await;
+    until("both tokens fired", || probe.token_fired() == 2).await;
     assert_timeout(&err, Some(100));
 }
 
@@ -564,12 +479,9 @@ async fn a_nested_timeout_applies_to_the_nested_call_only() {
         .await
         .unwrap();
     assert_eq!(out, json!({"code": "TIMEOUT", "after_ms": 50}));
-    until("both cleanups ran", || Probe::count(&probe.cleanups) == 2).await;
+    until("both cleanups ran", || probe.cleanups() == 2).await;
     // Only the nested call's token fired; the outer call ended normally.
-    until("the nested token fired", || {
-        Probe::count(&probe.token_fired) == 1
-    })
-    .await;
-    sleep(Duration::from_millis(50)).await;
-    assert_eq!(Probe::count(&probe.token_fired), 1);
+    until("the nested token fired", || probe.token_fired() == 1).await;
+    settle().await;
+    assert_eq!(probe.token_fired(), 1);
 }
