@@ -529,7 +529,10 @@ async fn unknown_or_missing_acts_are_not_found() {
         .error(400, "ARGUMENTS");
     assert_eq!(body["data"]["path"], "/act");
     let message = body["error"].as_str().unwrap();
-    assert!(message.contains("$hello") && message.contains("$mul"), "{message}");
+    assert!(
+        message.contains("$hello") && message.contains("$mul"),
+        "{message}"
+    );
     get(addr, "/api/greeter").await.error(400, "ARGUMENTS");
 }
 

@@ -24,9 +24,12 @@ pub fn dir() -> PathBuf {
 pub fn node_packages() -> PathBuf {
     let dir = dir();
     let lock = std::fs::read(dir.join("package-lock.json")).expect("interop/package-lock.json");
-    ensure("node", &dir.join("node_modules/.toolfunc-installed"), &lock, |dir| {
-        run(dir, "npm", &["ci", "--no-audit", "--no-fund"])
-    });
+    ensure(
+        "node",
+        &dir.join("node_modules/.toolfunc-installed"),
+        &lock,
+        |dir| run(dir, "npm", &["ci", "--no-audit", "--no-fund"]),
+    );
     dir
 }
 
@@ -35,14 +38,25 @@ pub fn python() -> PathBuf {
     let dir = dir();
     let requirements =
         std::fs::read(dir.join("requirements.txt")).expect("interop/requirements.txt");
-    ensure("python", &dir.join(".venv/.toolfunc-installed"), &requirements, |dir| {
-        run(dir, "python3", &["-m", "venv", ".venv"])?;
-        run(
-            dir,
-            ".venv/bin/pip",
-            &["install", "-q", "--disable-pip-version-check", "-r", "requirements.txt"],
-        )
-    });
+    ensure(
+        "python",
+        &dir.join(".venv/.toolfunc-installed"),
+        &requirements,
+        |dir| {
+            run(dir, "python3", &["-m", "venv", ".venv"])?;
+            run(
+                dir,
+                ".venv/bin/pip",
+                &[
+                    "install",
+                    "-q",
+                    "--disable-pip-version-check",
+                    "-r",
+                    "requirements.txt",
+                ],
+            )
+        },
+    );
     dir.join(".venv/bin/python")
 }
 
@@ -79,14 +93,21 @@ static IN_PROCESS: Mutex<()> = Mutex::new(());
 
 /// Runs `install` unless `stamp` already records `contents`, holding a lock
 /// directory against other processes.
-fn ensure(what: &str, stamp: &Path, contents: &[u8], install: impl Fn(&Path) -> Result<(), String>) {
+fn ensure(
+    what: &str,
+    stamp: &Path,
+    contents: &[u8],
+    install: impl Fn(&Path) -> Result<(), String>,
+) {
     if std::fs::read(stamp).is_ok_and(|s| s == contents) {
         return;
     }
     if let Some(message) = missing_prerequisites() {
         panic!("{message}");
     }
-    let _here = IN_PROCESS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _here = IN_PROCESS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = dir();
     let lock = dir.join(format!(".install-{what}.lock"));
     let _held = Lock::take(&lock);
@@ -94,7 +115,10 @@ fn ensure(what: &str, stamp: &Path, contents: &[u8], install: impl Fn(&Path) -> 
     if std::fs::read(stamp).is_ok_and(|s| s == contents) {
         return;
     }
-    eprintln!("installing the {what} interop packages in {} (once)", dir.display());
+    eprintln!(
+        "installing the {what} interop packages in {} (once)",
+        dir.display()
+    );
     if let Err(err) = install(&dir) {
         panic!("installing the {what} interop packages failed: {err}");
     }
