@@ -17,23 +17,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::json;
-use tokio::net::TcpListener;
 use tokio::time::{Instant, timeout};
 use toolfunc::http::{Api, Server};
 use toolfunc::{CallOptions, CollectLimit, Registry, ToolError, ToolFunc};
 
-use http_support::{Conn, LIMIT, call, get, post};
-
-async fn start_server(server: Server) -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("local addr");
-    tokio::spawn(server.serve(listener));
-    addr
-}
-
-async fn start(api: Api) -> SocketAddr {
-    start_server(Server::new().mount(api).expect("mount")).await
-}
+use http_support::{Conn, LIMIT, call, get, post, start, start_server};
 
 /// The demo catalog with its own user store.
 fn catalog() -> Registry {

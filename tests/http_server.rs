@@ -18,28 +18,16 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 use tokio::sync::Notify;
 use tokio::time::{Instant, sleep, timeout};
 use toolfunc::http::{Api, Server};
 use toolfunc::{Ctx, Registry, ToolError, ToolFunc, tool_service};
 
-use http_support::{Conn, LIMIT, call, encode, get, post, request};
+use http_support::{Conn, LIMIT, call, encode, get, post, request, start, start_server};
 
 // ---------------------------------------------------------------------------
 // Servers and tools.
 // ---------------------------------------------------------------------------
-
-async fn start_server(server: Server) -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("local addr");
-    tokio::spawn(server.serve(listener));
-    addr
-}
-
-async fn start(api: Api) -> SocketAddr {
-    start_server(Server::new().mount(api).expect("mount")).await
-}
 
 /// The demo catalog (the global registry) plus `extra`, under `/api`.
 async fn start_demo(extra: Vec<ToolFunc>) -> SocketAddr {

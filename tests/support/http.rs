@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpSocket, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::time::timeout;
+use toolfunc::http::{Api, Server};
 
 /// Long enough for any healthy exchange, short enough that a broken one fails
 /// with a message instead of hanging.
@@ -272,4 +273,17 @@ pub fn encode(text: &str, space: &str) -> String {
         }
     }
     out
+}
+
+/// Serves `server` on a free loopback port; its address.
+pub async fn start_server(server: Server) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("local addr");
+    tokio::spawn(server.serve(listener));
+    addr
+}
+
+/// Serves one API on a free loopback port; its address.
+pub async fn start(api: Api) -> SocketAddr {
+    start_server(Server::new().mount(api).expect("mount")).await
 }
