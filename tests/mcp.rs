@@ -15,6 +15,8 @@
 #[path = "../examples/demo/mod.rs"]
 #[allow(dead_code)]
 mod demo;
+#[path = "support/mcp.rs"]
+mod mcp_support;
 
 use std::time::Duration;
 
@@ -25,6 +27,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
 use toolfunc::mcp::McpServer;
+
+use mcp_support::{Answer, serve_http};
 use toolfunc::{CallStatus, Ctx, Registry, RegistryEvent, ToolError, ToolFunc, tool, tool_service};
 
 /// Hang guard for every read: a healthy exchange takes milliseconds.
@@ -887,49 +891,6 @@ async fn malformed_input_is_refused_and_the_server_goes_on() {
 
 // ---------------------------------------------------------------------------------
 // Streamable HTTP (`router()`)
-
-/// A server on a loopback port; its `/mcp` URL.
-async fn serve_http(app: axum::Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a free port");
-    let addr = listener.local_addr().expect("bound");
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    format!("http://{addr}{}", toolfunc::mcp::PATH)
-}
-
-/// One HTTP answer.
-struct Answer {
-    status: u16,
-    session: Option<String>,
-    content_type: String,
-    body: String,
-}
-
-impl Answer {
-    /// The JSON-RPC messages of the body: an SSE stream's `data:` lines, or JSON.
-    fn messages(&self) -> Vec<Value> {
-        if self.content_type.starts_with("text/event-stream") {
-            self.body
-                .lines()
-                .filter_map(|line| line.strip_prefix("data:"))
-                .map(str::trim)
-                .filter(|data| !data.is_empty())
-                .map(|data| serde_json::from_str(data).expect("JSON data"))
-                .collect()
-        } else {
-            vec![serde_json::from_str(&self.body).expect("a JSON body")]
-        }
-    }
-
-    /// The response with this id among the messages.
-    fn response(&self, id: i64) -> Value {
-        self.messages()
-            .into_iter()
-            .find(|m| m["id"] == id)
-            .unwrap_or_else(|| panic!("no response {id} in {:?}", self.body))
-    }
-}
 
 struct Http {
     client: reqwest::Client,

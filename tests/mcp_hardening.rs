@@ -5,6 +5,9 @@
 //! stdio is driven through `serve_io` over in-memory pipes; streamable HTTP through
 //! `router()` on a loopback port.
 
+#[path = "support/mcp.rs"]
+mod mcp_support;
+
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -15,6 +18,8 @@ use tokio::time::timeout;
 use toolfunc::mcp::McpServer;
 use toolfunc::mcp::rmcp::transport::StreamableHttpServerConfig;
 use toolfunc::{CollectLimit, Registry, ToolError, ToolFunc};
+
+use mcp_support::{Answer, serve_http};
 
 /// Hang guard for every read: a healthy exchange takes milliseconds.
 const LIMIT: Duration = Duration::from_secs(10);
@@ -542,46 +547,6 @@ async fn answers_never_interleave() {
 
 // ---------------------------------------------------------------------------------
 // Streamable HTTP
-
-async fn serve_http(app: axum::Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a free port");
-    let addr = listener.local_addr().expect("bound");
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    format!("http://{addr}{}", toolfunc::mcp::PATH)
-}
-
-struct Answer {
-    status: u16,
-    session: Option<String>,
-    content_type: String,
-    body: String,
-}
-
-impl Answer {
-    /// The JSON-RPC messages of the body: an SSE stream's `data:` lines, or JSON.
-    fn messages(&self) -> Vec<Value> {
-        if self.content_type.starts_with("text/event-stream") {
-            self.body
-                .lines()
-                .filter_map(|line| line.strip_prefix("data:"))
-                .map(str::trim)
-                .filter(|data| !data.is_empty())
-                .map(|data| serde_json::from_str(data).expect("JSON data"))
-                .collect()
-        } else {
-            vec![serde_json::from_str(&self.body).expect("a JSON body")]
-        }
-    }
-
-    fn response(&self, id: i64) -> Value {
-        self.messages()
-            .into_iter()
-            .find(|m| m["id"] == id)
-            .unwrap_or_else(|| panic!("no response {id} in {:?}", self.body))
-    }
-}
 
 struct Http {
     client: reqwest::Client,
