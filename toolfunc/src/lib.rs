@@ -281,7 +281,7 @@ pub mod __private {
     pub use ::serde_json::{self, Value};
 
     pub use crate::error::convert;
-    pub use crate::schema::{field_order, parse_args, schema_of};
+    pub use crate::schema::{field_order, parse_args, result_schema_of, schema_of};
     pub use crate::service::{MethodHandler, MethodSpec, ServiceEntry, ServiceSpec, ToolService};
     pub use crate::tool::{Hints, ItemStream, SpecHandler, ToolSpec, to_output};
     pub use ::futures::stream::BoxStream;
@@ -483,7 +483,7 @@ pub mod __private {
             to_output(&value)
         }
         fn result_schema(&self) -> Value {
-            schema_of::<T>()
+            result_schema_of::<T>()
         }
     }
 

@@ -19,7 +19,8 @@ use serde_json::Value;
 use crate::ctx::{CollectLimit, json_size};
 use crate::panic::Catching;
 use crate::schema::{
-    Validator, check_params_root, empty_object, field_order, parse_args, schema_of,
+    Validator, check_params_root, empty_object, field_order, parse_args, result_schema_of,
+    schema_of,
 };
 use crate::service::{ActDefinition, Acts};
 use crate::task::{Call, Drive, Watch, timeout_error};
@@ -1259,7 +1260,8 @@ impl ToolBuilder {
             self.params = Some(schema_of::<A>());
         }
         if self.result.is_none() {
-            let result = schema_of::<R>();
+            // A result is serialised: its schema is serde's serialize contract.
+            let result = result_schema_of::<R>();
             // `()` has the schema `{"type": "null"}`: a tool that returns nothing.
             if result != serde_json::json!({"type": "null"}) {
                 self.result = Some(result);

@@ -3,6 +3,7 @@
 //! as JSON (the `jsonschema` crate, with bounds on the work of one call).
 
 use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -19,8 +20,9 @@ pub fn empty_object() -> Value {
     serde_json::json!({"type": "object", "properties": {}})
 }
 
-/// The JSON Schema (draft 2020-12) of `T`, without the `$schema` and `title` keys
-/// that only make sense for a standalone document.
+/// The JSON Schema (draft 2020-12) of `T` as serde *reads* it (the deserialize
+/// contract: what tool arguments may look like), without the `$schema` and `title`
+/// keys that only make sense for a standalone document.
 ///
 /// ```
 /// #[derive(schemars::JsonSchema)]
@@ -32,7 +34,37 @@ pub fn empty_object() -> Value {
 /// ```
 #[must_use]
 pub fn schema_of<T: JsonSchema + ?Sized>() -> Value {
-    let mut value = schemars::SchemaGenerator::default()
+    embedded::<T>(SchemaSettings::draft2020_12().for_deserialize())
+}
+
+/// The JSON Schema (draft 2020-12) of `T` as serde *writes* it (the serialize
+/// contract): the schema of a tool's result. It differs from [`schema_of`] where
+/// serde's two directions differ: an `Option` field is required and nullable unless
+/// it has `skip_serializing_if`, a field with `#[serde(default)]` is required, and
+/// `rename(serialize = ..)`, `skip_serializing` and `into` types are as written.
+///
+/// ```
+/// #[derive(serde::Serialize, schemars::JsonSchema)]
+/// struct Hit {
+///     title: String,
+///     note: Option<String>,
+///     #[serde(skip_serializing_if = "Option::is_none")]
+///     score: Option<f64>,
+/// }
+///
+/// let schema = toolfunc::schema::result_schema_of::<Hit>();
+/// assert_eq!(schema["required"], serde_json::json!(["title", "note"]));
+/// assert_eq!(schema["properties"]["note"]["type"], serde_json::json!(["string", "null"]));
+/// ```
+#[must_use]
+pub fn result_schema_of<T: JsonSchema + ?Sized>() -> Value {
+    embedded::<T>(SchemaSettings::draft2020_12().for_serialize())
+}
+
+/// The root schema of `T` under `settings`, made to sit inside a definition.
+fn embedded<T: JsonSchema + ?Sized>(settings: SchemaSettings) -> Value {
+    let mut value = settings
+        .into_generator()
         .into_root_schema_for::<T>()
         .to_value();
     if let Value::Object(map) = &mut value {
