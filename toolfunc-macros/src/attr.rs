@@ -53,6 +53,8 @@ pub(crate) const KEYS: &[(&str, &[Position])] = &[
     ("api", &[Function, Service]),
     ("client", &[Service]),
     ("skip", &[Method]),
+    ("setup", &[Method]),
+    ("dispose", &[Method]),
     ("crate", &[Function, Service]),
 ];
 
@@ -133,7 +135,13 @@ pub(crate) struct ToolAttrs {
     pub(crate) skip: Option<Span>,
     /// `client = false` (services): no typed client.
     pub(crate) client: Option<syn::LitBool>,
+    /// `setup` (methods): the service's setup, run when it is registered; not an act.
+    pub(crate) setup: Option<Span>,
+    /// `dispose` (methods): the service's dispose, run when it is removed; not an act.
+    pub(crate) dispose: Option<Span>,
     pub(crate) krate: Option<Path>,
+    /// Every key given, in order, at its path: for checks across keys.
+    pub(crate) given: Vec<(&'static str, Span)>,
 }
 
 /// The key being parsed, for messages.
@@ -198,15 +206,23 @@ impl ToolAttrs {
             path,
             attr,
         };
-        let Some((_, on)) = KEYS.iter().find(|(k, _)| *k == name) else {
+        let Some((known, on)) = KEYS.iter().find(|(k, _)| *k == name) else {
             return Err(key.error(unknown_key_message(&name, position)));
         };
         if !on.contains(&position) {
             return Err(key.error(misplaced_key_message(&name, position)));
         }
+        self.given.push((known, syn::spanned::Spanned::span(path)));
         let needs_value = !matches!(
             name.as_str(),
-            "args" | "deny_unknown_fields" | "stream" | "skip" | "annotations" | "depends"
+            "args"
+                | "deny_unknown_fields"
+                | "stream"
+                | "skip"
+                | "setup"
+                | "dispose"
+                | "annotations"
+                | "depends"
         );
         if matches!(value, Value::None) && needs_value {
             return Err(key.error(format!("{} needs a value, like `{name} = ...`", key.what())));
@@ -242,6 +258,10 @@ impl ToolAttrs {
             "client" => set(&mut self.client, &key, lit_bool(&key, value)?),
             // skip
             "skip" => set(&mut self.skip, &key, flag(&key, &value)?),
+            // setup
+            "setup" => set(&mut self.setup, &key, flag(&key, &value)?),
+            // dispose
+            "dispose" => set(&mut self.dispose, &key, flag(&key, &value)?),
             // depends(fetch = "get_user", log = "audit_log")
             "depends" => set(&mut self.depends, &key, depends(&key, value)?),
             // crate = path::to::toolfunc
@@ -294,14 +314,17 @@ fn misplaced_key_message(key: &str, position: Position) -> String {
         (_, "depends") => "#[tool_service] does not take `depends`; services call other \
                            tools with `ctx.run`"
             .to_owned(),
+        (Service, "setup" | "dispose") => {
+            format!("#[tool_service] does not take `{key}`: mark the method with #[tool({key})]")
+        }
         (Service, _) => {
             format!("key `{key}` applies to one method: put it in #[tool(...)] on the method")
         }
         (Method, _) => {
             format!("key `{key}` describes the whole service: put it in #[tool_service(...)]")
         }
-        (Function, "skip") => {
-            "#[tool] key `skip` applies to methods of a #[tool_service] impl block".to_owned()
+        (Function, "skip" | "setup" | "dispose") => {
+            format!("#[tool] key `{key}` applies to methods of a #[tool_service] impl block")
         }
         (Function, _) => format!("#[tool] key `{key}` applies to #[tool_service] only"),
     }
@@ -743,6 +766,23 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "#[tool] key `client` applies to #[tool_service] only"
+        );
+    }
+
+    #[test]
+    fn lifecycle_keys_are_method_flags() {
+        let attrs = ToolAttrs::parse(quote!(setup), Method).unwrap();
+        assert!(attrs.setup.is_some() && attrs.dispose.is_none());
+        assert_eq!(attrs.given.len(), 1);
+        let err = ToolAttrs::parse(quote!(dispose), Service).err().unwrap();
+        assert_eq!(
+            err.to_string(),
+            "#[tool_service] does not take `dispose`: mark the method with #[tool(dispose)]"
+        );
+        let err = ToolAttrs::parse(quote!(setup), Function).err().unwrap();
+        assert!(
+            err.to_string()
+                .contains("applies to methods of a #[tool_service]")
         );
     }
 

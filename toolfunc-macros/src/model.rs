@@ -149,6 +149,13 @@ impl ToolFn {
     pub(crate) fn args(&self) -> impl Iterator<Item = &Param> {
         self.params.iter().filter(|p| p.kind == ParamKind::Arg)
     }
+
+    /// Whether the receiver is `self: Arc<Self>`.
+    pub(crate) fn by_arc(&self) -> bool {
+        self.receiver
+            .as_ref()
+            .is_some_and(|r| r.colon_token.is_some() && is_arc_self(&r.ty))
+    }
 }
 
 /// `cfg` and lint attributes stay on the parameter; everything else is ours.
@@ -278,8 +285,35 @@ pub(crate) struct Service {
     pub(crate) attrs: ToolAttrs,
     /// The impl block without the `#[tool(...)]` attributes and parameter docs we consume.
     pub(crate) item: ItemImpl,
-    /// The exposed methods (every method without `#[tool(skip)]`).
+    /// The exposed methods (every method without `#[tool(skip)]`, `setup` or `dispose`).
     pub(crate) methods: Vec<Method>,
+    /// The `#[tool(setup)]` and `#[tool(dispose)]` methods, in declaration order.
+    pub(crate) hooks: Vec<Hook>,
+}
+
+/// Which lifecycle hook a method is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HookKind {
+    Setup,
+    Dispose,
+}
+
+impl HookKind {
+    /// The key that marks it.
+    pub(crate) fn key(self) -> &'static str {
+        match self {
+            HookKind::Setup => "setup",
+            HookKind::Dispose => "dispose",
+        }
+    }
+}
+
+/// A `#[tool(setup)]` or `#[tool(dispose)]` method of a service: run by the registry
+/// when the service tool is placed or removed, never called as an act.
+pub(crate) struct Hook {
+    pub(crate) kind: HookKind,
+    /// The method, modelled as a tool function for its receiver, parameters and output.
+    pub(crate) model: ToolFn,
 }
 
 /// One exposed method of a service.
@@ -292,10 +326,7 @@ pub(crate) struct Method {
 impl Method {
     /// Whether the receiver is `self: Arc<Self>` (else `&self`).
     pub(crate) fn by_arc(&self) -> bool {
-        self.model
-            .receiver
-            .as_ref()
-            .is_some_and(|r| r.colon_token.is_some() && is_arc_self(&r.ty))
+        self.model.by_arc()
     }
 }
 
@@ -303,11 +334,30 @@ impl Service {
     /// Takes the `#[tool(...)]` attributes off every method and models the exposed ones.
     pub(crate) fn new(attrs: ToolAttrs, mut item: ItemImpl, errors: &mut Errors) -> Self {
         let mut methods = Vec::new();
+        let mut hooks = Vec::new();
         for impl_item in &mut item.items {
             let ImplItem::Fn(method) = impl_item else {
                 continue;
             };
             let attrs = take_tool_attrs(&mut method.attrs, errors);
+            // `setup` wins over `dispose` here; validation reports a method with both.
+            let hook = match (attrs.setup, attrs.dispose) {
+                (Some(_), _) => Some(HookKind::Setup),
+                (None, Some(_)) => Some(HookKind::Dispose),
+                (None, None) => None,
+            };
+            if let Some(kind) = hook {
+                let as_fn = ItemFn {
+                    attrs: method.attrs.clone(),
+                    vis: method.vis.clone(),
+                    sig: method.sig.clone(),
+                    block: Box::new(method.block.clone()),
+                };
+                let model = ToolFn::new(attrs, as_fn, errors);
+                method.sig.inputs.clone_from(&model.item.sig.inputs);
+                hooks.push(Hook { kind, model });
+                continue;
+            }
             if attrs.skip.is_some() {
                 continue;
             }
@@ -331,6 +381,7 @@ impl Service {
             attrs,
             item,
             methods,
+            hooks,
         }
     }
 

@@ -3,7 +3,7 @@
 
 use syn::{FnArg, Type, visit::Visit};
 
-use crate::model::{ID_VERBS, Method, Output, ParamKind, Service, ToolFn, wire_name};
+use crate::model::{Hook, ID_VERBS, Method, Output, ParamKind, Service, ToolFn, wire_name};
 
 /// Collects errors and combines them.
 #[derive(Default)]
@@ -82,7 +82,7 @@ pub(crate) fn service(service: &Service, errors: &mut Errors) {
         ));
     }
     for (i, method) in service.methods.iter().enumerate() {
-        let receiver_ok = receiver(method, errors);
+        let receiver_ok = receiver(&method.model, errors);
         signature(&method.model, errors);
         if receiver_ok && matches!(method.model.output, Output::Stream(_)) && !method.by_arc() {
             errors.push(syn::Error::new_spanned(
@@ -99,6 +99,9 @@ pub(crate) fn service(service: &Service, errors: &mut Errors) {
         }
         rest_id(method, errors);
     }
+    for (i, hook) in service.hooks.iter().enumerate() {
+        lifecycle_hook(hook, &service.hooks[..i], errors);
+    }
     if service.methods.is_empty() && !errors.is_some() {
         errors.push(syn::Error::new_spanned(
             &item.self_ty,
@@ -107,9 +110,69 @@ pub(crate) fn service(service: &Service, errors: &mut Errors) {
     }
 }
 
+/// The checks of a `#[tool(setup)]` or `#[tool(dispose)]` method, given the hooks
+/// declared before it: one of each kind, a `&self` (or `self: Arc<Self>`) receiver
+/// and nothing else, `()` or `Result<(), E>` out, no other key.
+fn lifecycle_hook(hook: &Hook, earlier: &[Hook], errors: &mut Errors) {
+    let model = &hook.model;
+    let key = hook.kind.key();
+    let sig = &model.item.sig;
+    // A method marked both is reported as that, not as a second setup too.
+    let both = model.attrs.setup.is_some() && model.attrs.dispose.is_some();
+    if let Some(first) = earlier.iter().find(|h| h.kind == hook.kind)
+        && !both
+    {
+        errors.push(syn::Error::new_spanned(
+            &sig.ident,
+            format!(
+                "this service already has a #[tool({key})] method, `{}`; a service has \
+                 one: call the others from it",
+                first.model.item.sig.ident
+            ),
+        ));
+    }
+    for (given, span) in &model.attrs.given {
+        if *given != key {
+            let message = if matches!(*given, "setup" | "dispose") {
+                "a method is either #[tool(setup)] or #[tool(dispose)], not both".to_owned()
+            } else {
+                format!("a #[tool({key})] method is not an act: key `{given}` has no effect on it")
+            };
+            errors.push(syn::Error::new(*span, message));
+        }
+    }
+    receiver(model, errors);
+    header(model, errors);
+    if let Some(param) = model.params.first() {
+        errors.push(syn::Error::new_spanned(
+            &param.ident,
+            format!(
+                "a #[tool({key})] method takes no parameters besides `&self` (or \
+                 `self: Arc<Self>`): the registry runs it with no arguments and no call \
+                 context"
+            ),
+        ));
+    }
+    let returns_unit = matches!(model.output, Output::Unit | Output::Result { ok: None, .. });
+    if let (false, syn::ReturnType::Type(_, ty)) = (returns_unit, &sig.output) {
+        let on_error = if key == "setup" {
+            "refuses the registration"
+        } else {
+            "is reported by `unregister_async` and `clear`"
+        };
+        errors.push(syn::Error::new_spanned(
+            ty,
+            format!(
+                "a #[tool({key})] method returns nothing or `Result<(), E>` (an error \
+                 {on_error}): it has no result to give"
+            ),
+        ));
+    }
+}
+
 /// `&self` or `self: Arc<Self>`; any other receiver (or none) is an error.
-fn receiver(method: &Method, errors: &mut Errors) -> bool {
-    let sig = &method.model.item.sig;
+fn receiver(model: &ToolFn, errors: &mut Errors) -> bool {
+    let sig = &model.item.sig;
     let Some(FnArg::Receiver(receiver)) = sig.inputs.first() else {
         errors.push(syn::Error::new_spanned(
             &sig.ident,
@@ -119,7 +182,7 @@ fn receiver(method: &Method, errors: &mut Errors) -> bool {
         return false;
     };
     let message = if receiver.colon_token.is_some() {
-        if method.by_arc() {
+        if model.by_arc() {
             return true;
         }
         errors.push(syn::Error::new_spanned(
@@ -170,9 +233,8 @@ fn rest_id(method: &Method, errors: &mut Errors) {
     }
 }
 
-/// The checks shared by functions and methods: the signature, the parameters, the
-/// keys that depend on them, the output.
-fn signature(tool: &ToolFn, errors: &mut Errors) {
+/// Generics, `unsafe` and variadics: what no tool function or hook may have.
+fn header(tool: &ToolFn, errors: &mut Errors) {
     let sig = &tool.item.sig;
     if !sig.generics.params.is_empty() {
         errors.push(syn::Error::new_spanned(
@@ -198,6 +260,12 @@ fn signature(tool: &ToolFn, errors: &mut Errors) {
             "#[tool] functions cannot be variadic",
         ));
     }
+}
+
+/// The checks shared by functions and methods: the signature, the parameters, the
+/// keys that depend on them, the output.
+fn signature(tool: &ToolFn, errors: &mut Errors) {
+    header(tool, errors);
 
     let mut ctx_seen = false;
     for param in &tool.params {

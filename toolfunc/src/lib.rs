@@ -282,7 +282,9 @@ pub mod __private {
 
     pub use crate::error::convert;
     pub use crate::schema::{field_order, parse_args, result_schema_of, schema_of};
-    pub use crate::service::{MethodHandler, MethodSpec, ServiceEntry, ServiceSpec, ToolService};
+    pub use crate::service::{
+        HookHandler, MethodHandler, MethodSpec, ServiceEntry, ServiceSpec, ToolService,
+    };
     pub use crate::tool::{Hints, ItemStream, SpecHandler, ToolSpec, to_output};
     pub use ::futures::stream::BoxStream;
     pub use ::std::sync::Arc;

@@ -86,7 +86,19 @@ pub struct ServiceSpec<S: 'static> {
     pub annotations: Hints,
     pub api: bool,
     pub methods: &'static [MethodSpec<S>],
+    /// The `#[tool(setup)]` method: run when the service tool is placed in a registry.
+    pub setup: Option<HookHandler<S>>,
+    /// The `#[tool(dispose)]` method: run when the service tool is removed.
+    pub dispose: Option<HookHandler<S>>,
     pub location: &'static str,
+}
+
+/// A service's `#[tool(setup)]` or `#[tool(dispose)]` method, bound to its state by
+/// [`ServiceSpec::build`] as the tool's lifecycle hook.
+#[doc(hidden)]
+pub enum HookHandler<S: 'static> {
+    Sync(fn(&Arc<S>) -> Result<(), ToolError>),
+    Async(fn(Arc<S>) -> BoxFuture<'static, Result<(), ToolError>>),
 }
 
 /// One method of a [`ServiceSpec`].
@@ -251,6 +263,31 @@ fn bind<S: Send + Sync + 'static>(
     }
 }
 
+/// The service's own setup and dispose as the tool's lifecycle hooks: they run when
+/// the tool is placed in and removed from a registry, like any builder's.
+fn bind_hooks<S: Send + Sync + 'static>(
+    mut builder: crate::ToolBuilder,
+    state: &Arc<S>,
+    setup: Option<&HookHandler<S>>,
+    dispose: Option<&HookHandler<S>>,
+) -> crate::ToolBuilder {
+    if let Some(setup) = setup {
+        let state = Arc::clone(state);
+        builder = match *setup {
+            HookHandler::Sync(f) => builder.setup(move || f(&state)),
+            HookHandler::Async(f) => builder.setup_async(move || f(Arc::clone(&state))),
+        };
+    }
+    if let Some(dispose) = dispose {
+        let state = Arc::clone(state);
+        builder = match *dispose {
+            HookHandler::Sync(f) => builder.dispose(move || f(&state)),
+            HookHandler::Async(f) => builder.dispose_async(move || f(Arc::clone(&state))),
+        };
+    }
+    builder
+}
+
 fn owned(s: Option<&'static str>) -> Option<String> {
     s.map(str::to_owned)
 }
@@ -336,7 +373,7 @@ impl<S: Send + Sync + 'static> ServiceSpec<S> {
         if let Some(limit) = self.concurrency {
             builder = builder.concurrency(limit);
         }
-        builder.build()
+        bind_hooks(builder, state, self.setup.as_ref(), self.dispose.as_ref()).build()
     }
 }
 

@@ -9,10 +9,10 @@ use syn::{ItemImpl, LitStr, Type};
 
 use super::{
     ParamsType, Receiver, annotation_values, checks, concurrency_value, description_of, handler,
-    krate, params_type, prelude, result_fn, some_str, stream_item_type, timeout_value,
+    krate, params_type, prelude, result_fn, some_str, stream_item_type, timeout_value, tool_error,
     user_item_allows,
 };
-use crate::model::{Method, Output, Service};
+use crate::model::{Hook, HookKind, Method, Output, Service};
 
 fn snake_case(ident: &str) -> String {
     let mut out = String::new();
@@ -66,6 +66,8 @@ pub(crate) fn service(service: &Service) -> TokenStream {
         .map(|m| method_spec(m, self_ty, &p))
         .collect();
     let count = specs.len();
+    let setup = hook_value(service, HookKind::Setup, self_ty, &p);
+    let dispose = hook_value(service, HookKind::Dispose, self_ty, &p);
     let location =
         quote_spanned!(self_ty.span()=> ::core::concat!(::core::file!(), ":", ::core::line!()));
     let client = client(service, &type_name, &name, &krate, &p, false);
@@ -95,6 +97,8 @@ pub(crate) fn service(service: &Service) -> TokenStream {
                         annotations: #annotations,
                         api: #api,
                         methods: &__TOOLFUNC_METHODS,
+                        setup: #setup,
+                        dispose: #dispose,
                         location: #location,
                     };
                     &__TOOLFUNC_SPEC
@@ -161,6 +165,77 @@ fn method_spec(method: &Method, self_ty: &Type, p: &TokenStream) -> TokenStream 
             annotations: #annotations,
         }
     }}
+}
+
+/// `Some(HookHandler::..)` for the service's `kind` hook method, `None` without one.
+fn hook_value(service: &Service, kind: HookKind, self_ty: &Type, p: &TokenStream) -> TokenStream {
+    service
+        .hooks
+        .iter()
+        .find(|hook| hook.kind == kind)
+        .map_or_else(|| quote!(#p::None), |hook| hook_handler(hook, self_ty, p))
+}
+
+/// `Some(HookHandler::Sync(f))` or `Some(HookHandler::Async(f))`, `f` calling the
+/// method on the service's state and turning its error into a `ToolError`.
+fn hook_handler(hook: &Hook, self_ty: &Type, p: &TokenStream) -> TokenStream {
+    let model = &hook.model;
+    let method = &model.item.sig.ident;
+    let svc = syn::Ident::new("__toolfunc_svc", Span::mixed_site());
+    let out = syn::Ident::new("__toolfunc_out", Span::mixed_site());
+    let err = syn::Ident::new("__toolfunc_err", Span::mixed_site());
+    let error = tool_error(p, &err);
+    let convert = if matches!(model.output, Output::Result { .. }) {
+        quote! {
+            match #out {
+                #p::Ok(()) => #p::Ok(()),
+                #p::Err(#err) => #p::Err(#error),
+            }
+        }
+    } else {
+        quote! {
+            let () = #out;
+            #p::Ok(())
+        }
+    };
+    let check_error = match &model.output {
+        Output::Result { err: Some(err), .. } => {
+            quote_spanned!(err.span()=> #p::assert_error::<#err>();)
+        }
+        _ => quote!(),
+    };
+    let by_arc = hook.model.by_arc();
+    if model.is_async() {
+        let arg = if by_arc { quote!(#svc) } else { quote!(&*#svc) };
+        quote! {{
+            #[allow(dead_code)]
+            fn __toolfunc_checks() { #check_error }
+            fn __toolfunc_hook(
+                #svc: #p::Arc<#self_ty>,
+            ) -> #p::BoxFuture<'static, #p::Result<(), #p::ToolError>> {
+                #p::box_future(async move {
+                    let #out = <#self_ty>::#method(#arg).await;
+                    #convert
+                })
+            }
+            #p::Some(#p::HookHandler::Async(__toolfunc_hook))
+        }}
+    } else {
+        let arg = if by_arc {
+            quote!(#p::Arc::clone(#svc))
+        } else {
+            quote!(&**#svc)
+        };
+        quote! {{
+            #[allow(dead_code)]
+            fn __toolfunc_checks() { #check_error }
+            fn __toolfunc_hook(#svc: &#p::Arc<#self_ty>) -> #p::Result<(), #p::ToolError> {
+                let #out = <#self_ty>::#method(#arg);
+                #convert
+            }
+            #p::Some(#p::HookHandler::Sync(__toolfunc_hook))
+        }}
+    }
 }
 
 /// The client of a service with errors: the same type and methods, whose bodies never
