@@ -7,6 +7,7 @@
 //! | request | runs |
 //! | --- | --- |
 //! | `GET /api` | discovery: `{name: definition}` of every tool not marked `api = false` |
+//! | `GET /api/openapi.json` | the OpenAPI 3.1 document of the same tools ([`Api::openapi_document`]) |
 //! | `POST /api/add` with `{"a":1,"b":2}` | `add` (any method but GET/DELETE reads the JSON body; an alias works too) |
 //! | `GET /api/add?p={"a":1,"b":2}` | the same, with the arguments in `p` (GET for read-only tools, and DELETE) |
 //! | `POST /api/greeter` with `{"act":"$hello","name":"Ann"}` | the service method `hello` (or with the `rpc-act: $hello` header) |
@@ -67,6 +68,7 @@
 
 mod client;
 mod listen;
+mod openapi;
 mod server;
 mod wire;
 

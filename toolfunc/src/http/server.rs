@@ -74,6 +74,8 @@ pub struct Api {
     json_only: bool,
     writes_over_get: bool,
     collect_limit: Option<CollectLimit>,
+    /// How `<prefix>/openapi.json` describes the API, and the document last made.
+    pub(super) openapi: super::openapi::Settings,
 }
 
 impl fmt::Debug for Api {
@@ -106,6 +108,7 @@ impl Api {
             json_only: true,
             writes_over_get: false,
             collect_limit: None,
+            openapi: super::openapi::Settings::default(),
         }
     }
 
@@ -285,6 +288,21 @@ impl Api {
         router
             .route(&format!("{prefix}/{{*rest}}"), any(handle))
             .with_state(state)
+    }
+}
+
+impl Api {
+    /// What the OpenAPI document of this API is made from.
+    pub(super) fn openapi_view(&self) -> super::openapi::View<'_> {
+        super::openapi::View {
+            registry: &self.registry,
+            prefix: &self.prefix,
+            auth: self.auth.is_some(),
+            json_only: self.json_only,
+            writes_over_get: self.writes_over_get,
+            body_limit: self.body_limit,
+            settings: &self.openapi,
+        }
     }
 }
 
@@ -610,6 +628,15 @@ async fn respond(api: &Api, request: Request) -> Response {
         });
     };
     let find = |name: &str| api.registry.get(name).filter(|t| t.is_api());
+    // The OpenAPI document, unless a tool of that name is served.
+    if named.is_none()
+        && *method == Method::GET
+        && let [only] = segments.as_slice()
+        && only == super::openapi::FILE
+        && find(only).is_none()
+    {
+        return auth(None, None).unwrap_or_else(|| super::openapi::response(&api.openapi_view()));
+    }
     let Some(tool) = find(&name) else {
         // A caller the hook turns away learns nothing about which tools exist.
         return auth(None, None)
@@ -931,7 +958,7 @@ fn resource_methods(def: &crate::ToolDefinition) -> String {
 
 /// Whether GET may run the tool or act: REST `get` and `list`, and whatever its
 /// annotations say is read-only.
-fn read_only(def: &crate::ToolDefinition, act: Option<&crate::ActDefinition>) -> bool {
+pub(super) fn read_only(def: &crate::ToolDefinition, act: Option<&crate::ActDefinition>) -> bool {
     let marked = |a: &crate::Annotations| a.read_only == Some(true);
     match act {
         Some(act) => {

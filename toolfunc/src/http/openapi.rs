@@ -1,0 +1,1255 @@
+//! The OpenAPI 3.1 document of an [`Api`], served at `GET <prefix>/openapi.json`.
+//!
+//! It is built from the definitions in the registry (tools are known only at run
+//! time) and kept until any registry changes, so serving it costs one lookup and a
+//! copy of a reference-counted buffer.
+//!
+//! What it says, operation by operation, is what [`respond`](super::server) accepts:
+//!
+//! * a plain tool is `POST <prefix>/<tool>` with its arguments as the JSON body, and
+//!   also `GET <prefix>/<tool>?p=<JSON>` when it is read-only (or the API lets GET
+//!   write);
+//! * a service with `$` acts is one `POST <prefix>/<service>` whose body is a
+//!   `oneOf` of one schema per act, each with `act` as a required `const` (the
+//!   `discriminator`). OpenAPI has one operation per path and method, and the act
+//!   travels in the body, so the acts cannot be operations of their own: each is
+//!   listed under `x-toolfunc-acts` with its own `operationId`, request and
+//!   response schemas;
+//! * a REST resource maps its verbs: `GET <prefix>/<res>` (`list`),
+//!   `GET <prefix>/<res>/{id}` (`get`), `POST <prefix>/<res>` (`post`, and its `$`
+//!   acts as above), `PUT`/`PATCH`/`DELETE <prefix>/<res>/{id}` (or without `{id}`
+//!   when the method takes no `id`);
+//! * tool schemas become `components/schemas` entries (`add.Params`,
+//!   `users.get.Result`); their `$defs` are lifted beside them, namespaced by tool
+//!   (`users.NewUser`), and every `$ref` is rewritten to match.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use axum::body::{Body, Bytes};
+use axum::http::{StatusCode, header};
+use axum::response::Response;
+use percent_encoding::{AsciiSet, CONTROLS, percent_decode_str, utf8_percent_encode};
+use serde_json::{Map, Value, json};
+
+use super::Api;
+use super::wire::{NDJSON, REQ_ID, RPC_TIMEOUT};
+use crate::{ActDefinition, Registry, ToolDefinition};
+
+/// The last path segment the document is served at: `GET <prefix>/openapi.json`.
+pub(super) const FILE: &str = "openapi.json";
+
+/// The OpenAPI version the document is written in.
+const VERSION: &str = "3.1.1";
+
+/// The name of the security scheme written for an auth hook nobody described.
+const AUTH: &str = "auth";
+
+/// The document settings of one [`Api`] and the document last made for it.
+#[derive(Debug, Default)]
+pub(super) struct Settings {
+    title: Option<String>,
+    version: Option<String>,
+    security: Option<(String, Value)>,
+    cache: Cache,
+}
+
+impl Clone for Settings {
+    /// A copy starts with no document: the copy may be configured differently.
+    fn clone(&self) -> Self {
+        Self {
+            title: self.title.clone(),
+            version: self.version.clone(),
+            security: self.security.clone(),
+            cache: Cache::default(),
+        }
+    }
+}
+
+/// What the document is made from, besides the settings.
+pub(super) struct View<'a> {
+    pub(super) registry: &'a Registry,
+    pub(super) prefix: &'a str,
+    pub(super) auth: bool,
+    pub(super) json_only: bool,
+    pub(super) writes_over_get: bool,
+    pub(super) body_limit: usize,
+    pub(super) settings: &'a Settings,
+}
+
+#[derive(Debug, Default)]
+struct Cache(RwLock<Option<Arc<Made>>>);
+
+/// A document, with what it was made from.
+#[derive(Debug)]
+struct Made {
+    generation: u64,
+    prefix: String,
+    flags: (bool, bool, bool, usize),
+    value: Value,
+    bytes: Bytes,
+}
+
+impl Made {
+    fn fits(&self, view: &View<'_>, generation: u64) -> bool {
+        self.generation == generation && self.prefix == view.prefix && self.flags == flags(view)
+    }
+}
+
+fn flags(view: &View<'_>) -> (bool, bool, bool, usize) {
+    (
+        view.auth,
+        view.json_only,
+        view.writes_over_get,
+        view.body_limit,
+    )
+}
+
+impl View<'_> {
+    /// The document, made at most once per registry change.
+    fn made(&self) -> Arc<Made> {
+        let cache = &self.settings.cache.0;
+        let generation = crate::registry::generation();
+        if let Some(made) = &*cache.read().unwrap_or_else(PoisonError::into_inner)
+            && made.fits(self, generation)
+        {
+            return Arc::clone(made);
+        }
+        let value = document(self);
+        let bytes = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
+        let made = Arc::new(Made {
+            generation,
+            prefix: self.prefix.to_owned(),
+            flags: flags(self),
+            value,
+            bytes,
+        });
+        *cache.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&made));
+        made
+    }
+}
+
+/// The answer to `GET <prefix>/openapi.json`.
+pub(super) fn response(view: &View<'_>) -> Response {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(view.made().bytes.clone()))
+        .unwrap_or_default()
+}
+
+impl Api {
+    /// The OpenAPI 3.1 document of this API, as served at `GET <prefix>/openapi.json`:
+    /// one operation per tool, service act and REST verb that discovery lists (tools
+    /// with `api = false` are left out), with the routes and methods the server
+    /// accepts, the tools' own JSON Schemas under `components/schemas`, the error
+    /// body and every status an operation can answer, NDJSON for streams, and a
+    /// security scheme when an auth hook is set. It is made once and kept until any
+    /// registry changes.
+    ///
+    /// A service's `$` acts share one `POST <prefix>/<service>` operation (the act is
+    /// chosen by the `act` field of the body, which OpenAPI cannot key operations
+    /// on): its body is a `oneOf` with `act` as the `discriminator`, and
+    /// `x-toolfunc-acts` lists each act with its own `operationId`, request and
+    /// response schemas.
+    ///
+    /// ```
+    /// use toolfunc::{Registry, ToolFunc};
+    /// use toolfunc::http::Api;
+    ///
+    /// let registry = Registry::new();
+    /// registry.register(
+    ///     ToolFunc::builder("echo")
+    ///         .handler_sync(|_ctx, args| Ok(args))
+    ///         .build()
+    ///         .unwrap(),
+    /// )
+    /// .unwrap();
+    /// let doc = Api::new(registry).openapi_document();
+    /// assert_eq!(doc["openapi"], "3.1.1");
+    /// assert_eq!(doc["paths"]["/api/echo"]["post"]["operationId"], "echo");
+    /// ```
+    pub fn openapi_document(&self) -> Value {
+        self.openapi_view().made().value.clone()
+    }
+
+    /// The `info` of the OpenAPI document: the API's title and version (default
+    /// `"toolfunc"` and this crate's version).
+    #[must_use]
+    pub fn openapi_info(mut self, title: impl Into<String>, version: impl Into<String>) -> Self {
+        self.openapi.title = Some(title.into());
+        self.openapi.version = Some(version.into());
+        self.openapi.cache = Cache::default();
+        self
+    }
+
+    /// Describes what the auth hook ([`Api::with_auth`]) checks, as an OpenAPI
+    /// Security Scheme Object named `name`, which every operation then requires:
+    /// `json!({"type": "apiKey", "in": "header", "name": "x-api-key"})`. Without
+    /// it, an API with a hook says `{"type": "http", "scheme": "bearer"}` under the
+    /// name `auth`. It has no effect without a hook: the hook is what checks.
+    #[must_use]
+    pub fn openapi_security(mut self, name: impl Into<String>, scheme: Value) -> Self {
+        self.openapi.security = Some((name.into(), scheme));
+        self.openapi.cache = Cache::default();
+        self
+    }
+}
+
+/// The characters of a tool name escaped in a path segment.
+const SEGMENT: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'/')
+    .add(b'<')
+    .add(b'>')
+    .add(b'?')
+    .add(b'`')
+    .add(b'{')
+    .add(b'}');
+
+fn document(view: &View<'_>) -> Value {
+    let mut doc = Doc::new(view);
+    let served = |name: &str| view.registry.get(name).is_some_and(|t| t.is_api());
+    for def in view.registry.definitions() {
+        if def.api {
+            doc.tool(&def);
+        }
+    }
+    doc.builtins(!served(FILE));
+    doc.finish()
+}
+
+/// Where one act's request is documented: its schema and where it goes.
+struct Branch {
+    act: String,
+    operation_id: String,
+    summary: Option<String>,
+    request: Value,
+    ok: Outcome,
+}
+
+/// The 200 answer of an operation: a JSON body, NDJSON lines, or either.
+#[derive(Default, Clone)]
+struct Outcome {
+    json: Option<Value>,
+    ndjson: Option<Value>,
+}
+
+/// What an operation can be refused for, besides what every call can.
+#[derive(Clone, Copy, Default)]
+struct Risks {
+    /// Reads a body (413 past the limit, 415 when not JSON).
+    body: bool,
+    /// Streams (413 when collected past the cap).
+    stream: bool,
+    /// A GET that may name an act GET cannot run (405).
+    get_act: bool,
+}
+
+struct Doc<'v> {
+    view: &'v View<'v>,
+    schemas: Map<String, Value>,
+    names: HashSet<String>,
+    operation_ids: HashSet<String>,
+    paths: Map<String, Value>,
+    /// The schemas of the current tool, to refer to one twice rather than copy it
+    /// (the `User` that `get`, `put` and `list` all return).
+    same: Vec<(Value, String)>,
+}
+
+impl<'v> Doc<'v> {
+    fn new(view: &'v View<'v>) -> Self {
+        let mut schemas = Map::new();
+        schemas.insert("Error".into(), error_schema());
+        schemas.insert("Discovery".into(), discovery_schema());
+        let names = schemas.keys().cloned().collect();
+        Self {
+            view,
+            schemas,
+            names,
+            operation_ids: HashSet::new(),
+            paths: Map::new(),
+            same: Vec::new(),
+        }
+    }
+
+    fn unique_id(&mut self, id: String) -> String {
+        unique(&mut self.operation_ids, id)
+    }
+
+    fn path(&self, name: &str, id: bool) -> String {
+        let mut path = format!(
+            "{}/{}",
+            self.view.prefix,
+            utf8_percent_encode(name, SEGMENT)
+        );
+        if id {
+            path.push_str("/{id}");
+        }
+        path
+    }
+
+    fn put(&mut self, path: String, method: &str, operation: Value) {
+        let item = self
+            .paths
+            .entry(path)
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(item) = item {
+            item.insert(method.to_owned(), operation);
+        }
+    }
+
+    /// A schema of a tool as a component, its `$defs` lifted beside it; returns the
+    /// reference to it and, when `adapt` drops `id`, the schema of `id`.
+    fn component(
+        &mut self,
+        ns: &str,
+        local: &str,
+        raw: &Value,
+        adapt: Adapt<'_>,
+    ) -> (Value, Option<Value>, bool) {
+        let root = unique(&mut self.names, format!("{ns}.{local}"));
+        let mut schema = raw.clone();
+        let mut lifted: Vec<(String, Value)> = Vec::new();
+        if let Value::Object(map) = &mut schema {
+            map.remove("$schema");
+            map.remove("$id");
+            for kind in ["$defs", "definitions"] {
+                if let Some(Value::Object(defs)) = map.remove(kind) {
+                    lifted.extend(defs.into_iter().map(|(k, v)| (format!("{kind}/{k}"), v)));
+                }
+            }
+        }
+        // Shared by tool when the same definition recurs (a `User` in every act);
+        // apart when two differ under one name.
+        let tentative: HashMap<String, String> = lifted
+            .iter()
+            .map(|(key, _)| (key.clone(), format!("{ns}.{}", clean(def_name(key)))))
+            .collect();
+        let rewritten = |mapping: &HashMap<String, String>| {
+            lifted
+                .iter()
+                .map(|(key, def)| {
+                    let mut def = def.clone();
+                    rewrite(&mut def, &root, mapping);
+                    (mapping[key].clone(), def)
+                })
+                .collect::<Vec<_>>()
+        };
+        let mut defs = rewritten(&tentative);
+        let distinct: HashSet<&String> = tentative.values().collect();
+        let fits = distinct.len() == tentative.len()
+            && defs.iter().all(|(name, def)| {
+                self.schemas.get(name).is_none_or(|have| have == def)
+                    && (self.schemas.contains_key(name) || !self.names.contains(name))
+            });
+        let mapping = if fits {
+            tentative
+        } else {
+            let mapping: HashMap<String, String> = lifted
+                .iter()
+                .map(|(key, _)| {
+                    let name = format!("{root}.{}", clean(def_name(key)));
+                    (key.clone(), unique(&mut self.names, name))
+                })
+                .collect();
+            defs = rewritten(&mapping);
+            mapping
+        };
+        rewrite(&mut schema, &root, &mapping);
+        for (name, def) in defs {
+            self.names.insert(name.clone());
+            if !self.same.iter().any(|(_, n)| *n == name) {
+                self.same.push((def.clone(), name.clone()));
+            }
+            self.schemas.insert(name, def);
+        }
+        let id = apply(&mut schema, adapt);
+        let required = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .is_some_and(|r| !r.is_empty());
+        if let Some((_, existing)) = self.same.iter().find(|(s, _)| *s == schema) {
+            self.names.remove(&root);
+            return (reference(existing), id, required);
+        }
+        self.same.push((schema.clone(), root.clone()));
+        self.schemas.insert(root.clone(), schema);
+        (reference(&root), id, required)
+    }
+
+    /// The 200 answer of a tool or act.
+    fn outcome(
+        &mut self,
+        ns: &str,
+        local: &str,
+        result: Option<&Value>,
+        streams: Streams,
+    ) -> Outcome {
+        let item = match result {
+            Some(result) => self.component(ns, local, result, Adapt::default()).0,
+            None => json!({}),
+        };
+        let mut outcome = Outcome::default();
+        if streams.json() {
+            outcome.json = Some(if streams.streams {
+                json!({"type": "array", "items": item})
+            } else {
+                item.clone()
+            });
+        }
+        if streams.streams {
+            outcome.ndjson = Some(json!({"anyOf": [item, reference("Error")]}));
+        }
+        outcome
+    }
+
+    fn tool(&mut self, def: &ToolDefinition) {
+        self.same.clear();
+        let ns = clean(&def.name);
+        if def.acts.is_empty() {
+            self.plain(def, &ns);
+        } else if def.action.as_deref() == Some("res") {
+            self.resource(def, &ns);
+        } else {
+            self.service(def, &ns);
+        }
+    }
+
+    fn plain(&mut self, def: &ToolDefinition, ns: &str) {
+        let streams = Streams::of(def.stream, &def.params);
+        let (params, _, required) = self.component(ns, "Params", &def.params, Adapt::default());
+        let ok = self.outcome(ns, "Result", def.result.as_ref(), streams);
+        let risks = Risks {
+            body: true,
+            stream: streams.streams,
+            get_act: false,
+        };
+        let mut post = self.operation(def, None, &def.name.clone(), risks, &ok);
+        post["requestBody"] = request_body(&params, required);
+        let path = self.path(&def.name, false);
+        self.put(path.clone(), "post", post);
+        if self.view.writes_over_get || super::server::read_only(def, None) {
+            let risks = Risks {
+                body: false,
+                ..risks
+            };
+            let mut get = self.operation(def, None, &format!("{}.query", def.name), risks, &ok);
+            push_param(&mut get, query_p(&params, required, &def.params));
+            self.put(path, "get", get);
+        }
+    }
+
+    /// A `$` act as one branch of a service's POST (and GET): its params with `act`.
+    fn branch(
+        &mut self,
+        def: &ToolDefinition,
+        ns: &str,
+        act: &ActDefinition,
+        verb: bool,
+    ) -> Branch {
+        let method = clean(act.method());
+        let adapt = Adapt {
+            act: Some((&act.name, !verb)),
+            drop_id: false,
+        };
+        let local = if verb { "Params" } else { "Call" };
+        let (request, _, _) = self.component(ns, &format!("{method}.{local}"), &act.params, adapt);
+        let ok = self.outcome(
+            ns,
+            &format!("{method}.Result"),
+            act.result.as_ref(),
+            Streams::of(act.stream, &act.params),
+        );
+        Branch {
+            act: act.name.clone(),
+            operation_id: self.unique_id(format!("{}.{}", def.name, act.method())),
+            summary: summary(act.title.as_deref(), act.description.as_deref()),
+            request,
+            ok,
+        }
+    }
+
+    /// One operation for several acts chosen by the body's `act`.
+    fn choice(
+        &mut self,
+        def: &ToolDefinition,
+        id: &str,
+        branches: &[Branch],
+        risks: Risks,
+    ) -> (Value, Value) {
+        let mut json_any = Vec::new();
+        let mut ndjson_any = Vec::new();
+        for branch in branches {
+            if let Some(s) = &branch.ok.json
+                && !json_any.contains(s)
+            {
+                json_any.push(s.clone());
+            }
+            if let Some(s) = &branch.ok.ndjson
+                && !ndjson_any.contains(s)
+            {
+                ndjson_any.push(s.clone());
+            }
+        }
+        let one = |mut list: Vec<Value>| match list.len() {
+            0 => None,
+            1 => list.pop(),
+            _ => Some(json!({"anyOf": list})),
+        };
+        let ok = Outcome {
+            json: one(json_any),
+            ndjson: one(ndjson_any),
+        };
+        let streams = branches.iter().any(|b| b.ok.ndjson.is_some());
+        let risks = Risks {
+            stream: risks.stream || streams,
+            ..risks
+        };
+        let mut operation = self.operation(def, None, id, risks, &ok);
+        let acts: Vec<Value> = branches
+            .iter()
+            .map(|b| {
+                let mut entry = json!({
+                    "act": b.act,
+                    "operationId": b.operation_id,
+                    "request": b.request,
+                });
+                if let Some(summary) = &b.summary {
+                    entry["summary"] = Value::from(summary.clone());
+                }
+                if let Some(s) = &b.ok.json {
+                    entry["response"] = s.clone();
+                }
+                if let Some(s) = &b.ok.ndjson {
+                    entry["ndjson"] = s.clone();
+                }
+                entry
+            })
+            .collect();
+        operation["x-toolfunc-acts"] = Value::Array(acts);
+        if let [only] = branches
+            && let Some(summary) = &only.summary
+        {
+            operation["summary"] = Value::from(summary.clone());
+        }
+        let body = if let [only] = branches {
+            only.request.clone()
+        } else {
+            let mapping: Map<String, Value> = branches
+                .iter()
+                .filter_map(|b| {
+                    let target = b.request["$ref"].as_str()?;
+                    Some((b.act.clone(), Value::from(target)))
+                })
+                .collect();
+            json!({
+                "oneOf": branches.iter().map(|b| b.request.clone()).collect::<Vec<_>>(),
+                "discriminator": {"propertyName": "act", "mapping": mapping},
+            })
+        };
+        (operation, body)
+    }
+
+    fn service(&mut self, def: &ToolDefinition, ns: &str) {
+        let branches: Vec<Branch> = def
+            .acts
+            .iter()
+            .map(|act| self.branch(def, ns, act, false))
+            .collect();
+        let risks = Risks {
+            body: true,
+            ..Risks::default()
+        };
+        let (mut post, body) = self.choice(def, &def.name, &branches, risks);
+        post["requestBody"] = request_body(&body, true);
+        let path = self.path(&def.name, false);
+        self.put(path.clone(), "post", post);
+        let gettable: Vec<Branch> = def
+            .acts
+            .iter()
+            .zip(branches)
+            .filter(|(act, _)| {
+                self.view.writes_over_get || super::server::read_only(def, Some(act))
+            })
+            .map(|(_, b)| b)
+            .collect();
+        if gettable.is_empty() {
+            return;
+        }
+        let risks = Risks {
+            body: false,
+            stream: false,
+            get_act: !self.view.writes_over_get,
+        };
+        let (mut get, p) = self.choice(def, &format!("{}.query", def.name), &gettable, risks);
+        push_param(&mut get, p_param(&p, true));
+        self.put(path, "get", get);
+    }
+
+    fn resource(&mut self, def: &ToolDefinition, ns: &str) {
+        let mut posts = Vec::new();
+        for act in &def.acts {
+            let verb = act.name.as_str();
+            if verb == "post" || !act.is_verb() {
+                posts.push(self.branch(def, ns, act, verb == "post"));
+                continue;
+            }
+            let takes_id = super::wire::property(&act.params, "id").is_some();
+            let on_id = verb == "get" || (verb != "list" && takes_id);
+            let adapt = Adapt {
+                act: None,
+                drop_id: on_id,
+            };
+            let method = clean(verb);
+            let (params, id, required) =
+                self.component(ns, &format!("{method}.Params"), &act.params, adapt);
+            let streams = Streams::of(act.stream, &act.params);
+            let ok = self.outcome(
+                ns,
+                &format!("{method}.Result"),
+                act.result.as_ref(),
+                streams,
+            );
+            let query = verb == "get" || verb == "list" || verb == "delete";
+            let risks = Risks {
+                body: !query,
+                stream: streams.streams,
+                get_act: false,
+            };
+            let operation_id = format!("{}.{verb}", def.name);
+            let mut operation = self.operation(def, Some(act), &operation_id, risks, &ok);
+            operation["x-toolfunc-act"] = Value::from(verb);
+            if on_id {
+                let schema = id.unwrap_or_else(|| json!({"type": "string"}));
+                push_param(
+                    &mut operation,
+                    json!({
+                        "name": "id", "in": "path", "required": true, "schema": schema,
+                        "description": "The resource id (cast to the type the method declares).",
+                    }),
+                );
+            }
+            if query {
+                let remaining = if on_id {
+                    strip_id(&act.params)
+                } else {
+                    act.params.clone()
+                };
+                push_param(&mut operation, query_p(&params, required, &remaining));
+            } else {
+                operation["requestBody"] = request_body(&params, required);
+            }
+            let path = self.path(&def.name, on_id);
+            let method = if query && verb != "delete" {
+                "get"
+            } else {
+                verb
+            };
+            self.put(path, method, operation);
+        }
+        if posts.is_empty() {
+            return;
+        }
+        let risks = Risks {
+            body: true,
+            ..Risks::default()
+        };
+        let id = if let [only] = posts.as_slice()
+            && only.act == "post"
+        {
+            format!("{}.post", def.name)
+        } else {
+            def.name.clone()
+        };
+        let (mut post, body) = self.choice(def, &id, &posts, risks);
+        let required = posts.iter().any(|b| b.act != "post");
+        post["requestBody"] = request_body(&body, required);
+        let path = self.path(&def.name, false);
+        self.put(path, "post", post);
+    }
+
+    /// An operation of a tool (or of one act of it), without its request.
+    fn operation(
+        &mut self,
+        def: &ToolDefinition,
+        act: Option<&ActDefinition>,
+        id: &str,
+        risks: Risks,
+        ok: &Outcome,
+    ) -> Value {
+        let operation_id = self.unique_id(id.to_owned());
+        let (title, description) = match act {
+            Some(act) => (act.title.as_deref(), act.description.as_deref()),
+            None => (def.title.as_deref(), def.description.as_deref()),
+        };
+        let mut operation = Map::new();
+        operation.insert("operationId".into(), Value::from(operation_id));
+        if let Some(summary) = summary(title, description) {
+            operation.insert("summary".into(), Value::from(summary));
+        }
+        let mut text = description.unwrap_or_default().to_owned();
+        if act.is_none() && !def.alias.is_empty() {
+            let also: Vec<String> = def.alias.iter().map(|a| self.path(a, false)).collect();
+            if !text.is_empty() {
+                text.push_str("\n\n");
+            }
+            let _ = write!(text, "Also served at {}.", also.join(", "));
+        }
+        if !text.is_empty() {
+            operation.insert("description".into(), Value::from(text));
+        }
+        if !def.tags.is_empty() {
+            operation.insert("tags".into(), json!(def.tags));
+        }
+        operation.insert(
+            "parameters".into(),
+            json!([
+                {"$ref": "#/components/parameters/rpcTimeout"},
+                {"$ref": "#/components/parameters/reqId"},
+            ]),
+        );
+        operation.insert("responses".into(), self.responses(ok, risks, true));
+        Value::Object(operation)
+    }
+
+    fn responses(&self, ok: &Outcome, risks: Risks, call: bool) -> Value {
+        let mut content = Map::new();
+        if let Some(schema) = &ok.json {
+            content.insert("application/json".into(), json!({"schema": schema}));
+        }
+        if let Some(schema) = &ok.ndjson {
+            content.insert(NDJSON.into(), json!({"schema": schema}));
+        }
+        let mut responses = Map::new();
+        let description = if ok.ndjson.is_some() {
+            "The result: JSON, or with a stream one JSON item per line (an error after \
+             the first item ends the body with one error line)."
+        } else {
+            "The result (`null` for none)."
+        };
+        responses.insert(
+            "200".into(),
+            json!({"description": description, "content": content}),
+        );
+        let mut refer = |status: &str, name: &str| {
+            responses.insert(
+                status.into(),
+                json!({"$ref": format!("#/components/responses/{name}")}),
+            );
+        };
+        if call {
+            refer("400", "BadRequest");
+        }
+        if self.view.auth {
+            refer("401", "Unauthorized");
+        }
+        refer("403", "Forbidden");
+        if call {
+            refer("404", "NotFound");
+            if risks.get_act {
+                refer("405", "MethodNotAllowed");
+            }
+            refer("408", "Timeout");
+            if risks.body || risks.stream {
+                refer("413", "TooLarge");
+            }
+            if risks.body && self.view.json_only {
+                refer("415", "UnsupportedMediaType");
+            }
+            refer("500", "InternalError");
+            refer("default", "OtherError");
+        }
+        Value::Object(responses)
+    }
+
+    /// Discovery and this document.
+    fn builtins(&mut self, openapi: bool) {
+        let root = if self.view.prefix.is_empty() {
+            "/".to_owned()
+        } else {
+            self.view.prefix.to_owned()
+        };
+        let discovery = Outcome {
+            json: Some(reference("Discovery")),
+            ndjson: None,
+        };
+        let id = self.unique_id("discovery".into());
+        let responses = self.responses(&discovery, Risks::default(), false);
+        self.put(
+            root,
+            "get",
+            json!({
+                "operationId": id,
+                "summary": "Discovery: the definition of every tool, by name.",
+                "responses": responses,
+            }),
+        );
+        if openapi {
+            let this = Outcome {
+                json: Some(json!({"type": "object"})),
+                ndjson: None,
+            };
+            let id = self.unique_id("openapi".into());
+            let responses = self.responses(&this, Risks::default(), false);
+            let path = format!("{}/{FILE}", self.view.prefix);
+            self.put(
+                path,
+                "get",
+                json!({
+                    "operationId": id,
+                    "summary": "This document.",
+                    "responses": responses,
+                }),
+            );
+        }
+    }
+
+    fn finish(self) -> Value {
+        let view = self.view;
+        let settings = view.settings;
+        let prefix = if view.prefix.is_empty() {
+            "/"
+        } else {
+            view.prefix
+        };
+        let description = format!(
+            "Tools served under `{prefix}`: `POST {p}/<tool>` with the arguments as a JSON \
+             object (and `GET {p}/<tool>?p=<JSON>` for read-only tools), REST verbs on \
+             `{p}/<resource>[/{{id}}]`. A service's `$` acts share its `POST` operation: the \
+             body's `act` (a `const` in each `oneOf` branch) chooses the act, and \
+             `x-toolfunc-acts` gives each act its own `operationId`, request and response \
+             schemas; the `rpc-act` header may carry the act instead. Errors are \
+             `{{name, code, errorCode, data, error}}` with the HTTP status in `code`.",
+            p = view.prefix,
+        );
+        let responses = error_responses(view.body_limit);
+        let mut components = json!({
+            "schemas": self.schemas,
+            "responses": responses,
+            "parameters": {
+                "rpcTimeout": {
+                    "name": RPC_TIMEOUT, "in": "header", "required": false,
+                    "description": "Bounds the call, in milliseconds (408 `TIMEOUT` past it).",
+                    "schema": {"type": "integer", "minimum": 0},
+                },
+                "reqId": {
+                    "name": REQ_ID, "in": "header", "required": false,
+                    "description": "A request id, echoed on the response.",
+                    "schema": {"type": "string"},
+                },
+            },
+        });
+        let mut doc = json!({
+            "openapi": VERSION,
+            "info": {
+                "title": settings.title.as_deref().unwrap_or("toolfunc"),
+                "version": settings.version.as_deref().unwrap_or(env!("CARGO_PKG_VERSION")),
+                "description": description,
+            },
+            "paths": self.paths,
+        });
+        if view.auth {
+            let (name, scheme) = settings.security.clone().unwrap_or_else(|| {
+                (
+                    AUTH.to_owned(),
+                    json!({
+                        "type": "http",
+                        "scheme": "bearer",
+                        "description": "Checked by the API's auth hook, which sees every \
+                                        request (discovery included) with the tool and act \
+                                        that will run; what it accepts is the hook's own.",
+                    }),
+                )
+            });
+            let mut schemes = Map::new();
+            schemes.insert(name.clone(), scheme);
+            components["securitySchemes"] = Value::Object(schemes);
+            let mut requirement = Map::new();
+            requirement.insert(name, json!([]));
+            doc["security"] = json!([requirement]);
+        }
+        doc["components"] = components;
+        doc
+    }
+}
+
+/// Whether a tool or act streams, and whether the call chooses (`stream`).
+#[derive(Clone, Copy)]
+struct Streams {
+    streams: bool,
+    chooses: bool,
+}
+
+impl Streams {
+    fn of(streams: bool, params: &Value) -> Self {
+        Self {
+            streams,
+            chooses: super::wire::property(params, "stream").is_some(),
+        }
+    }
+
+    /// Whether a JSON body can answer: not a stream, or one the caller may decline.
+    fn json(self) -> bool {
+        !self.streams || self.chooses
+    }
+}
+
+/// What a request schema is made of, from a params schema.
+#[derive(Clone, Copy, Default)]
+struct Adapt<'a> {
+    /// An `act` property with this `const`, required or not.
+    act: Option<(&'a str, bool)>,
+    /// Leaves `id` out (it comes from the path).
+    drop_id: bool,
+}
+
+/// Applies `adapt` to a (rewritten) params schema; returns the schema of `id` when
+/// it was dropped.
+fn apply(schema: &mut Value, adapt: Adapt<'_>) -> Option<Value> {
+    if adapt.act.is_none() && !adapt.drop_id {
+        return None;
+    }
+    if *schema == Value::Bool(true) {
+        *schema = json!({});
+    }
+    let map = schema.as_object_mut()?;
+    let mut id = None;
+    if adapt.drop_id {
+        if let Some(Value::Object(properties)) = map.get_mut("properties") {
+            id = properties.remove("id");
+        }
+        if let Some(Value::Array(required)) = map.get_mut("required") {
+            required.retain(|r| r != "id");
+            if required.is_empty() {
+                map.remove("required");
+            }
+        }
+    }
+    if let Some((act, required)) = adapt.act {
+        let properties = map
+            .entry("properties")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(properties) = properties {
+            properties.insert(
+                "act".into(),
+                json!({"const": act, "description": "The act to run."}),
+            );
+        }
+        if required {
+            let list = map
+                .entry("required")
+                .or_insert_with(|| Value::Array(Vec::new()));
+            if let Value::Array(list) = list {
+                list.insert(0, Value::from("act"));
+            }
+        }
+    }
+    id
+}
+
+/// A params schema without `id` (to know what is left for `p`).
+fn strip_id(params: &Value) -> Value {
+    let mut params = params.clone();
+    apply(
+        &mut params,
+        Adapt {
+            act: None,
+            drop_id: true,
+        },
+    );
+    params
+}
+
+fn request_body(schema: &Value, required: bool) -> Value {
+    json!({
+        "required": required,
+        "content": {"application/json": {"schema": schema}},
+    })
+}
+
+/// The `p` query parameter of a GET or DELETE, when there are arguments to send.
+fn query_p(schema: &Value, required: bool, params: &Value) -> Option<Value> {
+    let empty = params
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(Map::is_empty)
+        && params.get("additionalProperties") == Some(&Value::Bool(false));
+    let none = params
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_none_or(Map::is_empty);
+    if empty || none {
+        return None;
+    }
+    Some(p_param(schema, required))
+}
+
+fn p_param(schema: &Value, required: bool) -> Value {
+    json!({
+        "name": "p", "in": "query", "required": required,
+        "description": "The arguments as JSON text (form-encoded).",
+        "content": {"application/json": {"schema": schema}},
+    })
+}
+
+fn push_param(operation: &mut Value, param: impl Into<Option<Value>>) {
+    if let (Some(param), Some(Value::Array(list))) = (param.into(), operation.get_mut("parameters"))
+    {
+        list.insert(0, param);
+    }
+}
+
+fn summary(title: Option<&str>, description: Option<&str>) -> Option<String> {
+    title
+        .or_else(|| description.and_then(|d| d.lines().next()))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+fn reference(name: &str) -> Value {
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
+
+/// `name`, or `name_2`, `name_3`... whichever is not taken yet (then taken).
+fn unique(taken: &mut HashSet<String>, name: String) -> String {
+    if taken.insert(name.clone()) {
+        return name;
+    }
+    let mut n = 2;
+    loop {
+        let candidate = format!("{name}_{n}");
+        if taken.insert(candidate.clone()) {
+            return candidate;
+        }
+        n += 1;
+    }
+}
+
+/// A component name from any text: `[A-Za-z0-9._-]` kept, the rest `_`.
+fn clean(text: &str) -> String {
+    let cleaned: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if cleaned.is_empty() {
+        "_".to_owned()
+    } else {
+        cleaned
+    }
+}
+
+/// `"$defs/User"` → `"User"`.
+fn def_name(key: &str) -> &str {
+    key.split_once('/').map_or(key, |(_, name)| name)
+}
+
+/// Rewrites the `$ref`s of a schema moved to `components/schemas/<root>`, whose
+/// `$defs` moved to the components `mapping` names (keyed `"$defs/<name>"`).
+fn rewrite(value: &mut Value, root: &str, mapping: &HashMap<String, String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, value) in map.iter_mut() {
+                match key.as_str() {
+                    "$ref" => {
+                        if let Value::String(target) = value
+                            && let Some(moved) = moved(target, root, mapping)
+                        {
+                            *target = moved;
+                        }
+                    }
+                    // Values, not schemas.
+                    "const" | "enum" | "default" | "examples" | "example" => {}
+                    _ => rewrite(value, root, mapping),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                rewrite(item, root, mapping);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Where a local reference points once the schema moved.
+fn moved(target: &str, root: &str, mapping: &HashMap<String, String>) -> Option<String> {
+    let fragment = target.strip_prefix('#')?;
+    let base = "#/components/schemas";
+    if fragment.is_empty() {
+        return Some(format!("{base}/{root}"));
+    }
+    // `#name` is an anchor: it still names what it named.
+    let pointer = fragment.strip_prefix('/')?;
+    let mut parts = pointer.splitn(3, '/');
+    if let (Some(kind @ ("$defs" | "definitions")), Some(name)) = (parts.next(), parts.next()) {
+        let name = percent_decode_str(name).decode_utf8_lossy();
+        let name = name.replace("~1", "/").replace("~0", "~");
+        if let Some(component) = mapping.get(&format!("{kind}/{name}")) {
+            let rest = parts.next().map(|r| format!("/{r}")).unwrap_or_default();
+            return Some(format!("{base}/{component}{rest}"));
+        }
+    }
+    Some(format!("{base}/{root}{fragment}"))
+}
+
+/// The error answers operations refer to, by name.
+fn error_responses(limit: usize) -> Map<String, Value> {
+    let mut responses = Map::new();
+    for (name, text) in [
+        (
+            "BadRequest",
+            "Malformed JSON, parameters that are not an object or do not match the \
+             schema (`ARGUMENTS`, with the JSON Pointer in `data.path`), a service call \
+             naming no act."
+                .to_owned(),
+        ),
+        (
+            "Unauthorized",
+            "Refused by the API's auth hook (it chooses the status and code).".to_owned(),
+        ),
+        (
+            "Forbidden",
+            "A `Host` or `Origin` this API does not serve (`HOST_NOT_ALLOWED`, \
+             `ORIGIN_NOT_ALLOWED`), or refused by the auth hook."
+                .to_owned(),
+        ),
+        (
+            "NotFound",
+            "No such tool here (`NOT_FOUND`), an act the service does not have \
+             (`UNKNOWN_ACT`), or the tool's own not-found error."
+                .to_owned(),
+        ),
+        (
+            "MethodNotAllowed",
+            "GET naming an act that is not read-only (`METHOD_NOT_ALLOWED`, \
+             `Allow: POST`)."
+                .to_owned(),
+        ),
+        (
+            "Timeout",
+            "The call ran past its timeout, the tool's or the `rpc-timeout` header's \
+             (`TIMEOUT`)."
+                .to_owned(),
+        ),
+        (
+            "TooLarge",
+            format!(
+                "A request body over {limit} bytes (`PAYLOAD_TOO_LARGE`), or a stream \
+                 collected into one answer past the API's cap (`RESULT_TOO_LARGE`)."
+            ),
+        ),
+        (
+            "UnsupportedMediaType",
+            "A body sent without `Content-Type: application/json` \
+             (`UNSUPPORTED_MEDIA_TYPE`)."
+                .to_owned(),
+        ),
+        (
+            "InternalError",
+            "The tool failed (`FAILED`) or panicked (`PANICKED`).".to_owned(),
+        ),
+        (
+            "OtherError",
+            "Any other status a tool's own error carries.".to_owned(),
+        ),
+    ] {
+        responses.insert(
+            name.into(),
+            json!({
+                "description": text,
+                "content": {"application/json": {"schema": reference("Error")}},
+            }),
+        );
+    }
+    responses
+}
+
+fn error_schema() -> Value {
+    json!({
+        "type": "object",
+        "description": "An error: the shape both generations of the JavaScript client read, \
+                        plus the stable code.",
+        "required": ["code", "errorCode", "error"],
+        "properties": {
+            "name": {"type": "string", "description": "The tool that answered."},
+            "code": {"type": "integer", "description": "The HTTP status."},
+            "errorCode": {
+                "type": "string",
+                "description": "The stable error code (`NOT_FOUND`, `ARGUMENTS`, a tool's own).",
+            },
+            "data": {"description": "Structured details (`what`, `path`, ...)."},
+            "error": {"type": "string", "description": "The message."},
+        },
+    })
+}
+
+fn discovery_schema() -> Value {
+    json!({
+        "type": "object",
+        "description": "Every tool offered here, keyed by name.",
+        "additionalProperties": {
+            "type": "object",
+            "required": ["name", "isApi"],
+            "properties": {
+                "name": {"type": "string"},
+                "description": {"type": "string"},
+                "params": {"description": "The JSON Schema of the arguments."},
+                "result": {"description": "The JSON Schema of the result."},
+                "methods": {"type": "array", "items": {"type": "string"}},
+                "action": {"type": "string"},
+                "stream": {"type": "boolean"},
+                "isApi": {"const": true},
+            },
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_follow_their_schemas() {
+        let mapping = HashMap::from([("$defs/User".to_owned(), "users.User".to_owned())]);
+        let moved = |t: &str| moved(t, "users.list.Result", &mapping);
+        assert_eq!(
+            moved("#/$defs/User").as_deref(),
+            Some("#/components/schemas/users.User")
+        );
+        assert_eq!(
+            moved("#/$defs/User/properties/id").as_deref(),
+            Some("#/components/schemas/users.User/properties/id")
+        );
+        assert_eq!(
+            moved("#").as_deref(),
+            Some("#/components/schemas/users.list.Result")
+        );
+        assert_eq!(
+            moved("#/properties/a").as_deref(),
+            Some("#/components/schemas/users.list.Result/properties/a")
+        );
+        assert_eq!(moved("#anchor"), None);
+        assert_eq!(moved("https://example.com/s.json"), None);
+    }
+
+    #[test]
+    fn names_are_component_names() {
+        assert_eq!(clean("my tool/$x"), "my_tool__x");
+        let mut taken = HashSet::from(["a".to_owned()]);
+        assert_eq!(unique(&mut taken, "a".into()), "a_2");
+        assert_eq!(unique(&mut taken, "a".into()), "a_3");
+    }
+}
