@@ -295,3 +295,36 @@ async fn async_dispose_errors_are_reported() {
         "NOT_FOUND"
     );
 }
+
+/// How often `Warm`'s setup ran (it is in the global registry of this binary).
+static WARM_SETUPS: AtomicUsize = AtomicUsize::new(0);
+
+/// A `Default` service: registered globally by itself, set up there too.
+#[derive(Default)]
+struct Warm {
+    ready: AtomicBool,
+}
+
+#[tool_service(name = "warm")]
+impl Warm {
+    #[tool(setup)]
+    fn warm_up(&self) {
+        WARM_SETUPS.fetch_add(1, Ordering::SeqCst);
+        self.ready.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the setup ran before this call.
+    fn ready(&self) -> bool {
+        self.ready.load(Ordering::SeqCst)
+    }
+}
+
+#[tokio::test]
+async fn a_global_service_is_set_up_before_its_first_call() {
+    let out = Registry::global()
+        .run("warm", json!({"act": "$ready"}))
+        .await
+        .unwrap();
+    assert_eq!(out, json!(true));
+    assert_eq!(WARM_SETUPS.load(Ordering::SeqCst), 1);
+}

@@ -372,11 +372,26 @@ impl Registry {
         if problems.is_empty() {
             let inner = Inner::new(None);
             inner.len.store(state.tools.len(), Ordering::Release);
+            let with_setup: Vec<String> = state
+                .tools
+                .values()
+                .filter(|slot| slot.tool.setup.is_some())
+                .map(|slot| slot.tool.name().to_owned())
+                .collect();
             *inner.state.write().unwrap_or_else(PoisonError::into_inner) = state;
-            // `#[tool]` functions have no lifecycle hooks: nothing to set up.
-            return Ok(Registry {
+            let registry = Registry {
                 inner: Handle::Static(Box::leak(Box::new(inner))),
-            });
+            };
+            // `#[tool]` functions have no lifecycle hooks, but a `Default`
+            // `#[tool_service]` may have a `#[tool(setup)]`: it runs before the
+            // registry is handed out (an async one holds calls until it is done). A
+            // setup that fails leaves its service out, as `register` would refuse it.
+            for name in with_setup {
+                if let Err(err) = registry.finish_setup(&name) {
+                    tracing::error!(tool = %name, error = %err, "the setup of a global service failed; it is left out");
+                }
+            }
+            return Ok(registry);
         }
         problems.sort();
         let message = format!(
