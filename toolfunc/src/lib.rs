@@ -249,6 +249,12 @@ pub use toolfunc_macros::tool;
 ///   `GET /prefix/name/<id>` and friends. Any other method's act is `$name`.
 /// * `#[tool(...)]` on a method takes `name`, `title`, `description`, `summary`,
 ///   `timeout`, `annotations`, `args`, `deny_unknown_fields`, `stream` and `skip`.
+/// * `#[tool(setup)]` and `#[tool(dispose)]` mark the service's lifecycle hooks (at
+///   most one of each, sync or async, taking only the receiver and returning `()` or
+///   a `Result<(), E>`): setup runs when the service is registered, before its first
+///   call; dispose when it is removed. Neither is an act.
+/// * REST verbs `get`, `put`, `delete` and `patch` take the resource id as a
+///   parameter named `id` (or marked `#[serde(rename = "id")]`).
 ///
 /// # Keys of `#[tool_service(...)]`
 ///
