@@ -1,6 +1,6 @@
 //! Execution-control overhead: a call carrying a context and a timeout against a plain
 //! call, nested runners (no deep copies), and the stream callbacks adaptor against the
-//! bare stream.
+//! bare stream, and a `#[tool(local)]` call against a plain async one.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -21,6 +21,13 @@ fn add(a: f64, b: f64) -> f64 {
 #[tool]
 #[allow(clippy::unused_async)] // measures the async call path itself
 async fn add_async(a: f64, b: f64) -> f64 {
+    a + b
+}
+
+/// Adds two numbers on the local executor (a `local` tool's call path).
+#[tool(local)]
+#[allow(clippy::unused_async)] // measures the local call path itself
+async fn add_local(a: f64, b: f64) -> f64 {
     a + b
 }
 
@@ -61,6 +68,11 @@ fn context(c: &mut Criterion) {
     group.bench_function("async/plain", |b| {
         b.to_async(&runtime)
             .iter(|| registry.run(black_box("add_async"), black_box(args.clone())));
+    });
+    // The same call sent to the local executor's thread and answered back.
+    group.bench_function("async/local", |b| {
+        b.to_async(&runtime)
+            .iter(|| registry.run(black_box("add_local"), black_box(args.clone())));
     });
     group.bench_function("async/context_timeout", |b| {
         b.to_async(&runtime)

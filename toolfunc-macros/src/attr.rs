@@ -46,6 +46,7 @@ pub(crate) const KEYS: &[(&str, &[Position])] = &[
     ("args", &[Function, Method]),
     ("deny_unknown_fields", &[Function, Method]),
     ("stream", &[Function, Method]),
+    ("local", &[Function]),
     ("timeout", &[Function, Service, Method]),
     ("concurrency", &[Function, Service]),
     ("depends", &[Function]),
@@ -137,6 +138,9 @@ pub(crate) struct ToolAttrs {
     pub(crate) client: Option<syn::LitBool>,
     /// `setup` (methods): the service's setup, run when it is registered; not an act.
     pub(crate) setup: Option<Span>,
+    /// `local` (async functions): the future need not be `Send`; calls run on the
+    /// local executor.
+    pub(crate) local: Option<Span>,
     /// `dispose` (methods): the service's dispose, run when it is removed; not an act.
     pub(crate) dispose: Option<Span>,
     pub(crate) krate: Option<Path>,
@@ -221,6 +225,7 @@ impl ToolAttrs {
                 | "skip"
                 | "setup"
                 | "dispose"
+                | "local"
                 | "annotations"
                 | "depends"
         );
@@ -260,6 +265,8 @@ impl ToolAttrs {
             "skip" => set(&mut self.skip, &key, flag(&key, &value)?),
             // setup
             "setup" => set(&mut self.setup, &key, flag(&key, &value)?),
+            // local
+            "local" => set(&mut self.local, &key, flag(&key, &value)?),
             // dispose
             "dispose" => set(&mut self.dispose, &key, flag(&key, &value)?),
             // depends(fetch = "get_user", log = "audit_log")
@@ -313,6 +320,9 @@ fn misplaced_key_message(key: &str, position: Position) -> String {
     match (position, key) {
         (_, "depends") => "#[tool_service] does not take `depends`; services call other \
                            tools with `ctx.run`"
+            .to_owned(),
+        (Service | Method, "local") => "`local` applies to #[tool] async functions; a \
+                                          service's state is shared between threads"
             .to_owned(),
         (Service, "setup" | "dispose") => {
             format!("#[tool_service] does not take `{key}`: mark the method with #[tool({key})]")

@@ -283,6 +283,22 @@ fn signature(tool: &ToolFn, errors: &mut Errors) {
         }
     }
 
+    if let Some(span) = tool.attrs.local {
+        if !tool.is_async() {
+            errors.push(syn::Error::new(
+                span,
+                "#[tool] key `local` applies to `async fn` tools (a sync tool runs where it \
+                 is called and never moves between threads)",
+            ));
+        } else if matches!(tool.output, Output::Stream(_)) {
+            errors.push(syn::Error::new(
+                span,
+                "#[tool] key `local` does not apply to streaming tools yet: collect the \
+                 items into a `Vec`, or keep the stream `Send`",
+            ));
+        }
+    }
+
     if let Some(span) = tool.attrs.args {
         if let Some(deny) = tool.attrs.deny_unknown_fields {
             errors.push(syn::Error::new(

@@ -57,6 +57,7 @@ mod error;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod llm;
+mod local;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod panic;
@@ -292,6 +293,7 @@ pub mod __private {
         HookHandler, MethodHandler, MethodSpec, ServiceEntry, ServiceSpec, ToolService,
     };
     pub use crate::tool::{Hints, ItemStream, SpecHandler, ToolSpec, to_output};
+    pub use ::futures::future::LocalBoxFuture;
     pub use ::futures::stream::BoxStream;
     pub use ::std::sync::Arc;
 
@@ -397,10 +399,42 @@ pub mod __private {
     pub use ::core::option::Option::{self, None, Some};
     pub use ::core::result::Result::{self, Err, Ok};
 
-    /// Boxes a handler future.
+    /// A handler future that can move between threads: every async tool's, unless it
+    /// is `local`.
+    #[diagnostic::on_unimplemented(
+        message = "the future of this async tool is not `Send`",
+        label = "it holds something that is not `Send` across an `.await`",
+        note = "drop the `Rc`, `RefCell` or other `!Send` value before the `.await`, or mark the tool `#[tool(local)]` to run it on toolfunc's local executor"
+    )]
+    pub trait SendFuture: ::core::future::Future + Send {}
+    impl<F: ::core::future::Future + Send + ?Sized> SendFuture for F {}
+
+    /// Boxes a handler future. (A compile error here means the tool's future is not
+    /// `Send`; rustc prints the bound's line, so it carries the way out.)
     pub fn box_future<F>(future: F) -> BoxFuture<'static, F::Output>
     where
-        F: ::core::future::Future + Send + 'static,
+        F: SendFuture + 'static, // not `Send`? drop the `Rc`/`RefCell` before `.await`, or use `#[tool(local)]`
+    {
+        ::std::boxed::Box::pin(future)
+    }
+
+    /// A `#[tool(local)]` handler's call: `make` builds the (not `Send`) future on
+    /// the local executor.
+    pub fn run_local(
+        ctx: Ctx,
+        args: Value,
+        make: fn(
+            Ctx,
+            Value,
+        ) -> ::futures::future::LocalBoxFuture<'static, Result<Value, ToolError>>,
+    ) -> BoxFuture<'static, Result<Value, ToolError>> {
+        crate::local::run(ctx, args, ::std::boxed::Box::new(make))
+    }
+
+    /// Boxes a `#[tool(local)]` handler's future (which need not be `Send`).
+    pub fn box_local<F>(future: F) -> ::futures::future::LocalBoxFuture<'static, F::Output>
+    where
+        F: ::core::future::Future + 'static,
     {
         ::std::boxed::Box::pin(future)
     }

@@ -1190,6 +1190,45 @@ impl ToolBuilder {
         self
     }
 
+    /// Sets an async handler whose future need not be `Send` (it holds an `Rc`, a
+    /// `RefCell` or a `!Send` handle across an `.await`): each call runs on
+    /// toolfunc's local executor, one thread of its own, while callers on any
+    /// thread and surface run the tool by name as usual, with its deadline,
+    /// cancellation and cleanups. The `#[tool(local)]` form of the same.
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    /// use serde_json::{json, Value};
+    /// use toolfunc::{Registry, ToolFunc};
+    ///
+    /// let shout = ToolFunc::builder("shout")
+    ///     .local_handler(|_, args: Value| async move {
+    ///         let text = Rc::new(args["text"].as_str().unwrap_or("").to_uppercase());
+    ///         tokio::task::yield_now().await; // `text` lives across the await
+    ///         Ok(json!(*text))
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// let registry = Registry::new();
+    /// registry.register(shout).unwrap();
+    /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+    /// assert_eq!(registry.run("shout", json!({"text": "hi"})).await.unwrap(), json!("HI"));
+    /// # });
+    /// ```
+    pub fn local_handler<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(Ctx, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ToolError>> + 'static,
+    {
+        let f = Arc::new(f);
+        self.handler = Some(Handler::Async(Box::new(move |ctx, args| {
+            let f = Arc::clone(&f);
+            crate::local::run(ctx, args, Box::new(move |ctx, args| Box::pin(f(ctx, args))))
+        })));
+        self.typed = false;
+        self
+    }
+
     /// Sets a sync handler over the raw JSON arguments object.
     pub fn handler_sync<F>(mut self, f: F) -> Self
     where

@@ -436,6 +436,8 @@ pub(crate) fn handler(
                 #p::box_future(async move { #body })
             }
         }
+    } else if is_async && model.attrs.local.is_some() && receiver.is_none() {
+        local_handler(&ctx, &raw, &body, p)
     } else if is_async {
         quote! {
             fn __toolfunc_handler(
@@ -455,6 +457,25 @@ pub(crate) fn handler(
             ) -> #p::Result<#p::Value, #p::ToolError> {
                 #body
             }
+        }
+    }
+}
+
+/// A `#[tool(local)]` handler: its future is built on the local executor's thread and
+/// need not be `Send`.
+fn local_handler(ctx: &Ident, raw: &Ident, body: &TokenStream, p: &TokenStream) -> TokenStream {
+    quote! {
+        fn __toolfunc_handler(
+            #ctx: #p::Ctx,
+            #raw: #p::Value,
+        ) -> #p::BoxFuture<'static, #p::Result<#p::Value, #p::ToolError>> {
+            fn __toolfunc_local(
+                #ctx: #p::Ctx,
+                #raw: #p::Value,
+            ) -> #p::LocalBoxFuture<'static, #p::Result<#p::Value, #p::ToolError>> {
+                #p::box_local(async move { #body })
+            }
+            #p::run_local(#ctx, #raw, __toolfunc_local)
         }
     }
 }
