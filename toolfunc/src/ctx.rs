@@ -931,7 +931,7 @@ impl CallState {
                     Cleanup::Async(run) => match AssertUnwindSafe(run).catch_unwind().await {
                         Ok(Ok(())) => {}
                         Ok(Err(err)) => errors.push(err),
-                        Err(panic) => errors.push(crate::tool::panicked(&*panic)),
+                        Err(panic) => errors.push(crate::panic::panicked(&*panic)),
                     },
                 }
             }
@@ -974,7 +974,7 @@ fn run_sync_cleanup(run: Box<dyn FnOnce() + Send>) {
         std::panic::catch_unwind(AssertUnwindSafe(run))
     };
     if let Err(panic) = caught {
-        let message = crate::tool::panic_message(&*panic);
+        let message = crate::panic::panic_message(&*panic);
         tracing::error!(panic = %message, "a cleanup hook panicked");
     }
 }

@@ -20,7 +20,7 @@ use futures::future::{BoxFuture, LocalBoxFuture};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::tool::panicked;
+use crate::panic::panicked;
 use crate::{Ctx, ToolError};
 
 /// Builds a local call's future (on the local thread).

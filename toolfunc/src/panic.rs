@@ -5,8 +5,11 @@
 //! flood the log with backtraces). Panics anywhere else reach the hook that was
 //! installed before, untouched.
 
+use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::sync::Once;
+
+use crate::ToolError;
 
 thread_local! {
     /// How many handler polls are running on this thread (nested calls nest).
@@ -47,4 +50,21 @@ impl Drop for Catching {
 /// Where the panic being handled on this thread happened, if the hook saw it.
 pub(crate) fn take_location() -> Option<String> {
     LOCATION.with(|l| l.borrow_mut().take())
+}
+
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic payload".to_owned())
+}
+
+/// The error a caught panic becomes, reported once through `tracing` (with where
+/// it happened) instead of the panic hook's backtrace on stderr.
+pub(crate) fn panicked(payload: &(dyn Any + Send)) -> ToolError {
+    let message = panic_message(payload);
+    let location = take_location().unwrap_or_default();
+    tracing::error!(panic = %message, %location, "tool handler panicked");
+    ToolError::Panicked { message }
 }

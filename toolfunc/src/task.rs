@@ -15,8 +15,8 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::ToolError;
 use crate::ctx::{CallState, Scope, min_deadline, min_duration, with_cleanup_errors};
+use crate::panic::panicked;
 use crate::registry::{CallStatus, Observer};
-use crate::tool::panicked;
 
 /// When a call must end: the shorter of the tool's and the caller's timeout from now,
 /// and never after an enclosing call's deadline. Reads the clock only when there is a

@@ -1,7 +1,6 @@
 //! `ToolFunc` (a tool: definition + handler), `ToolDefinition` (its serialisable
 //! metadata) and `ToolBuilder` (tools made at run time).
 
-use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -17,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::ctx::{CollectLimit, json_size};
-use crate::panic::Catching;
+use crate::panic::{Catching, panicked};
 use crate::schema::{
     Validator, check_params_root, empty_object, field_order, parse_args, result_schema_of,
     schema_of,
@@ -857,23 +856,6 @@ fn kind_of(value: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
-}
-
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "non-string panic payload".to_owned())
-}
-
-/// The error a caught panic becomes, reported once through `tracing` (with where
-/// it happened) instead of the panic hook's backtrace on stderr.
-pub(crate) fn panicked(payload: &(dyn Any + Send)) -> ToolError {
-    let message = panic_message(payload);
-    let location = crate::panic::take_location().unwrap_or_default();
-    tracing::error!(panic = %message, %location, "tool handler panicked");
-    ToolError::Panicked { message }
 }
 
 /// Serialises a handler's output (`OUTPUT` error when it cannot be).
