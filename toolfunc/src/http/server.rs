@@ -210,7 +210,8 @@ impl Api {
                     "HOST_NOT_ALLOWED",
                     403,
                     format!(
-                        "the host `{}` is not served here (allowed: {})",
+                        "the host `{}` is not served here (allowed: {}); a server reached \
+                         by other names lists them with `Api::allowed_hosts`",
                         host.as_deref().unwrap_or(""),
                         allowed.join(", ")
                     ),
@@ -239,7 +240,10 @@ impl Api {
             Err(ToolError::custom(
                 "ORIGIN_NOT_ALLOWED",
                 403,
-                format!("requests from pages of `{origin}` are not accepted"),
+                format!(
+                    "requests from pages of `{origin}` are not accepted; a server that \
+                     serves such pages lists their origins with `Api::allowed_origins`"
+                ),
             ))
         }
     }
