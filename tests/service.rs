@@ -31,7 +31,7 @@ async fn acts_run_by_name_with_or_without_dollar() {
 }
 
 #[tokio::test]
-async fn unknown_or_missing_act_is_unknown_act() {
+async fn an_unknown_act_is_unknown_act_and_a_missing_one_is_an_argument_error() {
     let registry = Registry::global();
     let err = registry
         .run("greeter", json!({"act": "$nope"}))
@@ -44,7 +44,9 @@ async fn unknown_or_missing_act_is_unknown_act() {
         .run("greeter", json!({"name": "x"}))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "UNKNOWN_ACT");
+    assert_eq!((err.code(), err.status()), ("ARGUMENTS", 400));
+    assert_eq!(err.data().unwrap()["path"], "/act");
+    assert!(err.to_string().contains("$hello"), "{err}");
     let err = registry
         .run("greeter", json!({"act": 5}))
         .await

@@ -174,10 +174,14 @@ impl Acts {
         let act = match args.as_object_mut().and_then(|map| map.remove("act")) {
             Some(Value::String(act)) => act,
             None | Some(Value::Null) => {
-                return Err(ToolError::UnknownAct {
-                    tool: tool.to_owned(),
-                    act: String::new(),
-                });
+                let acts: Vec<&str> = self.acts.iter().map(|a| a.name.as_str()).collect();
+                return Err(ToolError::arguments(
+                    "/act",
+                    format!(
+                        "`{tool}` is a service: name the method to run with `act`, one of {}",
+                        acts.join(", ")
+                    ),
+                ));
             }
             Some(_) => {
                 return Err(ToolError::arguments(
