@@ -50,3 +50,10 @@ fn once_registered_it_runs() {
         json!(12)
     );
 }
+
+#[tokio::test]
+async fn waiting_for_an_unregistered_service_says_how_to_register_it_too() {
+    let err = Registry::global().ready("ledger").await.unwrap_err();
+    assert_eq!(err.code(), "NOT_FOUND");
+    assert!(err.to_string().contains("register_service"), "{err}");
+}
