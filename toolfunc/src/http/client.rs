@@ -171,7 +171,16 @@ fn unreachable(url: &Url, err: &reqwest::Error) -> ToolError {
     if err.is_timeout() {
         return ToolError::Timeout { after_ms: None };
     }
-    ToolError::custom("UNREACHABLE", 503, format!("{url}: {err}"))
+    // reqwest's own message is generic ("error sending request"): the causes
+    // (refused, a certificate the client does not trust) are in its sources.
+    let mut message = format!("{url}: {err}");
+    let mut source = std::error::Error::source(&err);
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    ToolError::custom("UNREACHABLE", 503, message)
 }
 
 impl Remote {

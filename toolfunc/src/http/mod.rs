@@ -59,6 +59,11 @@
 //!     those that do not send a request head in time ([`DEFAULT_HEADER_TIMEOUT`])
 //!     or go silent with nothing running ([`DEFAULT_IDLE_TIMEOUT`]).
 //!
+//! * **HTTPS**: with the `rustls` feature, [`Client`] speaks `https://` (rustls, the
+//!   webpki roots; [`Client::connect_with`] takes a reqwest client with other roots).
+//!   The server speaks plain HTTP: put TLS in front of it (a proxy, or your own
+//!   acceptor serving [`Api::router`]).
+//!
 //! ```no_run
 //! # async fn run() -> std::io::Result<()> {
 //! // Every #[tool] and Default #[tool_service] of the program, under /api.
