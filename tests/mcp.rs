@@ -927,27 +927,7 @@ impl Http {
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        let exchange = async {
-            let response = request.send().await.expect("the server answers");
-            let header = |name: &str| {
-                response
-                    .headers()
-                    .get(name)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned)
-            };
-            let session = header("mcp-session-id");
-            let content_type = header("content-type").unwrap_or_default();
-            let status = response.status().as_u16();
-            let body = response.text().await.expect("a body");
-            Answer {
-                status,
-                session,
-                content_type,
-                body,
-            }
-        };
-        timeout(LIMIT, exchange).await.expect("answered in time")
+        Answer::read(request, LIMIT).await
     }
 
     async fn post(&self, message: &Value) -> Answer {

@@ -24,6 +24,33 @@ pub struct Answer {
 }
 
 impl Answer {
+    /// Sends `request` and reads the whole answer, within `limit`.
+    pub async fn read(request: reqwest::RequestBuilder, limit: std::time::Duration) -> Self {
+        let exchange = async {
+            let response = request.send().await.expect("the server answers");
+            let header = |name: &str| {
+                response
+                    .headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            };
+            let session = header("mcp-session-id");
+            let content_type = header("content-type").unwrap_or_default();
+            let status = response.status().as_u16();
+            let body = response.text().await.expect("a body");
+            Self {
+                status,
+                session,
+                content_type,
+                body,
+            }
+        };
+        tokio::time::timeout(limit, exchange)
+            .await
+            .expect("answered in time")
+    }
+
     /// The JSON-RPC messages of the body: an SSE stream's `data:` lines, or JSON.
     pub fn messages(&self) -> Vec<Value> {
         if self.content_type.starts_with("text/event-stream") {
