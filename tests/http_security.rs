@@ -191,7 +191,7 @@ async fn foreign_hosts_and_origins_are_refused() {
         let reply = raw(addr, "GET", "/api", &host(h), None).await;
         reply.error(403, "HOST_NOT_ALLOWED");
     }
-    for h in ["localhost", "localhost:3000", "127.0.0.1:80", "[::1]:8080"] {
+    for h in ["localhost", "LocalHost:3000", "127.0.0.1:80", "[::1]:8080"] {
         let reply = raw(addr, "GET", "/api", &host(h), None).await;
         assert_eq!(reply.status, 200, "{h}: {}", reply.text());
     }

@@ -202,9 +202,9 @@ impl Api {
         let host = headers
             .get(header::HOST)
             .and_then(|v| v.to_str().ok())
-            .map(|h| h.trim().to_ascii_lowercase());
+            .map(str::trim);
         if let Some(allowed) = &self.hosts {
-            let ok = host.as_deref().is_some_and(|h| host_allowed(allowed, h));
+            let ok = host.is_some_and(|h| host_allowed(allowed, h));
             if !ok {
                 return Err(ToolError::custom(
                     "HOST_NOT_ALLOWED",
@@ -212,7 +212,7 @@ impl Api {
                     format!(
                         "the host `{}` is not served here (allowed: {}); a server reached \
                          by other names lists them with `Api::allowed_hosts`",
-                        host.as_deref().unwrap_or(""),
+                        host.unwrap_or(""),
                         allowed.join(", ")
                     ),
                 ));
@@ -224,17 +224,13 @@ impl Api {
         let Some(allowed) = &self.origins else {
             return Ok(());
         };
-        let origin = origin
-            .to_str()
-            .unwrap_or("")
-            .trim()
-            .trim_end_matches('/')
-            .to_ascii_lowercase();
+        let origin = origin.to_str().unwrap_or("").trim().trim_end_matches('/');
         // The server's own origin: the page was served under the same host.
         let own = origin.split_once("://").is_some_and(|(scheme, rest)| {
-            (scheme == "http" || scheme == "https") && host.as_deref() == Some(rest)
+            (scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https"))
+                && host.is_some_and(|h| h.eq_ignore_ascii_case(rest))
         });
-        if own || allowed.contains(&origin) {
+        if own || allowed.iter().any(|a| a.eq_ignore_ascii_case(origin)) {
             Ok(())
         } else {
             Err(ToolError::custom(
@@ -313,8 +309,9 @@ impl Api {
 /// The hosts an [`Api`] serves by default: the loopback names, on any port.
 pub const LOOPBACK_HOSTS: [&str; 4] = ["localhost", "127.0.0.1", "[::1]", "::1"];
 
-/// Whether `host` (a `Host` header, lower-cased) is one of `allowed`: the same
-/// name and port, or the same name when the entry has no port.
+/// Whether `host` (a `Host` header) is one of `allowed` (lower-cased entries),
+/// ignoring case: the same name and port, or the same name when the entry has no
+/// port.
 fn host_allowed(allowed: &[String], host: &str) -> bool {
     let name = match host.rfind(':') {
         // `[::1]:8080`, `127.0.0.1:80`; a bare `::1` has colons but no brackets.
@@ -323,7 +320,9 @@ fn host_allowed(allowed: &[String], host: &str) -> bool {
         }
         _ => host,
     };
-    allowed.iter().any(|a| a == host || a == name)
+    allowed
+        .iter()
+        .any(|a| a.eq_ignore_ascii_case(host) || a.eq_ignore_ascii_case(name))
 }
 
 fn normalize(prefix: &str) -> String {
@@ -681,9 +680,15 @@ fn sent_by_program(headers: &HeaderMap) -> bool {
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())
-        .map(|v| v.trim().to_ascii_lowercase())
+        .map(str::trim)
         .is_some_and(|v| {
-            v == "application/json" || (v.starts_with("application/") && v.ends_with("+json"))
+            // Media types are case-insensitive; compared without allocating.
+            let suffix = v.len().checked_sub(5).and_then(|i| v.get(i..));
+            v.eq_ignore_ascii_case("application/json")
+                || (v
+                    .get(..12)
+                    .is_some_and(|t| t.eq_ignore_ascii_case("application/"))
+                    && suffix.is_some_and(|t| t.eq_ignore_ascii_case("+json")))
         });
     json || PROGRAM_HEADERS.iter().any(|h| headers.contains_key(*h))
 }
