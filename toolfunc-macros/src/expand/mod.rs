@@ -113,13 +113,7 @@ pub(crate) fn tool(model: &ToolFn) -> TokenStream {
     let checks = checks(model, &p);
     let result_fn = result_fn(model, &p);
     let handler = handler(model, &p, &params_type, None);
-    let kind = if matches!(model.output, Output::Stream(_)) {
-        quote!(Stream)
-    } else if model.is_async() {
-        quote!(Async)
-    } else {
-        quote!(Sync)
-    };
+    let kind = handler_kind(model);
     let execution = execution_fields(model, &p);
     let api = attrs.api.as_ref().is_none_or(|lit| lit.value);
     // The registration exists exactly when the function does.
@@ -458,6 +452,17 @@ pub(crate) fn handler(
                 #body
             }
         }
+    }
+}
+
+/// The runtime's handler variant for `model`: `Stream`, `Async` or `Sync`.
+pub(crate) fn handler_kind(model: &ToolFn) -> TokenStream {
+    if matches!(model.output, Output::Stream(_)) {
+        quote!(Stream)
+    } else if model.is_async() {
+        quote!(Async)
+    } else {
+        quote!(Sync)
     }
 }
 

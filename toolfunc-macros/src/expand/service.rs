@@ -9,8 +9,8 @@ use syn::{ItemImpl, LitStr, Type};
 
 use super::{
     ParamsType, Receiver, annotation_values, checks, concurrency_value, description_of, handler,
-    krate, params_type, prelude, result_fn, some_str, stream_item_type, timeout_value, tool_error,
-    user_item_allows,
+    handler_kind, krate, params_type, prelude, result_fn, some_str, stream_item_type,
+    timeout_value, tool_error, user_item_allows,
 };
 use crate::model::{Hook, HookKind, Method, Output, Service};
 
@@ -137,13 +137,7 @@ fn method_spec(method: &Method, self_ty: &Type, p: &TokenStream) -> TokenStream 
         by_arc: method.by_arc(),
     };
     let handler = handler(model, p, &params_type, Some(&receiver));
-    let kind = if matches!(model.output, Output::Stream(_)) {
-        quote!(Stream)
-    } else if model.is_async() {
-        quote!(Async)
-    } else {
-        quote!(Sync)
-    };
+    let kind = handler_kind(model);
     let result_fn = result_fn(model, p);
     let attrs = &model.attrs;
     let description = description_of(attrs, &model.item.attrs, p);
