@@ -166,7 +166,7 @@ fn wire_form() {
 fn same(left: &ToolError, right: &ToolError) -> bool {
     use ToolError as E;
     match (left, right) {
-        (E::NotFound { name: l }, E::NotFound { name: r })
+        (E::NotFound { name: l, .. }, E::NotFound { name: r, .. })
         | (E::Conflict { message: l }, E::Conflict { message: r })
         | (E::Panicked { message: l }, E::Panicked { message: r })
         | (E::Output { message: l }, E::Output { message: r })
@@ -245,7 +245,7 @@ fn round_trip_variants_by_pattern() {
     };
     assert!(matches!(
         back(&ToolError::not_found("x")),
-        ToolError::NotFound { name } if name == "x"
+        ToolError::NotFound { name, .. } if name == "x"
     ));
     assert!(matches!(
         back(&ToolError::arguments("/a", "m")),

@@ -394,7 +394,7 @@ async fn tool_results_serialise_and_come_back() {
         matches!(back[1].output(), Err(ToolError::Failed { message, .. }) if message == "nope")
     );
     assert!(
-        matches!(back[2].output(), Err(ToolError::NotFound { name }) if name == "no_such_tool")
+        matches!(back[2].output(), Err(ToolError::NotFound { name, .. }) if name == "no_such_tool")
     );
     assert!(matches!(back[3].output(), Err(ToolError::Arguments { path, .. }) if path == "/b"));
     assert_eq!(serde_json::to_value(&back).unwrap(), wire);

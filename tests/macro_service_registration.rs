@@ -2,7 +2,7 @@
 //! call of it by name says how to register it instead of looking like a typo.
 
 use serde_json::json;
-use toolfunc::{Registry, tool_service};
+use toolfunc::{Registry, ToolError, tool_service};
 
 /// Holds state that has no default.
 struct Ledger {
@@ -28,6 +28,17 @@ fn an_unregistered_service_says_how_to_register_it() {
     assert!(message.contains("ledger"), "{message}");
     assert!(message.contains("#[tool_service]"), "{message}");
     assert!(message.contains("register_service"), "{message}");
+    // The name stays the name; the explanation is its own field, on the wire too.
+    let ToolError::NotFound { name, hint, .. } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(name, "ledger");
+    assert!(hint.as_deref().is_some_and(|h| h.contains("register_service")));
+    let wire = serde_json::to_value(&err).unwrap();
+    assert_eq!(wire["data"]["what"], "ledger", "{wire}");
+    assert!(wire["data"]["hint"].as_str().is_some_and(|h| h.contains("register_service")));
+    let back: ToolError = serde_json::from_value(wire).unwrap();
+    assert_eq!(back.to_string(), err.to_string());
 }
 
 #[test]

@@ -43,7 +43,7 @@ fn echo_with_aliases(name: &str, aliases: &[&str]) -> ToolFunc {
 }
 
 fn is_not_found(err: &ToolError, name: &str) -> bool {
-    matches!(err, ToolError::NotFound { name: n } if n == name)
+    matches!(err, ToolError::NotFound { name: n, .. } if n == name)
         && err.data() == Some(json!({"what": name}))
 }
 

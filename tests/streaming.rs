@@ -439,7 +439,7 @@ async fn an_unknown_tool_yields_not_found_once() {
     assert_eq!(items.len(), 1);
     let err = items[0].as_ref().unwrap_err();
     assert!(
-        matches!(err, ToolError::NotFound { name } if name == "st_no_such_tool"),
+        matches!(err, ToolError::NotFound { name, .. } if name == "st_no_such_tool"),
         "{err:?}"
     );
 }

@@ -49,9 +49,14 @@ use serde_json::{Map, Value};
 #[non_exhaustive]
 pub enum ToolError {
     /// No tool is registered under this name or alias.
+    #[non_exhaustive]
     NotFound {
         /// The name that was looked up.
         name: String,
+        /// Why, when more is known than that nothing answers to the name: a
+        /// `#[tool_service]` declared under it but not registered says how to
+        /// register it. On the wire as `data.hint`.
+        hint: Option<String>,
     },
 
     /// A service was called without an `act`, or with one that names none of its
@@ -174,7 +179,11 @@ fn display_path(path: &str) -> &str {
 impl fmt::Display for ToolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::NotFound { name } => write!(f, "tool not found: {name}"),
+            Self::NotFound { name, hint: None } => write!(f, "tool not found: {name}"),
+            Self::NotFound {
+                name,
+                hint: Some(hint),
+            } => write!(f, "tool not found: {name} ({hint})"),
             Self::UnknownAct { tool, act } if act.is_empty() => write!(
                 f,
                 "`{tool}` is a service: name the method to run with `act`"
@@ -242,7 +251,24 @@ impl StdError for ToolError {
 impl ToolError {
     /// A [`ToolError::NotFound`] for `name`.
     pub fn not_found(name: impl Into<String>) -> Self {
-        Self::NotFound { name: name.into() }
+        Self::NotFound {
+            name: name.into(),
+            hint: None,
+        }
+    }
+
+    /// A [`ToolError::NotFound`] for `name` that says why nothing answers to it.
+    ///
+    /// ```
+    /// let err = toolfunc::ToolError::not_found_because("billing", "it is not registered");
+    /// assert_eq!(err.to_string(), "tool not found: billing (it is not registered)");
+    /// assert_eq!(err.data().unwrap()["what"], "billing");
+    /// ```
+    pub fn not_found_because(name: impl Into<String>, hint: impl Into<String>) -> Self {
+        Self::NotFound {
+            name: name.into(),
+            hint: Some(hint.into()),
+        }
     }
 
     /// A [`ToolError::Arguments`] at `path` (a JSON Pointer such as `/items/2/id`).
@@ -378,7 +404,11 @@ impl ToolError {
         let one = |k: &str, v: Value| Some(Value::Object(Map::from_iter([(k.to_owned(), v)])));
         match self {
             // `what` is the field the reference RPC clients read for "not found".
-            Self::NotFound { name } => one("what", Value::String(name.clone())),
+            Self::NotFound { name, hint: None } => one("what", Value::String(name.clone())),
+            Self::NotFound {
+                name,
+                hint: Some(hint),
+            } => Some(serde_json::json!({"what": name, "hint": hint})),
             Self::UnknownAct { tool, act } => Some(serde_json::json!({"what": act, "tool": tool})),
             Self::Arguments { path, .. } => one("path", Value::String(path.clone())),
             Self::Cancelled { reason } => reason
@@ -465,6 +495,7 @@ impl From<Wire> for ToolError {
         match code.as_str() {
             "NOT_FOUND" => Self::NotFound {
                 name: field("what").unwrap_or(message),
+                hint: field("hint"),
             },
             "UNKNOWN_ACT" => Self::UnknownAct {
                 tool: field("tool").unwrap_or_default(),

@@ -148,12 +148,15 @@ pub(crate) fn not_found(name: &str) -> ToolError {
         .find(|entry| entry.name == name);
     match declared {
         None => ToolError::not_found(name),
-        Some(entry) => ToolError::not_found(format!(
-            "{name} (the #[tool_service] declared at {} is not registered in this \
-             registry: a service whose type is not `Default` is registered with \
-             `registry.register_service(value)`)",
-            entry.location
-        )),
+        Some(entry) => ToolError::not_found_because(
+            name,
+            format!(
+                "the #[tool_service] declared at {} is not registered in this registry: \
+                 a service whose type is not `Default` is registered with \
+                 `registry.register_service(value)`",
+                entry.location
+            ),
+        ),
     }
 }
 
