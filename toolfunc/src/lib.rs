@@ -298,10 +298,7 @@ pub mod __private {
     pub use ::std::sync::Arc;
 
     /// The arguments object of a client call: `args` serialised, with `act`.
-    pub fn client_args<T: ::serde::Serialize + ?Sized>(
-        args: &T,
-        act: &str,
-    ) -> Result<Value, ToolError> {
+    pub fn client_args<T: ClientArg + ?Sized>(args: &T, act: &str) -> Result<Value, ToolError> {
         let mut value = ::serde_json::to_value(args).map_err(|e| {
             ToolError::arguments(
                 "",
@@ -320,6 +317,52 @@ pub mod __private {
             }
         }
         Ok(value)
+    }
+
+    /// A parameter type of a `#[tool_service]` method, as its typed client sends it.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be sent by a #[tool_service] client",
+        label = "the typed client needs `serde::Serialize` on this type",
+        note = "derive `Serialize` for it, or turn the client off with #[tool_service(client = false)]"
+    )]
+    pub trait ClientArg: ::serde::Serialize {}
+    impl<T: ::serde::Serialize + ?Sized> ClientArg for T {}
+
+    /// Checks, at the parameter's type, that the client can send it.
+    pub const fn assert_client_arg<T: ClientArg + ?Sized>() {}
+
+    /// Chosen for client parameters that are `Serialize`.
+    pub trait ViaClientArg<T> {
+        fn serialize_arg<S: ::serde::Serializer>(
+            &self,
+            value: &T,
+            serializer: S,
+        ) -> Result<S::Ok, S::Error>;
+    }
+
+    impl<T: ::serde::Serialize> ViaClientArg<T> for &Checked<T> {
+        fn serialize_arg<S: ::serde::Serializer>(
+            &self,
+            value: &T,
+            serializer: S,
+        ) -> Result<S::Ok, S::Error> {
+            ::serde::Serialize::serialize(value, serializer)
+        }
+    }
+
+    /// Chosen for the others (a compile error is reported already).
+    pub trait FallbackClientArg<T> {
+        fn serialize_arg<S: ::serde::Serializer>(
+            &self,
+            value: &T,
+            serializer: S,
+        ) -> Result<S::Ok, S::Error>;
+    }
+
+    impl<T> FallbackClientArg<T> for Checked<T> {
+        fn serialize_arg<S: ::serde::Serializer>(&self, _: &T, _: S) -> Result<S::Ok, S::Error> {
+            ::core::unreachable!("reported at compile time by assert_client_arg")
+        }
     }
 
     /// The result type of a typed client method.

@@ -338,17 +338,50 @@ fn client_method(method: &Method, name: &LitStr, p: &TokenStream, stub: bool) ->
         quote!(#ident: #ty)
     });
     let serde_path = format!("{}::serde", quote!(#p).to_string().replace(' ', ""));
+    // Each parameter type is checked where it is written, and serialised through
+    // autoref dispatch: a type that is not `Serialize` gets our one message, not a
+    // second error from inside the derive.
+    let arg_checks = args.iter().map(|a| {
+        let ty = &a.ty;
+        quote_spanned!(ty.span()=> #p::assert_client_arg::<#ty>();)
+    });
+    let arg_checks = quote!(#(#arg_checks)*);
     let build_args = if model.attrs.args.is_some() {
         let ident = &args[0].ident;
-        quote!(#p::client_args(&#ident, #act))
+        let ty = &args[0].ty;
+        quote!(#p::client_args::<#ty>(&#ident, #act))
     } else {
-        let fields = args.iter().map(|a| {
+        let mut writers = Vec::new();
+        let fields = args.iter().enumerate().map(|(i, a)| {
             let (ident, ty) = (&a.ident, &a.ty);
-            let serde_attrs = a.attrs.iter().filter(|attr| attr.path().is_ident("serde"));
-            quote!(#(#serde_attrs)* #ident: #ty)
+            let serde_attrs: Vec<_> = a
+                .attrs
+                .iter()
+                .filter(|attr| attr.path().is_ident("serde"))
+                .collect();
+            // A parameter serialised `with` a function of the user's keeps it.
+            let own_writer = serde_attrs.iter().any(|attr| serialized_with(attr));
+            if own_writer {
+                return quote!(#(#serde_attrs)* #ident: #ty);
+            }
+            let writer = format_ident!("__toolfunc_write_{}", i);
+            let writer_name = writer.to_string();
+            writers.push(quote! {
+                fn #writer<S: #p::serde::Serializer>(
+                    value: &#ty,
+                    serializer: S,
+                ) -> #p::Result<S::Ok, S::Error> {
+                    #[allow(unused_imports)]
+                    use #p::{FallbackClientArg as _, ViaClientArg as _};
+                    (&&#p::Checked::<#ty>::new()).serialize_arg(value, serializer)
+                }
+            });
+            quote!(#(#serde_attrs)* #[serde(serialize_with = #writer_name)] #ident: #ty)
         });
+        let fields: Vec<_> = fields.collect();
         let idents = args.iter().map(|a| &a.ident);
         quote! {{
+            #(#writers)*
             #[derive(#p::serde::Serialize)]
             #[serde(crate = #serde_path)]
             struct __ToolfuncClientArgs { #(#fields,)* }
@@ -362,6 +395,7 @@ fn client_method(method: &Method, name: &LitStr, p: &TokenStream, stub: bool) ->
                 stub_body
             } else {
                 quote! {
+                    #arg_checks
                     match #build_args {
                         #p::Ok(args) => #p::client_stream::<#item>(self.transport.call_stream(#name, args)),
                         #p::Err(err) => #p::client_failed_stream(err),
@@ -386,6 +420,7 @@ fn client_method(method: &Method, name: &LitStr, p: &TokenStream, stub: bool) ->
                 stub_body
             } else {
                 quote! {
+                    #arg_checks
                     let args = #build_args?;
                     let #out = self.transport.call(#name, args).await?;
                     #p::client_output::<#ty>(#out)
@@ -399,4 +434,15 @@ fn client_method(method: &Method, name: &LitStr, p: &TokenStream, stub: bool) ->
             }
         }
     }
+}
+
+/// Whether a `#[serde(..)]` attribute names its own serialiser (`with`,
+/// `serialize_with`).
+fn serialized_with(attr: &syn::Attribute) -> bool {
+    let syn::Meta::List(list) = &attr.meta else {
+        return false;
+    };
+    list.tokens.clone().into_iter().any(
+        |t| matches!(&t, proc_macro2::TokenTree::Ident(i) if i == "with" || i == "serialize_with"),
+    )
 }
