@@ -33,10 +33,17 @@ fn an_unregistered_service_says_how_to_register_it() {
         panic!("{err:?}");
     };
     assert_eq!(name, "ledger");
-    assert!(hint.as_deref().is_some_and(|h| h.contains("register_service")));
+    assert!(
+        hint.as_deref()
+            .is_some_and(|h| h.contains("register_service"))
+    );
     let wire = serde_json::to_value(&err).unwrap();
     assert_eq!(wire["data"]["what"], "ledger", "{wire}");
-    assert!(wire["data"]["hint"].as_str().is_some_and(|h| h.contains("register_service")));
+    assert!(
+        wire["data"]["hint"]
+            .as_str()
+            .is_some_and(|h| h.contains("register_service"))
+    );
     let back: ToolError = serde_json::from_value(wire).unwrap();
     assert_eq!(back.to_string(), err.to_string());
 }
