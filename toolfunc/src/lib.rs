@@ -52,6 +52,7 @@
 #![forbid(unsafe_code)]
 
 mod call;
+pub mod content;
 mod ctx;
 mod error;
 #[cfg(feature = "http")]
@@ -76,6 +77,7 @@ pub mod transport;
 pub struct ReadmeDoctests;
 
 pub use call::{ToolCall, ToolResult};
+pub use content::Content;
 pub use ctx::{Binding, CallOptions, CollectLimit, Ctx, Progress};
 pub use error::ToolError;
 pub use registry::{

@@ -241,9 +241,12 @@ fn mcp_tool(definition: &ToolDefinition, input: Value) -> Result<Value, ToolErro
     tool.insert("inputSchema".into(), input);
     // An output schema says what `structuredContent` holds: only for object results.
     // A streaming tool's result is the array of its items: no object to describe.
+    // A `Content` result's blocks are the content itself; it describes no
+    // `structuredContent`.
     if let Some(result) = &definition.result
         && !definition.stream
         && result.get("type").and_then(Value::as_str) == Some("object")
+        && !crate::content::is_content_schema(Some(result))
     {
         tool.insert(
             "outputSchema".into(),
@@ -805,26 +808,32 @@ pub async fn execute(
             );
         }
     }
-    let results = results.into_iter().map(|(_, r)| r);
+    let results = results.into_iter().map(|(_, r)| {
+        let content = content_of(registry, &r);
+        (r, content)
+    });
     Ok(match target {
         Target::OpenAi | Target::OpenAiStrict => Value::Array(
             results
-                .map(|result| {
+                .map(|(result, content)| {
+                    let text = content.map_or_else(|| text_of(&result), |c| c.to_openai());
                     json!({
                         "role": "tool",
                         "tool_call_id": result.id(),
-                        "content": text_of(&result),
+                        "content": text,
                     })
                 })
                 .collect(),
         ),
         Target::Anthropic | Target::AnthropicStrict => json!({
             "role": "user",
-            "content": results.map(|result| {
+            "content": results.map(|(result, content)| {
+                let content = content
+                    .map_or_else(|| Value::String(text_of(&result)), |c| c.to_anthropic());
                 let mut block = json!({
                     "type": "tool_result",
                     "tool_use_id": result.id(),
-                    "content": text_of(&result),
+                    "content": content,
                 });
                 if !result.is_ok() {
                     block["is_error"] = json!(true);
@@ -834,10 +843,11 @@ pub async fn execute(
         }),
         Target::Gemini => json!({
             "role": "user",
-            "parts": results.map(|result| {
-                let response = match result.output() {
-                    Ok(value) => json!({"result": value}),
-                    Err(err) => json!({"error": {"code": err.code(), "message": err.to_string()}}),
+            "parts": results.map(|(result, content)| {
+                let response = match (result.output(), content) {
+                    (Ok(_), Some(content)) => content.to_gemini(),
+                    (Ok(value), None) => json!({"result": value}),
+                    (Err(err), _) => json!({"error": {"code": err.code(), "message": err.to_string()}}),
                 };
                 let mut part = json!({"name": result.name(), "response": response});
                 if !result.id().is_empty() {
@@ -848,6 +858,29 @@ pub async fn execute(
         }),
         Target::Mcp => unreachable!("read_calls refuses MCP"),
     })
+}
+
+/// The result as content blocks, when its tool (or the service method it ran)
+/// answers with [`Content`](crate::Content).
+fn content_of(registry: &Registry, result: &ToolResult) -> Option<crate::Content> {
+    let value = result.output().ok()?;
+    let marked = match registry.get(result.name()) {
+        Some(tool) => {
+            let def = tool.definition();
+            crate::content::is_content_schema(def.result.as_ref())
+                || def
+                    .acts
+                    .iter()
+                    .any(|act| crate::content::is_content_schema(act.result.as_ref()))
+        }
+        None => method_of(registry, result.name()).is_some_and(|(service, act)| {
+            crate::content::is_content_schema(service.definition().acts[act].result.as_ref())
+        }),
+    };
+    if !marked {
+        return None;
+    }
+    crate::Content::from_value(value.clone()).ok()
 }
 
 /// What a model reads back: the output as text (a string as it is), or the error
