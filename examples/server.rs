@@ -34,7 +34,9 @@ async fn main() -> std::io::Result<()> {
     }
     // The catalog's #[tool] functions and Default #[tool_service]s are in the global
     // registry already.
-    let api = Api::new(Registry::global().clone()).prefix(prefix);
+    let api = Api::new(Registry::global().clone())
+        .prefix(prefix)
+        .docs(true);
     let base = format!("http://{addr}{}", api.path());
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     let mcp = format!("http://{addr}{}", toolfunc::mcp::PATH);
@@ -44,7 +46,9 @@ async fn main() -> std::io::Result<()> {
     }
     println!("toolfunc demo server listening on {base}");
     println!();
+    println!("  open {base}/docs in a browser                        # try every tool");
     println!("  curl {base}                                          # discovery");
+    println!("  curl {base}/openapi.json                             # OpenAPI 3.1");
     println!("  curl --json '{{\"a\":1,\"b\":2}}' {base}/add                # 3.0");
     println!("  curl --json '{{\"act\":\"$hello\",\"name\":\"Ann\"}}' {base}/greeter");
     println!("  curl {base}/users                                    # list");

@@ -327,3 +327,34 @@ async fn transports_open_by_url_scheme() {
         assert_eq!(err.code(), "BAD_URL", "{bad}");
     }
 }
+
+/// A server under a deep prefix, as a reverse proxy forwards it: the client takes
+/// the base path as part of its URL, and calls, REST ids and streams stay under it.
+#[tokio::test]
+async fn a_base_path_is_kept_for_every_kind_of_call() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let api = Api::new(demo::catalog()).prefix("/edge/v2/tools");
+    tokio::spawn(Server::new().mount(api).unwrap().serve(listener));
+    let client = Client::connect(&format!("http://{addr}/edge/v2/tools/"))
+        .await
+        .unwrap();
+    assert_eq!(client.url(), format!("http://{addr}/edge/v2/tools"));
+    assert_eq!(
+        client.run("add", json!({"a": 1, "b": 2})).await.unwrap(),
+        json!(3.0)
+    );
+    let users = UsersClient::new(client.clone());
+    assert_eq!(users.get("1".into()).await.unwrap().name, "Alice");
+    let items: Vec<Value> = client
+        .run_stream("countdown", json!({"count": 2}))
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    assert_eq!(items, [json!({"tick": 2}), json!({"tick": 1})]);
+    // The same server does not answer under the bare path.
+    let err = Client::connect(&format!("http://{addr}/api"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.status(), 404, "{err}");
+}

@@ -872,9 +872,27 @@ async fn req_id_is_echoed() {
         assert_eq!(reply.status, status, "{method} {path}");
         assert_eq!(reply.header("req-id"), Some("abc-123"), "{method} {path}");
     }
-    // No req-id, none echoed.
-    let reply = post(addr, "/api/add", r#"{"a":1,"b":2}"#).await;
-    assert_eq!(reply.header("req-id"), None);
+    // Without one, each answer carries a fresh id, as the JavaScript servers do.
+    let first = post(addr, "/api/add", r#"{"a":1,"b":2}"#).await;
+    let second = post(addr, "/api/add", r#"{"a":1,"b":2}"#).await;
+    let (first, second) = (first.header("req-id"), second.header("req-id"));
+    assert!(first.is_some_and(|id| !id.is_empty()), "{first:?}");
+    assert_ne!(first, second);
+    // The id a proxy in front set is echoed too, beside `req-id`.
+    let reply = call(
+        addr,
+        "POST",
+        "/api/nope",
+        &[
+            ("x-request-id", "edge-7"),
+            ("content-type", "application/json"),
+        ],
+        Some("{}"),
+    )
+    .await;
+    assert_eq!(reply.status, 404);
+    assert_eq!(reply.header("x-request-id"), Some("edge-7"));
+    assert!(reply.header("req-id").is_some());
 }
 
 #[tokio::test]
@@ -891,12 +909,26 @@ async fn rpc_timeout_bounds_the_call() {
     .await;
     let body = reply.error(408, "TIMEOUT");
     assert_eq!(body["name"], "sleep");
-    // A timeout that is not a number is ignored.
+    // A timeout that is not a whole number of milliseconds is refused before the
+    // call runs, rather than quietly running it without a deadline.
+    for bad in ["soon", "-1", "1.5", "1e3", ""] {
+        let reply = call(
+            addr,
+            "POST",
+            "/api/sleep",
+            &[("rpc-timeout", bad)],
+            Some(r#"{"ms":600000}"#),
+        )
+        .await;
+        let body = reply.error(400, "INVALID_HEADER");
+        assert!(body["error"].as_str().unwrap().contains("rpc-timeout"), "{body}");
+    }
+    // One too long for the clock is no deadline, not an overflow.
     let reply = call(
         addr,
         "POST",
         "/api/sleep",
-        &[("rpc-timeout", "soon")],
+        &[("rpc-timeout", &u64::MAX.to_string())],
         Some(r#"{"ms":1}"#),
     )
     .await;

@@ -26,7 +26,9 @@ pub(crate) fn deadline_for(
     scope: &Scope,
     inherited: Option<Instant>,
 ) -> Option<Instant> {
-    let own = min_duration(tool_timeout, scope.timeout()).map(|t| Instant::now() + t);
+    // A timeout too long for the clock (`Duration::MAX`, a header of u64::MAX ms)
+    // is no deadline at all, not an overflow.
+    let own = min_duration(tool_timeout, scope.timeout()).and_then(|t| Instant::now().checked_add(t));
     min_deadline(own, inherited)
 }
 

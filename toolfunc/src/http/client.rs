@@ -2,7 +2,6 @@
 //! call the server.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -10,7 +9,7 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::{Method, Url};
 use serde_json::{Map, Value};
 
-use super::wire::{self, NDJSON, REQ_ID, RPC_ACT, RPC_RES_ID};
+use super::wire::{self, NDJSON, REQ_ID, RPC_ACT, RPC_RES_ID, request_id};
 use crate::service::REST_VERBS;
 use crate::tool::ItemStream;
 use crate::{Registry, ToolDefinition, ToolError, ToolFunc, Transport};
@@ -157,14 +156,6 @@ fn remote_tool(remote: &Arc<Remote>, def: ToolDefinition) -> Result<ToolFunc, To
     };
     // The server checks the arguments; a second check here could only disagree.
     builder.unchecked().build()
-}
-
-fn request_id() -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("{nanos:x}-{:x}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 fn unreachable(url: &Url, err: &reqwest::Error) -> ToolError {

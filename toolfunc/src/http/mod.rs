@@ -8,6 +8,7 @@
 //! | --- | --- |
 //! | `GET /api` | discovery: `{name: definition}` of every tool not marked `api = false` |
 //! | `GET /api/openapi.json` | the OpenAPI 3.1 document of the same tools ([`Api::openapi_document`]) |
+//! | `GET /api/docs` | a page to try every tool from a browser, when [`Api::docs`] is on |
 //! | `POST /api/add` with `{"a":1,"b":2}` | `add` (any method but GET/DELETE reads the JSON body; an alias works too) |
 //! | `GET /api/add?p={"a":1,"b":2}` | the same, with the arguments in `p` (GET for read-only tools, and DELETE) |
 //! | `POST /api/greeter` with `{"act":"$hello","name":"Ann"}` | the service method `hello` (or with the `rpc-act: $hello` header) |
@@ -72,6 +73,7 @@
 //! ```
 
 mod client;
+mod docs;
 mod listen;
 mod openapi;
 mod server;

@@ -14,7 +14,7 @@ use futures::StreamExt;
 use serde_json::{Map, Value};
 
 use super::listen::{self, Limits};
-use super::wire::{self, NDJSON, REQ_ID, RPC_ACT, RPC_FN, RPC_RES_ID, RPC_TIMEOUT};
+use super::wire::{self, NDJSON, REQ_ID, RPC_ACT, RPC_FN, RPC_RES_ID, RPC_TIMEOUT, X_REQUEST_ID};
 use crate::{CallOptions, CollectLimit, Registry, ToolError, ToolRef};
 
 /// The default request body limit: 1 MiB.
@@ -74,6 +74,8 @@ pub struct Api {
     json_only: bool,
     writes_over_get: bool,
     collect_limit: Option<CollectLimit>,
+    /// Whether `<prefix>/docs` serves the try-it page.
+    pub(super) docs: bool,
     /// How `<prefix>/openapi.json` describes the API, and the document last made.
     pub(super) openapi: super::openapi::Settings,
 }
@@ -89,6 +91,7 @@ impl fmt::Debug for Api {
             .field("json_only", &self.json_only)
             .field("writes_over_get", &self.writes_over_get)
             .field("collect_limit", &self.collect_limit)
+            .field("docs", &self.docs)
             .finish_non_exhaustive()
     }
 }
@@ -108,6 +111,7 @@ impl Api {
             json_only: true,
             writes_over_get: false,
             collect_limit: None,
+            docs: false,
             openapi: super::openapi::Settings::default(),
         }
     }
@@ -496,11 +500,20 @@ struct Call {
     params: Value,
 }
 
+/// Runs a request and answers it with its request ids: the `req-id` it came with
+/// (a fresh one when it had none, as the JavaScript servers do) and the
+/// `x-request-id` a proxy in front set, so one id follows a call through logs.
 async fn handle(State(api): State<Arc<Api>>, request: Request) -> Response {
     let req_id = request.headers().get(REQ_ID).cloned();
+    let x_request_id = request.headers().get(X_REQUEST_ID).cloned();
     let mut response = respond(&api, request).await;
+    let headers = response.headers_mut();
+    let req_id = req_id.or_else(|| HeaderValue::from_str(&wire::request_id()).ok());
     if let Some(id) = req_id {
-        response.headers_mut().insert(REQ_ID, id);
+        headers.insert(REQ_ID, id);
+    }
+    if let Some(id) = x_request_id {
+        headers.insert(X_REQUEST_ID, id);
     }
     response
 }
@@ -576,11 +589,31 @@ fn screen(api: &Api, parts: &axum::http::request::Parts) -> Option<Response> {
 /// What the request asks of the call besides its arguments: a timeout, the
 /// caller's id, the API's collect limit. `None` when nothing (the plain call
 /// skips the scoped runner).
-fn call_options(api: &Api, header_str: &impl Fn(&str) -> Option<String>) -> Option<CallOptions> {
-    let timeout = header_str(RPC_TIMEOUT).and_then(|t| t.parse::<u64>().ok());
+fn call_options(
+    api: &Api,
+    headers: &HeaderMap,
+    header_str: &impl Fn(&str) -> Option<String>,
+) -> Result<Option<CallOptions>, ToolError> {
+    let raw_header = |name: &str| {
+        headers
+            .get(name)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+    };
+    // Read as sent: an empty value is as malformed as a word.
+    let sent = raw_header(RPC_TIMEOUT);
+    let timeout = match sent {
+        None => None,
+        Some(t) => Some(t.trim().parse::<u64>().map_err(|_| {
+            ToolError::custom(
+                "INVALID_HEADER",
+                400,
+                format!("`{RPC_TIMEOUT}` must be a whole number of milliseconds, not `{t}`"),
+            )
+        })?),
+    };
     let caller = wire::CLIENT_IDS.iter().find_map(|h| header_str(h));
     if timeout.is_none() && caller.is_none() && api.collect_limit.is_none() {
-        return None;
+        return Ok(None);
     }
     let mut options = CallOptions::new();
     if let Some(ms) = timeout {
@@ -592,7 +625,7 @@ fn call_options(api: &Api, header_str: &impl Fn(&str) -> Option<String>) -> Opti
     if let Some(limit) = api.collect_limit {
         options = options.collect_limit(limit);
     }
-    Some(options)
+    Ok(Some(options))
 }
 
 async fn respond(api: &Api, request: Request) -> Response {
@@ -640,6 +673,19 @@ async fn respond(api: &Api, request: Request) -> Response {
     {
         return auth(None, None).unwrap_or_else(|| super::openapi::response(&api.openapi_view()));
     }
+    // The try-it page, when it is on and no tool of that name is served.
+    if api.docs
+        && named.is_none()
+        && *method == Method::GET
+        && let [only] = segments.as_slice()
+        && only == super::docs::FILE
+        && find(only).is_none()
+    {
+        // Static, with no data: served to anyone this API's host and origin checks
+        // let through, so a visitor can open it and give the credential the auth
+        // hook wants; everything it shows comes through the hook.
+        return super::docs::response();
+    }
     let Some(tool) = find(&name) else {
         // A caller the hook turns away learns nothing about which tools exist.
         return auth(None, None)
@@ -669,7 +715,10 @@ async fn respond(api: &Api, request: Request) -> Response {
         Ok(call) => call,
         Err(refused) => return *refused,
     };
-    let options = call_options(api, &header_str);
+    let options = match call_options(api, &parts.headers, &header_str) {
+        Ok(options) => options,
+        Err(err) => return error_response(Some(call.tool.name()), &err),
+    };
     run(api, call, options).await
 }
 

@@ -13,6 +13,8 @@ pub(crate) const RPC_ACT: &str = "rpc-act";
 pub(crate) const RPC_RES_ID: &str = "rpc-res-id";
 /// The per-call id, echoed on the response.
 pub(crate) const REQ_ID: &str = "req-id";
+/// The request id proxies and tracing set up front; echoed like `req-id`.
+pub(crate) const X_REQUEST_ID: &str = "x-request-id";
 /// The caller's timeout for the call, in milliseconds.
 pub(crate) const RPC_TIMEOUT: &str = "rpc-timeout";
 /// The caller's id (not verified), as the JavaScript clients send it.
@@ -312,4 +314,15 @@ mod tests {
         let text = error_from_body(502, b"bad gateway", "x");
         assert_eq!(text.to_string(), "bad gateway");
     }
+}
+
+/// A fresh request id: unique in the process and unlikely to meet another
+/// process's (the time in nanoseconds and a counter, in hex).
+pub(crate) fn request_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{nanos:x}-{:x}", NEXT.fetch_add(1, Ordering::Relaxed))
 }

@@ -1,0 +1,65 @@
+//! The try-it page at `GET <prefix>/docs` ([`Api::docs`]): one HTML file compiled
+//! into the binary, with its script and styles inline and nothing fetched from
+//! elsewhere. It reads the API's own OpenAPI document and discovery, draws a form
+//! per operation from the parameter schema, and calls the tools from the page.
+
+use axum::body::Body;
+use axum::http::{StatusCode, header};
+use axum::response::Response;
+
+use super::server::Api;
+
+/// The file name the page is served under, after the prefix.
+pub(super) const FILE: &str = "docs";
+
+/// The page. It finds the API from its own address (`<prefix>/docs`), so the same
+/// bytes serve every prefix and nothing is written into them per request.
+const PAGE: &str = include_str!("docs.html");
+
+/// What the page may do: run its own inline script and styles, and talk to its
+/// own origin; no other source, no frames, no form posts elsewhere.
+const POLICY: &str = "default-src 'none'; script-src 'unsafe-inline'; \
+    style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; \
+    base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// The page as an answer.
+pub(super) fn response() -> Response {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/html; charset=utf-8")
+        .header(header::CONTENT_SECURITY_POLICY, POLICY)
+        .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff")
+        .header(header::REFERRER_POLICY, "no-referrer")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from(PAGE))
+        .unwrap_or_default()
+}
+
+impl Api {
+    /// Serves a page to try the tools at `GET <prefix>/docs` (default: off). The
+    /// page lists every operation of [`Api::openapi_document`] with its
+    /// description, tags, annotations and schema, draws a form from each parameter
+    /// schema, runs the call from the browser and shows the result, the error at
+    /// the field its JSON path names, or a stream's items as they arrive, with the
+    /// same call as a `curl` line.
+    ///
+    /// The page is static and carries no data, so it is served without asking the
+    /// auth hook (the host and origin checks still apply): what it shows it reads
+    /// from the API with the visitor's own requests, which the hook sees like any
+    /// other. For an API behind a token, the visitor types the `Authorization`
+    /// value into the page, which sends it with every request. A tool named `docs`
+    /// is served instead.
+    ///
+    /// ```
+    /// use toolfunc::Registry;
+    /// use toolfunc::http::Api;
+    ///
+    /// let app = Api::new(Registry::global().clone()).docs(true).router();
+    /// # let _ = app;
+    /// ```
+    #[must_use]
+    pub fn docs(mut self, yes: bool) -> Self {
+        self.docs = yes;
+        self
+    }
+}
