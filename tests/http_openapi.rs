@@ -377,6 +377,23 @@ async fn the_demo_document_is_openapi_and_true() {
     let create = &paths["/api/users"]["post"]["x-toolfunc-acts"];
     assert_eq!(create[0]["operationId"], "users.post");
     assert_eq!(create[1]["operationId"], "users.promote");
+    // What the schemas imply, written out: the range of a Rust integer type, and
+    // `null` for a number that is not finite.
+    let count = &schemas["countdown.Params"]["properties"]["count"];
+    assert_eq!(
+        (&count["minimum"], &count["maximum"]),
+        (&json!(0), &json!(u64::MAX))
+    );
+    assert_eq!(
+        schemas["add.Result"]["anyOf"],
+        json!([{"type": "number", "format": "double"}, {"type": "null"}])
+    );
+    // A body is required even with no required argument: a POST without one says
+    // no JSON content type, and is refused with 415.
+    assert_eq!(paths["/api/fail"]["post"]["requestBody"]["required"], true);
+    // An act the method names may be left out, or `null`.
+    let post = &schemas["users.post.Params"]["properties"]["act"];
+    assert_eq!(post["enum"], json!(["post", null]));
     // Streams are NDJSON, or an array when not asked for.
     let countdown = &paths["/api/countdown"]["post"]["responses"]["200"]["content"];
     assert!(countdown["application/x-ndjson"].is_object());

@@ -746,3 +746,37 @@ fn schema_property_names_are_escaped_in_the_path() {
         ],
     );
 }
+
+// ---------------------------------------------------------------------------------
+// Whole floats.
+
+#[test]
+fn whole_floats_are_integers_as_json_schema_says() {
+    // `3.0` is an integer to JSON Schema and to JavaScript callers.
+    assert_eq!(
+        Registry::global()
+            .run_sync("val_point", json!({"x": 3.0, "y": -2.0}))
+            .unwrap(),
+        json!(1)
+    );
+    assert_eq!(
+        Registry::global()
+            .run_sync("val_items", json!({"items": [{"id": 7.0, "name": "a"}]}))
+            .unwrap(),
+        json!(1)
+    );
+    // A fraction, or a whole float out of the type's range, is still refused, at its path.
+    assert_eq!(
+        run("val_point", json!({"x": 3.5, "y": 1})).0,
+        "/x",
+        "a fraction is not an integer"
+    );
+    assert_eq!(
+        run("val_nested", json!({"outer": {"inner": {"value": 300.0}}})).0,
+        "/outer/inner/value"
+    );
+    // The error speaks of the value as sent.
+    let (path, message) = run("val_items", json!({"items": [{"id": 1.5, "name": "a"}]}));
+    assert_eq!(path, "/items/0/id");
+    assert!(message.contains("1.5"), "{message}");
+}

@@ -60,6 +60,35 @@ pub fn python() -> PathBuf {
     dir.join(".venv/bin/python")
 }
 
+/// The `st` command of Schemathesis, installed in its own venv
+/// (`interop/schemathesis/.venv`, from the pinned `requirements.txt` there).
+pub fn schemathesis() -> PathBuf {
+    let dir = dir().join("schemathesis");
+    let requirements =
+        std::fs::read(dir.join("requirements.txt")).expect("interop/schemathesis/requirements.txt");
+    ensure(
+        "schemathesis",
+        &dir.join(".venv/.toolfunc-installed"),
+        &requirements,
+        |interop| {
+            let dir = interop.join("schemathesis");
+            run(&dir, "python3", &["-m", "venv", ".venv"])?;
+            run(
+                &dir,
+                ".venv/bin/pip",
+                &[
+                    "install",
+                    "-q",
+                    "--disable-pip-version-check",
+                    "-r",
+                    "requirements.txt",
+                ],
+            )
+        },
+    );
+    dir.join(".venv/bin/st")
+}
+
 /// Names every missing system prerequisite at once; `None` when all are there.
 pub fn missing_prerequisites() -> Option<String> {
     let works = |program: &str, args: &[&str]| {

@@ -21,7 +21,12 @@
 //!   when the method takes no `id`);
 //! * tool schemas become `components/schemas` entries (`add.Params`,
 //!   `users.get.Result`); their `$defs` are lifted beside them, namespaced by tool
-//!   (`users.NewUser`), and every `$ref` is rewritten to match.
+//!   (`users.NewUser`), and every `$ref` is rewritten to match;
+//! * what the server does beyond a tool's schema is written into it: an integer's
+//!   `format` (`uint64`) gets the bounds of its Rust type, a number in a result may
+//!   be `null` (a non-finite one is sent so), an act that the HTTP method names may
+//!   be left out or `null`, and with [`Api::json_only`] a body is required (a
+//!   body-less POST is refused with 415).
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -314,6 +319,7 @@ impl<'v> Doc<'v> {
     ) -> (Value, Option<Value>, bool) {
         let root = unique(&mut self.names, format!("{ns}.{local}"));
         let mut schema = raw.clone();
+        each_schema(&mut schema, &mut bound_integer);
         let mut lifted: Vec<(String, Value)> = Vec::new();
         if let Value::Object(map) = &mut schema {
             map.remove("$schema");
@@ -391,7 +397,12 @@ impl<'v> Doc<'v> {
         streams: Streams,
     ) -> Outcome {
         let item = match result {
-            Some(result) => self.component(ns, local, result, Adapt::default()).0,
+            Some(result) => {
+                // A number that is not finite is sent as `null` (JSON has no NaN).
+                let mut result = result.clone();
+                each_schema(&mut result, &mut number_or_null);
+                self.component(ns, local, &result, Adapt::default()).0
+            }
             None => json!({}),
         };
         let mut outcome = Outcome::default();
@@ -430,7 +441,7 @@ impl<'v> Doc<'v> {
             get_act: false,
         };
         let mut post = self.operation(def, None, &def.name.clone(), risks, &ok);
-        post["requestBody"] = request_body(&params, required);
+        post["requestBody"] = self.request_body(&params, required);
         let path = self.path(&def.name, false);
         self.put(path.clone(), "post", post);
         if self.view.writes_over_get || super::server::read_only(def, None) {
@@ -566,7 +577,7 @@ impl<'v> Doc<'v> {
             ..Risks::default()
         };
         let (mut post, body) = self.choice(def, &def.name, &branches, risks);
-        post["requestBody"] = request_body(&body, true);
+        post["requestBody"] = self.request_body(&body, true);
         let path = self.path(&def.name, false);
         self.put(path.clone(), "post", post);
         let gettable: Vec<Branch> = def
@@ -642,7 +653,7 @@ impl<'v> Doc<'v> {
                 };
                 push_param(&mut operation, query_p(&params, required, &remaining));
             } else {
-                operation["requestBody"] = request_body(&params, required);
+                operation["requestBody"] = self.request_body(&params, required);
             }
             let path = self.path(&def.name, on_id);
             let method = if query && verb != "delete" {
@@ -668,7 +679,7 @@ impl<'v> Doc<'v> {
         };
         let (mut post, body) = self.choice(def, &id, &posts, risks);
         let required = posts.iter().any(|b| b.act != "post");
-        post["requestBody"] = request_body(&body, required);
+        post["requestBody"] = self.request_body(&body, required);
         let path = self.path(&def.name, false);
         self.put(path, "post", post);
     }
@@ -935,10 +946,17 @@ fn apply(schema: &mut Value, adapt: Adapt<'_>) -> Option<Value> {
             .entry("properties")
             .or_insert_with(|| Value::Object(Map::new()));
         if let Value::Object(properties) = properties {
-            properties.insert(
-                "act".into(),
-                json!({"const": act, "description": "The act to run."}),
-            );
+            // Where the act may be left out (the HTTP method names it), `null`
+            // leaves it out too.
+            let schema = if required {
+                json!({"const": act, "description": "The act to run."})
+            } else {
+                json!({
+                    "enum": [act, null],
+                    "description": "The act to run (the method's when left out or `null`).",
+                })
+            };
+            properties.insert("act".into(), schema);
         }
         if required {
             let list = map
@@ -965,11 +983,115 @@ fn strip_id(params: &Value) -> Value {
     params
 }
 
-fn request_body(schema: &Value, required: bool) -> Value {
-    json!({
-        "required": required,
-        "content": {"application/json": {"schema": schema}},
-    })
+impl Doc<'_> {
+    /// The JSON body of an operation. With [`Api::json_only`] it is required even
+    /// when every argument is optional: a body-less request (which would mean `{}`)
+    /// says no content type, and is refused with 415 unless it carries an
+    /// `rpc-*`/`req-id` header.
+    fn request_body(&self, schema: &Value, required: bool) -> Value {
+        json!({
+            "required": required || self.view.json_only,
+            "content": {"application/json": {"schema": schema}},
+        })
+    }
+}
+
+/// Calls `f` on every subschema of `schema` (`properties`, `items`, `anyOf`,
+/// `$defs`, ...), then on `schema` itself; not on values (`const`, `enum`,
+/// `default`, examples). What `f` makes of a schema is not visited again.
+fn each_schema(schema: &mut Value, f: &mut impl FnMut(&mut Map<String, Value>)) {
+    let Value::Object(map) = schema else {
+        return;
+    };
+    for (key, value) in map.iter_mut() {
+        match key.as_str() {
+            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
+                if let Value::Object(schemas) = value {
+                    schemas.values_mut().for_each(|s| each_schema(s, f));
+                }
+            }
+            "allOf" | "anyOf" | "oneOf" | "prefixItems" | "items" => match value {
+                Value::Array(schemas) => schemas.iter_mut().for_each(|s| each_schema(s, f)),
+                schema => each_schema(schema, f),
+            },
+            "additionalProperties"
+            | "unevaluatedProperties"
+            | "propertyNames"
+            | "additionalItems"
+            | "unevaluatedItems"
+            | "contains"
+            | "not"
+            | "if"
+            | "then"
+            | "else" => each_schema(value, f),
+            _ => {}
+        }
+    }
+    f(map);
+}
+
+/// Whether a schema's `type` names `ty` (alone or in a list).
+fn has_type(map: &Map<String, Value>, ty: &str) -> bool {
+    match map.get("type") {
+        Some(Value::String(t)) => t == ty,
+        Some(Value::Array(list)) => list.iter().any(|t| t == ty),
+        _ => false,
+    }
+}
+
+/// Lets a number be `null` as well: a result holding `NaN` or an infinity is sent
+/// with `null` in its place, as `serde_json` writes them. Written as an `anyOf`
+/// rather than a list of types: tools that read response schemas (Schemathesis
+/// 4.32 among them) fail on a `type` list inside an `anyOf` branch.
+fn number_or_null(map: &mut Map<String, Value>) {
+    if !has_type(map, "number") || has_type(map, "null") {
+        return;
+    }
+    let mut number = std::mem::take(map);
+    for key in ["title", "description"] {
+        if let Some(text) = number.remove(key) {
+            map.insert(key.into(), text);
+        }
+    }
+    map.insert(
+        "anyOf".into(),
+        json!([Value::Object(number), {"type": "null"}]),
+    );
+}
+
+/// Writes the bounds an integer's `format` implies (`uint64`: 0 to 2^64 - 1, as
+/// schemars names Rust's integer types) when the schema does not give them, so
+/// that what the document accepts is what the parameter type can hold.
+fn bound_integer(map: &mut Map<String, Value>) {
+    if !has_type(map, "integer") {
+        return;
+    }
+    let (min, max): (Value, Value) = match map.get("format").and_then(Value::as_str) {
+        Some("int8") => (i8::MIN.into(), i8::MAX.into()),
+        Some("int16") => (i16::MIN.into(), i16::MAX.into()),
+        Some("int32") => (i32::MIN.into(), i32::MAX.into()),
+        Some("int64") => (i64::MIN.into(), i64::MAX.into()),
+        Some("uint8") => (0.into(), u8::MAX.into()),
+        Some("uint16") => (0.into(), u16::MAX.into()),
+        Some("uint32") => (0.into(), u32::MAX.into()),
+        Some("uint64") => (0.into(), u64::MAX.into()),
+        // `isize` and `usize`.
+        Some("int") => (
+            i64::try_from(isize::MIN).unwrap_or(i64::MIN).into(),
+            i64::try_from(isize::MAX).unwrap_or(i64::MAX).into(),
+        ),
+        Some("uint") => (
+            0.into(),
+            u64::try_from(usize::MAX).unwrap_or(u64::MAX).into(),
+        ),
+        _ => return,
+    };
+    if !map.contains_key("minimum") && !map.contains_key("exclusiveMinimum") {
+        map.insert("minimum".into(), min);
+    }
+    if !map.contains_key("maximum") && !map.contains_key("exclusiveMaximum") {
+        map.insert("maximum".into(), max);
+    }
 }
 
 /// The `p` query parameter of a GET or DELETE, when there are arguments to send.
@@ -1243,6 +1365,39 @@ mod tests {
         );
         assert_eq!(moved("#anchor"), None);
         assert_eq!(moved("https://example.com/s.json"), None);
+    }
+
+    #[test]
+    fn implied_bounds_and_nulls_are_written_out() {
+        let mut schema = json!({
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer", "format": "uint8"},
+                "m": {"type": ["integer", "null"], "format": "int32", "minimum": 1},
+                "xs": {"type": "array", "items": {"type": "number", "description": "x"}},
+                "enum": {"enum": [{"type": "number"}]},
+            },
+            "$defs": {"D": {"type": "number", "format": "float"}},
+        });
+        each_schema(&mut schema, &mut bound_integer);
+        each_schema(&mut schema, &mut number_or_null);
+        let props = &schema["properties"];
+        assert_eq!(
+            (&props["n"]["minimum"], &props["n"]["maximum"]),
+            (&json!(0), &json!(255))
+        );
+        assert_eq!(props["m"]["minimum"], 1, "a bound given stays");
+        assert_eq!(props["m"]["maximum"], i32::MAX);
+        assert_eq!(
+            props["xs"]["items"],
+            json!({"description": "x", "anyOf": [{"type": "number"}, {"type": "null"}]})
+        );
+        assert_eq!(
+            props["enum"],
+            json!({"enum": [{"type": "number"}]}),
+            "values are left"
+        );
+        assert_eq!(schema["$defs"]["D"]["anyOf"][1], json!({"type": "null"}));
     }
 
     #[test]

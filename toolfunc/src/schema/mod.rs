@@ -109,7 +109,64 @@ pub fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
     // so it only runs again, on the same value, when this fails.
     match T::deserialize(&args) {
         Ok(value) => Ok(value),
-        Err(_) => Err(locate_error::<T>(args)),
+        Err(_) => retry_whole_floats::<T>(args),
+    }
+}
+
+/// JSON Schema counts `3.0` as an integer, and JavaScript callers send it; serde
+/// refuses it for an integer field. On a failed parse, whole floats that fit an
+/// integer are read as integers and the parse is tried once more; the error, when
+/// there still is one, is that of the value as sent.
+#[cold]
+fn retry_whole_floats<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
+    let mut whole = args.clone();
+    if integers_for_whole_floats(&mut whole, 0)
+        && let Ok(value) = T::deserialize(&whole)
+    {
+        return Ok(value);
+    }
+    Err(locate_error::<T>(args))
+}
+
+/// Rewrites whole floats (`3.0`, `-2.0`) as integers; whether any was rewritten.
+fn integers_for_whole_floats(value: &mut Value, depth: usize) -> bool {
+    // Deeper values are refused anyway; stop rather than recurse far.
+    if depth > bound::MAX_DEPTH {
+        return false;
+    }
+    match value {
+        Value::Number(n) if n.is_f64() => {
+            let Some(f) = n.as_f64() else { return false };
+            // Whole, finite and in range: the casts are exact.
+            #[allow(
+                clippy::cast_possible_truncation,
+                clippy::cast_precision_loss,
+                clippy::cast_sign_loss
+            )]
+            let integer = if f.fract() != 0.0 || !f.is_finite() {
+                None
+            } else if f >= 0.0 && f < u64::MAX as f64 {
+                Some(Value::from(f as u64))
+            } else if f < 0.0 && f >= i64::MIN as f64 {
+                Some(Value::from(f as i64))
+            } else {
+                None
+            };
+            match integer {
+                Some(integer) => {
+                    *value = integer;
+                    true
+                }
+                None => false,
+            }
+        }
+        Value::Array(items) => items.iter_mut().fold(false, |any, item| {
+            integers_for_whole_floats(item, depth + 1) | any
+        }),
+        Value::Object(map) => map.values_mut().fold(false, |any, item| {
+            integers_for_whole_floats(item, depth + 1) | any
+        }),
+        _ => false,
     }
 }
 
