@@ -250,7 +250,13 @@ impl Content {
             .blocks
             .iter()
             .map(|block| match block {
-                Block::Text { text } => serde_json::json!({"type": "text", "text": text}),
+                Block::Text { text }
+                | Block::Resource {
+                    resource:
+                        Resource {
+                            text: Some(text), ..
+                        },
+                } => serde_json::json!({"type": "text", "text": text}),
                 Block::Image { data, mime_type }
                     if ANTHROPIC_IMAGES.contains(&mime_type.as_str()) =>
                 {
@@ -259,12 +265,6 @@ impl Content {
                         "source": {"type": "base64", "media_type": mime_type, "data": data},
                     })
                 }
-                Block::Resource {
-                    resource:
-                        Resource {
-                            text: Some(text), ..
-                        },
-                } => serde_json::json!({"type": "text", "text": text}),
                 Block::Resource {
                     resource:
                         Resource {

@@ -323,7 +323,6 @@ fn type_visibility(item: &ItemImpl) -> TokenStream {
 
 fn client_method(method: &Method, name: &LitStr, p: &TokenStream, stub: bool) -> TokenStream {
     let model = &method.model;
-    let act = &method.act;
     let ident = &model.item.sig.ident;
     let vis = &model.item.vis;
     let docs = model.item.attrs.iter().filter(|a| a.path().is_ident("doc"));
@@ -337,6 +336,64 @@ fn client_method(method: &Method, name: &LitStr, p: &TokenStream, stub: bool) ->
         let (ident, ty) = (&a.ident, &a.ty);
         quote!(#ident: #ty)
     });
+    let (arg_checks, build_args) = client_args(method, &args, p);
+    match &model.output {
+        Output::Stream(stream) => {
+            let item = stream_item_type(stream, p);
+            let body = if stub {
+                stub_body
+            } else {
+                quote! {
+                    #arg_checks
+                    match #build_args {
+                        #p::Ok(args) => #p::client_stream::<#item>(self.transport.call_stream(#name, args)),
+                        #p::Err(err) => #p::client_failed_stream(err),
+                    }
+                }
+            };
+            quote! {
+                #(#docs)*
+                #vis fn #ident(&self, #(#params),*) -> #p::BoxStream<'static, #p::Result<#item, #p::ToolError>> {
+                    #body
+                }
+            }
+        }
+        output => {
+            let ty = match output {
+                Output::Value(ty) | Output::Result { ok: Some(ty), .. } => quote!(#ty),
+                _ => quote!(()),
+            };
+            let span = Span::mixed_site();
+            let out = syn::Ident::new("__toolfunc_out", span);
+            let body = if stub {
+                stub_body
+            } else {
+                quote! {
+                    #arg_checks
+                    let args = #build_args?;
+                    let #out = self.transport.call(#name, args).await?;
+                    #p::client_output::<#ty>(#out)
+                }
+            };
+            quote! {
+                #(#docs)*
+                #vis async fn #ident(&self, #(#params),*) -> #p::Result<#ty, #p::ToolError> {
+                    #body
+                }
+            }
+        }
+    }
+}
+
+/// The client method's argument checks, and the expression that builds its
+/// arguments object (`Result<Value, ToolError>`).
+fn client_args(
+    method: &Method,
+    args: &[&crate::model::Param],
+    p: &TokenStream,
+) -> (TokenStream, TokenStream) {
+    let model = &method.model;
+    let act = &method.act;
     let serde_path = format!("{}::serde", quote!(#p).to_string().replace(' ', ""));
     // Each parameter type is checked where it is written, and serialised through
     // autoref dispatch: a type that is not `Serialize` gets our one message, not a
@@ -388,52 +445,7 @@ fn client_method(method: &Method, name: &LitStr, p: &TokenStream, stub: bool) ->
             #p::client_args(&__ToolfuncClientArgs { #(#idents,)* }, #act)
         }}
     };
-    match &model.output {
-        Output::Stream(stream) => {
-            let item = stream_item_type(stream, p);
-            let body = if stub {
-                stub_body
-            } else {
-                quote! {
-                    #arg_checks
-                    match #build_args {
-                        #p::Ok(args) => #p::client_stream::<#item>(self.transport.call_stream(#name, args)),
-                        #p::Err(err) => #p::client_failed_stream(err),
-                    }
-                }
-            };
-            quote! {
-                #(#docs)*
-                #vis fn #ident(&self, #(#params),*) -> #p::BoxStream<'static, #p::Result<#item, #p::ToolError>> {
-                    #body
-                }
-            }
-        }
-        output => {
-            let ty = match output {
-                Output::Value(ty) | Output::Result { ok: Some(ty), .. } => quote!(#ty),
-                _ => quote!(()),
-            };
-            let span = Span::mixed_site();
-            let out = syn::Ident::new("__toolfunc_out", span);
-            let body = if stub {
-                stub_body
-            } else {
-                quote! {
-                    #arg_checks
-                    let args = #build_args?;
-                    let #out = self.transport.call(#name, args).await?;
-                    #p::client_output::<#ty>(#out)
-                }
-            };
-            quote! {
-                #(#docs)*
-                #vis async fn #ident(&self, #(#params),*) -> #p::Result<#ty, #p::ToolError> {
-                    #body
-                }
-            }
-        }
-    }
+    (arg_checks, build_args)
 }
 
 /// Whether a `#[serde(..)]` attribute names its own serialiser (`with`,
