@@ -5,6 +5,8 @@
 //!
 //! `cargo bench --bench mcp`. Calls per second relative to the bare handler = bare
 //! time / toolfunc time. `list_1000` is `tools/list` of a 1,000-tool registry.
+//! `mcp_get_tool` is `ServerHandler::get_tool`, which the SDK's HTTP server asks on
+//! every sessionless (2026-07-28) request to check its headers.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -179,5 +181,18 @@ fn mcp(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, mcp);
+fn get_tool(c: &mut Criterion) {
+    let global = McpServer::new(Registry::global().clone());
+    let big = McpServer::new(registry(1_000));
+    let mut group = c.benchmark_group("mcp_get_tool");
+    group.bench_function("add", |b| {
+        b.iter(|| black_box(global.get_tool(black_box("add"))));
+    });
+    group.bench_function("of_1000", |b| {
+        b.iter(|| black_box(big.get_tool(black_box("tool_500"))));
+    });
+    group.finish();
+}
+
+criterion_group!(benches, mcp, get_tool);
 criterion_main!(benches);

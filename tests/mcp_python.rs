@@ -103,7 +103,7 @@ async fn over_http(mode: &str) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let served = registry.clone();
-    tokio::spawn(async move { axum::serve(listener, McpServer::new(served).router()).await });
+    tokio::spawn(McpServer::new(served).serve_http(listener));
     let mut client = Running::start(
         Command::new(python())
             .arg("mcp_client.py")

@@ -14,6 +14,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use crate::log::{DataText, LogLevel, LogMessage};
 use crate::registry::{Resolved, Runner};
 use crate::task::deadline_for;
 use crate::tool::Dependency;
@@ -28,7 +29,8 @@ use crate::{Registry, ToolDefinition, ToolError};
 /// * which tool runs ([`tool_name`](Ctx::tool_name), [`definition`](Ctx::definition))
 ///   and under which [`call_id`](Ctx::call_id);
 /// * what the caller put in [`CallOptions`]: typed extensions ([`get`](Ctx::get)), the
-///   [`caller`](Ctx::caller) identity, a progress listener ([`progress`](Ctx::progress));
+///   [`caller`](Ctx::caller) identity, a progress listener ([`progress`](Ctx::progress)),
+///   a log listener ([`log`](Ctx::log));
 /// * cancellation ([`cancellation_token`](Ctx::cancellation_token),
 ///   [`is_cancelled`](Ctx::is_cancelled)) and the [`deadline`](Ctx::deadline);
 /// * cleanup hooks that run when the call ends, however it ends ([`on_cleanup`](Ctx::on_cleanup));
@@ -242,8 +244,59 @@ impl Ctx {
         }
     }
 
+    /// Logs `message` at `level`: a `tracing` event (target `toolfunc::log`, with the
+    /// tool's name), and a [`LogMessage`] to whoever listens
+    /// ([`CallOptions::on_log`]; over MCP, a `notifications/message` to the client, at
+    /// the level it asked for). Costs one disabled `tracing` event when nobody listens.
+    ///
+    /// ```rust,standalone_crate
+    /// use std::sync::{Arc, Mutex};
+    /// use toolfunc::{tool, CallOptions, Ctx, LogLevel, Registry};
+    ///
+    /// /// Checks the disk.
+    /// #[tool]
+    /// fn checkup(ctx: &Ctx) -> u32 {
+    ///     ctx.log(LogLevel::Info, "checking");
+    ///     ctx.log(LogLevel::Warning, format_args!("{}% full", 91));
+    ///     91
+    /// }
+    ///
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let sink = Arc::clone(&seen);
+    /// let runner = Registry::global()
+    ///     .with(CallOptions::new().on_log(move |m| sink.lock().unwrap().push((m.level, m.data))));
+    /// runner.run_sync("checkup", serde_json::json!({})).unwrap();
+    /// assert_eq!(seen.lock().unwrap()[1], (LogLevel::Warning, "91% full".into()));
+    /// ```
+    pub fn log(&self, level: LogLevel, message: impl fmt::Display) {
+        let Some(listener) = self.scope.data().and_then(|d| d.log.as_ref()) else {
+            crate::log::trace(self.tool_name(), self.call_id(), level, None, &message);
+            return;
+        };
+        let text = message.to_string();
+        crate::log::trace(self.tool_name(), self.call_id(), level, None, &text);
+        listener(self.log_message(level, None, Value::String(text)));
+    }
+
+    /// Logs a JSON value (an object of fields, say) at `level`, from the named
+    /// `logger` within the tool (`None`: the tool itself), as [`log`](Self::log) does.
+    pub fn log_data(&self, level: LogLevel, logger: Option<&str>, data: Value) {
+        let text = DataText(&data);
+        crate::log::trace(self.tool_name(), self.call_id(), level, logger, &text);
+        if let Some(listener) = self.scope.data().and_then(|d| d.log.as_ref()) {
+            listener(self.log_message(level, logger, data));
+        }
+    }
+
+    fn log_message(&self, level: LogLevel, logger: Option<&str>, data: Value) -> LogMessage {
+        let mut message = LogMessage::new(self.tool.name(), level, data);
+        message.call_id = self.call_id.as_deref().map(str::to_owned);
+        message.logger = logger.map(str::to_owned);
+        message
+    }
+
     /// Runs another tool as part of this call: it inherits this call's extensions,
-    /// caller, call id, progress listener, cancellation and deadline.
+    /// caller, call id, progress listener, log listener, cancellation and deadline.
     ///
     /// `name` is first looked up among the running tool's dependency aliases, then
     /// resolved by the call's [`Binding`]: with `Auto` (the default), a shadow in the
@@ -409,6 +462,7 @@ impl Progress {
 }
 
 type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
+type LogFn = Arc<dyn Fn(LogMessage) + Send + Sync>;
 
 /// What a caller puts into the context of its calls: typed extensions, its identity,
 /// a timeout, cancellation tokens and a progress listener.
@@ -442,6 +496,7 @@ pub struct CallOptions {
     timeout: Option<Duration>,
     cancel: Vec<CancellationToken>,
     progress: Option<ProgressFn>,
+    log: Option<LogFn>,
     collect_limit: Option<CollectLimit>,
 }
 
@@ -454,6 +509,7 @@ impl fmt::Debug for CallOptions {
             .field("timeout", &self.timeout)
             .field("cancel", &self.cancel.len())
             .field("progress", &self.progress.is_some())
+            .field("log", &self.log.is_some())
             .field("collect_limit", &self.collect_limit)
             .finish()
     }
@@ -503,6 +559,13 @@ impl CallOptions {
     /// Sends the calls' progress reports ([`Ctx::progress`]) to `listener`.
     pub fn on_progress(mut self, listener: impl Fn(Progress) + Send + Sync + 'static) -> Self {
         self.progress = Some(Arc::new(listener));
+        self
+    }
+
+    /// Sends the calls' log messages ([`Ctx::log`], [`Ctx::log_data`]) to `listener`,
+    /// nested calls' too (they still become `tracing` events as well).
+    pub fn on_log(mut self, listener: impl Fn(LogMessage) + Send + Sync + 'static) -> Self {
+        self.log = Some(Arc::new(listener));
         self
     }
 
@@ -617,6 +680,7 @@ pub(crate) struct ScopeData {
     /// The id of the call that nested calls belong to.
     call_id: Option<Arc<str>>,
     progress: Option<ProgressFn>,
+    log: Option<LogFn>,
     collect_limit: Option<CollectLimit>,
 }
 
@@ -643,6 +707,7 @@ impl ScopeData {
             timeout,
             cancel,
             progress,
+            log,
             collect_limit,
         } = options;
         let inherited = |f: fn(&ScopeData) -> Option<Duration>| parent.and_then(|p| f(p));
@@ -668,6 +733,7 @@ impl ScopeData {
             merged: None,
             call_id: parent.and_then(|p| p.call_id.clone()),
             progress: progress.or_else(|| parent.and_then(|p| p.progress.clone())),
+            log: log.or_else(|| parent.and_then(|p| p.log.clone())),
             collect_limit: collect_limit.or_else(|| parent.and_then(|p| p.collect_limit)),
         }
     }

@@ -59,6 +59,7 @@ mod error;
 pub mod http;
 pub mod llm;
 mod local;
+mod log;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod panic;
@@ -80,6 +81,7 @@ pub use call::{ToolCall, ToolResult};
 pub use content::Content;
 pub use ctx::{Binding, CallOptions, CollectLimit, Ctx, Progress};
 pub use error::ToolError;
+pub use log::{LogLevel, LogMessage};
 pub use registry::{
     CallStatus, RegisterOptions, Registry, RegistryEvent, Runner, Subscription, SubscriptionError,
     UnregisterOptions, UnregisterScope,

@@ -1,21 +1,38 @@
 //! The MCP server (feature `mcp`): any [`Registry`] served to Model Context Protocol
 //! clients over stdio or streamable HTTP, on the official SDK ([`rmcp`]).
 //!
-//! - `tools/list` is the registry's [`Mcp`](crate::llm::Target::Mcp) export: every
-//!   tool remote callers may see (`api = false` tools stay hidden), service methods as
-//!   `{service}_{method}`, with `inputSchema`, `outputSchema` for object results,
-//!   `title` and `annotations`. A tool MCP cannot take (a name outside
-//!   `[A-Za-z0-9_.-]{1,128}`) is left out with a `tracing` warning naming it.
+//! - `tools/list` lists every tool remote callers may see (`api = false` tools stay
+//!   hidden), service methods as `{service}_{method}`, in name order, with `title`,
+//!   `annotations` and the schemas as the tools wrote them (JSON Schema 2020-12:
+//!   `$schema`, `$defs` and `$ref` are kept, nothing is inlined). `outputSchema` is
+//!   the result's schema: any schema for 2026-07-28 clients, object schemas only for
+//!   older ones. The list is made once per registry change and kept (the SDK asks
+//!   for one tool on every sessionless HTTP request), and comes in pages of
+//!   [`McpServer::page_size`] tools (default [`DEFAULT_PAGE_SIZE`]) with opaque
+//!   cursors; a cursor this server did not give is `-32602`. A tool MCP cannot take
+//!   (a name outside `[A-Za-z0-9_.-]{1,128}`) is left out with a `tracing` warning
+//!   naming it.
 //! - `tools/call` runs the tool. Argument and handler errors come back as a result
 //!   with `isError: true`, the message as text, and `{code, data}` under the result's
 //!   `_meta["toolfunc/error"]`; an unknown tool is a JSON-RPC error (`-32602`).
-//!   Results are text content, plus `structuredContent` when the value is an object.
-//!   A streaming tool's items are collected into an array.
+//!   Results are text content, plus `structuredContent` when the value is an object
+//!   (for 2026-07-28 clients: any value of a tool that has an output schema). A
+//!   [`Content`](crate::Content) result is its blocks. A streaming tool's items are
+//!   collected into an array.
 //! - `notifications/cancelled` cancels the call's token ([`Ctx::cancellation_token`]).
 //! - [`Ctx::progress`] becomes `notifications/progress` echoing the client's
 //!   `progressToken`; a streaming tool also reports each item as it comes.
+//! - [`Ctx::log`] and [`Ctx::log_data`] become `notifications/message` (the logger is
+//!   the tool's name unless the tool named one), at the level the client asked for:
+//!   a session's `logging/setLevel` (everything until it sets one), or a sessionless
+//!   request's `_meta["io.modelcontextprotocol/logLevel"]` (nothing without it). Over
+//!   HTTP sessions they travel on the session's GET stream, as the SDK routes them.
 //! - Registry changes (tools added or removed) send
-//!   `notifications/tools/list_changed`.
+//!   `notifications/tools/list_changed`: to sessions that began with `initialize`
+//!   (over HTTP on their GET stream), and on every open `subscriptions/listen` stream
+//!   that asked for `toolsListChanged`. A listen that asks only for what toolfunc
+//!   does not serve (prompts, resources) is acknowledged with an empty filter and
+//!   stays open, silent, until the client ends it.
 //!
 //! Hostile input is bounded. Over stdio every line is checked against JSON-RPC 2.0
 //! before the SDK sees it: each malformed request is answered (`-32700` for what is
@@ -38,19 +55,25 @@
 //! // Over stdio, until the client closes the stream:
 //! McpServer::new(Registry::global().clone()).serve_stdio().await?;
 //!
-//! // Over streamable HTTP at `/mcp`, merged into any axum app:
+//! // Over streamable HTTP at `/mcp`, merged into any axum app, on connections
+//! // with TCP_NODELAY (a plain `axum::serve` makes each answer wait some 40 ms):
 //! let app = toolfunc::mcp::router(Registry::global().clone());
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
-//! toolfunc::mcp::axum::serve(listener, app).await?;
+//! toolfunc::mcp::serve(listener, app).await?;
 //! # Ok(()) }
 //! ```
 //!
 //! [`Ctx::cancellation_token`]: crate::Ctx::cancellation_token
 //! [`Ctx::progress`]: crate::Ctx::progress
+//! [`Ctx::log`]: crate::Ctx::log
+//! [`Ctx::log_data`]: crate::Ctx::log_data
 
+mod catalog;
 mod http;
+mod serve;
 mod stdio;
 
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -59,19 +82,26 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
     CustomResult, ErrorCode, Implementation, InitializeRequestParams, InitializeResult,
     ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    ServerCapabilities, ServerConfig, SetLevelRequestMethod, SubscriptionFilter, Tool,
 };
+#[allow(deprecated)] // Logging is deprecated in the SDK (SEP-2577), yet in both revisions.
+use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, SetLevelRequestParams};
 use rmcp::service::ServerInitializeError;
-use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::llm::{self, Target};
 use crate::registry::SubscriptionError;
-use crate::{CallOptions, CollectLimit, Progress, Registry, RegistryEvent, ToolError, ToolRef};
+use crate::{
+    CallOptions, CollectLimit, LogLevel, LogMessage, Progress, Registry, RegistryEvent, ToolError,
+    ToolRef,
+};
+use catalog::Catalog;
+
+pub use serve::{NoDelay, serve};
 
 /// The web framework [`McpServer::router`] builds on, to serve and merge its router.
 pub use axum;
@@ -89,6 +119,8 @@ pub const DEFAULT_MAX_SESSIONS: usize = 1000;
 pub const DEFAULT_UNINITIALIZED_SESSION_LIFETIME: Duration = Duration::from_secs(30);
 /// The default of [`McpServer::session_idle_lifetime`]: 5 minutes.
 pub const DEFAULT_SESSION_IDLE_LIFETIME: Duration = Duration::from_secs(300);
+/// The default of [`McpServer::page_size`]: 1,000 tools.
+pub const DEFAULT_PAGE_SIZE: usize = 1000;
 
 /// An MCP server over a [`Registry`].
 ///
@@ -107,15 +139,14 @@ struct Shared {
     registry: Registry,
     info: Implementation,
     instructions: Option<String>,
-    /// The last `tools/list`, with the registry generation it was made at.
-    listed: Arc<Mutex<Option<Listed>>>,
+    /// The tool list of the last registry generation it was asked at.
+    catalog: Arc<Mutex<Option<Arc<Catalog>>>>,
+    page_size: usize,
     max_line_length: usize,
     sessions: http::Limits,
     origins: http::Origins,
     collect_limit: CollectLimit,
 }
-
-type Listed = (u64, Vec<Tool>);
 
 /// The running program's name: its executable's file name without extension.
 fn program_name() -> String {
@@ -150,7 +181,8 @@ impl McpServer {
                 registry,
                 info: Implementation::new(program_name(), "0.0.0"),
                 instructions: None,
-                listed: Arc::default(),
+                catalog: Arc::default(),
+                page_size: DEFAULT_PAGE_SIZE,
                 max_line_length: DEFAULT_MAX_LINE_LENGTH,
                 sessions: http::Limits {
                     max_sessions: DEFAULT_MAX_SESSIONS,
@@ -184,6 +216,17 @@ impl McpServer {
     #[must_use]
     pub fn collect_limit(mut self, limit: CollectLimit) -> Self {
         Arc::make_mut(&mut self.shared).collect_limit = limit;
+        self
+    }
+
+    /// At most this many tools in one `tools/list` answer; default
+    /// [`DEFAULT_PAGE_SIZE`] (1,000), so most registries are one page. A longer list
+    /// ends its pages with a `nextCursor` (opaque: the client hands it back to get the
+    /// next page); a cursor stays good when tools are added or removed in between.
+    /// `0` counts as `1`.
+    #[must_use]
+    pub fn page_size(mut self, tools: usize) -> Self {
+        Arc::make_mut(&mut self.shared).page_size = tools.max(1);
         self
     }
 
@@ -325,7 +368,8 @@ impl McpServer {
 
     /// An axum router answering streamable HTTP at [`PATH`] (`/mcp`), with the
     /// SDK's default settings (loopback hosts only) and this server's limits and
-    /// allowed origins (loopback pages only by default); merge it into an app.
+    /// allowed origins (loopback pages only by default); merge it into an app, and
+    /// serve that with [`serve`] (or on a [`NoDelay`] listener): see there why.
     pub fn router(self) -> axum::Router {
         axum::Router::new().nest_service(
             PATH,
@@ -333,26 +377,84 @@ impl McpServer {
         )
     }
 
+    /// Serves [`router`](Self::router) on `listener` with [`serve`] (`TCP_NODELAY` on
+    /// every connection), until the listener fails.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), toolfunc::ToolError> {
+    /// use toolfunc::{mcp::McpServer, Registry};
+    ///
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:3001")
+    ///     .await
+    ///     .map_err(|err| toolfunc::ToolError::failed(err.to_string()))?;
+    /// McpServer::new(Registry::global().clone()).serve_http(listener).await
+    /// # }
+    /// ```
+    pub async fn serve_http(self, listener: tokio::net::TcpListener) -> Result<(), ToolError> {
+        serve(listener, self.router())
+            .await
+            .map_err(|err| transport_error(&err))
+    }
+
     /// The tool list, kept until a registry changes.
-    fn tools(&self) -> Result<Vec<Tool>, ErrorData> {
+    fn catalog(&self) -> Arc<Catalog> {
         let generation = crate::registry::generation();
         let lock = || {
             self.shared
-                .listed
+                .catalog
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
         };
-        if let Some((made, tools)) = &*lock()
-            && *made == generation
+        if let Some(kept) = &*lock()
+            && kept.generation == generation
         {
-            return Ok(tools.clone());
+            return Arc::clone(kept);
         }
-        let exported = llm::export(&self.shared.registry, Target::Mcp, true)
-            .map_err(|err| ErrorData::internal_error(err.to_string(), Some(error_data(&err))))?;
-        let tools: Vec<Tool> = serde_json::from_value(exported)
-            .map_err(|err| ErrorData::internal_error(format!("tool list: {err}"), None))?;
-        *lock() = Some((generation, tools.clone()));
-        Ok(tools)
+        let made = Arc::new(Catalog::new(&self.shared.registry, generation));
+        *lock() = Some(Arc::clone(&made));
+        made
+    }
+
+    /// The level a session's `logging/setLevel` asked for (debug until then).
+    fn session_log_level(&self) -> LogLevel {
+        let index = self.session.log_level.load(Ordering::Relaxed);
+        LogLevel::ALL
+            .get(usize::from(index))
+            .copied()
+            .unwrap_or(LogLevel::Debug)
+    }
+
+    /// Whether a message at `level` goes to the client under `gate`.
+    fn admits(&self, gate: LogGate, level: LogLevel) -> bool {
+        match gate {
+            LogGate::Off => false,
+            LogGate::Request(least) => level >= least,
+            LogGate::Session => level >= self.session_log_level(),
+        }
+    }
+
+    /// Sends one report of a running call to the client; a client that went away
+    /// misses it, and the call goes on.
+    async fn deliver(
+        &self,
+        report: Report,
+        progress: &mut Monotonic,
+        gate: LogGate,
+        peer: &Peer<RoleServer>,
+    ) {
+        match report {
+            Report::Log(message) => {
+                if self.admits(gate, message.level) {
+                    #[allow(deprecated)]
+                    let _ = peer.notify_logging_message(log_param(message)).await;
+                }
+            }
+            Report::Step(step) => {
+                if let Some(param) = progress.admit(step) {
+                    let _ = peer.notify_progress(param).await;
+                }
+            }
+        }
     }
 
     /// What an MCP tool name stands for: a visible tool, or one method (the index of
@@ -361,7 +463,7 @@ impl McpServer {
         let registry = &self.shared.registry;
         let (tool, act) = match registry.get(name) {
             Some(tool) => (tool, None),
-            None => llm::method_of(registry, name).map(|(tool, act)| (tool, Some(act)))?,
+            None => crate::llm::method_of(registry, name).map(|(tool, act)| (tool, Some(act)))?,
         };
         let def = tool.definition();
         (def.api && (act.is_some() || def.acts.is_empty())).then_some((tool, act))
@@ -374,9 +476,83 @@ pub async fn serve_stdio(registry: Registry) -> Result<(), ToolError> {
 }
 
 /// An axum router serving `registry` over streamable HTTP at `/mcp` (see
-/// [`McpServer::router`]).
+/// [`McpServer::router`]); serve it with [`serve`].
 pub fn router(registry: Registry) -> axum::Router {
     McpServer::new(registry).router()
+}
+
+/// Where a call's log messages go.
+#[derive(Clone, Copy)]
+enum LogGate {
+    /// Nowhere: a sessionless request that set no level.
+    Off,
+    /// At or above the level of the request's `_meta`.
+    Request(LogLevel),
+    /// At or above the session's level (`logging/setLevel`).
+    Session,
+}
+
+/// Whether the request is a sessionless one (2026-07-28 and later), which has no
+/// `initialize`, no `logging/setLevel` and output of any JSON type.
+fn sessionless(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|version| !version.has_initialize())
+}
+
+/// Where the log messages of the call `context` asks for go.
+fn log_gate(context: &RequestContext<RoleServer>) -> Result<LogGate, ErrorData> {
+    Ok(match context.meta.get(LOG_LEVEL_KEY) {
+        Some(level) => LogGate::Request(serde_json::from_value(level.clone()).map_err(|_| {
+            ErrorData::invalid_params(
+                format!("_meta[\"{LOG_LEVEL_KEY}\"] must be one of {LOG_LEVELS}"),
+                Some(json!({"logLevel": level})),
+            )
+        })?),
+        None if sessionless(context) => LogGate::Off,
+        None => LogGate::Session,
+    })
+}
+
+/// The `_meta` key of a request's log level.
+const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
+
+/// The level names, for error messages.
+const LOG_LEVELS: &str = "debug, info, notice, warning, error, critical, alert, emergency";
+
+#[allow(deprecated)]
+fn from_mcp(level: LoggingLevel) -> LogLevel {
+    match level {
+        LoggingLevel::Debug => LogLevel::Debug,
+        LoggingLevel::Info => LogLevel::Info,
+        LoggingLevel::Notice => LogLevel::Notice,
+        LoggingLevel::Warning => LogLevel::Warning,
+        LoggingLevel::Error => LogLevel::Error,
+        LoggingLevel::Critical => LogLevel::Critical,
+        LoggingLevel::Alert => LogLevel::Alert,
+        LoggingLevel::Emergency => LogLevel::Emergency,
+    }
+}
+
+#[allow(deprecated)]
+fn to_mcp(level: LogLevel) -> LoggingLevel {
+    match level {
+        LogLevel::Debug => LoggingLevel::Debug,
+        LogLevel::Info => LoggingLevel::Info,
+        LogLevel::Notice => LoggingLevel::Notice,
+        LogLevel::Warning => LoggingLevel::Warning,
+        LogLevel::Error => LoggingLevel::Error,
+        LogLevel::Critical => LoggingLevel::Critical,
+        LogLevel::Alert => LoggingLevel::Alert,
+        LogLevel::Emergency => LoggingLevel::Emergency,
+    }
+}
+
+/// A log message as MCP sends it: the logger is the tool unless it named one.
+#[allow(deprecated)]
+fn log_param(message: LogMessage) -> LoggingMessageNotificationParam {
+    let logger = message.logger.unwrap_or(message.tool);
+    LoggingMessageNotificationParam::new(to_mcp(message.level), message.data).with_logger(logger)
 }
 
 /// One connection's state. Its token is cancelled when the last copy of its handler
@@ -390,6 +566,8 @@ struct Session {
     /// change between the client's acknowledgement and [`ServerHandler::listen`] is
     /// missed.
     listening: Mutex<Vec<crate::Subscription>>,
+    /// The index in [`LogLevel::ALL`] of the level `logging/setLevel` asked for.
+    log_level: AtomicU8,
 }
 
 impl Drop for Session {
@@ -407,8 +585,10 @@ fn error_data(err: &ToolError) -> Value {
 }
 
 impl ServerHandler for McpServer {
+    #[allow(deprecated)] // `logging`: deprecated in the SDK (SEP-2577), yet in both revisions.
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
+            .enable_logging()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
@@ -421,21 +601,41 @@ impl ServerHandler for McpServer {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools()?))
+        let catalog = self.catalog();
+        let cursor = request.and_then(|r| r.cursor);
+        let Some((page, next)) = catalog.page(cursor.as_deref(), self.shared.page_size) else {
+            return Err(ErrorData::invalid_params(
+                "tools/list: invalid cursor (pass back a nextCursor this server gave)",
+                Some(json!({"cursor": cursor})),
+            ));
+        };
+        let mut result = ListToolsResult::with_all_items(page.to_vec());
+        result.next_cursor = next;
+        Ok(result)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        // Asked on every HTTP request (for header checks): export just this one.
-        let (tool, act) = self.function(name)?;
-        let def = tool.definition();
-        let exported = match act {
-            Some(act) => llm::tool(&llm::method_function(def, &def.acts[act]), Target::Mcp),
-            None => llm::tool(def, Target::Mcp),
-        };
-        serde_json::from_value(exported.ok()?).ok()
+        // Asked on every sessionless HTTP request (for header checks): from the kept
+        // list.
+        self.catalog().get(name).cloned()
+    }
+
+    #[allow(deprecated)] // Logging: deprecated in the SDK (SEP-2577), yet in 2025-11-25.
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        // Sessionless clients give the level with each request instead.
+        if sessionless(&context) {
+            return Err(ErrorData::method_not_found::<SetLevelRequestMethod>());
+        }
+        let level = from_mcp(request.level) as u8;
+        self.session.log_level.store(level, Ordering::Relaxed);
+        Ok(())
     }
 
     async fn call_tool(
@@ -449,15 +649,23 @@ impl ServerHandler for McpServer {
                 Some(json!({"code": "NOT_FOUND", "name": request.name})),
             ));
         };
+        let gate = log_gate(&context)?;
         let def = found.definition();
         let mut arguments = request.arguments.unwrap_or_default();
-        let stream = match act {
+        let (stream, result) = match act {
             Some(act) => {
                 let act = &def.acts[act];
                 arguments.insert("act".into(), Value::from(act.name.clone()));
-                act.stream
+                (act.stream, act.result.as_ref())
             }
-            None => def.stream,
+            None => (def.stream, def.result.as_ref()),
+        };
+        let shape = Shape {
+            content: crate::content::is_content_schema(result),
+            // A listed output schema: 2026-07-28 clients take a value of any type.
+            any_structured: sessionless(&context)
+                && !stream
+                && matches!(result, Some(Value::Object(_))),
         };
         let (tool, args) = (found.name(), Value::Object(arguments));
         let token = context.meta.get_progress_token();
@@ -468,17 +676,24 @@ impl ServerHandler for McpServer {
         if let Some(client) = context.client_info() {
             options = options.caller(client.name);
         }
-        if token.is_none() && !stream {
+        let logs = !matches!(gate, LogGate::Off);
+        if token.is_none() && !stream && !logs {
             // Nothing to report while it runs.
             let runner = self.shared.registry.with(options);
-            return Ok(into_result(runner.run(tool, args).await).into());
+            return Ok(into_result(runner.run(tool, args).await, shape).into());
         }
         let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
         if token.is_some() {
             let tx = progress_tx.clone();
             options = options.on_progress(move |progress| {
                 // The receiver lives until the call has answered.
-                let _ = tx.send(Report::Progress(progress));
+                let _ = tx.send(Report::Step(Step::Progress(progress)));
+            });
+        }
+        if logs {
+            let tx = progress_tx.clone();
+            options = options.on_log(move |message| {
+                let _ = tx.send(Report::Log(message));
             });
         }
         let runner = self.shared.registry.with(options);
@@ -496,7 +711,8 @@ impl ServerHandler for McpServer {
                     return Err(limit.exceeded(tool, items.len() + 1, bytes));
                 }
                 if token.is_some() {
-                    let _ = progress_tx.send(Report::Item(items.len() + 1, item.clone()));
+                    let _ =
+                        progress_tx.send(Report::Step(Step::Item(items.len() + 1, item.clone())));
                 }
                 items.push(item);
             }
@@ -509,20 +725,15 @@ impl ServerHandler for McpServer {
             tokio::select! {
                 biased;
                 Some(report) = progress_rx.recv() => {
-                    if let Some(param) = progress.admit(report) {
-                        // A client that went away misses its progress; the call goes on.
-                        let _ = peer.notify_progress(param).await;
-                    }
+                    self.deliver(report, &mut progress, gate, peer).await;
                 }
                 outcome = &mut call => break outcome,
             }
         };
         while let Ok(report) = progress_rx.try_recv() {
-            if let Some(param) = progress.admit(report) {
-                let _ = peer.notify_progress(param).await;
-            }
+            self.deliver(report, &mut progress, gate, peer).await;
         }
-        Ok(into_result(outcome).into())
+        Ok(into_result(outcome, shape).into())
     }
 
     async fn initialize(
@@ -561,21 +772,28 @@ impl ServerHandler for McpServer {
     async fn on_custom_request(
         &self,
         request: CustomRequest,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
         // The SDK hands over a known method whose params it could not read.
-        if matches!(request.method.as_str(), "tools/call" | "tools/list") {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "{}: params must be {{\"name\": string, \"arguments\"?: object}}",
-                    request.method
-                ),
-                None,
-            ));
-        }
-        Err(ErrorData::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            request.method,
+        let expected = match request.method.as_str() {
+            "tools/call" => "{\"name\": string, \"arguments\"?: object}",
+            "tools/list" => "{\"cursor\"?: string}",
+            "logging/setLevel" if !sessionless(&context) => {
+                "{\"level\": \"debug\" | \"info\" | \"notice\" | \"warning\" | \"error\" | \"critical\" | \"alert\" | \"emergency\"}"
+            }
+            "subscriptions/listen" if sessionless(&context) => {
+                "{\"notifications\": {\"toolsListChanged\"?: boolean, \"promptsListChanged\"?: boolean, \"resourcesListChanged\"?: boolean, \"resourceSubscriptions\"?: [string]}}"
+            }
+            _ => {
+                return Err(ErrorData::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    request.method,
+                    None,
+                ));
+            }
+        };
+        Err(ErrorData::invalid_params(
+            format!("{}: params must be {expected}", request.method),
             None,
         ))
     }
@@ -585,7 +803,9 @@ impl ServerHandler for McpServer {
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
         if requested.tools_list_changed != Some(true) {
-            return None;
+            // Prompts and resources: none here to announce. The listen is acknowledged
+            // with what is honoured (nothing) and stays open.
+            return Some(SubscriptionFilter::new());
         }
         let mut listening = self
             .session
@@ -603,6 +823,11 @@ impl ServerHandler for McpServer {
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         // Sessionless clients subscribe with `subscriptions/listen`; the stream lasts
         // as long as that request.
+        if context.accepted().tools_list_changed != Some(true) {
+            // Nothing to send; the client ends it.
+            context.cancelled().await;
+            return Ok(());
+        }
         let taken = self
             .session
             .listening
@@ -670,14 +895,14 @@ impl Monotonic {
         }
     }
 
-    fn admit(&mut self, report: Report) -> Option<ProgressNotificationParam> {
+    fn admit(&mut self, step: Step) -> Option<ProgressNotificationParam> {
         let token = self.token.clone()?;
-        if matches!(report, Report::Progress(_)) {
+        if matches!(step, Step::Progress(_)) {
             self.own = true;
         } else if self.own {
             return None;
         }
-        let param = report.into_param(token);
+        let param = step.into_param(token);
         (param.progress > self.last).then(|| {
             self.last = param.progress;
             param
@@ -685,13 +910,20 @@ impl Monotonic {
     }
 }
 
+/// What a running call reports while it runs.
 enum Report {
+    Step(Step),
+    Log(LogMessage),
+}
+
+/// How far a call has come.
+enum Step {
     Progress(Progress),
     /// The n-th item of a streaming tool.
     Item(usize, Value),
 }
 
-impl Report {
+impl Step {
     #[allow(clippy::cast_precision_loss)]
     fn into_param(self, token: ProgressToken) -> ProgressNotificationParam {
         match self {
@@ -712,10 +944,39 @@ impl Report {
     }
 }
 
+/// What a tool's result is, for its `tools/call` answer.
+#[derive(Clone, Copy)]
+struct Shape {
+    /// [`Content`](crate::Content): its blocks are the answer.
+    content: bool,
+    /// Any value is also `structuredContent` (a 2026-07-28 client, a tool with an
+    /// output schema).
+    any_structured: bool,
+}
+
 /// A tool's outcome as MCP answers it.
-fn into_result(outcome: Result<Value, ToolError>) -> CallToolResult {
+fn into_result(outcome: Result<Value, ToolError>, shape: Shape) -> CallToolResult {
     match outcome {
+        Ok(value) if shape.content => match serde_json::from_value::<CallToolResult>(value) {
+            Ok(blocks) => {
+                let mut result = CallToolResult::success(blocks.content);
+                result.structured_content = blocks.structured_content;
+                result
+            }
+            Err(err) => CallToolResult::error(vec![ContentBlock::text(format!(
+                "the tool's content blocks are not MCP content: {err}"
+            ))]),
+        },
         Ok(Value::Object(object)) => CallToolResult::structured(Value::Object(object)),
+        Ok(value) if shape.any_structured => {
+            let text = match &value {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+            result.structured_content = Some(value);
+            result
+        }
         Ok(Value::String(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),
         Ok(value) => CallToolResult::success(vec![ContentBlock::text(value.to_string())]),
         Err(err) => {
