@@ -153,7 +153,7 @@ async fn over_http_the_answer_is_the_content_json() {
     assert_eq!(value, answer);
 }
 
-fn anthropic_call(name: &str, input: Value) -> Value {
+fn anthropic_call(name: &str, input: &Value) -> Value {
     json!({"role": "assistant", "content": [
         {"type": "tool_use", "id": "toolu_1", "name": name, "input": input}
     ]})
@@ -164,7 +164,7 @@ async fn anthropic_gets_text_images_and_documents_and_is_told_what_was_left_out(
     let reply = llm::execute(
         &registry(),
         Target::Anthropic,
-        &anthropic_call("ct_everything", json!({})),
+        &anthropic_call("ct_everything", &json!({})),
     )
     .await
     .unwrap();
@@ -195,7 +195,7 @@ async fn anthropic_gets_text_images_and_documents_and_is_told_what_was_left_out(
     let reply = llm::execute(
         &registry(),
         Target::Anthropic,
-        &anthropic_call("ct_gallery_picture", json!({})),
+        &anthropic_call("ct_gallery_picture", &json!({})),
     )
     .await
     .unwrap();

@@ -921,7 +921,10 @@ async fn rpc_timeout_bounds_the_call() {
         )
         .await;
         let body = reply.error(400, "INVALID_HEADER");
-        assert!(body["error"].as_str().unwrap().contains("rpc-timeout"), "{body}");
+        assert!(
+            body["error"].as_str().unwrap().contains("rpc-timeout"),
+            "{body}"
+        );
     }
     // One too long for the clock is no deadline, not an overflow.
     let reply = call(

@@ -28,7 +28,8 @@ pub(crate) fn deadline_for(
 ) -> Option<Instant> {
     // A timeout too long for the clock (`Duration::MAX`, a header of u64::MAX ms)
     // is no deadline at all, not an overflow.
-    let own = min_duration(tool_timeout, scope.timeout()).and_then(|t| Instant::now().checked_add(t));
+    let own =
+        min_duration(tool_timeout, scope.timeout()).and_then(|t| Instant::now().checked_add(t));
     min_deadline(own, inherited)
 }
 

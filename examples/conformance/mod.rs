@@ -1,0 +1,172 @@
+//! The tools the official MCP conformance suite (`@modelcontextprotocol/conformance`)
+//! calls, by the names its scenarios use, written with toolfunc's public API: shared
+//! by `examples/mcp_conformance.rs` and `tests/mcp_conformance.rs`.
+//! `interop/conformance/SCENARIOS.md` says what each scenario sends and checks.
+
+use std::time::Duration;
+
+use serde_json::json;
+use toolfunc::{Content, Ctx, LogLevel, Registry, ToolError, ToolFunc, tool};
+
+/// A 1x1 PNG, the image the suite's reference server answers with.
+const PNG: [u8; 70] = [
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4,
+    0x89, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0xda, 0x63, 0xfc, 0xcf, 0xc0, 0xf0,
+    0x1f, 0x00, 0x05, 0x05, 0x02, 0x00, 0x5f, 0xc8, 0xf1, 0xd2, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45,
+    0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
+/// A WAV header with one silent sample.
+const WAV: [u8; 46] = [
+    b'R', b'I', b'F', b'F', 0x26, 0x00, 0x00, 0x00, b'W', b'A', b'V', b'E', b'f', b'm', b't', b' ',
+    0x10, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x40, 0x1f, 0x00, 0x00, 0x00, 0x7d, 0x00, 0x00,
+    0x02, 0x00, 0x10, 0x00, b'd', b'a', b't', b'a', 0x02, 0x00, 0x00, 0x00, 0x00, 0x00,
+];
+
+/// Answers with one text block.
+#[tool]
+pub(crate) fn test_simple_text() -> String {
+    "This is a simple text response for testing.".to_owned()
+}
+
+/// Always fails: the error comes back as a result with `isError: true`.
+#[tool]
+pub(crate) fn test_error_handling() -> Result<String, ToolError> {
+    Err(ToolError::failed(
+        "This tool intentionally returns an error for testing",
+    ))
+}
+
+/// Reports progress at 0, 50 and 100 of 100, 50 ms apart.
+#[tool]
+pub(crate) async fn test_tool_with_progress(ctx: &Ctx) -> String {
+    for done in [0.0, 50.0, 100.0] {
+        ctx.progress(done, Some(100.0), Some("working"));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    "Progress test completed".to_owned()
+}
+
+/// Answers with an image.
+#[tool]
+pub(crate) fn test_image_content() -> Content {
+    Content::new().image(PNG, "image/png")
+}
+
+/// Answers with an audio clip.
+#[tool]
+pub(crate) fn test_audio_content() -> Content {
+    Content::new().audio(WAV, "audio/wav")
+}
+
+/// Answers with an embedded text resource.
+#[tool]
+pub(crate) fn test_embedded_resource() -> Content {
+    Content::new().resource_text(
+        "test://embedded-resource",
+        "text/plain",
+        "This is an embedded resource content.",
+    )
+}
+
+/// Answers with text, an image and a resource.
+#[tool]
+pub(crate) fn test_multiple_content_types() -> Content {
+    Content::text("Multiple content types test:")
+        .image(PNG, "image/png")
+        .resource_text(
+            "test://mixed-content-resource",
+            "application/json",
+            json!({"test": "data", "value": 123}).to_string(),
+        )
+}
+
+/// Reports progress, then answers: a stream of notifications and one result, with
+/// no request to the client on the way.
+#[tool]
+pub(crate) fn test_streaming_elicitation(ctx: &Ctx) -> String {
+    ctx.progress(1.0, Some(1.0), Some("streaming"));
+    "Streaming test completed".to_owned()
+}
+
+/// Logs three messages, 50 ms apart, while it runs.
+#[tool]
+pub(crate) async fn test_tool_with_logging(ctx: &Ctx) -> String {
+    for message in [
+        "Tool execution started",
+        "Tool processing data",
+        "Tool execution completed",
+    ] {
+        ctx.log(LogLevel::Info, message);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    "Tool with logging executed successfully".to_owned()
+}
+
+/// Logs one message: a client that asked for no level gets none.
+#[tool]
+pub(crate) fn test_logging_tool(ctx: &Ctx) -> String {
+    ctx.log(LogLevel::Info, "logging tool ran");
+    "Logging tool executed".to_owned()
+}
+
+/// The name of the tool `test_trigger_tool_change` adds and removes.
+pub(crate) const DYNAMIC: &str = "test_dynamic_tool";
+
+/// Adds a tool to the registry, or removes it when it is there: the tool list
+/// changes, and open subscriptions hear of it.
+#[tool]
+pub(crate) fn test_trigger_tool_change() -> Result<String, ToolError> {
+    let registry = Registry::global();
+    if registry.unregister(DYNAMIC) {
+        return Ok(format!("removed {DYNAMIC}"));
+    }
+    let tool = ToolFunc::builder(DYNAMIC)
+        .description("Added by test_trigger_tool_change.")
+        .handler_sync(|_ctx, _args| Ok(json!("dynamic")))
+        .build()?;
+    registry.register(tool)?;
+    Ok(format!("added {DYNAMIC}"))
+}
+
+/// A tool whose input schema uses JSON Schema 2020-12 keywords, passed as written.
+pub(crate) fn json_schema_2020_12_tool() -> Result<ToolFunc, ToolError> {
+    ToolFunc::builder("json_schema_2020_12_tool")
+        .description("Takes a contact whose schema uses JSON Schema 2020-12 keywords.")
+        .params_schema(json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {
+                "address": {
+                    "$anchor": "addressDef",
+                    "type": "object",
+                    "properties": {"street": {"type": "string"}, "city": {"type": "string"}}
+                }
+            },
+            "properties": {
+                "name": {"type": "string"},
+                "address": {"$ref": "#/$defs/address"},
+                "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                "phone": {"type": "string"},
+                "email": {"type": "string"}
+            },
+            "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+            "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+            "then": {"required": ["phone"]},
+            "else": {"required": ["email"]},
+            "additionalProperties": false
+        }))
+        .handler_sync(|_ctx, args| Ok(json!(format!("contact: {args}"))))
+        .build()
+}
+
+/// The global registry with every conformance tool: the `#[tool]`s are there
+/// already; the builder tools are added.
+pub(crate) fn registry() -> Result<Registry, ToolError> {
+    let registry = Registry::global().clone();
+    if !registry.has("json_schema_2020_12_tool") {
+        registry.register(json_schema_2020_12_tool()?)?;
+    }
+    Ok(registry)
+}
