@@ -1,6 +1,7 @@
 //! Execution-control overhead: a call carrying a context and a timeout against a plain
 //! call, nested runners (no deep copies), and the stream callbacks adaptor against the
-//! bare stream, and a `#[tool(local)]` call against a plain async one.
+//! bare stream, a `#[tool(local)]` call against a plain async one, and a tracked call
+//! (the ledger) against an untracked spawn.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -73,6 +74,23 @@ fn context(c: &mut Criterion) {
     group.bench_function("async/local", |b| {
         b.to_async(&runtime)
             .iter(|| registry.run(black_box("add_local"), black_box(args.clone())));
+    });
+    // A tracked call (started in a ledger, read back by id) against the same call
+    // spawned and awaited untracked.
+    let ledger = toolfunc::ledger::Ledger::new(registry.clone());
+    group.bench_function("spawn/untracked", |b| {
+        b.to_async(&runtime)
+            .iter(|| registry.spawn(black_box("add_async"), black_box(args.clone())));
+    });
+    group.bench_function("spawn/tracked", |b| {
+        b.to_async(&runtime).iter(|| async {
+            let id = ledger
+                .start(black_box("add_async"), black_box(args.clone()))
+                .expect("room in the ledger");
+            let value = ledger.wait(&id).await;
+            ledger.remove(&id);
+            value
+        });
     });
     group.bench_function("async/context_timeout", |b| {
         b.to_async(&runtime)

@@ -1,7 +1,8 @@
 //! The demo catalog over HTTP: `cargo run --example server`.
 //!
 //! Serves `add`, the `greeter` service, the `users` REST resource, the streaming
-//! `countdown`, `fail` and `sleep` under `http://127.0.0.1:3000/api`, and to MCP
+//! `countdown`, `fail`, `sleep` and the background `report` under
+//! `http://127.0.0.1:3000/api` (with the try-it page at `/api/docs`), and to MCP
 //! clients at `http://127.0.0.1:3000/mcp`, and prints how to call them.
 //! `--addr HOST:PORT` (or `PORT`) and `--prefix /path` change where.
 
@@ -59,6 +60,9 @@ async fn main() -> std::io::Result<()> {
     println!("  curl -N --json '{{\"count\":3,\"stream\":true}}' {base}/countdown  # NDJSON");
     println!("  curl --json '{{}}' {base}/fail                          # 500");
     println!("  curl --json '{{\"ms\":500}}' {base}/sleep");
+    println!(
+        "  curl -i --json '{{\"ms\":3000}}' {base}/report           # 202: poll {base}/rpcTask/<req-id>"
+    );
     println!();
     println!(
         "and to MCP clients (streamable HTTP) at {mcp}: e.g. npx @modelcontextprotocol/inspector"

@@ -34,7 +34,15 @@ async fn remote_tools_run_by_name_and_alias() {
     names.sort();
     assert_eq!(
         names,
-        ["add", "countdown", "fail", "greeter", "sleep", "users"]
+        [
+            "add",
+            "countdown",
+            "fail",
+            "greeter",
+            "report",
+            "sleep",
+            "users"
+        ]
     );
     // Definitions arrive whole: schema, description, alias, service methods.
     let add = client.get("add").unwrap();

@@ -149,7 +149,15 @@ impl Drop for InStream {
 #[tokio::test]
 async fn discovery_lists_every_api_tool_without_code() {
     let addr = start(Api::new(Registry::global().clone())).await;
-    let names = ["add", "countdown", "fail", "greeter", "sleep", "users"];
+    let names = [
+        "add",
+        "countdown",
+        "fail",
+        "greeter",
+        "report",
+        "sleep",
+        "users",
+    ];
     for path in ["/api", "/api/", "/api?x=1", "/api/?p=%7B%7D"] {
         let listing = get(addr, path).await.ok();
         let tools = listing.as_object().expect("an object keyed by name");

@@ -1,6 +1,7 @@
 //! The demo catalog shared by the examples (`server`, `mcp_server`) and the tests:
 //! `add`, the `greeter` service, the `users` REST resource, the streaming
-//! `countdown`, `fail` and `sleep`.
+//! `countdown`, `fail`, `sleep`, and `report`, which moves to the background past
+//! its 1 s soft deadline.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -17,7 +18,7 @@ use toolfunc::{Ctx, Registry, ToolError, tool, tool_service};
 #[allow(dead_code)] // the examples serve the global registry
 pub(crate) fn catalog() -> Registry {
     let registry = Registry::new();
-    for name in ["add", "countdown", "fail", "sleep"] {
+    for name in ["add", "countdown", "fail", "report", "sleep"] {
         if let Some(tool) = Registry::global().get(name) {
             let _ = registry.register(tool);
         }
@@ -239,7 +240,10 @@ pub(crate) async fn sleep(
     ms: u64,
 ) -> Value {
     let start = tokio::time::Instant::now();
-    let end = start + Duration::from_millis(ms);
+    // Past what the clock can say, it sleeps until cancelled.
+    let end = start
+        .checked_add(Duration::from_millis(ms))
+        .unwrap_or_else(|| start + Duration::from_secs(86_400 * 365 * 30));
     loop {
         let now = tokio::time::Instant::now();
         if now >= end {
@@ -250,4 +254,42 @@ pub(crate) async fn sleep(
         tokio::time::sleep((end - now).min(Duration::from_millis(100))).await;
     }
     serde_json::json!({"slept": ms})
+}
+
+/// What `report` answers.
+#[derive(Serialize, JsonSchema)]
+pub(crate) struct Report {
+    /// How long it worked, in milliseconds.
+    ms: u64,
+}
+
+/// Works for `ms` milliseconds (at most 60 s), reporting progress; fails at the
+/// end when asked to. Past its 1 s soft deadline an HTTP call moves to the
+/// background: the answer is `202`, and the caller polls `rpcTask/<req-id>`.
+#[tool(timeout = "1s", background)]
+pub(crate) async fn report(
+    ctx: &Ctx,
+    /// How long to work, in milliseconds (capped at 60,000).
+    ms: u64,
+    /// Fail at the end instead of answering.
+    #[serde(default)]
+    fail: bool,
+) -> Result<Report, ToolError> {
+    let ms = ms.min(60_000);
+    let mut done = 0;
+    while done < ms {
+        let step = (ms - done).min(100);
+        tokio::time::sleep(Duration::from_millis(step)).await;
+        done += step;
+        #[allow(clippy::cast_precision_loss)] // progress is approximate
+        ctx.progress(done as f64, Some(ms as f64), None);
+    }
+    if fail {
+        return Err(ToolError::custom(
+            "REPORT_FAILED",
+            500,
+            "the report failed, as asked",
+        ));
+    }
+    Ok(Report { ms })
 }

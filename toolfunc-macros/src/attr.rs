@@ -47,6 +47,7 @@ pub(crate) const KEYS: &[(&str, &[Position])] = &[
     ("deny_unknown_fields", &[Function, Method]),
     ("stream", &[Function, Method]),
     ("local", &[Function]),
+    ("background", &[Function]),
     ("timeout", &[Function, Service, Method]),
     ("concurrency", &[Function, Service]),
     ("depends", &[Function]),
@@ -141,6 +142,8 @@ pub(crate) struct ToolAttrs {
     /// `local` (async functions): the future need not be `Send`; calls run on the
     /// local executor.
     pub(crate) local: Option<Span>,
+    /// `background`: the timeout is a soft deadline.
+    pub(crate) background: Option<Span>,
     /// `dispose` (methods): the service's dispose, run when it is removed; not an act.
     pub(crate) dispose: Option<Span>,
     pub(crate) krate: Option<Path>,
@@ -226,6 +229,7 @@ impl ToolAttrs {
                 | "setup"
                 | "dispose"
                 | "local"
+                | "background"
                 | "annotations"
                 | "depends"
         );
@@ -267,6 +271,8 @@ impl ToolAttrs {
             "setup" => set(&mut self.setup, &key, flag(&key, &value)?),
             // local
             "local" => set(&mut self.local, &key, flag(&key, &value)?),
+            // background (with timeout = "2s": past it, remote callers poll)
+            "background" => set(&mut self.background, &key, flag(&key, &value)?),
             // dispose
             "dispose" => set(&mut self.dispose, &key, flag(&key, &value)?),
             // depends(fetch = "get_user", log = "audit_log")

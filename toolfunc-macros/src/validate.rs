@@ -283,6 +283,15 @@ fn signature(tool: &ToolFn, errors: &mut Errors) {
         }
     }
 
+    if let Some(span) = tool.attrs.background
+        && tool.attrs.timeout.is_none()
+    {
+        errors.push(syn::Error::new(
+            span,
+            "#[tool] key `background` needs a `timeout`, the soft deadline after which a \
+             remote call moves to the background: `#[tool(timeout = \"2s\", background)]`",
+        ));
+    }
     if let Some(span) = tool.attrs.local {
         if !tool.is_async() {
             errors.push(syn::Error::new(

@@ -1064,3 +1064,27 @@ pub(crate) fn with_cleanup_errors(
         }
     }
 }
+
+/// What the ledger reads of the options it tracks a call with.
+impl CallOptions {
+    /// The caller's name, when set.
+    pub(crate) fn caller_name(&self) -> Option<&str> {
+        self.caller.as_deref()
+    }
+
+    /// Adds a progress listener after the one already set (if any): both are called.
+    pub(crate) fn also_on_progress(
+        mut self,
+        listener: impl Fn(Progress) + Send + Sync + 'static,
+    ) -> Self {
+        let listener: ProgressFn = match self.progress.take() {
+            None => Arc::new(listener),
+            Some(first) => Arc::new(move |progress: Progress| {
+                first(progress.clone());
+                listener(progress);
+            }),
+        };
+        self.progress = Some(listener);
+        self
+    }
+}

@@ -57,6 +57,7 @@ mod ctx;
 mod error;
 #[cfg(feature = "http")]
 pub mod http;
+pub mod ledger;
 pub mod llm;
 mod local;
 mod log;

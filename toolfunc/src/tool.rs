@@ -72,9 +72,14 @@ pub struct ToolDefinition {
     /// `run` collects them into an array).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stream: bool,
-    /// The tool's own timeout, in milliseconds.
+    /// The tool's own timeout, in milliseconds: a soft deadline when `background`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<u64>,
+    /// Whether the tool's `timeout` is a soft deadline: a remote call still running
+    /// past it moves to the background (HTTP answers `202`, and the caller polls);
+    /// in process the call runs on. Bounded by the ledger's maximum run time.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub background: bool,
     /// Hints about the tool's behaviour, carried to every export.
     #[serde(default, skip_serializing_if = "Annotations::is_empty")]
     pub annotations: Annotations,
@@ -468,6 +473,7 @@ impl ToolFunc {
             tags,
             stream: _,
             timeout,
+            background,
             annotations,
             action,
             methods,
@@ -483,6 +489,7 @@ impl ToolFunc {
             alias,
             tags,
             timeout: timeout.map(Duration::from_millis),
+            background,
             annotations,
             api,
             action,
@@ -528,9 +535,21 @@ impl ToolFunc {
         self.definition.api
     }
 
-    /// The tool's own timeout.
+    /// The tool's own timeout: the deadline its calls end at with `TIMEOUT`. `None`
+    /// for a `background` tool, whose timeout is a soft deadline instead
+    /// ([`soft_deadline`](Self::soft_deadline)).
     pub fn timeout(&self) -> Option<Duration> {
         self.timeout
+    }
+
+    /// For a `background` tool, how long a remote caller waits before the call moves
+    /// to the background; `None` for other tools.
+    pub fn soft_deadline(&self) -> Option<Duration> {
+        if self.definition.background {
+            self.definition.timeout.map(Duration::from_millis)
+        } else {
+            None
+        }
     }
 
     /// How many calls of the tool may run at once, when limited.
@@ -874,6 +893,10 @@ pub fn to_output<T: Serialize + ?Sized>(value: &T) -> Result<Value, ToolError> {
 /// arguments ([`typed`](Self::typed), [`typed_sync`](Self::typed_sync)), whose
 /// parameter and result schemas are derived from the types unless given.
 #[must_use = "a builder does nothing until `build` is called"]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each flag is one switch of the definition being built"
+)]
 pub struct ToolBuilder {
     name: String,
     title: Option<String>,
@@ -885,6 +908,7 @@ pub struct ToolBuilder {
     result: Option<Value>,
     param_order: Option<Vec<String>>,
     timeout: Option<Duration>,
+    background: bool,
     annotations: Annotations,
     /// Derives the positional order from the typed handler's argument type.
     typed_order: Option<fn(&Value) -> Vec<String>>,
@@ -924,6 +948,7 @@ impl ToolBuilder {
             result: None,
             param_order: None,
             timeout: None,
+            background: false,
             annotations: Annotations::default(),
             typed_order: None,
             handler: None,
@@ -1117,6 +1142,27 @@ impl ToolBuilder {
     /// sync handler runs to its end once started.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Makes the timeout a soft deadline: a remote call (HTTP) still running past it
+    /// moves to the background, answered `202` and polled for, instead of ending
+    /// with `TIMEOUT`; in process the call runs on. Without a timeout, a remote call
+    /// waits as long as the call runs.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let report = toolfunc::ToolFunc::builder("report")
+    ///     .timeout(Duration::from_secs(1))
+    ///     .background(true)
+    ///     .handler_sync(|_ctx, _args| Ok(serde_json::json!("done")))
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(report.soft_deadline(), Some(Duration::from_secs(1)));
+    /// assert_eq!(report.timeout(), None);
+    /// ```
+    pub fn background(mut self, yes: bool) -> Self {
+        self.background = yes;
         self
     }
 
@@ -1363,13 +1409,15 @@ impl ToolBuilder {
                 timeout: self
                     .timeout
                     .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+                background: self.background,
                 annotations: self.annotations,
                 action: self.action,
                 methods: self.methods,
                 acts: self.act_definitions,
                 api: self.api,
             },
-            timeout: self.timeout,
+            // A background tool's timeout is a soft deadline, not the call's end.
+            timeout: if self.background { None } else { self.timeout },
             handler,
             check,
             positional,
@@ -1400,6 +1448,8 @@ pub struct ToolSpec {
     pub result: Option<fn() -> Value>,
     pub handler: SpecHandler,
     pub timeout_ms: Option<u64>,
+    /// `background`: the timeout is a soft deadline.
+    pub background: bool,
     /// `(alias, tool name)` of each dependency.
     pub depends: &'static [(&'static str, &'static str)],
     pub concurrency: Option<usize>,
@@ -1439,6 +1489,7 @@ impl ToolSpec {
             SpecHandler::Stream(f) => Handler::Stream(Box::new(f)),
         });
         builder.timeout = self.timeout_ms.map(Duration::from_millis);
+        builder.background = self.background;
         builder.concurrency = self.concurrency;
         builder.api = self.api;
         builder.annotations = Annotations::from_hints(self.annotations);

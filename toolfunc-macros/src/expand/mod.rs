@@ -178,8 +178,10 @@ pub(crate) fn execution_fields(model: &ToolFn, p: &TokenStream) -> TokenStream {
     let concurrency = concurrency_value(attrs, p);
     let annotations = annotation_values(attrs, p);
     let timeout = timeout_value(attrs, p);
+    let background = attrs.background.is_some();
     quote! {
         timeout_ms: #timeout,
+        background: #background,
         depends: &[#(#depends),*],
         concurrency: #concurrency,
         annotations: #annotations,

@@ -2,6 +2,7 @@
 //! call the server.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -9,7 +10,7 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::{Method, Url};
 use serde_json::{Map, Value};
 
-use super::wire::{self, NDJSON, REQ_ID, RPC_ACT, RPC_RES_ID, request_id};
+use super::wire::{self, NDJSON, REQ_ID, RPC_ACT, RPC_FN, RPC_RES_ID, request_id};
 use crate::service::REST_VERBS;
 use crate::tool::ItemStream;
 use crate::{Registry, ToolDefinition, ToolError, ToolFunc, Transport};
@@ -202,7 +203,57 @@ impl Remote {
 
     async fn call(&self, name: &str, args: Value) -> Result<Value, ToolError> {
         let response = self.send(self.request(name, args)?).await?;
-        self.json(response, name).await
+        if response.status() != reqwest::StatusCode::ACCEPTED {
+            return self.json(response, name).await;
+        }
+        // Moved to the background: poll under the id the server answered with.
+        let id = header_text(&response, REQ_ID);
+        let wait = retry_after(&response);
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| unreachable(&self.base, &e))?;
+        let processing = serde_json::from_slice::<Value>(&bytes)
+            .is_ok_and(|body| body.get("status") == Some(&Value::from(102)));
+        match (processing, id) {
+            (true, Some(id)) => self.follow(name, &id, wait).await,
+            _ if bytes.iter().all(u8::is_ascii_whitespace) => Ok(Value::Null),
+            _ => Ok(serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::from(String::from_utf8_lossy(&bytes).into_owned()))),
+        }
+    }
+
+    /// Polls a background call until it answers (`GET <base>/rpcTask/<id>`, as
+    /// both JavaScript client generations do), waiting what `rpc-retry-after` says.
+    /// Dropping the future cancels the remote call.
+    async fn follow(&self, name: &str, id: &str, mut wait: Duration) -> Result<Value, ToolError> {
+        let mut url = self.base.clone();
+        if let Ok(mut segments) = url.path_segments_mut() {
+            segments.pop_if_empty().push(TASKS).push(id);
+        }
+        let mut cancel = CancelOnDrop {
+            http: self.http.clone(),
+            url: url.clone(),
+            id: id.to_owned(),
+            armed: true,
+        };
+        loop {
+            tokio::time::sleep(wait).await;
+            let poll = self
+                .http
+                .get(url.clone())
+                .header(RPC_FN, TASKS)
+                .header(RPC_ACT, "get")
+                .header(RPC_RES_ID, id)
+                .header(REQ_ID, format!("poll-{}", request_id()));
+            let response = self.send(poll).await?;
+            if response.status() == reqwest::StatusCode::ACCEPTED {
+                wait = retry_after(&response);
+                continue;
+            }
+            cancel.armed = false;
+            return self.json(response, name).await;
+        }
     }
 
     async fn open_stream(&self, name: &str, args: Value) -> Result<ItemStream, ToolError> {
@@ -319,6 +370,56 @@ impl Remote {
                 .body(bytes);
         }
         Ok(request)
+    }
+}
+
+/// The built-in tool that polls and cancels background calls.
+const TASKS: &str = "rpcTask";
+
+/// How long to wait before the next poll: `rpc-retry-after` (ms), 1 s without
+/// one, and never less than 10 ms or more than a minute.
+fn retry_after(response: &reqwest::Response) -> Duration {
+    let ms = header_text(response, wire::RPC_RETRY_AFTER)
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(1000);
+    Duration::from_millis(ms.clamp(10, 60_000))
+}
+
+fn header_text(response: &reqwest::Response, name: &str) -> Option<String> {
+    response
+        .headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+/// Cancels a background call whose poller went away (fire and forget, as the
+/// JavaScript client does).
+struct CancelOnDrop {
+    http: reqwest::Client,
+    url: Url,
+    id: String,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let request = self
+            .http
+            .post(self.url.clone())
+            .header(RPC_FN, TASKS)
+            .header(RPC_ACT, "$cancel")
+            .header(RPC_RES_ID, self.id.as_str())
+            .header(REQ_ID, format!("poll-{}", request_id()));
+        runtime.spawn(async move {
+            let _ = request.send().await;
+        });
     }
 }
 

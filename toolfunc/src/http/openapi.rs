@@ -225,6 +225,14 @@ fn document(view: &View<'_>) -> Value {
         }
     }
     doc.builtins(!served(FILE));
+    let background = view
+        .registry
+        .definitions()
+        .iter()
+        .any(|def| def.api && def.background);
+    if background && !served(super::server::TASKS) {
+        doc.tasks();
+    }
     doc.finish()
 }
 
@@ -246,6 +254,10 @@ struct Outcome {
 
 /// What an operation can be refused for, besides what every call can.
 #[derive(Clone, Copy, Default)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "independent facts about one operation, each adding its own statuses"
+)]
 struct Risks {
     /// Reads a body (413 past the limit, 415 when not JSON).
     body: bool,
@@ -253,6 +265,8 @@ struct Risks {
     stream: bool,
     /// A GET that may name an act GET cannot run (405).
     get_act: bool,
+    /// May move to the background past its soft deadline (202).
+    background: bool,
 }
 
 struct Doc<'v> {
@@ -439,6 +453,7 @@ impl<'v> Doc<'v> {
             body: true,
             stream: streams.streams,
             get_act: false,
+            background: def.background,
         };
         let mut post = self.operation(def, None, &def.name.clone(), risks, &ok);
         post["requestBody"] = self.request_body(&params, required);
@@ -596,6 +611,7 @@ impl<'v> Doc<'v> {
             body: false,
             stream: false,
             get_act: !self.view.writes_over_get,
+            background: false,
         };
         let (mut get, p) = self.choice(def, &format!("{}.query", def.name), &gettable, risks);
         push_param(&mut get, p_param(&p, true));
@@ -631,6 +647,7 @@ impl<'v> Doc<'v> {
                 body: !query,
                 stream: streams.streams,
                 get_act: false,
+                background: false,
             };
             let operation_id = format!("{}.{verb}", def.name);
             let mut operation = self.operation(def, Some(act), &operation_id, risks, &ok);
@@ -747,6 +764,24 @@ impl<'v> Doc<'v> {
             "200".into(),
             json!({"description": description, "content": content}),
         );
+        if risks.background {
+            responses.insert(
+                "202".into(),
+                json!({
+                    "description": "Still running at the tool's soft deadline: the call goes \
+                                    on in the background. Poll `GET <prefix>/rpcTask/{id}` \
+                                    with the `req-id` of this answer after `rpc-retry-after` ms.",
+                    "headers": {
+                        "req-id": {"description": "The id to poll.", "schema": {"type": "string"}},
+                        "rpc-retry-after": {
+                            "description": "Milliseconds to wait before polling.",
+                            "schema": {"type": "integer", "minimum": 0}
+                        }
+                    },
+                    "content": {"application/json": {"schema": reference("Processing")}},
+                }),
+            );
+        }
         let mut refer = |status: &str, name: &str| {
             responses.insert(
                 status.into(),
@@ -818,6 +853,93 @@ impl<'v> Doc<'v> {
                 }),
             );
         }
+    }
+
+    /// `rpcTask`: the poll and the cancel of background calls.
+    fn tasks(&mut self) {
+        use super::server::TASKS;
+        self.schemas.insert(
+            "Processing".into(),
+            json!({
+                "type": "object",
+                "description": "A call still running in the background.",
+                "properties": {
+                    "status": {"const": 102},
+                    "code": {"const": 102},
+                    "message": {"type": "string"}
+                },
+                "required": ["status", "message"]
+            }),
+        );
+        let path = format!("{}/{TASKS}/{{id}}", self.view.prefix);
+        let id_param = json!({
+            "name": "id", "in": "path", "required": true,
+            "description": "The `req-id` the call was answered `202` with.",
+            "schema": {"type": "string"}
+        });
+        let any = Outcome {
+            json: Some(json!({})),
+            ndjson: None,
+        };
+        let mut poll_responses = self.responses(&any, Risks::default(), false);
+        poll_responses["200"]["description"] = Value::from("The call's result, once it finished.");
+        poll_responses["202"] = json!({
+            "description": "Still running: poll again.",
+            "content": {"application/json": {"schema": reference("Processing")}}
+        });
+        for (status, name) in [
+            ("404", "NotFound"),
+            ("408", "Timeout"),
+            ("500", "InternalError"),
+            ("default", "OtherError"),
+        ] {
+            poll_responses[status] = json!({"$ref": format!("#/components/responses/{name}")});
+        }
+        let poll_id = self.unique_id("rpcTask.get".into());
+        self.put(
+            path.clone(),
+            "get",
+            json!({
+                "operationId": poll_id,
+                "summary": "Poll a background call: its result once it finished.",
+                "parameters": [id_param],
+                "responses": poll_responses,
+            }),
+        );
+        let cancel_id = self.unique_id("rpcTask.cancel".into());
+        let mut cancel_responses = self.responses(
+            &Outcome {
+                json: Some(json!({"type": "object", "properties": {"success": {"const": true}}, "required": ["success"]})),
+                ndjson: None,
+            },
+            Risks::default(),
+            false,
+        );
+        for (status, name) in [
+            ("400", "BadRequest"),
+            ("404", "NotFound"),
+            ("415", "UnsupportedMediaType"),
+        ] {
+            cancel_responses[status] = json!({"$ref": format!("#/components/responses/{name}")});
+        }
+        self.put(
+            path,
+            "post",
+            json!({
+                "operationId": cancel_id,
+                "summary": "Cancel a background call (a finished one stays as it was).",
+                "parameters": [id_param],
+                "requestBody": {
+                    "required": true,
+                    "content": {"application/json": {"schema": {
+                        "type": "object",
+                        "properties": {"act": {"const": "$cancel"}},
+                        "required": ["act"]
+                    }}}
+                },
+                "responses": cancel_responses,
+            }),
+        );
     }
 
     fn finish(self) -> Value {

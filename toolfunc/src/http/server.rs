@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 
 use super::listen::{self, Limits};
 use super::wire::{self, NDJSON, REQ_ID, RPC_ACT, RPC_FN, RPC_RES_ID, RPC_TIMEOUT, X_REQUEST_ID};
+use crate::ledger::{Ledger, TaskPoll, Track};
 use crate::{CallOptions, CollectLimit, Registry, ToolError, ToolRef};
 
 /// The default request body limit: 1 MiB.
@@ -76,6 +77,8 @@ pub struct Api {
     collect_limit: Option<CollectLimit>,
     /// Whether `<prefix>/docs` serves the try-it page.
     pub(super) docs: bool,
+    /// Where background calls are tracked, and `rpcTask` reads them.
+    ledger: Ledger,
     /// How `<prefix>/openapi.json` describes the API, and the document last made.
     pub(super) openapi: super::openapi::Settings,
 }
@@ -102,7 +105,6 @@ impl Api {
     /// cross-origin callers, JSON bodies only, and GET for read-only tools only.
     pub fn new(registry: Registry) -> Self {
         Self {
-            registry,
             prefix: "/api".to_owned(),
             body_limit: DEFAULT_BODY_LIMIT,
             auth: None,
@@ -112,6 +114,8 @@ impl Api {
             writes_over_get: false,
             collect_limit: None,
             docs: false,
+            ledger: Ledger::new(registry.clone()),
+            registry,
             openapi: super::openapi::Settings::default(),
         }
     }
@@ -189,6 +193,16 @@ impl Api {
     #[must_use]
     pub fn writes_over_get(mut self, yes: bool) -> Self {
         self.writes_over_get = yes;
+        self
+    }
+
+    /// The ledger background calls are tracked in (by default one of this API's
+    /// own, with [`LedgerSettings`](crate::ledger::LedgerSettings)' defaults). Give
+    /// several surfaces the same ledger to read one call from all of them. It must
+    /// run calls on this API's registry.
+    #[must_use]
+    pub fn ledger(mut self, ledger: Ledger) -> Self {
+        self.ledger = ledger;
         self
     }
 
@@ -508,9 +522,12 @@ async fn handle(State(api): State<Arc<Api>>, request: Request) -> Response {
     let x_request_id = request.headers().get(X_REQUEST_ID).cloned();
     let mut response = respond(&api, request).await;
     let headers = response.headers_mut();
-    let req_id = req_id.or_else(|| HeaderValue::from_str(&wire::request_id()).ok());
-    if let Some(id) = req_id {
-        headers.insert(REQ_ID, id);
+    // A call moved to the background answers with the id it is tracked under.
+    if !headers.contains_key(REQ_ID) {
+        let req_id = req_id.or_else(|| HeaderValue::from_str(&wire::request_id()).ok());
+        if let Some(id) = req_id {
+            headers.insert(REQ_ID, id);
+        }
     }
     if let Some(id) = x_request_id {
         headers.insert(X_REQUEST_ID, id);
@@ -687,6 +704,9 @@ async fn respond(api: &Api, request: Request) -> Response {
         return super::docs::response();
     }
     let Some(tool) = find(&name) else {
+        if name == TASKS {
+            return tasks(api, &parts, &segments, body, &header_str, &auth).await;
+        }
         // A caller the hook turns away learns nothing about which tools exist.
         return auth(None, None)
             .unwrap_or_else(|| error_response(Some(&name), &ToolError::not_found(&name)));
@@ -719,7 +739,8 @@ async fn respond(api: &Api, request: Request) -> Response {
         Ok(options) => options,
         Err(err) => return error_response(Some(call.tool.name()), &err),
     };
-    run(api, call, options).await
+    let req_id = header_str(REQ_ID);
+    run(api, call, options, req_id).await
 }
 
 /// Whether a request that carries a body was sent by a program: a JSON content
@@ -1117,8 +1138,18 @@ fn wants_stream(call: &Call) -> bool {
         && (wire::property(params, "stream").is_none() || wire::truthy(call.params.get("stream")))
 }
 
-async fn run(api: &Api, call: Call, options: Option<CallOptions>) -> Response {
+async fn run(
+    api: &Api,
+    call: Call,
+    options: Option<CallOptions>,
+    req_id: Option<String>,
+) -> Response {
     let name = call.tool.name().to_owned();
+    if let Some(soft) = call.tool.soft_deadline()
+        && !wants_stream(&call)
+    {
+        return run_in_background(api, call, options, soft, req_id).await;
+    }
     if !wants_stream(&call) {
         let result = match options {
             Some(options) => api.registry.with(options).run(&name, call.params).await,
@@ -1177,4 +1208,116 @@ fn json_response(status: StatusCode, value: &Value) -> Response {
 fn error_response(tool: Option<&str>, err: &ToolError) -> Response {
     let status = StatusCode::from_u16(err.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     json_response(status, &wire::error_body(tool, err))
+}
+
+/// The built-in tool that polls and cancels background calls: `GET
+/// <prefix>/rpcTask/<id>`, `POST <prefix>/rpcTask/<id>` with the act `$cancel`
+/// (the id may come in `rpc-res-id`). A tool of the same name is served instead.
+pub(super) const TASKS: &str = "rpcTask";
+
+/// How long a client waits between polls, in milliseconds (`rpc-retry-after`).
+const RETRY_AFTER_MS: &str = "1000";
+
+/// Runs a `background` tool: its answer if it comes within the soft deadline (or a
+/// shorter `rpc-timeout`), else `202` and the id to poll under. The call runs on in
+/// the API's ledger, bounded by the ledger's maximum run time.
+async fn run_in_background(
+    api: &Api,
+    call: Call,
+    options: Option<CallOptions>,
+    soft: Duration,
+    req_id: Option<String>,
+) -> Response {
+    let name = call.tool.name().to_owned();
+    let mut track = Track::new().options(options.unwrap_or_default());
+    if let Some(id) = req_id {
+        track = track.id(id);
+    }
+    let id = match api.ledger.start_with(&name, call.params, track) {
+        Ok(id) => id,
+        Err(err) => return error_response(Some(&name), &err),
+    };
+    if let Ok(result) = tokio::time::timeout(soft, api.ledger.wait(&id)).await {
+        api.ledger.remove(&id);
+        return match result {
+            Ok(value) => json_response(StatusCode::OK, &value),
+            Err(err) => error_response(Some(&name), &err),
+        };
+    }
+    let mut response = json_response(
+        StatusCode::ACCEPTED,
+        &serde_json::json!({"status": 102, "code": 102, "message": "Task moved to background"}),
+    );
+    let headers = response.headers_mut();
+    headers.insert(
+        wire::RPC_RETRY_AFTER,
+        HeaderValue::from_static(RETRY_AFTER_MS),
+    );
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        headers.insert(REQ_ID, value);
+    }
+    response
+}
+
+/// A poll (`get`) or a cancel (`$cancel`) of a background call.
+async fn tasks(
+    api: &Api,
+    parts: &axum::http::request::Parts,
+    segments: &[String],
+    body: Body,
+    header_str: &impl Fn(&str) -> Option<String>,
+    auth: &impl Fn(Option<&str>, Option<&str>) -> Option<Response>,
+) -> Response {
+    let method = &parts.method;
+    let act = match header_str(RPC_ACT) {
+        Some(act) => Some(act),
+        None if *method == Method::POST => match body_params(api, &parts.headers, body).await {
+            Ok(params) => params.get("act").and_then(Value::as_str).map(str::to_owned),
+            Err(err) => return error_response(Some(TASKS), &err),
+        },
+        None => None,
+    };
+    let act = match (method, act.as_deref()) {
+        (&Method::GET, None | Some("get")) | (&Method::POST, Some("get")) => "get",
+        (&Method::POST, Some("$cancel" | "cancel")) => "$cancel",
+        _ => {
+            return auth(Some(TASKS), None).unwrap_or_else(|| {
+                error_response(
+                    Some(TASKS),
+                    &ToolError::arguments(
+                        "/act",
+                        "`rpcTask` polls with `GET <prefix>/rpcTask/<id>` and cancels with \
+                         `POST <prefix>/rpcTask/<id>` and the act `$cancel`",
+                    ),
+                )
+            });
+        }
+    };
+    if let Some(refused) = auth(Some(TASKS), Some(act)) {
+        return refused;
+    }
+    // Header wins over the path, as for every id.
+    let Some(id) = header_str(RPC_RES_ID).or_else(|| segments.get(1).cloned()) else {
+        return error_response(
+            Some(TASKS),
+            &ToolError::arguments(
+                "/id",
+                "name the task: `<prefix>/rpcTask/<id>` or the `rpc-res-id` header",
+            ),
+        );
+    };
+    if act == "$cancel" {
+        return match api.ledger.cancel(&id) {
+            Ok(()) => json_response(StatusCode::OK, &serde_json::json!({"success": true})),
+            Err(err) => error_response(Some(TASKS), &err),
+        };
+    }
+    match api.ledger.poll(&id) {
+        Ok(TaskPoll::Working(_)) => json_response(
+            StatusCode::ACCEPTED,
+            &serde_json::json!({"status": 102, "code": 102, "message": "Keep Polling"}),
+        ),
+        Ok(TaskPoll::Done(Ok(value))) => json_response(StatusCode::OK, &value),
+        Ok(TaskPoll::Done(Err(err))) | Err(err) => error_response(Some(TASKS), &err),
+    }
 }

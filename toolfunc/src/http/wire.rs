@@ -13,6 +13,8 @@ pub(crate) const RPC_ACT: &str = "rpc-act";
 pub(crate) const RPC_RES_ID: &str = "rpc-res-id";
 /// The per-call id, echoed on the response.
 pub(crate) const REQ_ID: &str = "req-id";
+/// How long to wait before polling a background call, in milliseconds.
+pub(crate) const RPC_RETRY_AFTER: &str = "rpc-retry-after";
 /// The request id proxies and tracing set up front; echoed like `req-id`.
 pub(crate) const X_REQUEST_ID: &str = "x-request-id";
 /// The caller's timeout for the call, in milliseconds.

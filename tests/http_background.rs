@@ -1,0 +1,206 @@
+//! Long-running calls over HTTP: a `background` tool still running at its soft
+//! deadline answers `202` with the id to poll; `rpcTask` polls and cancels it (the
+//! 1.x wire); the toolfunc client follows it to the result, and cancels it when the
+//! caller gives up.
+
+#[path = "../examples/demo/mod.rs"]
+#[allow(dead_code)]
+mod demo;
+#[path = "support/http.rs"]
+mod http_support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolfunc::http::{Api, Client};
+use toolfunc::ledger::{Ledger, TaskStatus};
+
+use http_support::{Reply, call, start};
+
+async fn poll(addr: std::net::SocketAddr, id: &str) -> Reply {
+    call(addr, "GET", &format!("/api/rpcTask/{id}"), &[], None).await
+}
+
+async fn poll_until_done(addr: std::net::SocketAddr, id: &str) -> Reply {
+    for _ in 0..300 {
+        let reply = poll(addr, id).await;
+        if reply.status != 202 {
+            return reply;
+        }
+        assert_eq!(
+            reply.json(),
+            json!({"status": 102, "code": 102, "message": "Keep Polling"})
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{id} did not finish");
+}
+
+#[tokio::test]
+async fn past_its_soft_deadline_a_call_moves_to_the_background() {
+    let addr = start(Api::new(demo::catalog())).await;
+    // Within the deadline: the answer itself.
+    let quick = call(
+        addr,
+        "POST",
+        "/api/report",
+        &[("content-type", "application/json")],
+        Some(r#"{"ms":10}"#),
+    )
+    .await;
+    assert_eq!(quick.ok(), json!({"ms": 10}));
+    // Past it: 202, the id to poll, when to poll.
+    let slow = call(
+        addr,
+        "POST",
+        "/api/report",
+        &[("content-type", "application/json"), ("req-id", "job-1")],
+        Some(r#"{"ms":1500}"#),
+    )
+    .await;
+    assert_eq!(slow.status, 202, "{}", slow.text());
+    assert_eq!(slow.header("req-id"), Some("job-1"));
+    assert_eq!(slow.header("rpc-retry-after"), Some("1000"));
+    assert_eq!(slow.json()["status"], 102);
+    let done = poll_until_done(addr, "job-1").await;
+    assert_eq!(done.ok(), json!({"ms": 1500}));
+    // The id is not taken twice while tracked.
+    let again = call(
+        addr,
+        "POST",
+        "/api/report",
+        &[("content-type", "application/json"), ("req-id", "job-1")],
+        Some(r#"{"ms":10}"#),
+    )
+    .await;
+    again.error(409, "CONFLICT");
+}
+
+#[tokio::test]
+async fn the_header_forms_of_the_poll_and_a_failed_task() {
+    let addr = start(Api::new(demo::catalog())).await;
+    let slow = call(
+        addr,
+        "POST",
+        "/api/report",
+        &[("content-type", "application/json")],
+        Some(r#"{"ms":1200,"fail":true}"#),
+    )
+    .await;
+    assert_eq!(slow.status, 202);
+    let id = slow.header("req-id").expect("an id to poll").to_owned();
+    // The 1.x client's poll: rpc-fn, rpc-act and rpc-res-id, any path under rpcTask.
+    let headers = [
+        ("rpc-fn", "rpcTask"),
+        ("rpc-act", "get"),
+        ("rpc-res-id", id.as_str()),
+    ];
+    let mut reply = call(addr, "GET", "/api/rpcTask/get", &headers, None).await;
+    while reply.status == 202 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        reply = call(addr, "GET", "/api/rpcTask/get", &headers, None).await;
+    }
+    reply.error(500, "REPORT_FAILED");
+}
+
+#[tokio::test]
+async fn cancel_unknown_ids_and_idempotence() {
+    let ledger = Ledger::new(demo::catalog());
+    let registry = demo::catalog();
+    let addr = start(Api::new(registry).ledger(ledger.clone())).await;
+    let slow = call(
+        addr,
+        "POST",
+        "/api/report",
+        &[("content-type", "application/json"), ("req-id", "long")],
+        Some(r#"{"ms":60000}"#),
+    )
+    .await;
+    assert_eq!(slow.status, 202);
+    assert_eq!(ledger.status("long").unwrap().status, TaskStatus::Working);
+    let cancel = |id: &'static str| async move {
+        call(
+            addr,
+            "POST",
+            &format!("/api/rpcTask/{id}"),
+            &[("content-type", "application/json")],
+            Some(r#"{"act":"$cancel"}"#),
+        )
+        .await
+    };
+    assert_eq!(cancel("long").await.ok(), json!({"success": true}));
+    let done = poll_until_done(addr, "long").await;
+    done.error(499, "CANCELLED");
+    // Cancelling again is not an error; an unknown id is 404 for both forms.
+    assert_eq!(cancel("long").await.ok(), json!({"success": true}));
+    cancel("nope").await.error(404, "NOT_FOUND");
+    poll(addr, "nope").await.error(404, "NOT_FOUND");
+    // A poll that names no task, and an act rpcTask does not have.
+    call(addr, "GET", "/api/rpcTask", &[], None)
+        .await
+        .error(400, "ARGUMENTS");
+    call(
+        addr,
+        "POST",
+        "/api/rpcTask/long",
+        &[("content-type", "application/json")],
+        Some(r#"{"act":"$explode"}"#),
+    )
+    .await
+    .error(400, "ARGUMENTS");
+}
+
+#[tokio::test]
+async fn the_client_follows_a_background_call_to_its_result() {
+    let addr = start(Api::new(demo::catalog())).await;
+    let client = Client::connect(&format!("http://{addr}/api"))
+        .await
+        .unwrap();
+    let value: Value = client.run("report", json!({"ms": 1300})).await.unwrap();
+    assert_eq!(value, json!({"ms": 1300}));
+    let err = client
+        .run("report", json!({"ms": 1100, "fail": true}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "REPORT_FAILED");
+}
+
+#[tokio::test]
+async fn a_caller_that_gives_up_cancels_the_remote_call() {
+    let ledger = Ledger::new(demo::catalog());
+    let addr = start(Api::new(demo::catalog()).ledger(ledger.clone())).await;
+    let client = Client::connect(&format!("http://{addr}/api"))
+        .await
+        .unwrap();
+    let call = client.run("report", json!({"ms": 60000}));
+    // Past the soft deadline and one poll, then the caller stops waiting.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(2500), call)
+            .await
+            .is_err()
+    );
+    let mut status = None;
+    for _ in 0..200 {
+        status = ledger.list().first().map(|t| t.status);
+        if status == Some(TaskStatus::Cancelled) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(status, Some(TaskStatus::Cancelled));
+}
+
+#[tokio::test]
+async fn the_document_describes_the_background_and_rpc_task() {
+    let doc = Api::new(demo::catalog()).openapi_document();
+    let report = &doc["paths"]["/api/report"]["post"]["responses"];
+    assert!(report.get("202").is_some(), "{report}");
+    assert!(doc["paths"]["/api/rpcTask/{id}"]["get"].is_object());
+    assert!(doc["paths"]["/api/rpcTask/{id}"]["post"].is_object());
+    // Not listed in discovery.
+    let api = Api::new(demo::catalog());
+    let addr = start(api).await;
+    let discovery = call(addr, "GET", "/api", &[], None).await.ok();
+    assert!(discovery.get("rpcTask").is_none());
+    assert!(discovery["report"]["background"] == true);
+}

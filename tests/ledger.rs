@@ -1,0 +1,203 @@
+//! Tracked calls: started now, read later by id; cancelled by id or for going
+//! unpolled; results kept as their retention says; the ledger bounded.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolfunc::ledger::{Ledger, LedgerSettings, Retention, TaskPoll, TaskStatus, Track};
+use toolfunc::{CallOptions, Ctx, Registry, ToolError, ToolFunc};
+
+fn registry() -> Registry {
+    let registry = Registry::new();
+    registry
+        .register(
+            ToolFunc::builder("work")
+                .handler(|ctx: Ctx, args: Value| async move {
+                    let ms = args["ms"].as_u64().unwrap_or(0);
+                    ctx.progress(1.0, Some(2.0), Some("half way"));
+                    let token = ctx.cancellation_token();
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_millis(ms)) => {}
+                        () = token.cancelled() => {
+                            return Err(ToolError::Cancelled { reason: Some("stopped".into()) });
+                        }
+                    }
+                    if args["fail"] == true {
+                        return Err(ToolError::custom("REPORT_FAILED", 422, "no report"));
+                    }
+                    Ok(json!({"ms": ms}))
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    registry
+}
+
+async fn until_done(ledger: &Ledger, id: &str) -> Result<Value, ToolError> {
+    for _ in 0..500 {
+        if let TaskPoll::Done(result) = ledger.poll(id).unwrap() {
+            return result;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{id} did not finish");
+}
+
+#[tokio::test]
+async fn a_tracked_call_is_read_later_by_id() {
+    let ledger = Ledger::new(registry());
+    let id = ledger
+        .start_with(
+            "work",
+            json!({"ms": 200}),
+            Track::new().options(CallOptions::new().caller("ann")),
+        )
+        .unwrap();
+    // Running: its status, caller and progress.
+    let info = loop {
+        let info = ledger.status(&id).unwrap();
+        if info.progress.is_some() {
+            break info;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    assert_eq!(info.status, TaskStatus::Working);
+    assert_eq!(info.tool, "work");
+    assert_eq!(info.caller.as_deref(), Some("ann"));
+    assert!((info.progress.unwrap().done - 1.0).abs() < f64::EPSILON);
+    assert!(matches!(ledger.poll(&id).unwrap(), TaskPoll::Working(_)));
+    assert_eq!(ledger.list().len(), 1);
+    // From another task.
+    let other = ledger.clone();
+    let waited = tokio::spawn(async move { other.wait(&id).await })
+        .await
+        .unwrap();
+    assert_eq!(waited.unwrap(), json!({"ms": 200}));
+}
+
+#[tokio::test]
+async fn failures_and_cancellations_are_results_too() {
+    let ledger = Ledger::new(registry());
+    let failed = ledger.start("work", json!({"fail": true})).unwrap();
+    assert_eq!(
+        ledger.wait(&failed).await.unwrap_err().code(),
+        "REPORT_FAILED"
+    );
+    assert_eq!(ledger.status(&failed).unwrap().status, TaskStatus::Failed);
+
+    let long = ledger.start("work", json!({"ms": 60_000})).unwrap();
+    ledger.cancel(&long).unwrap();
+    assert_eq!(ledger.wait(&long).await.unwrap_err().code(), "CANCELLED");
+    assert_eq!(ledger.status(&long).unwrap().status, TaskStatus::Cancelled);
+    // Cancelling what is finished changes nothing and is not an error.
+    ledger.cancel(&long).unwrap();
+    ledger.cancel(&failed).unwrap();
+    assert_eq!(ledger.status(&failed).unwrap().status, TaskStatus::Failed);
+
+    // An unknown tool is the call's result, as for any call.
+    let unknown_tool = ledger.start("no_such_tool", json!({})).unwrap();
+    assert_eq!(
+        ledger.wait(&unknown_tool).await.unwrap_err().code(),
+        "NOT_FOUND"
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_id_is_not_found() {
+    let ledger = Ledger::new(registry());
+    for err in [
+        ledger.poll("nope").unwrap_err(),
+        ledger.cancel("nope").unwrap_err(),
+        ledger.wait("nope").await.unwrap_err(),
+    ] {
+        assert_eq!(err.code(), "NOT_FOUND");
+        assert!(err.to_string().contains("tracked"), "{err}");
+    }
+    assert!(ledger.status("nope").is_none());
+    assert!(!ledger.remove("nope"));
+}
+
+#[tokio::test]
+async fn retention_decides_how_long_a_result_stays() {
+    let ledger = Ledger::new(registry());
+    let once = ledger
+        .start_with(
+            "work",
+            json!({}),
+            Track::new().retention(Retention::UntilRead),
+        )
+        .unwrap();
+    assert_eq!(until_done(&ledger, &once).await.unwrap(), json!({"ms": 0}));
+    assert_eq!(ledger.poll(&once).unwrap_err().code(), "NOT_FOUND");
+
+    let kept = ledger
+        .start_with(
+            "work",
+            json!({}),
+            Track::new().retention(Retention::UntilRemoved),
+        )
+        .unwrap();
+    until_done(&ledger, &kept).await.unwrap();
+    until_done(&ledger, &kept).await.unwrap();
+    assert!(ledger.remove(&kept));
+    assert_eq!(ledger.poll(&kept).unwrap_err().code(), "NOT_FOUND");
+
+    let settings =
+        LedgerSettings::default().tool_retention("work", Retention::KeepFor(Duration::ZERO));
+    let ledger = Ledger::with_settings(registry(), settings);
+    let brief = ledger.start("work", json!({})).unwrap();
+    ledger.wait(&brief).await.unwrap();
+    // Past its retention and the sweep interval, it is gone.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert!(ledger.list().is_empty());
+    assert_eq!(ledger.poll(&brief).unwrap_err().code(), "NOT_FOUND");
+}
+
+#[tokio::test]
+async fn the_ledger_is_bounded_and_ids_are_not_reused() {
+    let ledger = Ledger::with_settings(registry(), LedgerSettings::default().max_entries(2));
+    let a = ledger.start("work", json!({"ms": 60_000})).unwrap();
+    ledger
+        .start_with("work", json!({"ms": 60_000}), Track::new().id("b"))
+        .unwrap();
+    let full = ledger.start("work", json!({})).unwrap_err();
+    assert_eq!((full.code(), full.status()), ("BUSY", 503));
+    // The id of a tracked call cannot be taken again.
+    assert!(ledger.remove(&a));
+    let taken = ledger
+        .start_with("work", json!({}), Track::new().id("b"))
+        .unwrap_err();
+    assert_eq!(taken.code(), "CONFLICT");
+    // Removing made room.
+    ledger.start("work", json!({})).unwrap();
+}
+
+#[tokio::test]
+async fn forgotten_and_overlong_calls_are_stopped() {
+    let settings = LedgerSettings::default()
+        .unpolled_limit(Some(Duration::from_millis(50)))
+        .max_run_time(None);
+    let ledger = Ledger::with_settings(registry(), settings);
+    let forgotten = ledger.start("work", json!({"ms": 60_000})).unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // The next use of the ledger sweeps, and cancels what nobody asked about.
+    let _ = ledger.list();
+    assert_eq!(
+        ledger.wait(&forgotten).await.unwrap_err().code(),
+        "CANCELLED"
+    );
+
+    let settings = LedgerSettings::default().max_run_time(Some(Duration::from_millis(50)));
+    let ledger = Ledger::with_settings(registry(), settings);
+    let long = ledger.start("work", json!({"ms": 60_000})).unwrap();
+    assert_eq!(ledger.wait(&long).await.unwrap_err().code(), "TIMEOUT");
+}
+
+#[test]
+fn outside_a_runtime_a_tracked_call_is_refused_clearly() {
+    let ledger = Ledger::new(registry());
+    let err = ledger.start("work", json!({})).unwrap_err();
+    assert_eq!(err.code(), "FAILED");
+    assert!(err.to_string().contains("tokio runtime"), "{err}");
+}

@@ -1,0 +1,532 @@
+//! Tracked calls: a call started now and read later, by id, from any task or thread.
+//!
+//! A [`Ledger`] starts calls on a registry and keeps each one under an id: while it
+//! runs, its status, progress, caller and age; once done, its result, for as long as
+//! its [`Retention`] says. A tracked call can be cancelled by id, and one nobody
+//! asks about for too long is cancelled for them. The ledger is bounded: past
+//! [`LedgerSettings::max_entries`] a new call is refused with `BUSY`.
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! use serde_json::json;
+//! use toolfunc::ledger::{Ledger, TaskPoll};
+//! use toolfunc::{Registry, tool};
+//!
+//! /// Adds two numbers.
+//! #[tool]
+//! fn add(a: f64, b: f64) -> f64 {
+//!     a + b
+//! }
+//!
+//! let ledger = Ledger::new(Registry::global().clone());
+//! let id = ledger.start("add", json!({"a": 1, "b": 2}))?;
+//! // ... later, anywhere:
+//! assert_eq!(ledger.wait(&id).await?, json!(3.0));
+//! # Ok::<(), toolfunc::ToolError>(())
+//! # }).unwrap();
+//! ```
+//!
+//! Expired entries are swept when the ledger is used (at most once a second), so an
+//! idle ledger holds what it held; its size is bounded either way.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::{CallOptions, CancellationToken, Progress, Registry, ToolError};
+
+/// How long a finished call's result is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Retention {
+    /// Until it is read once ([`Ledger::poll`] or [`Ledger::wait`] returning it).
+    UntilRead,
+    /// For this long after the call finished, however often it is read.
+    KeepFor(Duration),
+    /// Until [`Ledger::remove`].
+    UntilRemoved,
+}
+
+/// The ledger's bounds and defaults.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LedgerSettings {
+    /// How many calls the ledger tracks at once, running or finished (default
+    /// 10,000); a call past it is refused with `BUSY`.
+    pub max_entries: usize,
+    /// How long results are kept unless a tool or a call says otherwise (default:
+    /// 5 minutes after the call finished).
+    pub retention: Retention,
+    /// Retention per tool, over the default.
+    pub tool_retention: HashMap<String, Retention>,
+    /// The longest a tracked call may run; past it, it ends with `TIMEOUT` (default
+    /// one hour). The tool's own timeout still applies.
+    pub max_run_time: Option<Duration>,
+    /// A running call nobody polled for this long is cancelled (default 10 minutes).
+    pub unpolled_limit: Option<Duration>,
+}
+
+impl Default for LedgerSettings {
+    fn default() -> Self {
+        Self {
+            max_entries: 10_000,
+            retention: Retention::KeepFor(Duration::from_secs(300)),
+            tool_retention: HashMap::new(),
+            max_run_time: Some(Duration::from_secs(3600)),
+            unpolled_limit: Some(Duration::from_secs(600)),
+        }
+    }
+}
+
+impl LedgerSettings {
+    /// Sets [`max_entries`](Self::max_entries).
+    #[must_use]
+    pub fn max_entries(mut self, max: usize) -> Self {
+        self.max_entries = max;
+        self
+    }
+
+    /// Sets the default [`retention`](Self::retention).
+    #[must_use]
+    pub fn retention(mut self, retention: Retention) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// Sets the retention of one tool's results.
+    #[must_use]
+    pub fn tool_retention(mut self, tool: impl Into<String>, retention: Retention) -> Self {
+        self.tool_retention.insert(tool.into(), retention);
+        self
+    }
+
+    /// Sets [`max_run_time`](Self::max_run_time) (`None`: no limit).
+    #[must_use]
+    pub fn max_run_time(mut self, limit: Option<Duration>) -> Self {
+        self.max_run_time = limit;
+        self
+    }
+
+    /// Sets [`unpolled_limit`](Self::unpolled_limit) (`None`: no limit).
+    #[must_use]
+    pub fn unpolled_limit(mut self, limit: Option<Duration>) -> Self {
+        self.unpolled_limit = limit;
+        self
+    }
+}
+
+/// How one call is tracked: its id, its retention, the options it runs with.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct Track {
+    id: Option<String>,
+    retention: Option<Retention>,
+    options: Option<CallOptions>,
+}
+
+impl Track {
+    /// The ledger's defaults.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Tracks the call under this id (the ledger makes one otherwise); an id that
+    /// is still tracked is refused with `CONFLICT`.
+    #[must_use]
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// Keeps this call's result as `retention` says.
+    #[must_use]
+    pub fn retention(mut self, retention: Retention) -> Self {
+        self.retention = Some(retention);
+        self
+    }
+
+    /// Runs the call with these options (its caller, timeout, cancellation token).
+    /// A progress listener set here is called as well as the ledger's own.
+    #[must_use]
+    pub fn options(mut self, options: CallOptions) -> Self {
+        self.options = Some(options);
+        self
+    }
+}
+
+/// Where a tracked call stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TaskStatus {
+    /// Still running.
+    Working,
+    /// Finished with a result.
+    Completed,
+    /// Finished with an error.
+    Failed,
+    /// Cancelled (by [`Ledger::cancel`], its token, or for going unpolled).
+    Cancelled,
+}
+
+/// What the ledger knows of one tracked call.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct TaskInfo {
+    /// The call's id.
+    pub id: String,
+    /// The tool it runs.
+    pub tool: String,
+    /// Who started it, when the options said.
+    pub caller: Option<String>,
+    /// Where it stands.
+    pub status: TaskStatus,
+    /// When it started.
+    pub started: SystemTime,
+    /// How long it has run (until it finished).
+    pub running_for: Duration,
+    /// Its last progress report.
+    pub progress: Option<Progress>,
+}
+
+/// A poll's answer.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum TaskPoll {
+    /// The call is still running.
+    Working(TaskInfo),
+    /// The call is done: its result.
+    Done(Result<Value, ToolError>),
+}
+
+/// A ledger of tracked calls on one registry. Clones share the ledger.
+#[derive(Clone)]
+pub struct Ledger {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Ledger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ledger")
+            .field("settings", &self.inner.settings)
+            .field("entries", &self.inner.lock().entries.len())
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    registry: Registry,
+    settings: LedgerSettings,
+    state: Mutex<State>,
+}
+
+struct State {
+    entries: HashMap<String, Entry>,
+    last_sweep: Instant,
+}
+
+struct Entry {
+    tool: String,
+    caller: Option<String>,
+    started: SystemTime,
+    started_at: Instant,
+    last_polled: Instant,
+    retention: Retention,
+    progress: Option<Progress>,
+    token: CancellationToken,
+    outcome: Option<(Result<Value, ToolError>, Instant)>,
+    done: watch::Receiver<bool>,
+}
+
+impl Entry {
+    fn info(&self, id: &str) -> TaskInfo {
+        let (status, running_for) = match &self.outcome {
+            None => (TaskStatus::Working, self.started_at.elapsed()),
+            Some((result, at)) => (
+                status_of(result),
+                at.saturating_duration_since(self.started_at),
+            ),
+        };
+        TaskInfo {
+            id: id.to_owned(),
+            tool: self.tool.clone(),
+            caller: self.caller.clone(),
+            status,
+            started: self.started,
+            running_for,
+            progress: self.progress.clone(),
+        }
+    }
+
+    fn expired(&self, now: Instant) -> bool {
+        match (&self.outcome, self.retention) {
+            (Some((_, at)), Retention::KeepFor(keep)) => now.saturating_duration_since(*at) > keep,
+            _ => false,
+        }
+    }
+}
+
+fn status_of(result: &Result<Value, ToolError>) -> TaskStatus {
+    match result {
+        Ok(_) => TaskStatus::Completed,
+        Err(ToolError::Cancelled { .. }) => TaskStatus::Cancelled,
+        Err(_) => TaskStatus::Failed,
+    }
+}
+
+/// How often, at most, a ledger in use sweeps its expired entries.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while the lock was held leaves consistent entries: keep going.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl State {
+    /// Removes expired results and cancels calls nobody polled for too long.
+    fn sweep(&mut self, settings: &LedgerSettings, force: bool) {
+        let now = Instant::now();
+        if !force && now.saturating_duration_since(self.last_sweep) < SWEEP_EVERY {
+            return;
+        }
+        self.last_sweep = now;
+        self.entries.retain(|_, entry| !entry.expired(now));
+        if let Some(limit) = settings.unpolled_limit {
+            for entry in self.entries.values() {
+                if entry.outcome.is_none()
+                    && now.saturating_duration_since(entry.last_polled) > limit
+                {
+                    entry.token.cancel();
+                }
+            }
+        }
+    }
+}
+
+fn unknown(id: &str) -> ToolError {
+    ToolError::not_found_because(
+        id,
+        "no tracked call has this id: it is unknown, or its result expired or was read",
+    )
+}
+
+fn fresh_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("task-{nanos:x}-{:x}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+impl Ledger {
+    /// A ledger on `registry` with the default settings.
+    pub fn new(registry: Registry) -> Self {
+        Self::with_settings(registry, LedgerSettings::default())
+    }
+
+    /// A ledger on `registry` with `settings`.
+    pub fn with_settings(registry: Registry, settings: LedgerSettings) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                registry,
+                settings,
+                state: Mutex::new(State {
+                    entries: HashMap::new(),
+                    last_sweep: Instant::now(),
+                }),
+            }),
+        }
+    }
+
+    /// The ledger's settings.
+    pub fn settings(&self) -> &LedgerSettings {
+        &self.inner.settings
+    }
+
+    /// Starts `name` with `args` and returns its id at once.
+    pub fn start(&self, name: &str, args: Value) -> Result<String, ToolError> {
+        self.start_with(name, args, Track::new())
+    }
+
+    /// Starts `name` with `args`, tracked as `track` says, and returns its id.
+    ///
+    /// Refused with `BUSY` when the ledger is full, `CONFLICT` when the id is still
+    /// tracked, `FAILED` outside a tokio runtime. An unknown tool or bad arguments
+    /// are the call's result, read like any other.
+    pub fn start_with(&self, name: &str, args: Value, track: Track) -> Result<String, ToolError> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| ToolError::failed("a tracked call needs a tokio runtime to run on"))?;
+        let settings = &self.inner.settings;
+        let id = track.id.unwrap_or_else(fresh_id);
+        let retention = track.retention.unwrap_or_else(|| {
+            settings
+                .tool_retention
+                .get(name)
+                .copied()
+                .unwrap_or(settings.retention)
+        });
+        let mut options = track.options.unwrap_or_default();
+        let caller = options.caller_name().map(str::to_owned);
+        if let Some(limit) = settings.max_run_time {
+            options = options.timeout(limit);
+        }
+        let token = CancellationToken::new();
+        options = options.cancel_on(token.clone());
+        let weak = Arc::downgrade(&self.inner);
+        let progress_id = id.clone();
+        options = options.also_on_progress(move |progress| {
+            if let Some(inner) = weak.upgrade()
+                && let Some(entry) = inner.lock().entries.get_mut(&progress_id)
+            {
+                entry.progress = Some(progress);
+            }
+        });
+        let (done_tx, done_rx) = watch::channel(false);
+        {
+            let mut state = self.inner.lock();
+            state.sweep(settings, false);
+            if state.entries.contains_key(&id) {
+                return Err(ToolError::conflict(format!(
+                    "a tracked call with the id `{id}` is still kept"
+                )));
+            }
+            if state.entries.len() >= settings.max_entries {
+                state.sweep(settings, true);
+            }
+            if state.entries.len() >= settings.max_entries {
+                return Err(ToolError::custom(
+                    "BUSY",
+                    503,
+                    format!(
+                        "the ledger already tracks {} calls (its limit); read or remove \
+                         finished ones, or raise LedgerSettings::max_entries",
+                        state.entries.len()
+                    ),
+                ));
+            }
+            let now = Instant::now();
+            state.entries.insert(
+                id.clone(),
+                Entry {
+                    tool: name.to_owned(),
+                    caller,
+                    started: SystemTime::now(),
+                    started_at: now,
+                    last_polled: now,
+                    retention,
+                    progress: None,
+                    token,
+                    outcome: None,
+                    done: done_rx,
+                },
+            );
+        }
+        let handle = self.inner.registry.with(options).spawn(name, args);
+        let weak: Weak<Inner> = Arc::downgrade(&self.inner);
+        let entry_id = id.clone();
+        runtime.spawn(async move {
+            let result = handle.await;
+            if let Some(inner) = weak.upgrade()
+                && let Some(entry) = inner.lock().entries.get_mut(&entry_id)
+            {
+                entry.outcome = Some((result, Instant::now()));
+            }
+            let _ = done_tx.send(true);
+        });
+        Ok(id)
+    }
+
+    /// What the ledger knows of `id`; `None` when it tracks no such call. Counts as
+    /// a poll.
+    pub fn status(&self, id: &str) -> Option<TaskInfo> {
+        let mut state = self.inner.lock();
+        state.sweep(&self.inner.settings, false);
+        let entry = state.entries.get_mut(id)?;
+        entry.last_polled = Instant::now();
+        Some(entry.info(id))
+    }
+
+    /// The call's result if it is done (removed when its retention is
+    /// [`Retention::UntilRead`]), else where it stands. `NOT_FOUND` for an id the
+    /// ledger does not track.
+    pub fn poll(&self, id: &str) -> Result<TaskPoll, ToolError> {
+        let mut state = self.inner.lock();
+        state.sweep(&self.inner.settings, false);
+        let entry = state.entries.get_mut(id).ok_or_else(|| unknown(id))?;
+        entry.last_polled = Instant::now();
+        let Some((result, _)) = &entry.outcome else {
+            return Ok(TaskPoll::Working(entry.info(id)));
+        };
+        let result = result.clone();
+        if entry.retention == Retention::UntilRead {
+            state.entries.remove(id);
+        }
+        Ok(TaskPoll::Done(result))
+    }
+
+    /// Waits for the call to finish and returns its result, as [`poll`](Self::poll)
+    /// reads it. `NOT_FOUND` for an id the ledger does not track.
+    pub async fn wait(&self, id: &str) -> Result<Value, ToolError> {
+        let mut done = {
+            let mut state = self.inner.lock();
+            let entry = state.entries.get_mut(id).ok_or_else(|| unknown(id))?;
+            entry.last_polled = Instant::now();
+            entry.done.clone()
+        };
+        // The sender goes away once the outcome is stored, whichever way it ended.
+        let _ = done.wait_for(|finished| *finished).await;
+        match self.poll(id)? {
+            TaskPoll::Done(result) => result,
+            TaskPoll::Working(_) => Err(ToolError::failed(
+                "the tracked call stopped without a result",
+            )),
+        }
+    }
+
+    /// Cancels a running call (its token fires, its cleanups run; its result becomes
+    /// `CANCELLED`). A finished call stays as it was: cancelling it again is not an
+    /// error. `NOT_FOUND` for an id the ledger does not track.
+    pub fn cancel(&self, id: &str) -> Result<(), ToolError> {
+        let state = self.inner.lock();
+        let entry = state.entries.get(id).ok_or_else(|| unknown(id))?;
+        if entry.outcome.is_none() {
+            entry.token.cancel();
+        }
+        Ok(())
+    }
+
+    /// Forgets a call; a running one is cancelled first. Whether it was tracked.
+    pub fn remove(&self, id: &str) -> bool {
+        let mut state = self.inner.lock();
+        match state.entries.remove(id) {
+            Some(entry) => {
+                if entry.outcome.is_none() {
+                    entry.token.cancel();
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Every tracked call, running or finished, oldest first.
+    pub fn list(&self) -> Vec<TaskInfo> {
+        let mut state = self.inner.lock();
+        state.sweep(&self.inner.settings, false);
+        let mut all: Vec<TaskInfo> = state
+            .entries
+            .iter()
+            .map(|(id, entry)| entry.info(id))
+            .collect();
+        all.sort_by_key(|info| info.started);
+        all
+    }
+}
