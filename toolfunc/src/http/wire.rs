@@ -272,6 +272,17 @@ pub(crate) fn truthy(value: Option<&Value>) -> bool {
     }
 }
 
+/// A fresh request id: unique in the process and unlikely to meet another
+/// process's (the time in nanoseconds and a counter, in hex).
+pub(crate) fn request_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{nanos:x}-{:x}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -316,15 +327,4 @@ mod tests {
         let text = error_from_body(502, b"bad gateway", "x");
         assert_eq!(text.to_string(), "bad gateway");
     }
-}
-
-/// A fresh request id: unique in the process and unlikely to meet another
-/// process's (the time in nanoseconds and a counter, in hex).
-pub(crate) fn request_id() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("{nanos:x}-{:x}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
