@@ -69,14 +69,14 @@ async def check_calls(client):
 
     result = await client.call_tool("users_get", {"id": "nobody"})
     check("users_get unknown id isError", result.is_error
-          and (result.meta or {}).get("toolfunc/error", {}).get("code") == "USER_NOT_FOUND", result)
+          and (result.meta or {}).get("io.github.toolfunc/error", {}).get("code") == "USER_NOT_FOUND", result)
 
     result = await client.call_tool("countdown", {"count": 3})
     check("call countdown collects the stream", not result.is_error
           and text_of(result) == '[{"tick":3},{"tick":2},{"tick":1}]', result)
 
     result = await client.call_tool("add", {"a": "two", "b": 3})
-    error = (result.meta or {}).get("toolfunc/error", {})
+    error = (result.meta or {}).get("io.github.toolfunc/error", {})
     check("bad arguments isError", result.is_error and error.get("code") == "ARGUMENTS"
           and "/a" in text_of(result), result)
 

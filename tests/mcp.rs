@@ -489,11 +489,11 @@ async fn tools_call_answers_text_and_structured_content() {
     client.close().await;
 }
 
-/// `tools/call`'s error result: the text and `_meta["toolfunc/error"]`.
+/// `tools/call`'s error result: the text and `_meta["io.github.toolfunc/error"]`.
 fn tool_error(result: &Value) -> (&str, &Value) {
     assert_eq!(result["isError"], true, "{result}");
     assert!(result.get("structuredContent").is_none(), "{result}");
-    (text(result), &result["_meta"]["toolfunc/error"])
+    (text(result), &result["_meta"]["io.github.toolfunc/error"])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

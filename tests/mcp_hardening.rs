@@ -215,7 +215,7 @@ async fn an_endless_stream_is_capped_when_collected() {
     let answer = client.answer_to(&json!(9)).await;
     assert_eq!(answer["result"]["isError"], true, "{answer}");
     assert_eq!(
-        answer["result"]["_meta"]["toolfunc/error"]["code"], "RESULT_TOO_LARGE",
+        answer["result"]["_meta"]["io.github.toolfunc/error"]["code"], "RESULT_TOO_LARGE",
         "{answer}"
     );
     client.ping(10).await;

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use serde_json::json;
-use toolfunc::{Content, Ctx, LogLevel, Registry, ToolError, ToolFunc, tool};
+use toolfunc::{Content, Ctx, LogLevel, Registry, ToolError, ToolFunc, ask, tool};
 
 /// A 1x1 PNG, the image the suite's reference server answers with.
 const PNG: [u8; 70] = [
@@ -109,6 +109,84 @@ pub(crate) async fn test_tool_with_logging(ctx: &Ctx) -> String {
 pub(crate) fn test_logging_tool(ctx: &Ctx) -> String {
     ctx.log(LogLevel::Info, "logging tool ran");
     "Logging tool executed".to_owned()
+}
+
+/// Asks the client's model to complete `prompt`.
+#[tool]
+pub(crate) async fn test_sampling(
+    ctx: &Ctx,
+    /// What to ask the model.
+    prompt: String,
+) -> Result<String, ToolError> {
+    let answer = ctx.sample(ask::sample_prompt(&prompt, 100)).await?;
+    let text = ask::sampled_text(&answer).unwrap_or_default();
+    Ok(format!("LLM response: {text}"))
+}
+
+/// Asks the user for a username and an email.
+#[tool]
+pub(crate) async fn test_elicitation(
+    ctx: &Ctx,
+    /// What to tell the user.
+    message: String,
+) -> Result<String, ToolError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "username": {"type": "string", "description": "Your username"},
+            "email": {"type": "string", "description": "Your email address"}
+        },
+        "required": ["username", "email"]
+    });
+    let answer = ctx.elicit(message, schema).await?;
+    Ok(format!(
+        "User response: action={}, content={}",
+        json!(answer.action),
+        answer.content.unwrap_or_default()
+    ))
+}
+
+/// Asks with a default for every primitive type.
+#[tool]
+pub(crate) async fn test_elicitation_sep1034_defaults(ctx: &Ctx) -> Result<String, ToolError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+            "verified": {"type": "boolean", "default": true}
+        }
+    });
+    let answer = ctx.elicit("Please review your details", schema).await?;
+    Ok(format!("Elicitation completed: {}", json!(answer.content)))
+}
+
+/// Asks with every enum form: untitled, titled, legacy, single and multiple.
+#[tool]
+pub(crate) async fn test_elicitation_sep1330_enums(ctx: &Ctx) -> Result<String, ToolError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+            "titledSingle": {"type": "string", "oneOf": [
+                {"const": "value1", "title": "First Option"},
+                {"const": "value2", "title": "Second Option"},
+                {"const": "value3", "title": "Third Option"}
+            ]},
+            "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+                           "enumNames": ["Option One", "Option Two", "Option Three"]},
+            "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+            "titledMulti": {"type": "array", "items": {"anyOf": [
+                {"const": "value1", "title": "First Choice"},
+                {"const": "value2", "title": "Second Choice"},
+                {"const": "value3", "title": "Third Choice"}
+            ]}}
+        }
+    });
+    let answer = ctx.elicit("Choose", schema).await?;
+    Ok(format!("Elicitation completed: {}", json!(answer.content)))
 }
 
 /// The name of the tool `test_trigger_tool_change` adds and removes.

@@ -14,6 +14,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use crate::ask::AnswerFn;
 use crate::log::{DataText, LogLevel, LogMessage};
 use crate::registry::{Resolved, Runner};
 use crate::task::deadline_for;
@@ -288,6 +289,46 @@ impl Ctx {
         }
     }
 
+    /// Asks the caller a question, with the JSON Schema its answer must follow, and
+    /// waits for the answer (see [`ask`](crate::ask)). `CLIENT_CANNOT_ANSWER` when
+    /// the caller cannot answer; the call's cancellation and deadline still apply.
+    pub async fn elicit(
+        &self,
+        message: impl Into<String>,
+        schema: Value,
+    ) -> Result<crate::ask::Elicitation, ToolError> {
+        let request = crate::ask::ClientRequest::Elicit {
+            message: message.into(),
+            schema,
+        };
+        let answer = self.ask(request).await?;
+        crate::ask::read_elicitation(self.tool_name(), answer)
+    }
+
+    /// Asks the caller's model for a completion: `params` are MCP
+    /// `sampling/createMessage` params ([`ask::sample_prompt`](crate::ask::sample_prompt)
+    /// makes the simple ones); the answer is its result (`{role, content, model,
+    /// stopReason}`; [`ask::sampled_text`](crate::ask::sampled_text) reads its text).
+    pub async fn sample(&self, params: Value) -> Result<Value, ToolError> {
+        self.ask(crate::ask::ClientRequest::Sample(params)).await
+    }
+
+    /// Sends `request` to whoever answers for the caller, until the call stops.
+    pub async fn ask(&self, request: crate::ask::ClientRequest) -> Result<Value, ToolError> {
+        let Some(answer) = self.scope.data().and_then(|d| d.answer.clone()) else {
+            return Err(crate::ask::cannot_answer(self.tool_name(), &request));
+        };
+        let token = self.cancellation_token();
+        let asked = answer(request);
+        let stopped = std::pin::pin!(token.cancelled());
+        match futures::future::select(asked, stopped).await {
+            futures::future::Either::Left((answer, _)) => answer,
+            futures::future::Either::Right(_) => Err(ToolError::Cancelled {
+                reason: Some("the call stopped while waiting for its caller's answer".into()),
+            }),
+        }
+    }
+
     fn log_message(&self, level: LogLevel, logger: Option<&str>, data: Value) -> LogMessage {
         let mut message = LogMessage::new(self.tool.name(), level, data);
         message.call_id = self.call_id.as_deref().map(str::to_owned);
@@ -497,6 +538,7 @@ pub struct CallOptions {
     cancel: Vec<CancellationToken>,
     progress: Option<ProgressFn>,
     log: Option<LogFn>,
+    answer: Option<AnswerFn>,
     collect_limit: Option<CollectLimit>,
 }
 
@@ -510,6 +552,7 @@ impl fmt::Debug for CallOptions {
             .field("cancel", &self.cancel.len())
             .field("progress", &self.progress.is_some())
             .field("log", &self.log.is_some())
+            .field("answer", &self.answer.is_some())
             .field("collect_limit", &self.collect_limit)
             .finish()
     }
@@ -566,6 +609,20 @@ impl CallOptions {
     /// nested calls' too (they still become `tracing` events as well).
     pub fn on_log(mut self, listener: impl Fn(LogMessage) + Send + Sync + 'static) -> Self {
         self.log = Some(Arc::new(listener));
+        self
+    }
+
+    /// Answers what the calls ask their caller ([`Ctx::elicit`], [`Ctx::sample`]),
+    /// nested calls' too: `answer` gets the [`ClientRequest`](crate::ask::ClientRequest)
+    /// and resolves to the answer in MCP's shape (`{action, content}` for an
+    /// elicitation, a `sampling/createMessage` result for a sample). Without it a
+    /// question fails with `CLIENT_CANNOT_ANSWER`.
+    pub fn on_client_request<F, Fut>(mut self, answer: F) -> Self
+    where
+        F: Fn(crate::ask::ClientRequest) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<Value, ToolError>> + Send + 'static,
+    {
+        self.answer = Some(Arc::new(move |request| Box::pin(answer(request))));
         self
     }
 
@@ -681,6 +738,7 @@ pub(crate) struct ScopeData {
     call_id: Option<Arc<str>>,
     progress: Option<ProgressFn>,
     log: Option<LogFn>,
+    answer: Option<AnswerFn>,
     collect_limit: Option<CollectLimit>,
 }
 
@@ -708,6 +766,7 @@ impl ScopeData {
             cancel,
             progress,
             log,
+            answer,
             collect_limit,
         } = options;
         let inherited = |f: fn(&ScopeData) -> Option<Duration>| parent.and_then(|p| f(p));
@@ -734,6 +793,7 @@ impl ScopeData {
             call_id: parent.and_then(|p| p.call_id.clone()),
             progress: progress.or_else(|| parent.and_then(|p| p.progress.clone())),
             log: log.or_else(|| parent.and_then(|p| p.log.clone())),
+            answer: answer.or_else(|| parent.and_then(|p| p.answer.clone())),
             collect_limit: collect_limit.or_else(|| parent.and_then(|p| p.collect_limit)),
         }
     }

@@ -51,6 +51,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod ask;
 mod call;
 pub mod content;
 mod ctx;

@@ -14,7 +14,7 @@
 //!   naming it.
 //! - `tools/call` runs the tool. Argument and handler errors come back as a result
 //!   with `isError: true`, the message as text, and `{code, data}` under the result's
-//!   `_meta["toolfunc/error"]`; an unknown tool is a JSON-RPC error (`-32602`).
+//!   `_meta["io.github.toolfunc/error"]`; an unknown tool is a JSON-RPC error (`-32602`).
 //!   Results are text content, plus `structuredContent` when the value is an object
 //!   (for 2026-07-28 clients: any value of a tool that has an output schema). A
 //!   [`Content`](crate::Content) result is its blocks. A streaming tool's items are
@@ -68,6 +68,7 @@
 //! [`Ctx::log`]: crate::Ctx::log
 //! [`Ctx::log_data`]: crate::Ctx::log_data
 
+mod ask;
 mod catalog;
 mod http;
 mod serve;
@@ -676,6 +677,8 @@ impl ServerHandler for McpServer {
         if let Some(client) = context.client_info() {
             options = options.caller(client.name);
         }
+        // Questions the tool asks go back to this client.
+        options = options.on_client_request(ask::through(context.peer.clone(), tool.to_owned()));
         let logs = !matches!(gate, LogGate::Off);
         if token.is_none() && !stream && !logs {
             // Nothing to report while it runs.
@@ -981,7 +984,7 @@ fn into_result(outcome: Result<Value, ToolError>, shape: Shape) -> CallToolResul
         Ok(value) => CallToolResult::success(vec![ContentBlock::text(value.to_string())]),
         Err(err) => {
             let mut meta = Map::new();
-            meta.insert("toolfunc/error".into(), error_data(&err));
+            meta.insert("io.github.toolfunc/error".into(), error_data(&err));
             CallToolResult::error(vec![ContentBlock::text(err.to_string())])
                 .with_meta(Some(MetaObject(meta)))
         }

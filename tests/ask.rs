@@ -1,0 +1,221 @@
+//! A tool asks its caller: elicitation and sampling, answered in process through
+//! `CallOptions::on_client_request` and over MCP by the client, with a clear error
+//! when the caller cannot answer.
+
+#[path = "support/mcp.rs"]
+mod mcp_support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolfunc::ask::{self, ClientRequest, ElicitAction};
+use toolfunc::mcp::McpServer;
+use toolfunc::{CallOptions, Ctx, Registry, ToolError, ToolFunc};
+
+use mcp_support::Pipe;
+
+fn registry() -> Registry {
+    let registry = Registry::new();
+    registry
+        .register(
+            ToolFunc::builder("ask_name")
+                .handler(|ctx: Ctx, _args: Value| async move {
+                    let schema = json!({
+                        "type": "object",
+                        "properties": {"name": {"type": "string"}},
+                        "required": ["name"]
+                    });
+                    let answer = ctx.elicit("What is your name?", schema).await?;
+                    Ok(json!({"action": answer.action, "content": answer.content}))
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    registry
+        .register(
+            ToolFunc::builder("ask_model")
+                .handler(|ctx: Ctx, _args: Value| async move {
+                    let answer = ctx
+                        .sample(ask::sample_prompt("What is the capital of France?", 50))
+                        .await?;
+                    Ok(json!(ask::sampled_text(&answer)))
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    registry
+        .register(
+            ToolFunc::builder("ask_nested")
+                .handler(
+                    |ctx: Ctx, _args: Value| async move { ctx.run("ask_name", json!({})).await },
+                )
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    registry
+}
+
+fn answering() -> CallOptions {
+    CallOptions::new().on_client_request(|request| async move {
+        match request {
+            ClientRequest::Elicit { message, schema } => {
+                assert_eq!(message, "What is your name?");
+                assert_eq!(schema["required"], json!(["name"]));
+                Ok(json!({"action": "accept", "content": {"name": "Ann"}}))
+            }
+            ClientRequest::Sample(params) => {
+                assert_eq!(params["maxTokens"], 50);
+                Ok(
+                    json!({"role": "assistant", "model": "m", "stopReason": "endTurn",
+                          "content": {"type": "text", "text": "Paris."}}),
+                )
+            }
+            _ => Err(ToolError::failed("unexpected")),
+        }
+    })
+}
+
+#[tokio::test]
+async fn in_process_the_caller_answers() {
+    let runner = registry().with(answering());
+    assert_eq!(
+        runner.run("ask_name", json!({})).await.unwrap(),
+        json!({"action": "accept", "content": {"name": "Ann"}})
+    );
+    assert_eq!(
+        runner.run("ask_model", json!({})).await.unwrap(),
+        json!("Paris.")
+    );
+    // Nested calls ask the same caller.
+    assert_eq!(
+        runner.run("ask_nested", json!({})).await.unwrap()["content"]["name"],
+        "Ann"
+    );
+}
+
+#[tokio::test]
+async fn a_caller_that_cannot_answer_is_a_clear_error() {
+    let err = registry().run("ask_name", json!({})).await.unwrap_err();
+    assert_eq!((err.code(), err.status()), ("CLIENT_CANNOT_ANSWER", 501));
+    assert!(err.to_string().contains("on_client_request"), "{err}");
+    // An answer of the wrong shape fails the question, not the process.
+    let runner = registry()
+        .with(CallOptions::new().on_client_request(|_| async { Ok(json!({"yes": true})) }));
+    let err = runner.run("ask_name", json!({})).await.unwrap_err();
+    assert_eq!(err.code(), "FAILED");
+    assert!(err.to_string().contains("action"), "{err}");
+    // A declined question has no content.
+    let runner = registry().with(CallOptions::new().on_client_request(|_| async {
+        Ok(json!({"action": "decline", "content": {"name": "ignored"}}))
+    }));
+    let value = runner.run("ask_name", json!({})).await.unwrap();
+    assert_eq!(value, json!({"action": "decline", "content": null}));
+    assert_eq!(
+        serde_json::to_value(ElicitAction::Cancel).unwrap(),
+        json!("cancel")
+    );
+}
+
+#[tokio::test]
+async fn a_call_stopped_while_waiting_ends() {
+    let runner = registry().with(
+        CallOptions::new()
+            .timeout(Duration::from_millis(50))
+            .on_client_request(|_| std::future::pending()),
+    );
+    let err = runner.run("ask_name", json!({})).await.unwrap_err();
+    assert_eq!(err.code(), "TIMEOUT");
+}
+
+async fn connect(capabilities: Value) -> Pipe {
+    let mut pipe = Pipe::spawn(McpServer::new(registry()));
+    let init = pipe
+        .request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": capabilities,
+                "clientInfo": {"name": "asked", "version": "1"}
+            }),
+        )
+        .await;
+    assert!(init.get("error").is_none(), "{init}");
+    pipe.notify("notifications/initialized", json!({})).await;
+    pipe
+}
+
+/// The next request the server sends, skipping notifications.
+async fn server_request(pipe: &mut Pipe) -> Value {
+    loop {
+        let message = pipe
+            .try_read(Duration::from_secs(10))
+            .await
+            .expect("a request from the server");
+        if message.get("method").is_some() && message.get("id").is_some() {
+            return message;
+        }
+    }
+}
+
+#[tokio::test]
+async fn over_mcp_the_client_answers_on_its_session() {
+    let mut pipe = connect(json!({"elicitation": {}, "sampling": {}})).await;
+    let call = pipe
+        .start("tools/call", json!({"name": "ask_name", "arguments": {}}))
+        .await;
+    let asked = server_request(&mut pipe).await;
+    assert_eq!(asked["method"], "elicitation/create");
+    assert_eq!(asked["params"]["message"], "What is your name?");
+    assert_eq!(
+        asked["params"]["requestedSchema"]["properties"]["name"]["type"],
+        "string"
+    );
+    pipe.send(&json!({"jsonrpc": "2.0", "id": asked["id"],
+                      "result": {"action": "accept", "content": {"name": "Bo"}}}))
+        .await;
+    let answer = pipe.response(call).await;
+    assert_eq!(
+        answer["result"]["structuredContent"]["content"]["name"], "Bo",
+        "{answer}"
+    );
+
+    let call = pipe
+        .start("tools/call", json!({"name": "ask_model", "arguments": {}}))
+        .await;
+    let asked = server_request(&mut pipe).await;
+    assert_eq!(asked["method"], "sampling/createMessage");
+    assert_eq!(asked["params"]["maxTokens"], 50);
+    pipe.send(&json!({"jsonrpc": "2.0", "id": asked["id"], "result": {
+        "role": "assistant", "model": "m", "stopReason": "endTurn",
+        "content": {"type": "text", "text": "Paris."}}}))
+        .await;
+    let answer = pipe.response(call).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "Paris.", "{answer}");
+}
+
+#[tokio::test]
+async fn over_mcp_a_client_without_the_capability_is_not_asked() {
+    let mut pipe = connect(json!({})).await;
+    let answer = pipe
+        .request("tools/call", json!({"name": "ask_name", "arguments": {}}))
+        .await;
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("did not declare"), "{text}");
+    // The client declining answers the tool, not an error.
+    let mut pipe = connect(json!({"elicitation": {}})).await;
+    let call = pipe
+        .start("tools/call", json!({"name": "ask_name", "arguments": {}}))
+        .await;
+    let asked = server_request(&mut pipe).await;
+    pipe.send(&json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}}))
+        .await;
+    let answer = pipe.response(call).await;
+    assert_eq!(
+        answer["result"]["structuredContent"]["action"], "decline",
+        "{answer}"
+    );
+}

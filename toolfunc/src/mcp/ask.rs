@@ -1,0 +1,107 @@
+//! A tool's questions to its caller ([`Ctx::elicit`](crate::Ctx::elicit),
+//! [`Ctx::sample`](crate::Ctx::sample)) as MCP requests to the client:
+//! `elicitation/create` and `sampling/createMessage` on the session, for clients
+//! that declared the capability. (Sampling is deprecated from 2026-07-28 on, but
+//! it is the 2025-11-25 way to ask the client's model.)
+#![allow(deprecated)]
+
+use futures::future::BoxFuture;
+use rmcp::RoleServer;
+use rmcp::model::{CreateMessageRequestParams, ElicitRequestParams};
+use rmcp::service::{Peer, ServiceError};
+use serde_json::{Value, json};
+
+use crate::ToolError;
+use crate::ask::ClientRequest;
+
+/// The answering function of a call from `peer`'s session.
+pub(super) fn through(
+    peer: Peer<RoleServer>,
+    tool: String,
+) -> impl Fn(ClientRequest) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync + 'static
+{
+    move |request| {
+        let peer = peer.clone();
+        let tool = tool.clone();
+        Box::pin(async move { ask(&peer, &tool, request).await })
+    }
+}
+
+async fn ask(
+    peer: &Peer<RoleServer>,
+    tool: &str,
+    request: ClientRequest,
+) -> Result<Value, ToolError> {
+    let capabilities = peer.peer_info().map(|info| info.capabilities.clone());
+    let declared = match &request {
+        ClientRequest::Elicit { .. } => capabilities
+            .as_ref()
+            .is_some_and(|c| c.elicitation.is_some()),
+        ClientRequest::Sample(_) => capabilities.as_ref().is_some_and(|c| c.sampling.is_some()),
+    };
+    if !declared {
+        return Err(ToolError::custom(
+            "CLIENT_CANNOT_ANSWER",
+            501,
+            format!(
+                "`{tool}` asked the MCP client {}, and this client cannot answer: it did \
+                 not declare the capability{}",
+                request.kind(),
+                if capabilities.is_none() {
+                    " (a request without a session, on the 2026-07-28 protocol, cannot be \
+                     asked back yet)"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    }
+    match request {
+        ClientRequest::Elicit { message, schema } => {
+            let params: ElicitRequestParams = serde_json::from_value(json!({
+                "message": message,
+                "requestedSchema": schema,
+            }))
+            .map_err(|e| {
+                ToolError::arguments(
+                    "/requestedSchema",
+                    format!(
+                        "an MCP elicitation asks for a flat object of string, number, \
+                         boolean and enum properties: {e}"
+                    ),
+                )
+            })?;
+            let answer = peer
+                .create_elicitation(params)
+                .await
+                .map_err(|e| failed(tool, "elicitation", &e))?;
+            serde_json::to_value(answer).map_err(|e| ToolError::failed(e.to_string()))
+        }
+        ClientRequest::Sample(params) => {
+            let params: CreateMessageRequestParams =
+                serde_json::from_value(params).map_err(|e| {
+                    ToolError::arguments(
+                        "",
+                        format!("these are not sampling/createMessage params: {e}"),
+                    )
+                })?;
+            let answer = peer
+                .create_message(params)
+                .await
+                .map_err(|e| failed(tool, "sampling request", &e))?;
+            serde_json::to_value(answer).map_err(|e| ToolError::failed(e.to_string()))
+        }
+    }
+}
+
+fn failed(tool: &str, what: &str, err: &ServiceError) -> ToolError {
+    match err {
+        ServiceError::Cancelled { reason } => ToolError::Cancelled {
+            reason: reason.clone(),
+        },
+        ServiceError::Timeout { .. } => ToolError::Timeout { after_ms: None },
+        other => ToolError::failed(format!(
+            "the MCP client did not answer `{tool}`'s {what}: {other}"
+        )),
+    }
+}
