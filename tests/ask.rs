@@ -219,3 +219,49 @@ async fn over_mcp_a_client_without_the_capability_is_not_asked() {
         "{answer}"
     );
 }
+
+#[tokio::test]
+async fn a_tool_that_needs_sampling_refuses_a_client_without_it_before_running() {
+    let registry = registry();
+    let ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = std::sync::Arc::clone(&ran);
+    registry
+        .register(
+            ToolFunc::builder("summarise")
+                .needs_client("sampling")
+                .handler_sync(move |_ctx, _args| {
+                    seen.store(true, std::sync::atomic::Ordering::SeqCst);
+                    Ok(json!("ran"))
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let mut pipe = Pipe::spawn(McpServer::new(registry));
+    let init = pipe
+        .request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                   "clientInfo": {"name": "no-sampling", "version": "1"}}),
+        )
+        .await;
+    assert!(init.get("error").is_none(), "{init}");
+    pipe.notify("notifications/initialized", json!({})).await;
+    let answer = pipe
+        .request("tools/call", json!({"name": "summarise", "arguments": {}}))
+        .await;
+    assert_eq!(answer["error"]["code"], -32021, "{answer}");
+    assert_eq!(
+        answer["error"]["data"]["requiredCapabilities"],
+        json!({"sampling": {}})
+    );
+    assert!(!ran.load(std::sync::atomic::Ordering::SeqCst));
+    // The definition says so, and a name nobody answers is refused at build.
+    let err = ToolFunc::builder("x")
+        .needs_client("telepathy")
+        .handler_sync(|_ctx, _args| Ok(json!(null)))
+        .build()
+        .unwrap_err();
+    assert_eq!(err.code(), "DEFINITION");
+    assert!(err.to_string().contains("telepathy"), "{err}");
+}

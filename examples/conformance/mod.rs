@@ -189,6 +189,14 @@ pub(crate) async fn test_elicitation_sep1330_enums(ctx: &Ctx) -> Result<String, 
     Ok(format!("Elicitation completed: {}", json!(answer.content)))
 }
 
+/// Needs the client's model: a client that did not declare `sampling` is refused
+/// before it runs.
+#[tool(needs_client = "sampling")]
+pub(crate) async fn test_missing_capability(ctx: &Ctx) -> Result<String, ToolError> {
+    let answer = ctx.sample(ask::sample_prompt("Say hello", 20)).await?;
+    Ok(ask::sampled_text(&answer).unwrap_or_default())
+}
+
 /// The name of the tool `test_trigger_tool_change` adds and removes.
 pub(crate) const DYNAMIC: &str = "test_dynamic_tool";
 

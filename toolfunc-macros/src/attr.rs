@@ -48,6 +48,7 @@ pub(crate) const KEYS: &[(&str, &[Position])] = &[
     ("stream", &[Function, Method]),
     ("local", &[Function]),
     ("background", &[Function]),
+    ("needs_client", &[Function]),
     ("timeout", &[Function, Service, Method]),
     ("concurrency", &[Function, Service]),
     ("depends", &[Function]),
@@ -122,6 +123,8 @@ pub(crate) struct ToolAttrs {
     pub(crate) summary: Option<LitStr>,
     pub(crate) alias: Option<Vec<LitStr>>,
     pub(crate) tags: Option<Vec<LitStr>>,
+    /// `needs_client = "sampling"` or a list: what the caller must be able to answer.
+    pub(crate) needs_client: Option<Vec<LitStr>>,
     pub(crate) args: Option<Span>,
     pub(crate) deny_unknown_fields: Option<Span>,
     pub(crate) stream: Option<Span>,
@@ -249,6 +252,8 @@ impl ToolAttrs {
             "alias" => set(&mut self.alias, &key, str_list(&key, value)?),
             // tags = "math"  |  tags = ["math", "pure"]
             "tags" => set(&mut self.tags, &key, str_list(&key, value)?),
+            // needs_client = "sampling"  |  needs_client = ["sampling", "elicitation"]
+            "needs_client" => set(&mut self.needs_client, &key, str_list(&key, value)?),
             // args
             "args" => set(&mut self.args, &key, flag(&key, &value)?),
             // deny_unknown_fields

@@ -283,6 +283,15 @@ fn signature(tool: &ToolFn, errors: &mut Errors) {
         }
     }
 
+    for capability in tool.attrs.needs_client.iter().flatten() {
+        if !["sampling", "elicitation", "roots"].contains(&capability.value().as_str()) {
+            errors.push(syn::Error::new_spanned(
+                capability,
+                "#[tool] key `needs_client` names what a caller answers: \"sampling\", \
+                 \"elicitation\" or \"roots\"",
+            ));
+        }
+    }
     if let Some(span) = tool.attrs.background
         && tool.attrs.timeout.is_none()
     {

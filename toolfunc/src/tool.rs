@@ -80,6 +80,11 @@ pub struct ToolDefinition {
     /// in process the call runs on. Bounded by the ledger's maximum run time.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub background: bool,
+    /// What the tool needs its caller to be able to answer (`"sampling"`,
+    /// `"elicitation"`, `"roots"`): an MCP client that did not declare one of these
+    /// capabilities is refused before the tool runs (`-32021`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub needs_client: Vec<String>,
     /// Hints about the tool's behaviour, carried to every export.
     #[serde(default, skip_serializing_if = "Annotations::is_empty")]
     pub annotations: Annotations,
@@ -474,6 +479,7 @@ impl ToolFunc {
             stream: _,
             timeout,
             background,
+            needs_client,
             annotations,
             action,
             methods,
@@ -490,6 +496,7 @@ impl ToolFunc {
             tags,
             timeout: timeout.map(Duration::from_millis),
             background,
+            needs_client,
             annotations,
             api,
             action,
@@ -909,6 +916,7 @@ pub struct ToolBuilder {
     param_order: Option<Vec<String>>,
     timeout: Option<Duration>,
     background: bool,
+    needs_client: Vec<String>,
     annotations: Annotations,
     /// Derives the positional order from the typed handler's argument type.
     typed_order: Option<fn(&Value) -> Vec<String>>,
@@ -949,6 +957,7 @@ impl ToolBuilder {
             param_order: None,
             timeout: None,
             background: false,
+            needs_client: Vec::new(),
             annotations: Annotations::default(),
             typed_order: None,
             handler: None,
@@ -1163,6 +1172,15 @@ impl ToolBuilder {
     /// ```
     pub fn background(mut self, yes: bool) -> Self {
         self.background = yes;
+        self
+    }
+
+    /// Declares a capability the tool needs of its caller (`"sampling"`,
+    /// `"elicitation"`, `"roots"`), because it asks for it: an MCP client that did
+    /// not declare it is refused with `-32021` before the tool runs, rather than the
+    /// tool failing half way.
+    pub fn needs_client(mut self, capability: impl Into<String>) -> Self {
+        self.needs_client.push(capability.into());
         self
     }
 
@@ -1386,6 +1404,16 @@ impl ToolBuilder {
                 "the concurrency limit must be at least 1".into(),
             ));
         }
+        if let Some(unknown) = self
+            .needs_client
+            .iter()
+            .find(|c| !["sampling", "elicitation", "roots"].contains(&c.as_str()))
+        {
+            return Err(definition_error(format!(
+                "`needs_client` names what a caller answers (\"sampling\", \"elicitation\" \
+                 or \"roots\"), not `{unknown}`"
+            )));
+        }
         let mut aliases = std::collections::HashSet::new();
         for dependency in &self.depends {
             if !aliases.insert(dependency.alias.as_str()) {
@@ -1410,6 +1438,7 @@ impl ToolBuilder {
                     .timeout
                     .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
                 background: self.background,
+                needs_client: self.needs_client,
                 annotations: self.annotations,
                 action: self.action,
                 methods: self.methods,
@@ -1450,6 +1479,8 @@ pub struct ToolSpec {
     pub timeout_ms: Option<u64>,
     /// `background`: the timeout is a soft deadline.
     pub background: bool,
+    /// `needs_client`: what the caller must be able to answer.
+    pub needs_client: &'static [&'static str],
     /// `(alias, tool name)` of each dependency.
     pub depends: &'static [(&'static str, &'static str)],
     pub concurrency: Option<usize>,
@@ -1490,6 +1521,7 @@ impl ToolSpec {
         });
         builder.timeout = self.timeout_ms.map(Duration::from_millis);
         builder.background = self.background;
+        builder.needs_client = self.needs_client.iter().map(|s| (*s).to_owned()).collect();
         builder.concurrency = self.concurrency;
         builder.api = self.api;
         builder.annotations = Annotations::from_hints(self.annotations);

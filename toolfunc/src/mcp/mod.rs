@@ -515,6 +515,33 @@ fn log_gate(context: &RequestContext<RoleServer>) -> Result<LogGate, ErrorData> 
     })
 }
 
+/// Refuses (`-32021`) a call of a tool that needs its caller to answer what this
+/// client did not declare it can.
+fn missing_capabilities(
+    def: &crate::ToolDefinition,
+    context: &RequestContext<RoleServer>,
+) -> Result<(), ErrorData> {
+    if def.needs_client.is_empty() {
+        return Ok(());
+    }
+    let declared = context
+        .client_capabilities()
+        .and_then(|c| serde_json::to_value(c).ok())
+        .unwrap_or(Value::Null);
+    let missing: Map<String, Value> = def
+        .needs_client
+        .iter()
+        .filter(|name| declared.get(name.as_str()).is_none_or(Value::is_null))
+        .map(|name| (name.clone(), json!({})))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let required = serde_json::from_value(Value::Object(missing))
+        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+    Err(ErrorData::missing_required_client_capability(required))
+}
+
 /// The `_meta` key of a request's log level.
 const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
 
@@ -652,6 +679,7 @@ impl ServerHandler for McpServer {
         };
         let gate = log_gate(&context)?;
         let def = found.definition();
+        missing_capabilities(def, &context)?;
         let mut arguments = request.arguments.unwrap_or_default();
         let (stream, result) = match act {
             Some(act) => {
