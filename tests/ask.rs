@@ -265,3 +265,126 @@ async fn a_tool_that_needs_sampling_refuses_a_client_without_it_before_running()
     assert_eq!(err.code(), "DEFINITION");
     assert!(err.to_string().contains("telepathy"), "{err}");
 }
+
+/// A sessionless (2026-07-28) `tools/call` with these client capabilities.
+fn modern_call(name: &str, capabilities: &Value, extra: Value) -> Value {
+    let mut params = json!({
+        "name": name,
+        "arguments": {},
+        "_meta": mcp_support::modern_meta(
+            json!({"io.modelcontextprotocol/clientCapabilities": capabilities})
+        ),
+    });
+    if let (Some(params), Value::Object(extra)) = (params.as_object_mut(), extra) {
+        params.extend(extra);
+    }
+    params
+}
+
+#[tokio::test]
+async fn a_sessionless_client_answers_in_rounds() {
+    let mut pipe = Pipe::spawn(McpServer::new(registry()));
+    let caps = json!({"elicitation": {}});
+    let first = pipe
+        .request("tools/call", modern_call("ask_name", &caps, json!({})))
+        .await;
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required", "{first}");
+    let asked = &result["inputRequests"]["elicitation_1"];
+    assert_eq!(asked["method"], "elicitation/create", "{first}");
+    assert_eq!(asked["params"]["message"], "What is your name?");
+    let state = result["requestState"].as_str().expect("a state").to_owned();
+
+    // An altered state is refused, and so is one of another tool.
+    for (tool, bad) in [
+        ("ask_name", format!("{state}x")),
+        ("ask_name", "made-up".to_owned()),
+        ("ask_model", state.clone()),
+    ] {
+        let retry = pipe
+            .request(
+                "tools/call",
+                modern_call(
+                    tool,
+                    &caps,
+                    json!({"requestState": bad, "inputResponses": {}}),
+                ),
+            )
+            .await;
+        assert_eq!(retry["error"]["code"], -32602, "{retry}");
+    }
+
+    // A wrong answer is asked again, under a new state.
+    let again = pipe
+        .request(
+            "tools/call",
+            modern_call(
+                "ask_name",
+                &caps,
+                json!({"requestState": state, "inputResponses": {"elicitation_1": 12345}}),
+            ),
+        )
+        .await;
+    assert_eq!(again["result"]["resultType"], "input_required", "{again}");
+    let state2 = again["result"]["requestState"].as_str().unwrap().to_owned();
+    assert_ne!(state2, state);
+    // The old state is spent.
+    let spent = pipe
+        .request(
+            "tools/call",
+            modern_call(
+                "ask_name",
+                &caps,
+                json!({"requestState": state, "inputResponses": {}}),
+            ),
+        )
+        .await;
+    assert_eq!(spent["error"]["code"], -32602, "{spent}");
+
+    // The answer: the call goes on to its result.
+    let done = pipe
+        .request(
+            "tools/call",
+            modern_call(
+                "ask_name",
+                &caps,
+                json!({"requestState": state2, "inputResponses": {
+                    "elicitation_1": {"action": "accept", "content": {"name": "Cy"}}
+                }}),
+            ),
+        )
+        .await;
+    assert_eq!(
+        done["result"]["structuredContent"]["content"]["name"], "Cy",
+        "{done}"
+    );
+}
+
+#[tokio::test]
+async fn a_sessionless_client_is_asked_only_what_it_declared() {
+    let mut pipe = Pipe::spawn(McpServer::new(registry()));
+    let answer = pipe
+        .request(
+            "tools/call",
+            modern_call("ask_name", &json!({"sampling": {}}), json!({})),
+        )
+        .await;
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("elicitation"), "{text}");
+    // A tool that asks nothing completes in one round.
+    let registry = registry();
+    registry
+        .register(
+            ToolFunc::builder("plain")
+                .handler_sync(|_ctx, _args| Ok(json!("plain")))
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let mut pipe = Pipe::spawn(McpServer::new(registry));
+    let answer = pipe
+        .request("tools/call", modern_call("plain", &json!({}), json!({})))
+        .await;
+    assert_eq!(answer["result"]["content"][0]["text"], "plain", "{answer}");
+}

@@ -197,6 +197,152 @@ pub(crate) async fn test_missing_capability(ctx: &Ctx) -> Result<String, ToolErr
     Ok(ask::sampled_text(&answer).unwrap_or_default())
 }
 
+// The input-required tools of 2026-07-28 (SEP-2322): each question is asked by the
+// name the suite answers under.
+
+/// The schema of a one-string answer.
+fn one_string(name: &str) -> serde_json::Value {
+    json!({"type": "object", "properties": {name: {"type": "string"}}, "required": [name]})
+}
+
+/// Asks the user's name, then greets them.
+#[tool]
+pub(crate) async fn test_input_required_result_elicitation(ctx: &Ctx) -> Result<String, ToolError> {
+    let answer = ctx
+        .elicit_named("user_name", "What is your name?", one_string("name"))
+        .await?;
+    let content = answer.content.unwrap_or_default();
+    Ok(format!(
+        "Hello, {}!",
+        content["name"].as_str().unwrap_or("stranger")
+    ))
+}
+
+/// Asks the client's model a question.
+#[tool]
+pub(crate) async fn test_input_required_result_sampling(ctx: &Ctx) -> Result<String, ToolError> {
+    let params = ask::sample_prompt("What is the capital of France?", 100);
+    let answer = ctx
+        .ask_named("capital_question", ask::ClientRequest::Sample(params))
+        .await?;
+    Ok(ask::sampled_text(&answer).unwrap_or_default())
+}
+
+/// Asks the client for its roots.
+#[tool]
+pub(crate) async fn test_input_required_result_list_roots(ctx: &Ctx) -> Result<String, ToolError> {
+    let answer = ctx
+        .ask_named("client_roots", ask::ClientRequest::ListRoots)
+        .await?;
+    let count = answer["roots"].as_array().map_or(0, Vec::len);
+    Ok(format!("Found {count} root(s)"))
+}
+
+/// Asks for a confirmation; the call's state lives in the server between rounds.
+#[tool]
+pub(crate) async fn test_input_required_result_request_state(
+    ctx: &Ctx,
+) -> Result<String, ToolError> {
+    let schema =
+        json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]});
+    let answer = ctx
+        .elicit_named("confirm", "Confirm to continue", schema)
+        .await?;
+    let ok = answer.content.is_some_and(|c| c["ok"] == true);
+    Ok(if ok {
+        "state-ok: confirmed"
+    } else {
+        "state-ok: not confirmed"
+    }
+    .to_owned())
+}
+
+/// Asks three things at once: a name, a greeting from the model, the roots.
+#[tool]
+pub(crate) async fn test_input_required_result_multiple_inputs(
+    ctx: &Ctx,
+) -> Result<String, ToolError> {
+    let (name, greeting, roots) = futures::join!(
+        ctx.elicit_named("user_name", "What is your name?", one_string("name")),
+        ctx.ask_named(
+            "greeting",
+            ask::ClientRequest::Sample(ask::sample_prompt("Say hello", 50))
+        ),
+        ctx.ask_named("client_roots", ask::ClientRequest::ListRoots),
+    );
+    let (name, greeting, roots) = (name?, greeting?, roots?);
+    Ok(format!(
+        "{} / {} / {} root(s)",
+        name.content.unwrap_or_default()["name"],
+        ask::sampled_text(&greeting).unwrap_or_default(),
+        roots["roots"].as_array().map_or(0, Vec::len)
+    ))
+}
+
+/// Asks twice in turn: a name, then a colour.
+#[tool]
+pub(crate) async fn test_input_required_result_multi_round(ctx: &Ctx) -> Result<String, ToolError> {
+    let name = ctx
+        .elicit_named("step1", "What is your name?", one_string("name"))
+        .await?;
+    let color = ctx
+        .elicit_named(
+            "step2",
+            "What is your favourite colour?",
+            one_string("color"),
+        )
+        .await?;
+    Ok(format!(
+        "{} likes {}",
+        name.content.unwrap_or_default()["name"],
+        color.content.unwrap_or_default()["color"]
+    ))
+}
+
+/// Asks once; a retry with an altered state is refused.
+#[tool]
+pub(crate) async fn test_input_required_result_tampered_state(
+    ctx: &Ctx,
+) -> Result<String, ToolError> {
+    let answer = ctx
+        .elicit_named("user_name", "What is your name?", one_string("name"))
+        .await?;
+    Ok(format!(
+        "Hello, {}!",
+        answer.content.unwrap_or_default()["name"]
+    ))
+}
+
+/// Asks only what the client can answer: the user when it can elicit, its model
+/// otherwise.
+#[tool]
+pub(crate) async fn test_input_required_result_capabilities(
+    ctx: &Ctx,
+) -> Result<String, ToolError> {
+    match ctx
+        .elicit_named("user_input", "What is your name?", one_string("name"))
+        .await
+    {
+        Ok(answer) => Ok(format!(
+            "Hello, {}!",
+            answer.content.unwrap_or_default()["name"]
+        )),
+        Err(err) if err.code() == "CLIENT_CANNOT_ANSWER" => {
+            let answer = ctx
+                .ask_named(
+                    "sample_input",
+                    ask::ClientRequest::Sample(ask::sample_prompt("Pick a name", 20)),
+                )
+                .await?;
+            Ok(format!(
+                "Hello, {}!",
+                ask::sampled_text(&answer).unwrap_or_default()
+            ))
+        }
+        Err(err) => Err(err),
+    }
+}
+
 /// The name of the tool `test_trigger_tool_change` adds and removes.
 pub(crate) const DYNAMIC: &str = "test_dynamic_tool";
 

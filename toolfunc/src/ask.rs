@@ -63,6 +63,9 @@ pub enum ClientRequest {
     /// A completion from the caller's model: MCP `sampling/createMessage` params
     /// (`messages`, `maxTokens`, and optionally `systemPrompt`, `modelPreferences`..).
     Sample(Value),
+    /// The caller's roots: the folders or places it works in (MCP `roots/list`;
+    /// the answer is `{"roots": [{"uri", "name"}]}`).
+    ListRoots,
 }
 
 impl ClientRequest {
@@ -71,6 +74,7 @@ impl ClientRequest {
         match self {
             Self::Elicit { .. } => "an elicitation",
             Self::Sample(_) => "a sampling request",
+            Self::ListRoots => "for its roots",
         }
     }
 }
@@ -125,8 +129,13 @@ pub fn sampled_text(answer: &Value) -> Option<String> {
 }
 
 /// The answering function a caller gives.
-pub(crate) type AnswerFn =
-    Arc<dyn Fn(ClientRequest) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync>;
+/// The answering function a caller gives: the question's name (when the tool gave
+/// one, [`Ctx::ask_named`](crate::Ctx::ask_named)) and the question.
+pub(crate) type AnswerFn = Arc<
+    dyn Fn(Option<String>, ClientRequest) -> BoxFuture<'static, Result<Value, ToolError>>
+        + Send
+        + Sync,
+>;
 
 /// The error of a question nobody can answer.
 pub(crate) fn cannot_answer(tool: &str, request: &ClientRequest) -> ToolError {

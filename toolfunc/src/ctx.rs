@@ -305,6 +305,21 @@ impl Ctx {
         crate::ask::read_elicitation(self.tool_name(), answer)
     }
 
+    /// [`elicit`](Self::elicit) under a name (see [`ask_named`](Self::ask_named)).
+    pub async fn elicit_named(
+        &self,
+        name: &str,
+        message: impl Into<String>,
+        schema: Value,
+    ) -> Result<crate::ask::Elicitation, ToolError> {
+        let request = crate::ask::ClientRequest::Elicit {
+            message: message.into(),
+            schema,
+        };
+        let answer = self.ask_named(name, request).await?;
+        crate::ask::read_elicitation(self.tool_name(), answer)
+    }
+
     /// Asks the caller's model for a completion: `params` are MCP
     /// `sampling/createMessage` params ([`ask::sample_prompt`](crate::ask::sample_prompt)
     /// makes the simple ones); the answer is its result (`{role, content, model,
@@ -313,13 +328,38 @@ impl Ctx {
         self.ask(crate::ask::ClientRequest::Sample(params)).await
     }
 
+    /// Asks the caller for its roots (MCP `roots/list`): `{"roots": [{"uri", "name"}]}`.
+    pub async fn roots(&self) -> Result<Value, ToolError> {
+        self.ask(crate::ask::ClientRequest::ListRoots).await
+    }
+
     /// Sends `request` to whoever answers for the caller, until the call stops.
     pub async fn ask(&self, request: crate::ask::ClientRequest) -> Result<Value, ToolError> {
+        self.ask_as(None, request).await
+    }
+
+    /// [`ask`](Self::ask) under a name: an MCP client on the 2026-07-28 protocol
+    /// gets the question under it (`inputRequests.<name>`) and answers under it, so
+    /// a client that knows the tool can answer before it is asked. Names of one
+    /// call's questions asked together must differ.
+    pub async fn ask_named(
+        &self,
+        name: &str,
+        request: crate::ask::ClientRequest,
+    ) -> Result<Value, ToolError> {
+        self.ask_as(Some(name.to_owned()), request).await
+    }
+
+    async fn ask_as(
+        &self,
+        name: Option<String>,
+        request: crate::ask::ClientRequest,
+    ) -> Result<Value, ToolError> {
         let Some(answer) = self.scope.data().and_then(|d| d.answer.clone()) else {
             return Err(crate::ask::cannot_answer(self.tool_name(), &request));
         };
         let token = self.cancellation_token();
-        let asked = answer(request);
+        let asked = answer(name, request);
         let stopped = std::pin::pin!(token.cancelled());
         match futures::future::select(asked, stopped).await {
             futures::future::Either::Left((answer, _)) => answer,
@@ -622,7 +662,20 @@ impl CallOptions {
         F: Fn(crate::ask::ClientRequest) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = Result<Value, ToolError>> + Send + 'static,
     {
-        self.answer = Some(Arc::new(move |request| Box::pin(answer(request))));
+        self.answer = Some(Arc::new(move |_name, request| Box::pin(answer(request))));
+        self
+    }
+
+    /// [`on_client_request`](Self::on_client_request) for answerers that also want
+    /// the name the tool gave its question.
+    pub(crate) fn on_named_client_request<F, Fut>(mut self, answer: F) -> Self
+    where
+        F: Fn(Option<String>, crate::ask::ClientRequest) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<Value, ToolError>> + Send + 'static,
+    {
+        self.answer = Some(Arc::new(move |name, request| {
+            Box::pin(answer(name, request))
+        }));
         self
     }
 

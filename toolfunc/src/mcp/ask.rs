@@ -20,7 +20,7 @@ pub(super) fn through(
     tool: String,
 ) -> impl Fn(ClientRequest) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync + 'static
 {
-    move |request| {
+    move |request: ClientRequest| {
         let peer = peer.clone();
         let tool = tool.clone();
         Box::pin(async move { ask(&peer, &tool, request).await })
@@ -38,6 +38,7 @@ async fn ask(
             .as_ref()
             .is_some_and(|c| c.elicitation.is_some()),
         ClientRequest::Sample(_) => capabilities.as_ref().is_some_and(|c| c.sampling.is_some()),
+        ClientRequest::ListRoots => capabilities.as_ref().is_some_and(|c| c.roots.is_some()),
     };
     if !declared {
         return Err(ToolError::custom(
@@ -75,6 +76,13 @@ async fn ask(
                 .create_elicitation(params)
                 .await
                 .map_err(|e| failed(tool, "elicitation", &e))?;
+            serde_json::to_value(answer).map_err(|e| ToolError::failed(e.to_string()))
+        }
+        ClientRequest::ListRoots => {
+            let answer = peer
+                .list_roots()
+                .await
+                .map_err(|e| failed(tool, "roots request", &e))?;
             serde_json::to_value(answer).map_err(|e| ToolError::failed(e.to_string()))
         }
         ClientRequest::Sample(params) => {

@@ -71,6 +71,7 @@
 mod ask;
 mod catalog;
 mod http;
+mod rounds;
 mod serve;
 mod stdio;
 
@@ -147,6 +148,8 @@ struct Shared {
     sessions: http::Limits,
     origins: http::Origins,
     collect_limit: CollectLimit,
+    /// Sessionless calls waiting for their client's answers.
+    rounds: Arc<rounds::Rounds>,
 }
 
 /// The running program's name: its executable's file name without extension.
@@ -192,6 +195,7 @@ impl McpServer {
                 },
                 origins: http::Origins::loopback(),
                 collect_limit: CollectLimit::default(),
+                rounds: Arc::new(rounds::Rounds::new()),
             }),
             session: Arc::default(),
         }
@@ -482,6 +486,281 @@ pub fn router(registry: Registry) -> axum::Router {
     McpServer::new(registry).router()
 }
 
+/// Adds the listeners that turn a call's progress and logs into reports.
+fn reporting(
+    mut options: CallOptions,
+    progress: bool,
+    logs: bool,
+    tx: &mpsc::UnboundedSender<Report>,
+) -> CallOptions {
+    if progress {
+        let tx = tx.clone();
+        options = options.on_progress(move |progress| {
+            // The receiver lives until the call has answered.
+            let _ = tx.send(Report::Step(Step::Progress(progress)));
+        });
+    }
+    if logs {
+        let tx = tx.clone();
+        options = options.on_log(move |message| {
+            let _ = tx.send(Report::Log(message));
+        });
+    }
+    options
+}
+
+/// Runs a call to one value: a streaming tool's items collected (within `limit`),
+/// each reported to `items` when given.
+async fn collected(
+    runner: crate::Runner,
+    tool: String,
+    args: Value,
+    stream: bool,
+    limit: CollectLimit,
+    items: Option<mpsc::UnboundedSender<Report>>,
+) -> Result<Value, ToolError> {
+    if !stream {
+        return runner.run(&tool, args).await;
+    }
+    let mut collected = Vec::new();
+    let mut bytes = 0usize;
+    let mut stream = runner.run_stream(&tool, args);
+    while let Some(item) = stream.next().await {
+        let item = item?;
+        bytes = bytes.saturating_add(crate::ctx::json_size(&item));
+        if collected.len() >= limit.items || bytes > limit.bytes {
+            return Err(limit.exceeded(&tool, collected.len() + 1, bytes));
+        }
+        if let Some(tx) = &items {
+            let _ = tx.send(Report::Step(Step::Item(collected.len() + 1, item.clone())));
+        }
+        collected.push(item);
+    }
+    Ok(Value::Array(collected))
+}
+
+/// A retry's `requestState` refused.
+fn refused(why: rounds::Refused) -> ErrorData {
+    match why {
+        rounds::Refused::Integrity => ErrorData::invalid_params(
+            "requestState integrity check failed: it was not made by this server for this tool",
+            None,
+        ),
+        rounds::Refused::Gone => ErrorData::invalid_params(
+            "requestState names a call that no longer waits for input (answered, or \
+             unanswered for too long)",
+            None,
+        ),
+        rounds::Refused::Full => ErrorData::internal_error(
+            "too many calls are waiting for their clients' input; try again later",
+            None,
+        ),
+    }
+}
+
+impl McpServer {
+    /// Starts a sessionless call: it runs in its own task, so that questions it asks
+    /// can be answered by the client's next round.
+    #[allow(clippy::too_many_arguments)]
+    async fn first_round(
+        &self,
+        name: &str,
+        (tool, args, stream): (String, Value, bool),
+        options: CallOptions,
+        token: Option<ProgressToken>,
+        gate: LogGate,
+        shape: Shape,
+        answered: rmcp::model::InputResponses,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let (question_tx, questions) = mpsc::unbounded_channel::<rounds::Question>();
+        let (report_tx, reports) = mpsc::unbounded_channel();
+        let cancel = CancellationToken::new();
+        let mut options = reporting(
+            options,
+            token.is_some(),
+            !matches!(gate, LogGate::Off),
+            &report_tx,
+        )
+        .cancel_on(cancel.clone())
+        .on_named_client_request(move |name, request| {
+            let questions = question_tx.clone();
+            async move {
+                let (answer, answered) = tokio::sync::oneshot::channel();
+                questions
+                    .send(rounds::Question {
+                        name,
+                        request,
+                        answer,
+                    })
+                    .map_err(|_| ToolError::failed("the call's request is over"))?;
+                answered.await.unwrap_or_else(|_| {
+                    Err(ToolError::Cancelled {
+                        reason: Some("the client did not answer".into()),
+                    })
+                })
+            }
+        });
+        options = options.collect_limit(self.shared.collect_limit);
+        let runner = self.shared.registry.with(options);
+        let items = token.is_some().then(|| report_tx.clone());
+        drop(report_tx);
+        let (outcome_tx, outcome) = tokio::sync::oneshot::channel();
+        let limit = self.shared.collect_limit;
+        tokio::spawn(async move {
+            let _ = outcome_tx.send(collected(runner, tool, args, stream, limit, items).await);
+        });
+        let running = rounds::Running {
+            tool: name.to_owned(),
+            outcome,
+            questions,
+            reports,
+            progress: Monotonic::new(token),
+            shape,
+            cancel,
+            pending: Vec::new(),
+            answered,
+        };
+        self.drive(running, gate, context).await
+    }
+
+    /// Hands a retry's answers to the questions they answer; asks again what is
+    /// unanswered (or answered with the wrong kind of value), else goes on.
+    async fn answer_round(
+        &self,
+        mut running: rounds::Running,
+        answers: &rmcp::model::InputResponses,
+        gate: LogGate,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        for (key, question) in std::mem::take(&mut running.pending) {
+            match answers.get(&key) {
+                Some(answer) if rounds::fits(&question.request, answer) => {
+                    let _ = question.answer.send(Ok(answer.clone()));
+                }
+                _ => running.pending.push((key, question)),
+            }
+        }
+        // The rest may answer questions still to come.
+        for (key, answer) in answers {
+            if !running.pending.iter().any(|(k, _)| k == key) {
+                running.answered.insert(key.clone(), answer.clone());
+            }
+        }
+        if running.pending.is_empty() {
+            return self.drive(running, gate, context).await;
+        }
+        self.ask_round(running)
+    }
+
+    /// Parks the call and answers with its questions.
+    fn ask_round(&self, running: rounds::Running) -> Result<CallToolResponse, ErrorData> {
+        let requests = rounds::requests(&running.pending);
+        let state = self.shared.rounds.park(running).map_err(refused)?;
+        Ok(CallToolResponse::InputRequired(
+            rmcp::model::InputRequiredResult::new(Some(requests), Some(state)),
+        ))
+    }
+
+    /// Runs a call's round: its reports go to this request's stream, until it
+    /// answers or asks questions this client can answer.
+    async fn drive(
+        &self,
+        mut running: rounds::Running,
+        gate: LogGate,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let declared = context
+            .client_capabilities()
+            .and_then(|c| serde_json::to_value(c).ok())
+            .unwrap_or(Value::Null);
+        let peer = &context.peer;
+        loop {
+            let step = tokio::select! {
+                biased;
+                Some(report) = running.reports.recv() => Round::Report(report),
+                outcome = &mut running.outcome => Round::Done(outcome.unwrap_or_else(|_| {
+                    Err(ToolError::failed("the call ended without an answer"))
+                })),
+                Some(question) = running.questions.recv() => Round::Asked(question),
+                () = context.ct.cancelled() => Round::Cancelled,
+            };
+            match step {
+                Round::Report(report) => {
+                    self.deliver(report, &mut running.progress, gate, peer)
+                        .await;
+                }
+                Round::Done(outcome) => {
+                    while let Ok(report) = running.reports.try_recv() {
+                        self.deliver(report, &mut running.progress, gate, peer)
+                            .await;
+                    }
+                    return Ok(into_result(outcome, running.shape).into());
+                }
+                Round::Cancelled => {
+                    running.cancel.cancel();
+                    return Ok(into_result(
+                        Err(ToolError::Cancelled {
+                            reason: Some("the request was cancelled".into()),
+                        }),
+                        running.shape,
+                    )
+                    .into());
+                }
+                Round::Asked(question) => {
+                    let mut asked = vec![question];
+                    // Questions asked together (`join!`) arrive together.
+                    for _ in 0..4 {
+                        tokio::task::yield_now().await;
+                        while let Ok(question) = running.questions.try_recv() {
+                            asked.push(question);
+                        }
+                    }
+                    for question in asked {
+                        let capability = rounds::capability(&question.request);
+                        if declared.get(capability).is_none_or(Value::is_null) {
+                            let err = ToolError::custom(
+                                "CLIENT_CANNOT_ANSWER",
+                                501,
+                                format!(
+                                    "`{}` asked the MCP client {}, and this client did not \
+                                     declare `{capability}`",
+                                    running.tool,
+                                    question.request.kind()
+                                ),
+                            );
+                            let _ = question.answer.send(Err(err));
+                            continue;
+                        }
+                        let key = question.name.clone().unwrap_or_else(|| {
+                            rounds::key(running.pending.len() + 1, &question.request)
+                        });
+                        // Answered before it was asked.
+                        if let Some(answer) = running.answered.remove(&key)
+                            && rounds::fits(&question.request, &answer)
+                        {
+                            let _ = question.answer.send(Ok(answer));
+                            continue;
+                        }
+                        running.pending.push((key, question));
+                    }
+                    if !running.pending.is_empty() {
+                        return self.ask_round(running);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What happened in a round.
+enum Round {
+    Report(Report),
+    Done(Result<Value, ToolError>),
+    Asked(rounds::Question),
+    Cancelled,
+}
+
 /// Where a call's log messages go.
 #[derive(Clone, Copy)]
 enum LogGate {
@@ -679,6 +958,18 @@ impl ServerHandler for McpServer {
         };
         let gate = log_gate(&context)?;
         let def = found.definition();
+        // A retry answering a parked call's questions (2026-07-28).
+        if let Some(state) = request.request_state.as_deref()
+            && sessionless(&context)
+        {
+            let running = self
+                .shared
+                .rounds
+                .resume(&request.name, state)
+                .map_err(refused)?;
+            let answers = request.input_responses.unwrap_or_default();
+            return self.answer_round(running, &answers, gate, &context).await;
+        }
         missing_capabilities(def, &context)?;
         let mut arguments = request.arguments.unwrap_or_default();
         let (stream, result) = match act {
@@ -696,59 +987,42 @@ impl ServerHandler for McpServer {
                 && !stream
                 && matches!(result, Some(Value::Object(_))),
         };
-        let (tool, args) = (found.name(), Value::Object(arguments));
+        let (tool, args) = (found.name().to_owned(), Value::Object(arguments));
         let token = context.meta.get_progress_token();
         let limit = self.shared.collect_limit;
-        let mut options = CallOptions::new()
-            .cancel_on(context.ct.clone())
-            .collect_limit(limit);
+        let mut options = CallOptions::new().collect_limit(limit);
         if let Some(client) = context.client_info() {
             options = options.caller(client.name);
         }
-        // Questions the tool asks go back to this client.
-        options = options.on_client_request(ask::through(context.peer.clone(), tool.to_owned()));
         let logs = !matches!(gate, LogGate::Off);
+        if sessionless(&context) {
+            return self
+                .first_round(
+                    &request.name,
+                    (tool, args, stream),
+                    options,
+                    token,
+                    gate,
+                    shape,
+                    request.input_responses.unwrap_or_default(),
+                    &context,
+                )
+                .await;
+        }
+        options = options.cancel_on(context.ct.clone());
+        // Questions the tool asks go back to this client, on its session.
+        options = options.on_client_request(ask::through(context.peer.clone(), tool.clone()));
         if token.is_none() && !stream && !logs {
             // Nothing to report while it runs.
             let runner = self.shared.registry.with(options);
-            return Ok(into_result(runner.run(tool, args).await, shape).into());
+            return Ok(into_result(runner.run(&tool, args).await, shape).into());
         }
         let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
-        if token.is_some() {
-            let tx = progress_tx.clone();
-            options = options.on_progress(move |progress| {
-                // The receiver lives until the call has answered.
-                let _ = tx.send(Report::Step(Step::Progress(progress)));
-            });
-        }
-        if logs {
-            let tx = progress_tx.clone();
-            options = options.on_log(move |message| {
-                let _ = tx.send(Report::Log(message));
-            });
-        }
+        options = reporting(options, token.is_some(), logs, &progress_tx);
         let runner = self.shared.registry.with(options);
-        let call = async {
-            if !stream {
-                return runner.run(tool, args).await;
-            }
-            let mut items = Vec::new();
-            let mut bytes = 0usize;
-            let mut stream = runner.run_stream(tool, args);
-            while let Some(item) = stream.next().await {
-                let item = item?;
-                bytes = bytes.saturating_add(crate::ctx::json_size(&item));
-                if items.len() >= limit.items || bytes > limit.bytes {
-                    return Err(limit.exceeded(tool, items.len() + 1, bytes));
-                }
-                if token.is_some() {
-                    let _ =
-                        progress_tx.send(Report::Step(Step::Item(items.len() + 1, item.clone())));
-                }
-                items.push(item);
-            }
-            Ok(Value::Array(items))
-        };
+        let items = token.is_some().then(|| progress_tx.clone());
+        drop(progress_tx);
+        let call = collected(runner, tool, args, stream, limit, items);
         let mut progress = Monotonic::new(token.clone());
         let peer = &context.peer;
         let mut call = std::pin::pin!(call);
