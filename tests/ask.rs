@@ -388,3 +388,52 @@ async fn a_sessionless_client_is_asked_only_what_it_declared() {
         .await;
     assert_eq!(answer["result"]["content"][0]["text"], "plain", "{answer}");
 }
+
+#[tokio::test]
+async fn a_tool_that_needs_confirmation_asks_before_its_body_runs() {
+    let registry = registry();
+    let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&runs);
+    registry
+        .register(
+            ToolFunc::builder("wipe")
+                .annotations(toolfunc::Annotations::new().needs_confirmation(true))
+                .handler_sync(move |_ctx, _args| {
+                    counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    Ok(json!("wiped"))
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let mut pipe = Pipe::spawn(McpServer::new(registry));
+    let init = pipe
+        .request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                   "clientInfo": {"name": "confirming", "version": "1"}}),
+        )
+        .await;
+    assert!(init.get("error").is_none(), "{init}");
+    pipe.notify("notifications/initialized", json!({})).await;
+    for (confirm, ran) in [(false, 0), (true, 1)] {
+        let call = pipe
+            .start("tools/call", json!({"name": "wipe", "arguments": {}}))
+            .await;
+        let asked = server_request(&mut pipe).await;
+        assert_eq!(asked["method"], "elicitation/create");
+        assert!(
+            asked["params"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("wipe"),
+            "{asked}"
+        );
+        pipe.send(&json!({"jsonrpc": "2.0", "id": asked["id"],
+                          "result": {"action": "accept", "content": {"confirm": confirm}}}))
+            .await;
+        let answer = pipe.response(call).await;
+        assert_eq!(answer["result"]["isError"], !confirm, "{answer}");
+        assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), ran);
+    }
+}

@@ -102,6 +102,33 @@ async fn ask(
     }
 }
 
+/// Asks the user, through `ask`, to confirm running a `needs_confirmation` tool
+/// with `args`; anything but an accepted `confirm: true` stops the call.
+pub(super) async fn confirm<F, Fut>(ask: F, tool: &str, args: &Value) -> Result<(), ToolError>
+where
+    F: FnOnce(Option<String>, ClientRequest) -> Fut,
+    Fut: Future<Output = Result<Value, ToolError>>,
+{
+    let request = ClientRequest::Elicit {
+        message: format!("Run `{tool}` with {args}?"),
+        schema: json!({
+            "type": "object",
+            "properties": {"confirm": {"type": "boolean", "title": "Run it", "default": false}},
+            "required": ["confirm"]
+        }),
+    };
+    let answer = crate::ask::read_elicitation(tool, ask(Some("confirm".into()), request).await?)?;
+    let yes = answer.action == crate::ask::ElicitAction::Accept
+        && answer.content.is_some_and(|c| c["confirm"] == true);
+    if yes {
+        Ok(())
+    } else {
+        Err(ToolError::Cancelled {
+            reason: Some(format!("the user did not confirm running `{tool}`")),
+        })
+    }
+}
+
 fn failed(tool: &str, what: &str, err: &ServiceError) -> ToolError {
     match err {
         ServiceError::Cancelled { reason } => ToolError::Cancelled {

@@ -96,6 +96,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::ask::ClientRequest;
 use crate::registry::SubscriptionError;
 use crate::{
     CallOptions, CollectLimit, LogLevel, LogMessage, Progress, Registry, RegistryEvent, ToolError,
@@ -582,8 +583,8 @@ impl McpServer {
             !matches!(gate, LogGate::Off),
             &report_tx,
         )
-        .cancel_on(cancel.clone())
-        .on_named_client_request(move |name, request| {
+        .cancel_on(cancel.clone());
+        let asker = move |name: Option<String>, request: ClientRequest| {
             let questions = question_tx.clone();
             async move {
                 let (answer, answered) = tokio::sync::oneshot::channel();
@@ -600,15 +601,24 @@ impl McpServer {
                     })
                 })
             }
-        });
-        options = options.collect_limit(self.shared.collect_limit);
+        };
+        options = options
+            .on_named_client_request(asker.clone())
+            .collect_limit(self.shared.collect_limit);
+        let confirm = self.needs_confirmation(name);
         let runner = self.shared.registry.with(options);
         let items = token.is_some().then(|| report_tx.clone());
         drop(report_tx);
         let (outcome_tx, outcome) = tokio::sync::oneshot::channel();
         let limit = self.shared.collect_limit;
         tokio::spawn(async move {
-            let _ = outcome_tx.send(collected(runner, tool, args, stream, limit, items).await);
+            let outcome = async {
+                if confirm {
+                    ask::confirm(asker, &tool, &args).await?;
+                }
+                collected(runner, tool, args, stream, limit, items).await
+            };
+            let _ = outcome_tx.send(outcome.await);
         });
         let running = rounds::Running {
             tool: name.to_owned(),
@@ -651,6 +661,19 @@ impl McpServer {
             return self.drive(running, gate, context).await;
         }
         self.ask_round(running)
+    }
+
+    /// Whether the tool or method a client calls by `name` is annotated
+    /// `needs_confirmation`: then the user is asked before it runs.
+    fn needs_confirmation(&self, name: &str) -> bool {
+        self.function(name).is_some_and(|(found, act)| {
+            let def = found.definition();
+            let hints = match act {
+                Some(act) => &def.acts[act].annotations,
+                None => &def.annotations,
+            };
+            hints.needs_confirmation == Some(true)
+        })
     }
 
     /// Parks the call and answers with its questions.
@@ -1011,7 +1034,14 @@ impl ServerHandler for McpServer {
         }
         options = options.cancel_on(context.ct.clone());
         // Questions the tool asks go back to this client, on its session.
-        options = options.on_client_request(ask::through(context.peer.clone(), tool.clone()));
+        let asker = ask::through(context.peer.clone(), tool.clone());
+        if self.needs_confirmation(&request.name) {
+            let confirmed = ask::confirm(|_, question| asker(question), &tool, &args).await;
+            if let Err(err) = confirmed {
+                return Ok(into_result(Err(err), shape).into());
+            }
+        }
+        options = options.on_client_request(asker);
         if token.is_none() && !stream && !logs {
             // Nothing to report while it runs.
             let runner = self.shared.registry.with(options);
