@@ -131,7 +131,12 @@ async fn a_call_stopped_while_waiting_ends() {
 }
 
 async fn connect(capabilities: Value) -> Pipe {
-    let mut pipe = Pipe::spawn(McpServer::new(registry()));
+    connect_to(registry(), capabilities).await
+}
+
+/// A 2025-11-25 session with `registry`'s server, declaring `capabilities`.
+async fn connect_to(registry: Registry, capabilities: Value) -> Pipe {
+    let mut pipe = Pipe::spawn(McpServer::new(registry));
     let init = pipe
         .request(
             "initialize",
@@ -237,16 +242,7 @@ async fn a_tool_that_needs_sampling_refuses_a_client_without_it_before_running()
                 .unwrap(),
         )
         .unwrap();
-    let mut pipe = Pipe::spawn(McpServer::new(registry));
-    let init = pipe
-        .request(
-            "initialize",
-            json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
-                   "clientInfo": {"name": "no-sampling", "version": "1"}}),
-        )
-        .await;
-    assert!(init.get("error").is_none(), "{init}");
-    pipe.notify("notifications/initialized", json!({})).await;
+    let mut pipe = connect_to(registry, json!({"elicitation": {}})).await;
     let answer = pipe
         .request("tools/call", json!({"name": "summarise", "arguments": {}}))
         .await;
@@ -406,16 +402,7 @@ async fn a_tool_that_needs_confirmation_asks_before_its_body_runs() {
                 .unwrap(),
         )
         .unwrap();
-    let mut pipe = Pipe::spawn(McpServer::new(registry));
-    let init = pipe
-        .request(
-            "initialize",
-            json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
-                   "clientInfo": {"name": "confirming", "version": "1"}}),
-        )
-        .await;
-    assert!(init.get("error").is_none(), "{init}");
-    pipe.notify("notifications/initialized", json!({})).await;
+    let mut pipe = connect_to(registry, json!({"elicitation": {}})).await;
     for (confirm, ran) in [(false, 0), (true, 1)] {
         let call = pipe
             .start("tools/call", json!({"name": "wipe", "arguments": {}}))

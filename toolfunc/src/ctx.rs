@@ -297,12 +297,7 @@ impl Ctx {
         message: impl Into<String>,
         schema: Value,
     ) -> Result<crate::ask::Elicitation, ToolError> {
-        let request = crate::ask::ClientRequest::Elicit {
-            message: message.into(),
-            schema,
-        };
-        let answer = self.ask(request).await?;
-        crate::ask::read_elicitation(self.tool_name(), answer)
+        self.elicit_as(None, message.into(), schema).await
     }
 
     /// [`elicit`](Self::elicit) under a name (see [`ask_named`](Self::ask_named)).
@@ -312,11 +307,18 @@ impl Ctx {
         message: impl Into<String>,
         schema: Value,
     ) -> Result<crate::ask::Elicitation, ToolError> {
-        let request = crate::ask::ClientRequest::Elicit {
-            message: message.into(),
-            schema,
-        };
-        let answer = self.ask_named(name, request).await?;
+        self.elicit_as(Some(name.to_owned()), message.into(), schema)
+            .await
+    }
+
+    async fn elicit_as(
+        &self,
+        name: Option<String>,
+        message: String,
+        schema: Value,
+    ) -> Result<crate::ask::Elicitation, ToolError> {
+        let request = crate::ask::ClientRequest::Elicit { message, schema };
+        let answer = self.ask_as(name, request).await?;
         crate::ask::read_elicitation(self.tool_name(), answer)
     }
 

@@ -253,6 +253,15 @@ fn mcp_tool(definition: &ToolDefinition, input: Value) -> Result<Value, ToolErro
             lower_root(&definition.name, result, Target::Mcp)?,
         );
     }
+    if let Some(annotations) = mcp_annotations(definition) {
+        tool.insert("annotations".into(), annotations);
+    }
+    Ok(Value::Object(tool))
+}
+
+/// The MCP `annotations` of a tool: its title and behaviour hints; `None` when it
+/// has neither.
+pub(crate) fn mcp_annotations(definition: &ToolDefinition) -> Option<Value> {
     let hints = &definition.annotations;
     let mut annotations = Map::new();
     if let Some(title) = &definition.title {
@@ -268,10 +277,7 @@ fn mcp_tool(definition: &ToolDefinition, input: Value) -> Result<Value, ToolErro
             annotations.insert(key.into(), json!(value));
         }
     }
-    if !annotations.is_empty() {
-        tool.insert("annotations".into(), Value::Object(annotations));
-    }
-    Ok(Value::Object(tool))
+    (!annotations.is_empty()).then_some(Value::Object(annotations))
 }
 
 fn export_error(tool: &str, path: &str, message: &str) -> ToolError {

@@ -117,23 +117,8 @@ fn tool(definition: &ToolDefinition) -> Result<Tool, String> {
     {
         tool.insert("outputSchema".into(), result.clone());
     }
-    let hints = &definition.annotations;
-    let mut annotations = Map::new();
-    if let Some(title) = &definition.title {
-        annotations.insert("title".into(), json!(title));
-    }
-    for (key, value) in [
-        ("readOnlyHint", hints.read_only),
-        ("destructiveHint", hints.destructive),
-        ("idempotentHint", hints.idempotent),
-        ("openWorldHint", hints.open_world),
-    ] {
-        if let Some(value) = value {
-            annotations.insert(key.into(), json!(value));
-        }
-    }
-    if !annotations.is_empty() {
-        tool.insert("annotations".into(), Value::Object(annotations));
+    if let Some(annotations) = crate::llm::mcp_annotations(definition) {
+        tool.insert("annotations".into(), annotations);
     }
     serde_json::from_value(Value::Object(tool)).map_err(|err| format!("not an MCP tool: {err}"))
 }
