@@ -9,8 +9,8 @@
 //! answers the questions and the call goes on, to its result or to the next
 //! questions (with a new state).
 //!
-//! The state names the parked call and is sealed with HMAC-SHA256 under a key made
-//! for each server and bound to the tool's name: a forged or altered state, or one
+//! The state names the parked call and is sealed with HMAC-SHA256 under a random
+//! key made for each server and bound to the tool's name: a forged or altered state, or one
 //! of another tool, is refused (`-32602`). Parked calls are kept in this server
 //! process, at most [`MAX_PARKED`], each for at most [`PARK_TTL`] between rounds;
 //! past that the call is cancelled and its state is refused.
@@ -100,11 +100,7 @@ impl Rounds {
     /// Parked calls under a fresh random key.
     pub(super) fn new() -> Self {
         let mut key = [0u8; 32];
-        if getrandom::fill(&mut key).is_err() {
-            // No OS randomness: a key nobody knows still, from this process's
-            // hasher seeds and the time.
-            fallback_key(&mut key);
-        }
+        random_bytes(&mut key);
         Self {
             // 32 bytes meets the codec's minimum, so `try_new` accepts it.
             codec: RequestStateCodec::try_new(key.to_vec())
@@ -154,9 +150,7 @@ impl Rounds {
 
 fn fresh_id() -> String {
     let mut bytes = [0u8; 16];
-    if getrandom::fill(&mut bytes).is_err() {
-        fallback_key(&mut bytes);
-    }
+    random_bytes(&mut bytes);
     let mut id = String::with_capacity(32);
     for byte in bytes {
         let _ = write!(id, "{byte:02x}");
@@ -164,8 +158,10 @@ fn fresh_id() -> String {
     id
 }
 
-/// Bytes from the standard hasher's random seeds, the time and a counter.
-fn fallback_key(out: &mut [u8]) {
+/// Unpredictable bytes: the standard library's hasher keys are seeded from the
+/// operating system's randomness, and each `RandomState` hashes a counter and the
+/// time under keys of its own.
+fn random_bytes(out: &mut [u8]) {
     use std::hash::{BuildHasher, Hasher};
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
