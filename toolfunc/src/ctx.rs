@@ -576,6 +576,7 @@ pub struct CallOptions {
     binding: Option<Binding>,
     extensions: Vec<(TypeId, Arc<dyn Any + Send + Sync>)>,
     caller: Option<Arc<str>>,
+    call_id: Option<Arc<str>>,
     timeout: Option<Duration>,
     cancel: Vec<CancellationToken>,
     progress: Option<ProgressFn>,
@@ -590,6 +591,7 @@ impl fmt::Debug for CallOptions {
             .field("binding", &self.binding)
             .field("extensions", &self.extensions.len())
             .field("caller", &self.caller)
+            .field("call_id", &self.call_id)
             .field("timeout", &self.timeout)
             .field("cancel", &self.cancel.len())
             .field("progress", &self.progress.is_some())
@@ -618,6 +620,14 @@ impl CallOptions {
     /// Sets the caller's identity, as the caller asserts it (not verified).
     pub fn caller(mut self, caller: impl Into<String>) -> Self {
         self.caller = Some(Arc::from(caller.into()));
+        self
+    }
+
+    /// Names the calls made with these options: [`Ctx::call_id`] of the call (and of
+    /// calls nested in it), in its progress, log and tracing events. A remote
+    /// surface sets it from the id its request carries.
+    pub fn call_id(mut self, id: impl Into<String>) -> Self {
+        self.call_id = Some(Arc::from(id.into()));
         self
     }
 
@@ -818,6 +828,7 @@ impl ScopeData {
             binding,
             extensions,
             caller,
+            call_id,
             timeout,
             cancel,
             progress,
@@ -846,7 +857,7 @@ impl ScopeData {
                 .chain(cancel)
                 .collect(),
             merged: None,
-            call_id: parent.and_then(|p| p.call_id.clone()),
+            call_id: call_id.or_else(|| parent.and_then(|p| p.call_id.clone())),
             progress: progress.or_else(|| parent.and_then(|p| p.progress.clone())),
             log: log.or_else(|| parent.and_then(|p| p.log.clone())),
             answer: answer.or_else(|| parent.and_then(|p| p.answer.clone())),

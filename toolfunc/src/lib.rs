@@ -64,6 +64,8 @@ mod local;
 mod log;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "nats")]
+pub mod nats;
 mod panic;
 mod registry;
 pub mod schema;

@@ -10,7 +10,8 @@ use serde_json::Value;
 use crate::{Registry, ToolError};
 
 /// Carries calls to tools by name. Implemented by [`Registry`] (in process) and,
-/// with the `http` feature, by `toolfunc::http::Client`.
+/// with the `http` and `nats` features, by `toolfunc::http::Client` and
+/// `toolfunc::nats::Client`.
 ///
 /// A call's arguments are the tool's arguments object; a service method is selected
 /// with `act` in it, as in `{"act": "$hello", "name": "Ann"}`.
@@ -63,7 +64,9 @@ impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
 ///
 /// * `local:` (or `local://global`): [`Registry::global`] in this process;
 /// * `http://host:port/api` (feature `http`): the API at that URL, through
-///   `toolfunc::http::Client` (its discovery is loaded first).
+///   `toolfunc::http::Client` (its discovery is loaded first);
+/// * `nats://host:4222/<prefix>` (feature `nats`): the workers of a NATS service,
+///   through `toolfunc::nats::Client` (the prefix is `toolfunc` without a path).
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -92,7 +95,16 @@ pub async fn connect(url: &str) -> Result<std::sync::Arc<dyn Transport>, ToolErr
         )),
         #[cfg(not(feature = "http"))]
         "http" | "https" => Err(bad_url(url, "HTTP transports need the `http` feature")),
-        _ => Err(bad_url(url, "the scheme is not one of local, http, https")),
+        #[cfg(feature = "nats")]
+        "nats" | "tls" => Ok(std::sync::Arc::new(
+            crate::nats::Client::connect(url).await?,
+        )),
+        #[cfg(not(feature = "nats"))]
+        "nats" | "tls" => Err(bad_url(url, "NATS transports need the `nats` feature")),
+        _ => Err(bad_url(
+            url,
+            "the scheme is not one of local, http, https, nats, tls",
+        )),
     }
 }
 

@@ -1,0 +1,513 @@
+//! `toolfunc::nats` against a real nats-server: discovery, calls, errors with codes
+//! and paths, services and REST acts, streaming with backpressure and cancel,
+//! deadlines, tools registered at run time across two workers, hidden tools, and
+//! bad input answered with clean errors.
+
+#[path = "../examples/demo/mod.rs"]
+#[allow(dead_code)]
+mod demo;
+#[path = "support/nats.rs"]
+mod nats_server;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+use toolfunc::nats::async_nats;
+use toolfunc::nats::{Client, Worker};
+use toolfunc::{CallOptions, Registry, ToolError, ToolFunc, Transport};
+
+use demo::{GreeterClient, UsersClient};
+use nats_server::NatsServer;
+
+async fn worker(server: &NatsServer, registry: Registry) -> Worker {
+    Worker::builder(registry)
+        .connect(&server.url())
+        .await
+        .expect("the worker starts")
+}
+
+async fn raw(server: &NatsServer) -> async_nats::Client {
+    async_nats::connect(server.url()).await.unwrap()
+}
+
+/// Waits until `check` holds (at most 10 s).
+async fn eventually(what: &str, check: impl Fn() -> bool) {
+    for _ in 0..500 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{what} did not happen within 10 s");
+}
+
+#[tokio::test]
+async fn remote_tools_run_by_name_with_their_errors() {
+    let server = NatsServer::start();
+    let _worker = worker(&server, demo::catalog()).await;
+    let client = Client::connect(&server.url()).await.unwrap();
+    let mut names = client.names();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "add",
+            "countdown",
+            "fail",
+            "greeter",
+            "report",
+            "sleep",
+            "users"
+        ]
+    );
+    assert_eq!(
+        client.get("add").unwrap().definition().params["properties"]["a"]["type"],
+        "number"
+    );
+    assert_eq!(
+        client.run("add", json!({"a": 1, "b": 2})).await.unwrap(),
+        json!(3.0)
+    );
+    assert_eq!(
+        client.run("plus", json!({"a": 2, "b": 2})).await.unwrap(),
+        json!(4.0)
+    );
+    // Service acts and REST verbs, in their wire form.
+    assert_eq!(
+        client
+            .run("greeter", json!({"act": "$hello", "name": "Ann"}))
+            .await
+            .unwrap(),
+        json!("hello Ann")
+    );
+    let alice = client
+        .run("users", json!({"act": "get", "id": "1"}))
+        .await
+        .unwrap();
+    assert_eq!(alice["name"], "Alice");
+    // Errors keep their code, status, data and JSON path.
+    let err = client
+        .run("users", json!({"act": "get", "id": "99"}))
+        .await
+        .unwrap_err();
+    assert_eq!((err.code(), err.status()), ("USER_NOT_FOUND", 404));
+    assert_eq!(err.data().unwrap()["what"], "99");
+    let err = client
+        .run("add", json!({"a": "one", "b": 2}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "ARGUMENTS");
+    assert_eq!(err.data().unwrap()["path"], "/a");
+    assert_eq!(
+        client.run("fail", json!({})).await.unwrap_err().code(),
+        "FAILED"
+    );
+    let err = client.run("nope", json!({})).await.unwrap_err();
+    assert_eq!(err.code(), "NOT_FOUND");
+    assert!(matches!(err, ToolError::NotFound { .. }));
+    // Typed service clients work over the NATS transport.
+    let users = UsersClient::new(client.clone());
+    assert_eq!(users.get("2".into()).await.unwrap().name, "Bob");
+    let greeter = GreeterClient::new(client.clone());
+    assert!((greeter.mul(3.0, 4.0).await.unwrap() - 12.0).abs() < f64::EPSILON);
+    // `transport::connect` takes a nats:// URL too.
+    let transport = toolfunc::transport::connect(&server.url()).await.unwrap();
+    assert_eq!(
+        transport
+            .call("add", json!({"a": 5, "b": 5}))
+            .await
+            .unwrap(),
+        json!(10.0)
+    );
+}
+
+#[tokio::test]
+async fn any_nats_client_finds_and_calls_the_tools() {
+    let server = NatsServer::start();
+    let worker = worker(&server, demo::catalog()).await;
+    let nats = raw(&server).await;
+    // The service answers the standard discovery subjects.
+    let info = nats.request("$SRV.INFO.toolfunc", "".into()).await.unwrap();
+    let info: Value = serde_json::from_slice(&info.payload).unwrap();
+    assert_eq!(info["id"], worker.id());
+    let subjects: Vec<&str> = info["endpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["subject"].as_str())
+        .collect();
+    assert!(subjects.contains(&"toolfunc.call.add"), "{subjects:?}");
+    assert!(subjects.contains(&"toolfunc.tools"), "{subjects:?}");
+    // The definitions, and a plain request/reply call.
+    let tools = nats.request("toolfunc.tools", "".into()).await.unwrap();
+    let tools: Value = serde_json::from_slice(&tools.payload).unwrap();
+    assert_eq!(tools["add"]["params"]["required"], json!(["a", "b"]));
+    let sum = nats
+        .request("toolfunc.call.add", r#"{"a":1,"b":2}"#.into())
+        .await
+        .unwrap();
+    assert_eq!(&sum.payload[..], b"3.0");
+    // Without `Tf-Stream`, a streaming tool answers its items in one array.
+    let ticks = nats
+        .request("toolfunc.call.countdown", r#"{"count":3}"#.into())
+        .await
+        .unwrap();
+    let ticks: Value = serde_json::from_slice(&ticks.payload).unwrap();
+    assert_eq!(ticks, json!([{"tick": 3}, {"tick": 2}, {"tick": 1}]));
+    // Errors carry the standard service headers and the whole error.
+    let err = nats
+        .request("toolfunc.call.add", r#"{"a":"x","b":2}"#.into())
+        .await
+        .unwrap();
+    let headers = err.headers.unwrap();
+    assert_eq!(
+        headers.get("Nats-Service-Error-Code").unwrap().as_str(),
+        "400"
+    );
+    assert_eq!(headers.get("Tf-Error-Code").unwrap().as_str(), "ARGUMENTS");
+    let whole: Value = serde_json::from_str(headers.get("Tf-Error").unwrap().as_str()).unwrap();
+    assert_eq!(whole["data"]["path"], "/a");
+    // Per-endpoint stats count the calls and the error.
+    let stats = nats
+        .request("$SRV.STATS.toolfunc", "".into())
+        .await
+        .unwrap();
+    let stats: Value = serde_json::from_slice(&stats.payload).unwrap();
+    let add = stats["endpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["subject"] == "toolfunc.call.add")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (add["num_requests"].as_u64(), add["num_errors"].as_u64()),
+        (Some(2), Some(1))
+    );
+}
+
+#[tokio::test]
+async fn bad_input_gets_clean_errors() {
+    let server = NatsServer::with_config("max_payload: 8192");
+    let registry = demo::catalog();
+    registry
+        .register(
+            ToolFunc::builder("big")
+                .handler_sync(|_ctx, _args| Ok(Value::from("x".repeat(20_000))))
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let _worker = worker(&server, registry).await;
+    let nats = raw(&server).await;
+    let code = |message: &async_nats::Message| {
+        message
+            .headers
+            .as_ref()
+            .and_then(|h| h.get("Tf-Error-Code"))
+            .map(|v| v.as_str().to_owned())
+    };
+    for garbage in [&b"{not json"[..], b"[1,2]", b"\xff\xfe", b"42"] {
+        let answer = nats
+            .request("toolfunc.call.add", garbage.to_vec().into())
+            .await
+            .unwrap();
+        assert_eq!(code(&answer).as_deref(), Some("ARGUMENTS"), "{garbage:?}");
+    }
+    // A malformed header is named.
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Tf-Timeout", "soon");
+    let answer = nats
+        .request_with_headers("toolfunc.call.add", headers, r#"{"a":1,"b":1}"#.into())
+        .await
+        .unwrap();
+    assert_eq!(code(&answer).as_deref(), Some("INVALID_HEADER"));
+    // A subject no worker serves: no responders.
+    let err = nats
+        .request("toolfunc.call.nope", "{}".into())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), async_nats::RequestErrorKind::NoResponders);
+    // Too large, both ways: the client refuses to send, the worker to answer.
+    let client = Client::connect(&server.url()).await.unwrap();
+    let err = client
+        .run("add", json!({"a": 1, "b": 2, "pad": "x".repeat(10_000)}))
+        .await
+        .unwrap_err();
+    assert_eq!((err.code(), err.status()), ("TOO_LARGE", 413));
+    let err = client.run("big", json!({})).await.unwrap_err();
+    assert_eq!((err.code(), err.status()), ("TOO_LARGE", 413));
+    // A non-object argument is refused before it is sent.
+    let err = Transport::call(&client, "add", json!([1, 2]))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "ARGUMENTS");
+    // The worker still serves.
+    assert_eq!(
+        client.run("add", json!({"a": 1, "b": 2})).await.unwrap(),
+        json!(3.0)
+    );
+}
+
+#[tokio::test]
+async fn hidden_tools_are_not_reachable() {
+    let server = NatsServer::start();
+    let registry = Registry::new();
+    for (name, api) in [("open", true), ("secret", false)] {
+        registry
+            .register(
+                ToolFunc::builder(name)
+                    .handler_sync(|_ctx, _args| Ok(json!("ran")))
+                    .api(api)
+                    .build()
+                    .unwrap(),
+            )
+            .unwrap();
+    }
+    let _worker = worker(&server, registry).await;
+    let client = Client::connect(&server.url()).await.unwrap();
+    assert_eq!(client.names(), ["open"]);
+    assert_eq!(
+        client.run("secret", json!({})).await.unwrap_err().code(),
+        "NOT_FOUND"
+    );
+    let nats = raw(&server).await;
+    assert!(
+        nats.request("toolfunc.call.secret", "{}".into())
+            .await
+            .is_err()
+    );
+}
+
+/// A tool that says which worker ran it.
+fn whoami(worker: &'static str) -> ToolFunc {
+    ToolFunc::builder("late")
+        .handler_sync(move |_ctx, _args| Ok(json!(worker)))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn tools_registered_at_run_time_are_served_across_workers() {
+    let server = NatsServer::start();
+    let (a, b) = (Registry::new(), Registry::new());
+    let worker_a = worker(&server, a.clone()).await;
+    let worker_b = worker(&server, b.clone()).await;
+    let client = Client::connect(&server.url()).await.unwrap();
+    assert!(client.names().is_empty());
+    // Registered on A only: the client learns of it, and every call reaches A.
+    a.register(whoami("a")).unwrap();
+    eventually("the client to learn of `late`", || client.has("late")).await;
+    assert_eq!(worker_a.tools(), ["late"]);
+    for _ in 0..10 {
+        assert_eq!(client.run("late", json!({})).await.unwrap(), json!("a"));
+    }
+    // On B too: the queue group shares the calls.
+    b.register(whoami("b")).unwrap();
+    eventually("B to serve `late`", || worker_b.tools() == ["late"]).await;
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..200 {
+        seen.insert(client.run("late", json!({})).await.unwrap().to_string());
+        if seen.len() == 2 {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), 2, "both workers take calls: {seen:?}");
+    // Removed from A: B still serves it.
+    assert!(a.unregister("late"));
+    eventually("A to drop `late`", || worker_a.tools().is_empty()).await;
+    for _ in 0..10 {
+        assert_eq!(client.run("late", json!({})).await.unwrap(), json!("b"));
+    }
+    // Removed everywhere: no worker serves it.
+    assert!(b.unregister("late"));
+    eventually("B to drop `late`", || worker_b.tools().is_empty()).await;
+    let err = client.run("late", json!({})).await.unwrap_err();
+    assert!(matches!(err.code(), "NO_WORKER" | "NOT_FOUND"), "{err}");
+}
+
+#[tokio::test]
+async fn streams_are_flow_controlled_and_cancelled_by_their_consumer() {
+    let server = NatsServer::start();
+    let produced = Arc::new(AtomicUsize::new(0));
+    let cleaned = Arc::new(AtomicBool::new(false));
+    let registry = Registry::new();
+    {
+        let produced = Arc::clone(&produced);
+        let cleaned = Arc::clone(&cleaned);
+        registry
+            .register(
+                ToolFunc::builder("numbers")
+                    .stream_handler(move |ctx, _args| {
+                        let produced = Arc::clone(&produced);
+                        let cleaned = Arc::clone(&cleaned);
+                        async move {
+                            ctx.on_cleanup(move || cleaned.store(true, Ordering::SeqCst));
+                            Ok(futures::stream::iter(0..).map(move |n: u64| {
+                                produced.fetch_add(1, Ordering::SeqCst);
+                                Ok(json!(n))
+                            }))
+                        }
+                    })
+                    .build()
+                    .unwrap(),
+            )
+            .unwrap();
+    }
+    registry
+        .register(
+            ToolFunc::builder("bad_stream")
+                .stream_handler(|_ctx, _args| async {
+                    Ok(futures::stream::iter([
+                        Ok(json!(1)),
+                        Err(ToolError::custom("BROKE", 500, "broke")),
+                    ]))
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let _worker = worker(&server, registry).await;
+    let client = Client::builder()
+        .stream_window(8)
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let mut items = client.run_stream("numbers", json!({}));
+    assert_eq!(items.next().await.unwrap().unwrap(), json!(0));
+    // The consumer stops reading: the producer stops within the window.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let ahead = produced.load(Ordering::SeqCst);
+    assert!(
+        ahead <= 8 + 2,
+        "the producer ran {ahead} items ahead of a window of 8"
+    );
+    // Reading on grants more.
+    for n in 1..100 {
+        assert_eq!(items.next().await.unwrap().unwrap(), json!(n));
+    }
+    // Dropping the consumer stops the producer and runs its cleanup.
+    drop(items);
+    eventually("the stream's cleanup", || cleaned.load(Ordering::SeqCst)).await;
+    let stopped = produced.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(produced.load(Ordering::SeqCst), stopped);
+    // A stream that fails ends with its error.
+    let got: Vec<_> = client.run_stream("bad_stream", json!({})).collect().await;
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].as_ref().unwrap(), &json!(1));
+    assert_eq!(got[1].as_ref().unwrap_err().code(), "BROKE");
+    // The demo countdown, whole.
+    let server_catalog = demo::catalog();
+    let _demo = Worker::builder(server_catalog)
+        .prefix("demo")
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let demo_client = Client::connect(&format!("{}/demo", server.url()))
+        .await
+        .unwrap();
+    let ticks: Vec<Value> = demo_client
+        .run_stream("countdown", json!({"count": 3}))
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    assert_eq!(
+        ticks,
+        [json!({"tick": 3}), json!({"tick": 2}), json!({"tick": 1})]
+    );
+}
+
+#[tokio::test]
+async fn deadlines_and_cancels_reach_the_worker() {
+    let server = NatsServer::start();
+    let cancelled = Arc::new(AtomicUsize::new(0));
+    let deadline = Arc::new(std::sync::Mutex::new(None));
+    let registry = Registry::new();
+    {
+        let cancelled = Arc::clone(&cancelled);
+        let deadline = Arc::clone(&deadline);
+        registry
+            .register(
+                ToolFunc::builder("wait")
+                    .handler(move |ctx, _args| {
+                        let cancelled = Arc::clone(&cancelled);
+                        *deadline.lock().unwrap() =
+                            Some((ctx.deadline(), ctx.caller().map(str::to_owned)));
+                        async move {
+                            let token = ctx.cancellation_token();
+                            ctx.on_cleanup(move || {
+                                if token.is_cancelled() {
+                                    cancelled.fetch_add(1, Ordering::SeqCst);
+                                }
+                            });
+                            tokio::time::sleep(Duration::from_secs(30)).await;
+                            Ok(Value::Null)
+                        }
+                    })
+                    .build()
+                    .unwrap(),
+            )
+            .unwrap();
+    }
+    let worker = worker(&server, registry).await;
+    let client = Client::connect(&server.url()).await.unwrap();
+    // The caller's deadline becomes the worker's.
+    let err = client
+        .with(
+            CallOptions::new()
+                .timeout(Duration::from_millis(300))
+                .caller("ann"),
+        )
+        .run("wait", json!({}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "TIMEOUT");
+    let (seen, caller) = deadline.lock().unwrap().clone().unwrap();
+    assert!(seen.is_some(), "the worker's call has a deadline");
+    assert_eq!(caller.as_deref(), Some("ann"));
+    eventually("the timed-out call to end on the worker", || {
+        worker.in_flight() == 0
+    })
+    .await;
+    // A caller that gives up cancels the call on the worker.
+    let call = tokio::spawn({
+        let client = client.clone();
+        async move { client.run("wait", json!({})).await }
+    });
+    eventually("the call to start", || worker.in_flight() == 1).await;
+    let before = cancelled.load(Ordering::SeqCst);
+    call.abort();
+    eventually("the worker to cancel the call", || {
+        cancelled.load(Ordering::SeqCst) > before
+    })
+    .await;
+    eventually("the worker to finish the call", || worker.in_flight() == 0).await;
+}
+
+#[tokio::test]
+async fn a_stopped_worker_leaves_the_others_serving() {
+    let server = NatsServer::start();
+    let first = worker(&server, demo::catalog()).await;
+    let second = worker(&server, demo::catalog()).await;
+    let client = Client::connect(&server.url()).await.unwrap();
+    first.stop(Duration::from_secs(1)).await;
+    for _ in 0..20 {
+        assert_eq!(
+            client.run("add", json!({"a": 1, "b": 1})).await.unwrap(),
+            json!(2.0)
+        );
+    }
+    second.stop(Duration::from_secs(1)).await;
+    let err = client
+        .run("add", json!({"a": 1, "b": 1}))
+        .await
+        .unwrap_err();
+    assert_eq!((err.code(), err.status()), ("NO_WORKER", 503));
+    // Unreachable servers are named.
+    let err = Client::connect("nats://127.0.0.1:1").await.unwrap_err();
+    assert_eq!(err.code(), "UNREACHABLE");
+}

@@ -1,0 +1,72 @@
+//! A real `nats-server` for the NATS tests: started on a free loopback port with a
+//! config of the test's choosing, and killed by its PID when the handle drops.
+#![allow(dead_code, unreachable_pub)] // each test binary uses its own part
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `nats-server`.
+#[derive(Debug)]
+pub struct NatsServer {
+    child: Child,
+    pub port: u16,
+    dir: PathBuf,
+}
+
+impl NatsServer {
+    /// A server with the defaults (1 MiB payloads).
+    pub fn start() -> Self {
+        Self::with_config("")
+    }
+
+    /// A server with extra config lines (`max_payload: 4096`).
+    pub fn with_config(extra: &str) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        let dir = std::env::temp_dir().join(format!("toolfunc-nats-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temp dir");
+        let config = dir.join("nats.conf");
+        std::fs::write(
+            &config,
+            format!("listen: 127.0.0.1:{port}\nserver_name: test{port}\n{extra}\n"),
+        )
+        .expect("the config");
+        let child = Command::new("nats-server")
+            .arg("-c")
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|err| {
+                panic!(
+                    "cannot start `nats-server` ({err}); install it (Debian: apt-get install nats-server)"
+                )
+            });
+        let server = Self { child, port, dir };
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "nats-server did not listen on {port} within 10 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        server
+    }
+
+    /// `nats://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

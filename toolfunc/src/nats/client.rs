@@ -1,0 +1,858 @@
+//! The client: loads a service's definitions from any worker into a local
+//! registry whose tools call the workers.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_nats::{HeaderMap, Message, StatusCode};
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::TraceParent;
+use super::wire::{self, CALL_ID, CALLER, CANCEL, CONTROL, CREDIT, HEARTBEAT, KIND, STREAM};
+use crate::tool::ItemStream;
+use crate::{Ctx, Registry, ToolDefinition, ToolError, ToolFunc, Transport, UnregisterOptions};
+
+/// Sets up a [`Client`]: the subject prefix, how often workers prove they are
+/// alive, how far a stream may run ahead, how often an idempotent call is tried.
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct ClientBuilder {
+    prefix: Option<String>,
+    heartbeat: Duration,
+    window: u32,
+    attempts: u32,
+}
+
+impl Default for ClientBuilder {
+    fn default() -> Self {
+        Self {
+            prefix: None,
+            heartbeat: Duration::from_secs(1),
+            window: 64,
+            attempts: 3,
+        }
+    }
+}
+
+impl ClientBuilder {
+    /// The workers' subject prefix (`toolfunc` unless set, or the path of a
+    /// `nats://host:port/<prefix>` URL).
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = Some(prefix.into());
+        self
+    }
+
+    /// How often a worker sends a heartbeat while it runs a call (1 s unless set;
+    /// 50 ms at least). Three missed in a row and the worker is taken for lost.
+    pub fn heartbeat(mut self, every: Duration) -> Self {
+        self.heartbeat = every.max(Duration::from_millis(50));
+        self
+    }
+
+    /// How many items a streaming call may send ahead of the consumer (64 unless
+    /// set; 1 to 1024).
+    pub fn stream_window(mut self, items: u32) -> Self {
+        self.window = items.clamp(1, 1024);
+        self
+    }
+
+    /// How many workers an idempotent call is tried on when one is lost (3 unless
+    /// set), all within the call's deadline.
+    pub fn attempts(mut self, attempts: u32) -> Self {
+        self.attempts = attempts.max(1);
+        self
+    }
+
+    /// Connects to the NATS server at `url` (`nats://host:4222`, `host:4222`, a
+    /// comma-separated list; a path names the prefix) and loads the definitions.
+    pub async fn connect(self, url: &str) -> Result<Client, ToolError> {
+        let (servers, prefix) = split_url(url)?;
+        let nats = async_nats::connect(servers.as_str())
+            .await
+            .map_err(|e| unreachable(&format!("connect to {servers}"), &e))?;
+        let builder = match (self.prefix.is_none(), prefix) {
+            (true, Some(prefix)) => self.prefix(prefix),
+            _ => self,
+        };
+        builder.attach(nats).await
+    }
+
+    /// Uses a connected NATS client and loads the definitions.
+    pub async fn attach(self, nats: async_nats::Client) -> Result<Client, ToolError> {
+        let prefix = self
+            .prefix
+            .clone()
+            .unwrap_or_else(|| wire::DEFAULT_PREFIX.to_owned());
+        if !wire::prefix_safe(&prefix) {
+            return Err(ToolError::custom(
+                "BAD_CONFIG",
+                400,
+                format!("`{prefix}` is not a subject prefix (dot-separated tokens, no wildcards)"),
+            ));
+        }
+        let inbox = nats.new_inbox();
+        let replies = nats
+            .subscribe(format!("{inbox}.*"))
+            .await
+            .map_err(|e| unreachable("subscribe to the reply inbox", &e))?;
+        let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
+        let mux = tokio::spawn(route(replies, inbox.len() + 1, Arc::clone(&pending)));
+        let remote = Arc::new(Remote {
+            nats: nats.clone(),
+            prefix: prefix.clone(),
+            inbox,
+            pending,
+            next: AtomicU64::new(0),
+            settings: self,
+            _mux: Abort(mux),
+        });
+        let registry = Registry::new();
+        reload(&remote, &registry, None).await?;
+        let events = nats
+            .subscribe(wire::events_subject(&prefix))
+            .await
+            .map_err(|e| unreachable("subscribe to catalog events", &e))?;
+        let follow = tokio::spawn(follow(events, Arc::clone(&remote), registry.clone()));
+        Ok(Client {
+            registry,
+            remote,
+            _follow: Arc::new(Abort(follow)),
+        })
+    }
+}
+
+/// A service served by NATS workers, as a registry: every remote tool runs by name
+/// like a local one, on whichever worker the queue group picks.
+///
+/// `Client` derefs to a [`Registry`] holding one tool per remote tool, so `with`,
+/// aliases and the typed service clients work as for local tools. Errors come back
+/// as the [`ToolError`] the worker raised (same `code()`), plus:
+///
+/// | code | status | when |
+/// | --- | --- | --- |
+/// | `WORKER_LOST` | 503 | the worker stopped answering mid-call (an idempotent call is tried on another first) |
+/// | `NO_WORKER` | 503 | no worker serves the tool now |
+/// | `TOO_LARGE` | 413 | the arguments (or an answer) exceed the server's `max_payload` |
+/// | `UNREACHABLE` | 503 | the NATS server cannot be reached |
+///
+/// ```no_run
+/// # async fn run() -> Result<(), toolfunc::ToolError> {
+/// use serde_json::json;
+/// let client = toolfunc::nats::Client::connect("nats://127.0.0.1:4222").await?;
+/// assert_eq!(client.run("add", json!({"a": 1, "b": 2})).await?, json!(3.0));
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Client {
+    registry: Registry,
+    remote: Arc<Remote>,
+    _follow: Arc<Abort>,
+}
+
+impl std::ops::Deref for Client {
+    type Target = Registry;
+
+    fn deref(&self) -> &Registry {
+        &self.registry
+    }
+}
+
+impl Client {
+    /// Connects with the default settings; see [`ClientBuilder::connect`].
+    pub async fn connect(url: &str) -> Result<Self, ToolError> {
+        Self::builder().connect(url).await
+    }
+
+    /// A client with settings to choose.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+
+    /// The registry of remote tools.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The subject prefix of the service.
+    pub fn prefix(&self) -> &str {
+        &self.remote.prefix
+    }
+
+    /// Loads the definitions again (the client also does so by itself whenever a
+    /// worker's catalog changes).
+    pub async fn refresh(&self) -> Result<(), ToolError> {
+        reload(&self.remote, &self.registry, None).await
+    }
+
+    /// Runs the tool `name`. A name this client has no definition for is still
+    /// tried on the workers (a tool a worker gained since the last refresh).
+    pub async fn run(&self, name: &str, args: Value) -> Result<Value, ToolError> {
+        if self.registry.has(name) {
+            return self.registry.run(name, args).await;
+        }
+        self.remote.call(None, name, args).await
+    }
+
+    /// Runs the tool `name` and yields its items as the worker sends them.
+    pub fn run_stream(
+        &self,
+        name: &str,
+        args: Value,
+    ) -> BoxStream<'static, Result<Value, ToolError>> {
+        if self.registry.has(name) {
+            return self.registry.run_stream(name, args).boxed();
+        }
+        let remote = Arc::clone(&self.remote);
+        let name = name.to_owned();
+        futures::stream::once(async move { remote.open_stream(None, &name, args).await })
+            .flat_map(|opened| match opened {
+                Ok(items) => items,
+                Err(err) => futures::stream::once(async move { Err(err) }).boxed(),
+            })
+            .boxed()
+    }
+}
+
+impl Transport for Client {
+    fn call(&self, name: &str, args: Value) -> BoxFuture<'static, Result<Value, ToolError>> {
+        let client = self.clone();
+        let name = name.to_owned();
+        Box::pin(async move { client.run(&name, args).await })
+    }
+
+    fn call_stream(&self, name: &str, args: Value) -> BoxStream<'static, Result<Value, ToolError>> {
+        self.run_stream(name, args)
+    }
+}
+
+/// Calls waiting for messages, by the last token of their reply subject.
+type Pending = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<Message>>>>;
+
+#[derive(Debug)]
+struct Remote {
+    nats: async_nats::Client,
+    prefix: String,
+    /// `_INBOX.<id>`: every reply comes to `<inbox>.<token>`.
+    inbox: String,
+    pending: Pending,
+    /// The next reply token (and, after the inbox's unique part, call id).
+    next: AtomicU64,
+    settings: ClientBuilder,
+    _mux: Abort,
+}
+
+/// Aborts a background task when dropped.
+#[derive(Debug)]
+struct Abort(tokio::task::JoinHandle<()>);
+
+impl Drop for Abort {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn unreachable(what: &str, err: &dyn std::fmt::Display) -> ToolError {
+    ToolError::custom("UNREACHABLE", 503, format!("NATS: cannot {what}: {err}"))
+}
+
+fn worker_lost(tool: &str, after: Duration) -> ToolError {
+    ToolError::custom(
+        "WORKER_LOST",
+        503,
+        format!(
+            "the worker running `{tool}` stopped answering ({} ms without a heartbeat); the call may or may not have run",
+            after.as_millis()
+        ),
+    )
+}
+
+/// `nats://host:port/prefix` → (`nats://host:port`, `prefix`).
+fn split_url(url: &str) -> Result<(String, Option<String>), ToolError> {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (Some(scheme), rest),
+        None => (None, url),
+    };
+    if let Some(scheme) = scheme
+        && !matches!(
+            scheme.to_ascii_lowercase().as_str(),
+            "nats" | "tls" | "ws" | "wss"
+        )
+    {
+        return Err(ToolError::custom(
+            "BAD_URL",
+            400,
+            format!("cannot open `{url}`: the scheme is not nats, tls, ws or wss"),
+        ));
+    }
+    let (servers, path) = rest.split_once('/').unwrap_or((rest, ""));
+    if servers.is_empty() {
+        return Err(ToolError::custom(
+            "BAD_URL",
+            400,
+            format!("cannot open `{url}`: no server address"),
+        ));
+    }
+    let prefix = path.trim_matches('/');
+    let servers = match scheme {
+        Some(scheme) => servers
+            .split(',')
+            .map(|s| format!("{scheme}://{s}"))
+            .collect::<Vec<_>>()
+            .join(","),
+        None => servers.to_owned(),
+    };
+    Ok((servers, (!prefix.is_empty()).then(|| prefix.to_owned())))
+}
+
+/// Routes every reply to the call waiting for it.
+async fn route(mut replies: async_nats::Subscriber, skip: usize, pending: Pending) {
+    while let Some(message) = replies.next().await {
+        let token = message.subject.get(skip..).unwrap_or_default();
+        let sender = lock(&pending).get(token).cloned();
+        if let Some(sender) = sender {
+            let _ = sender.send(message);
+        }
+    }
+}
+
+/// Refreshes the registry whenever a worker says its catalog changed.
+async fn follow(mut events: async_nats::Subscriber, remote: Arc<Remote>, registry: Registry) {
+    while let Some(event) = events.next().await {
+        // Several changes at once make one reload.
+        let mut latest = event;
+        while let Some(Some(next)) = futures::FutureExt::now_or_never(events.next()) {
+            latest = next;
+        }
+        let announced = serde_json::from_slice::<Value>(&latest.payload)
+            .ok()
+            .and_then(|v| v.get("tools").cloned());
+        if let Err(err) = reload(&remote, &registry, announced.as_ref()).await {
+            tracing::debug!(error = %err, "cannot reload the NATS service's definitions");
+        }
+    }
+}
+
+/// Loads the definitions from any worker (plus `also`, a worker's own list) and
+/// makes the registry hold exactly those.
+async fn reload(
+    remote: &Arc<Remote>,
+    registry: &Registry,
+    also: Option<&Value>,
+) -> Result<(), ToolError> {
+    let answer = remote
+        .nats
+        .request(wire::tools_subject(&remote.prefix), bytes::Bytes::new())
+        .await
+        .map_err(|e| match e.kind() {
+            async_nats::RequestErrorKind::NoResponders => ToolError::custom(
+                "NO_WORKER",
+                503,
+                format!("no worker serves `{}` on this NATS server", remote.prefix),
+            ),
+            _ => unreachable("load the definitions", &e),
+        })?;
+    if wire::is_error(answer.headers.as_ref()) {
+        let headers = answer.headers.unwrap_or_default();
+        return Err(wire::error_from_headers(&headers, "tools"));
+    }
+    let listing = wire::result(&answer.payload)?;
+    let mut wanted: HashMap<String, ToolDefinition> = HashMap::new();
+    for entries in std::iter::once(&listing).chain(also) {
+        let Some(entries) = entries.as_object() else {
+            continue;
+        };
+        for (name, entry) in entries {
+            match serde_json::from_value::<ToolDefinition>(entry.clone()) {
+                Ok(def) if def.name == *name && wire::subject_safe(name) => {
+                    wanted.insert(name.clone(), def);
+                }
+                _ => {
+                    tracing::warn!(tool = %name, "skipping a definition that is not a tool definition");
+                }
+            }
+        }
+    }
+    for name in registry.names() {
+        let same = registry
+            .get(&name)
+            .zip(wanted.get(&name))
+            .is_some_and(|(tool, def)| tool.definition() == def);
+        if same {
+            wanted.remove(&name);
+        } else {
+            registry.unregister_with(&name, UnregisterOptions::new().force());
+        }
+    }
+    for (_, def) in wanted {
+        registry.register(remote_tool(remote, def)?)?;
+    }
+    Ok(())
+}
+
+/// A local tool standing for a remote one.
+fn remote_tool(remote: &Arc<Remote>, def: ToolDefinition) -> Result<ToolFunc, ToolError> {
+    let name = def.name.clone();
+    let streams = def.stream;
+    let builder = ToolFunc::from_definition(def);
+    let remote = Arc::clone(remote);
+    let builder = if streams {
+        builder.stream_handler(move |ctx, args| {
+            let remote = Arc::clone(&remote);
+            let name = name.clone();
+            async move { remote.open_stream(Some(&ctx), &name, args).await }
+        })
+    } else {
+        builder.handler(move |ctx, args| {
+            let remote = Arc::clone(&remote);
+            let name = name.clone();
+            async move { remote.call(Some(&ctx), &name, args).await }
+        })
+    };
+    // The worker checks the arguments; a second check here could only disagree.
+    builder.unchecked().build()
+}
+
+/// Whether a call may be run again on another worker: its tool (or act) says it
+/// is idempotent.
+fn idempotent(def: &ToolDefinition, args: &Value) -> bool {
+    let act = args.get("act").and_then(Value::as_str);
+    let act = act.and_then(|a| def.acts.iter().find(|d| d.name == a || d.method() == a));
+    act.and_then(|a| a.annotations.idempotent)
+        .or(def.annotations.idempotent)
+        .unwrap_or(false)
+}
+
+/// How a wait for the next message ended.
+enum Next {
+    Message(Message),
+    /// No worker is subscribed to the subject.
+    NoResponders,
+    /// No message for three heartbeats.
+    Lost(Duration),
+    Timeout,
+}
+
+/// One attempt of a call: its reply token, its messages, and the cancel it sends
+/// if it is dropped before the answer.
+struct Attempt {
+    remote: Arc<Remote>,
+    token: String,
+    call_id: String,
+    messages: mpsc::UnboundedReceiver<Message>,
+    /// The worker's control subject, once it has named it.
+    control: Option<String>,
+    armed: bool,
+}
+
+impl Attempt {
+    fn open(remote: &Arc<Remote>, call_id: &str) -> Self {
+        let token = remote.next.fetch_add(1, Ordering::Relaxed).to_string();
+        let (sender, messages) = mpsc::unbounded_channel();
+        lock(&remote.pending).insert(token.clone(), sender);
+        Self {
+            remote: Arc::clone(remote),
+            token,
+            call_id: call_id.to_owned(),
+            messages,
+            control: None,
+            armed: true,
+        }
+    }
+
+    /// The call has its answer: nothing to cancel.
+    fn disarm(&mut self) {
+        self.armed = false;
+    }
+
+    fn reply(&self) -> String {
+        format!("{}.{}", self.remote.inbox, self.token)
+    }
+
+    /// The next message that is not a heartbeat.
+    async fn next(&mut self, deadline: Option<Instant>) -> Next {
+        let patience = self.remote.settings.heartbeat * 3;
+        loop {
+            let mut until = Instant::now() + patience;
+            let mut lost = true;
+            if let Some(deadline) = deadline
+                && deadline <= until
+            {
+                until = deadline;
+                lost = false;
+            }
+            match tokio::time::timeout_at(until, self.messages.recv()).await {
+                Ok(Some(message)) => {
+                    if message.status == Some(StatusCode::NO_RESPONDERS) {
+                        return Next::NoResponders;
+                    }
+                    if let Some(control) = wire::header(message.headers.as_ref(), CONTROL)
+                        && self.control.as_deref() != Some(control)
+                    {
+                        self.control = Some(control.to_owned());
+                    }
+                    if wire::header(message.headers.as_ref(), KIND) == Some(wire::KIND_HEARTBEAT) {
+                        continue;
+                    }
+                    return Next::Message(message);
+                }
+                // The router is gone: the client is being dropped.
+                Ok(None) => return Next::Lost(patience),
+                Err(_) if lost => return Next::Lost(patience),
+                Err(_) => return Next::Timeout,
+            }
+        }
+    }
+
+    fn control(&self, headers: HeaderMap) {
+        let subject = self
+            .control
+            .clone()
+            .unwrap_or_else(|| wire::control_subject(&self.remote.prefix, None));
+        let nats = self.remote.nats.clone();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
+            let _ = nats
+                .publish_with_headers(subject, headers, bytes::Bytes::new())
+                .await;
+        });
+    }
+
+    fn credit(&self, items: u32) {
+        let mut headers = HeaderMap::new();
+        headers.insert(CALL_ID, wire::header_value(&self.call_id));
+        headers.insert(CREDIT, items.to_string().as_str());
+        self.control(headers);
+    }
+}
+
+impl Drop for Attempt {
+    fn drop(&mut self) {
+        lock(&self.remote.pending).remove(&self.token);
+        if self.armed {
+            let mut headers = HeaderMap::new();
+            headers.insert(CALL_ID, wire::header_value(&self.call_id));
+            headers.insert(CANCEL, "the caller gave up");
+            self.control(headers);
+        }
+    }
+}
+
+impl Remote {
+    /// A call id unique across clients: the inbox's random part and a counter.
+    fn call_id(&self) -> String {
+        let unique = self.inbox.rsplit('.').next().unwrap_or_default();
+        format!("{unique}-{}", self.next.fetch_add(1, Ordering::Relaxed))
+    }
+
+    fn payload(&self, args: &Value) -> Result<bytes::Bytes, ToolError> {
+        if !matches!(args, Value::Object(_) | Value::Null) {
+            return Err(ToolError::arguments(
+                "",
+                "expected an object of named arguments",
+            ));
+        }
+        let body = serde_json::to_vec(args).map_err(|e| ToolError::Output {
+            message: e.to_string(),
+        })?;
+        let max = self.nats.server_info().max_payload.saturating_sub(1024);
+        if body.len() > max {
+            return Err(ToolError::custom(
+                "TOO_LARGE",
+                413,
+                format!(
+                    "the arguments are {} bytes; the NATS server takes {max} in one message",
+                    body.len()
+                ),
+            ));
+        }
+        Ok(body.into())
+    }
+
+    fn headers(&self, ctx: Option<&Ctx>, call_id: &str, deadline: Option<Instant>) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(CALL_ID, wire::header_value(call_id));
+        headers.insert(
+            HEARTBEAT,
+            self.settings.heartbeat.as_millis().to_string().as_str(),
+        );
+        if let Some(deadline) = deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            headers.insert(wire::TIMEOUT, left.as_millis().max(1).to_string().as_str());
+        }
+        if let Some(ctx) = ctx {
+            if let Some(caller) = ctx.caller() {
+                headers.insert(CALLER, wire::header_value(caller));
+            }
+            if let Some(TraceParent(parent)) = ctx.get::<TraceParent>() {
+                headers.insert(wire::TRACEPARENT, wire::header_value(parent));
+            }
+        }
+        headers
+    }
+
+    async fn publish(
+        &self,
+        tool: &str,
+        attempt: &Attempt,
+        headers: HeaderMap,
+        payload: bytes::Bytes,
+    ) -> Result<(), ToolError> {
+        self.nats
+            .publish_with_reply_and_headers(
+                wire::call_subject(&self.prefix, tool),
+                attempt.reply(),
+                headers,
+                payload,
+            )
+            .await
+            .map_err(|e| unreachable(&format!("send the call to `{tool}`"), &e))
+    }
+
+    /// A call, tried again on another worker when its worker is lost and the
+    /// call is idempotent.
+    async fn call(
+        self: &Arc<Self>,
+        ctx: Option<&Ctx>,
+        tool: &str,
+        args: Value,
+    ) -> Result<Value, ToolError> {
+        let payload = self.payload(&args)?;
+        let retry = ctx.is_some_and(|ctx| idempotent(ctx.definition(), &args));
+        let deadline = ctx.and_then(Ctx::deadline).map(Instant::from_std);
+        let call_id = ctx
+            .and_then(Ctx::call_id)
+            .map_or_else(|| self.call_id(), str::to_owned);
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let mut attempt = Attempt::open(self, &call_id);
+            let headers = self.headers(ctx, &call_id, deadline);
+            self.publish(tool, &attempt, headers, payload.clone())
+                .await?;
+            match attempt.next(deadline).await {
+                Next::Message(message) => {
+                    attempt.armed = false;
+                    return answer(&message, tool);
+                }
+                Next::NoResponders => {
+                    attempt.armed = false;
+                    return Err(no_worker(tool, ctx.is_some()));
+                }
+                Next::Lost(after) => {
+                    let time_left = deadline.is_none_or(|d| Instant::now() < d);
+                    if retry && time_left && tries < self.settings.attempts {
+                        tracing::debug!(tool, tries, "a worker was lost; trying another");
+                        continue;
+                    }
+                    return Err(worker_lost(tool, after));
+                }
+                Next::Timeout => return Err(ToolError::Timeout { after_ms: None }),
+            }
+        }
+    }
+
+    /// A streaming call: the first message decides between an error and a stream;
+    /// a worker lost before the first item of an idempotent call is replaced.
+    async fn open_stream(
+        self: &Arc<Self>,
+        ctx: Option<&Ctx>,
+        tool: &str,
+        args: Value,
+    ) -> Result<ItemStream, ToolError> {
+        let mut args = args;
+        // A tool with a `stream` parameter streams only when asked to.
+        if let Some(map) = args.as_object_mut() {
+            map.insert("stream".into(), Value::Bool(true));
+        }
+        let payload = self.payload(&args)?;
+        let retry = ctx.is_some_and(|ctx| idempotent(ctx.definition(), &args));
+        let deadline = ctx.and_then(Ctx::deadline).map(Instant::from_std);
+        let call_id = ctx
+            .and_then(Ctx::call_id)
+            .map_or_else(|| self.call_id(), str::to_owned);
+        let window = self.settings.window;
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let mut attempt = Attempt::open(self, &call_id);
+            let mut headers = self.headers(ctx, &call_id, deadline);
+            headers.insert(STREAM, window.to_string().as_str());
+            self.publish(tool, &attempt, headers, payload.clone())
+                .await?;
+            let first = match attempt.next(deadline).await {
+                Next::Message(message) => message,
+                Next::NoResponders => {
+                    attempt.armed = false;
+                    return Err(no_worker(tool, ctx.is_some()));
+                }
+                Next::Lost(after) => {
+                    let time_left = deadline.is_none_or(|d| Instant::now() < d);
+                    if retry && time_left && tries < self.settings.attempts {
+                        continue;
+                    }
+                    return Err(worker_lost(tool, after));
+                }
+                Next::Timeout => return Err(ToolError::Timeout { after_ms: None }),
+            };
+            return Ok(items(attempt, first, tool.to_owned(), deadline, window));
+        }
+    }
+}
+
+fn no_worker(tool: &str, known: bool) -> ToolError {
+    if known {
+        ToolError::custom("NO_WORKER", 503, format!("no worker serves `{tool}` now"))
+    } else {
+        ToolError::not_found_because(tool, "no NATS worker serves a tool by this name")
+    }
+}
+
+/// The answer of a plain call.
+fn answer(message: &Message, tool: &str) -> Result<Value, ToolError> {
+    match &message.headers {
+        Some(headers) if wire::is_error(Some(headers)) => {
+            Err(wire::error_from_headers(headers, tool))
+        }
+        _ => wire::result(&message.payload),
+    }
+}
+
+/// What one message of a stream says.
+enum Part {
+    Item(Value),
+    End,
+    Failed(ToolError),
+}
+
+fn part(message: &Message, tool: &str) -> Part {
+    let headers = message.headers.as_ref();
+    if let Some(headers) = headers.filter(|h| wire::is_error(Some(h))) {
+        return Part::Failed(wire::error_from_headers(headers, tool));
+    }
+    match wire::header(headers, KIND) {
+        Some(wire::KIND_END) => Part::End,
+        // An item, or a worker that answered with one value: the stream of it.
+        _ => match wire::result(&message.payload) {
+            Ok(value) => Part::Item(value),
+            Err(err) => Part::Failed(err),
+        },
+    }
+}
+
+/// The items of a stream, granting the worker credit as they are consumed.
+fn items(
+    attempt: Attempt,
+    first: Message,
+    tool: String,
+    deadline: Option<Instant>,
+    window: u32,
+) -> ItemStream {
+    struct State {
+        attempt: Attempt,
+        first: Option<Message>,
+        tool: String,
+        deadline: Option<Instant>,
+        /// Items taken since the last credit.
+        taken: u32,
+        batch: u32,
+        done: bool,
+        /// Whether the worker sent kinds (a plain answer is one item, then done).
+        framed: bool,
+    }
+    let framed = wire::header(first.headers.as_ref(), KIND).is_some()
+        || wire::is_error(first.headers.as_ref());
+    let state = State {
+        attempt,
+        first: Some(first),
+        tool,
+        deadline,
+        taken: 0,
+        batch: (window / 2).max(1),
+        done: false,
+        framed,
+    };
+    futures::stream::unfold(state, |mut state| async move {
+        if state.done {
+            return None;
+        }
+        let message = match state.first.take() {
+            Some(message) => message,
+            None => match state.attempt.next(state.deadline).await {
+                Next::Message(message) => message,
+                Next::NoResponders => {
+                    state.done = true;
+                    state.attempt.armed = false;
+                    return Some((Err(no_worker(&state.tool, true)), state));
+                }
+                Next::Lost(after) => {
+                    state.done = true;
+                    return Some((Err(worker_lost(&state.tool, after)), state));
+                }
+                Next::Timeout => {
+                    state.done = true;
+                    return Some((Err(ToolError::Timeout { after_ms: None }), state));
+                }
+            },
+        };
+        match part(&message, &state.tool) {
+            Part::Item(value) => {
+                if !state.framed {
+                    state.done = true;
+                    state.attempt.armed = false;
+                    return Some((Ok(value), state));
+                }
+                state.taken += 1;
+                if state.taken >= state.batch {
+                    state.attempt.credit(state.taken);
+                    state.taken = 0;
+                }
+                Some((Ok(value), state))
+            }
+            Part::End => {
+                state.attempt.disarm();
+                None
+            }
+            Part::Failed(err) => {
+                state.done = true;
+                state.attempt.armed = false;
+                Some((Err(err), state))
+            }
+        }
+    })
+    .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_split_into_servers_and_prefix() {
+        assert_eq!(
+            split_url("nats://127.0.0.1:4222").unwrap(),
+            ("nats://127.0.0.1:4222".to_owned(), None)
+        );
+        assert_eq!(
+            split_url("nats://a:1,b:2/shop").unwrap(),
+            ("nats://a:1,nats://b:2".to_owned(), Some("shop".to_owned()))
+        );
+        assert_eq!(split_url("localhost:4222").unwrap().0, "localhost:4222");
+        assert_eq!(split_url("http://x").unwrap_err().code(), "BAD_URL");
+        assert_eq!(split_url("nats:///x").unwrap_err().code(), "BAD_URL");
+    }
+}

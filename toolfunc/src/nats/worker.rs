@@ -1,0 +1,656 @@
+//! The worker: serves a registry as a NATS service, one queue-grouped endpoint per
+//! tool, so every worker of the service shares the calls.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_nats::service::{self, Request, ServiceExt};
+use async_nats::{HeaderMap, Subject};
+use futures::StreamExt;
+use serde_json::Value;
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+
+use super::TraceParent;
+use super::wire::{self, CALL_ID, CALLER, CANCEL, CONTROL, CREDIT, HEARTBEAT, KIND, STREAM};
+use crate::registry::SubscriptionError;
+use crate::{CallOptions, CancellationToken, Registry, RegistryEvent, ToolError};
+
+/// Most calls a worker runs at once unless set.
+const MAX_IN_FLIGHT: usize = 1024;
+/// Bounds on what a caller may ask for.
+const HEARTBEAT_MS: std::ops::RangeInclusive<u64> = 50..=60_000;
+const WINDOW: std::ops::RangeInclusive<u32> = 1..=1024;
+
+/// Sets up a [`Worker`]: the service name, the subject prefix, the cap on calls in
+/// flight. Made by [`Worker::builder`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct WorkerBuilder {
+    registry: Registry,
+    name: String,
+    prefix: Option<String>,
+    version: String,
+    description: Option<String>,
+    max_in_flight: usize,
+}
+
+impl WorkerBuilder {
+    /// The NATS service name (`$SRV.INFO.<name>`; letters, digits, `_`, `-`).
+    /// `toolfunc` unless set. Workers with the same name and prefix share calls.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// The subject prefix (`<prefix>.call.<tool>`, …). The service name unless set.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = Some(prefix.into());
+        self
+    }
+
+    /// The service version in `$SRV.INFO` (semver); the crate's version unless set.
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.version = version.into();
+        self
+    }
+
+    /// The service description in `$SRV.INFO`.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Most calls this worker runs at once (1024 unless set); one more is answered
+    /// `OVERLOADED` (503) at once, so the caller can go elsewhere.
+    pub fn max_in_flight(mut self, max: usize) -> Self {
+        self.max_in_flight = max.max(1);
+        self
+    }
+
+    /// Connects to the NATS server at `url` (`nats://host:4222`, `host:4222`, a
+    /// comma-separated list) and starts serving; see [`start`](Self::start).
+    pub async fn connect(self, url: &str) -> Result<Worker, ToolError> {
+        let client = async_nats::connect(url)
+            .await
+            .map_err(|e| nats_error(&format!("connect to {url}"), &e))?;
+        self.start(client).await
+    }
+
+    /// Starts serving on `client`: the service, one endpoint per callable tool, the
+    /// control subjects, and a watch on the registry that adds and removes
+    /// endpoints as tools come and go.
+    pub async fn start(self, client: async_nats::Client) -> Result<Worker, ToolError> {
+        let prefix = self.prefix.unwrap_or_else(|| self.name.clone());
+        if !wire::prefix_safe(&prefix) {
+            return Err(ToolError::custom(
+                "BAD_CONFIG",
+                400,
+                format!("`{prefix}` is not a subject prefix (dot-separated tokens, no wildcards)"),
+            ));
+        }
+        let mut builder = client.service_builder();
+        if let Some(description) = &self.description {
+            builder = builder.description(description);
+        }
+        let service = builder
+            .queue_group(format!("{prefix}.workers"))
+            .start(&self.name, &self.version)
+            .await
+            .map_err(|e| nats_error("start the service", &*e))?;
+        let id = service.info().await.id;
+        let shared = Arc::new(Shared {
+            client: client.clone(),
+            registry: self.registry.clone(),
+            prefix: prefix.clone(),
+            id: id.clone(),
+            control: wire::control_subject(&prefix, Some(&id)),
+            calls: Mutex::new(HashMap::new()),
+            in_flight: Arc::new(Semaphore::new(self.max_in_flight)),
+            max_in_flight: self.max_in_flight,
+            endpoints: Mutex::new(HashMap::new()),
+            service: Mutex::new(Some(service)),
+        });
+        let mut tasks = Vec::new();
+        // Discovery, answered by any one worker.
+        let tools = shared
+            .endpoint("tools", &wire::tools_subject(&prefix), HashMap::new())
+            .await?;
+        tasks.push(tokio::spawn(serve_discovery(Arc::clone(&shared), tools)));
+        // Control: the broadcast subject and this worker's own.
+        for subject in [wire::control_subject(&prefix, None), shared.control.clone()] {
+            let subscriber = client
+                .subscribe(subject)
+                .await
+                .map_err(|e| nats_error("subscribe to the control subject", &e))?;
+            tasks.push(tokio::spawn(serve_control(Arc::clone(&shared), subscriber)));
+        }
+        let events = self.registry.subscribe();
+        sync(&shared).await;
+        tasks.push(tokio::spawn(watch(Arc::clone(&shared), events)));
+        Ok(Worker { shared, tasks })
+    }
+}
+
+/// A registry served over NATS. Start one per process (or several); every worker
+/// of the same service name and prefix takes a share of the calls through the
+/// queue group, with no configuration anywhere else.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), toolfunc::ToolError> {
+/// let nats = async_nats::connect("127.0.0.1:4222").await.expect("nats-server");
+/// let worker = toolfunc::nats::Worker::builder(toolfunc::Registry::global().clone())
+///     .start(nats)
+///     .await?;
+/// println!("serving as {}", worker.id());
+/// # Ok(()) }
+/// ```
+///
+/// Dropping the worker stops it taking calls; [`stop`](Self::stop) also waits for
+/// the calls it has taken.
+#[derive(Debug)]
+pub struct Worker {
+    shared: Arc<Shared>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Worker {
+    /// A worker for `registry` with the default settings.
+    pub fn builder(registry: Registry) -> WorkerBuilder {
+        WorkerBuilder {
+            registry,
+            name: wire::DEFAULT_PREFIX.to_owned(),
+            prefix: None,
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            description: None,
+            max_in_flight: MAX_IN_FLIGHT,
+        }
+    }
+
+    /// This worker's id (the service instance id in `$SRV.INFO` and `$SRV.PING`).
+    pub fn id(&self) -> &str {
+        &self.shared.id
+    }
+
+    /// The subject prefix.
+    pub fn prefix(&self) -> &str {
+        &self.shared.prefix
+    }
+
+    /// The names of the tools this worker has endpoints for, sorted.
+    pub fn tools(&self) -> Vec<String> {
+        let mut names: Vec<String> = lock(&self.shared.endpoints).keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// How many calls are running now.
+    pub fn in_flight(&self) -> usize {
+        self.shared.max_in_flight - self.shared.in_flight.available_permits()
+    }
+
+    /// Stops taking calls, waits up to `grace` for the running ones, cancels the
+    /// rest, and leaves the service.
+    pub async fn stop(mut self, grace: Duration) {
+        self.halt();
+        let all = u32::try_from(self.shared.max_in_flight).unwrap_or(u32::MAX);
+        let drained = tokio::time::timeout(grace, self.shared.in_flight.acquire_many(all)).await;
+        if drained.is_err() {
+            for control in lock(&self.shared.calls).values() {
+                control.cancel.cancel();
+            }
+        }
+        let service = lock(&self.shared.service).take();
+        if let Some(service) = service {
+            let _ = service.stop().await;
+        }
+    }
+
+    fn halt(&mut self) {
+        for task in self.tasks.drain(..) {
+            task.abort();
+        }
+        for (_, task) in lock(&self.shared.endpoints).drain() {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+#[derive(Debug)]
+struct Shared {
+    client: async_nats::Client,
+    registry: Registry,
+    prefix: String,
+    id: String,
+    /// This worker's control subject.
+    control: String,
+    /// Running calls by call id: how to cancel them and feed their credits.
+    calls: Mutex<HashMap<String, Arc<Control>>>,
+    in_flight: Arc<Semaphore>,
+    max_in_flight: usize,
+    /// The endpoint task of each served tool.
+    endpoints: Mutex<HashMap<String, JoinHandle<()>>>,
+    service: Mutex<Option<service::Service>>,
+}
+
+#[derive(Debug)]
+struct Control {
+    cancel: CancellationToken,
+    /// Items the consumer can still take.
+    credit: Semaphore,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn nats_error(what: &str, err: &(dyn std::error::Error + '_)) -> ToolError {
+    ToolError::custom("UNREACHABLE", 503, format!("NATS: cannot {what}: {err}"))
+}
+
+impl Shared {
+    async fn endpoint(
+        &self,
+        name: &str,
+        subject: &str,
+        metadata: HashMap<String, String>,
+    ) -> Result<service::endpoint::Endpoint, ToolError> {
+        let builder = {
+            let service = lock(&self.service);
+            let Some(service) = service.as_ref() else {
+                return Err(ToolError::custom("STOPPED", 503, "the worker is stopped"));
+            };
+            service.endpoint_builder()
+        };
+        builder
+            .name(name)
+            .metadata(metadata)
+            .add(subject)
+            .await
+            .map_err(|e| nats_error(&format!("add the endpoint `{subject}`"), &*e))
+    }
+}
+
+/// Adds an endpoint for every callable tool that has none and removes the
+/// endpoints of tools that are gone; tells clients when something changed.
+async fn sync(shared: &Arc<Shared>) {
+    let wanted: HashMap<String, crate::ToolDefinition> = shared
+        .registry
+        .definitions()
+        .into_iter()
+        .filter(|def| def.api && wire::subject_safe(&def.name))
+        .map(|def| (def.name.clone(), def))
+        .collect();
+    let mut changed = false;
+    {
+        let mut endpoints = lock(&shared.endpoints);
+        endpoints.retain(|name, task| {
+            let keep = wanted.contains_key(name);
+            if !keep {
+                task.abort();
+                changed = true;
+            }
+            keep
+        });
+    }
+    for (name, def) in wanted {
+        if lock(&shared.endpoints).contains_key(&name) {
+            continue;
+        }
+        let mut metadata = HashMap::new();
+        metadata.insert("tool".to_owned(), name.clone());
+        if def.stream {
+            metadata.insert("stream".to_owned(), "true".to_owned());
+        }
+        let endpoint_name: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        let subject = wire::call_subject(&shared.prefix, &name);
+        match shared.endpoint(&endpoint_name, &subject, metadata).await {
+            Ok(endpoint) => {
+                let task = tokio::spawn(serve_tool(Arc::clone(shared), endpoint, name.clone()));
+                lock(&shared.endpoints).insert(name, task);
+                changed = true;
+            }
+            Err(err) => {
+                tracing::warn!(tool = %name, error = %err, "cannot serve the tool over NATS");
+            }
+        }
+    }
+    if changed {
+        // The worker's whole list rides along (when it fits), so a client learns of
+        // a tool even if the worker that answers its reload lacks it.
+        let mut event =
+            serde_json::json!({"worker": shared.id, "tools": wire::discovery(&shared.registry)});
+        if event.to_string().len() > shared.client.server_info().max_payload / 2 {
+            event = serde_json::json!({"worker": shared.id});
+        }
+        let _ = shared
+            .client
+            .publish(
+                wire::events_subject(&shared.prefix),
+                event.to_string().into(),
+            )
+            .await;
+    }
+}
+
+/// Follows the registry: every change to the catalog re-syncs the endpoints.
+async fn watch(shared: Arc<Shared>, mut events: crate::Subscription) {
+    loop {
+        match events.recv().await {
+            Ok(
+                RegistryEvent::Added { .. }
+                | RegistryEvent::Removed { .. }
+                | RegistryEvent::Cleared,
+            )
+            | Err(SubscriptionError::Lagged(_)) => sync(&shared).await,
+            Ok(_) => {}
+            Err(SubscriptionError::Closed) => return,
+        }
+    }
+}
+
+async fn serve_discovery(shared: Arc<Shared>, mut endpoint: service::endpoint::Endpoint) {
+    while let Some(request) = endpoint.next().await {
+        let body = wire::discovery(&shared.registry).to_string();
+        let _ = request.respond(Ok(body.into())).await;
+    }
+}
+
+async fn serve_control(shared: Arc<Shared>, mut subscriber: async_nats::Subscriber) {
+    while let Some(message) = subscriber.next().await {
+        let headers = message.headers.as_ref();
+        let Some(id) = wire::header(headers, CALL_ID) else {
+            continue;
+        };
+        let Some(control) = lock(&shared.calls).get(id).cloned() else {
+            continue;
+        };
+        if let Some(credit) = wire::header(headers, CREDIT).and_then(|c| c.parse::<u32>().ok()) {
+            let room = (*WINDOW.end() as usize).saturating_sub(control.credit.available_permits());
+            control.credit.add_permits((credit as usize).min(room));
+        }
+        if wire::header(headers, CANCEL).is_some() {
+            control.cancel.cancel();
+        }
+    }
+}
+
+async fn serve_tool(shared: Arc<Shared>, mut endpoint: service::endpoint::Endpoint, tool: String) {
+    while let Some(request) = endpoint.next().await {
+        tokio::spawn(handle(Arc::clone(&shared), request, tool.clone()));
+    }
+}
+
+/// What a call asked for in its headers.
+struct Asked {
+    call_id: String,
+    options: CallOptions,
+    heartbeat: Option<Duration>,
+    window: Option<u32>,
+}
+
+/// Numbers the calls that came without an id.
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn asked(headers: Option<&HeaderMap>, worker: &str) -> Result<Asked, ToolError> {
+    let number = |name: &str| -> Result<Option<u64>, ToolError> {
+        wire::header(headers, name)
+            .map(|text| {
+                text.parse::<u64>().map_err(|_| {
+                    ToolError::custom(
+                        "INVALID_HEADER",
+                        400,
+                        format!("`{name}` must be a whole number, not `{text}`"),
+                    )
+                })
+            })
+            .transpose()
+    };
+    let mut options = CallOptions::new();
+    if let Some(ms) = number(wire::TIMEOUT)? {
+        options = options.timeout(Duration::from_millis(ms));
+    }
+    if let Some(caller) = wire::header(headers, CALLER) {
+        options = options.caller(caller);
+    }
+    if let Some(parent) = wire::header(headers, wire::TRACEPARENT) {
+        options = options.insert(TraceParent(parent.to_owned()));
+    }
+    let heartbeat = number(HEARTBEAT)?
+        .map(|ms| Duration::from_millis(ms.clamp(*HEARTBEAT_MS.start(), *HEARTBEAT_MS.end())));
+    let window = number(STREAM)?.map(|n| {
+        u32::try_from(n)
+            .unwrap_or(u32::MAX)
+            .clamp(*WINDOW.start(), *WINDOW.end())
+    });
+    let call_id = wire::header(headers, CALL_ID).map_or_else(
+        || {
+            format!(
+                "{}-{}",
+                worker,
+                NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            )
+        },
+        str::to_owned,
+    );
+    Ok(Asked {
+        call_id,
+        options,
+        heartbeat,
+        window,
+    })
+}
+
+/// Removes a call's control entry when the call ends, however it ends.
+struct Registered<'a> {
+    shared: &'a Shared,
+    id: String,
+    control: Arc<Control>,
+    heartbeat: Option<JoinHandle<()>>,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        if let Some(task) = self.heartbeat.take() {
+            task.abort();
+        }
+        let mut calls = lock(&self.shared.calls);
+        if calls
+            .get(&self.id)
+            .is_some_and(|c| Arc::ptr_eq(c, &self.control))
+        {
+            calls.remove(&self.id);
+        }
+    }
+}
+
+async fn handle(shared: Arc<Shared>, request: Request, tool: String) {
+    let Some(reply) = request.message.reply.clone() else {
+        // A publish with nowhere to answer: nothing can be run for it.
+        return;
+    };
+    let headers = request.message.headers.as_ref();
+    let asked = match asked(headers, &shared.id) {
+        Ok(asked) => asked,
+        Err(err) => return respond_error(&request, &err).await,
+    };
+    let args = match wire::arguments(&request.message.payload) {
+        Ok(args) => args,
+        Err(err) => return respond_error(&request, &err).await,
+    };
+    let Ok(_permit) = Arc::clone(&shared.in_flight).try_acquire_owned() else {
+        let err = ToolError::custom(
+            "OVERLOADED",
+            503,
+            format!(
+                "the worker runs {} calls already; try again or another worker",
+                shared.max_in_flight
+            ),
+        );
+        return respond_error(&request, &err).await;
+    };
+    let control = Arc::new(Control {
+        cancel: CancellationToken::new(),
+        credit: Semaphore::new(asked.window.unwrap_or(0) as usize),
+    });
+    lock(&shared.calls).insert(asked.call_id.clone(), Arc::clone(&control));
+    let heartbeat = asked.heartbeat.map(|every| {
+        let client = shared.client.clone();
+        let reply = reply.clone();
+        let control_subject = shared.control.clone();
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(every);
+            ticks.tick().await;
+            loop {
+                ticks.tick().await;
+                let mut headers = HeaderMap::new();
+                headers.insert(KIND, wire::KIND_HEARTBEAT);
+                headers.insert(CONTROL, wire::header_value(&control_subject));
+                if client
+                    .publish_with_headers(reply.clone(), headers, bytes::Bytes::new())
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        })
+    });
+    let registered = Registered {
+        shared: &shared,
+        id: asked.call_id.clone(),
+        control: Arc::clone(&control),
+        heartbeat,
+    };
+    let options = asked
+        .options
+        .cancel_on(control.cancel.clone())
+        .call_id(asked.call_id.clone());
+    let span = tracing::debug_span!("nats_call", tool = %tool, call_id = %asked.call_id);
+    let work = async {
+        if asked.window.is_some() {
+            stream(&shared, &request, reply, &tool, args, options, &control).await;
+        } else {
+            match shared.registry.with(options).run(&tool, args).await {
+                Ok(value) => respond_value(&shared, &request, &value).await,
+                Err(err) => respond_error(&request, &err).await,
+            }
+        }
+    };
+    tracing::Instrument::instrument(work, span).await;
+    drop(registered);
+}
+
+/// Runs a streaming call: each item one message, never more ahead of the consumer
+/// than its credits, then an end marker or the error.
+async fn stream(
+    shared: &Shared,
+    request: &Request,
+    reply: Subject,
+    tool: &str,
+    args: Value,
+    options: CallOptions,
+    control: &Control,
+) {
+    let mut items = shared.registry.with(options).run_stream(tool, args);
+    loop {
+        let next = tokio::select! {
+            next = items.next() => next,
+            () = control.cancel.cancelled() => return,
+        };
+        match next {
+            None => {
+                let mut headers = HeaderMap::new();
+                headers.insert(KIND, wire::KIND_END);
+                let _ = request
+                    .respond_with_headers(Ok(bytes::Bytes::new()), headers)
+                    .await;
+                return;
+            }
+            Some(Err(err)) => return respond_error(request, &err).await,
+            Some(Ok(item)) => {
+                let credit = tokio::select! {
+                    credit = control.credit.acquire() => credit,
+                    () = control.cancel.cancelled() => return,
+                };
+                match credit {
+                    Ok(permit) => permit.forget(),
+                    Err(_) => return,
+                }
+                let body = match encode(shared, &item) {
+                    Ok(body) => body,
+                    Err(err) => return respond_error(request, &err).await,
+                };
+                let mut headers = HeaderMap::new();
+                headers.insert(KIND, wire::KIND_ITEM);
+                headers.insert(CONTROL, wire::header_value(&shared.control));
+                if let Err(err) = shared
+                    .client
+                    .publish_with_headers(reply.clone(), headers, body)
+                    .await
+                {
+                    tracing::debug!(tool, error = %err, "a stream's consumer is gone");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// A value as a payload, refused when it is larger than the server takes.
+fn encode(shared: &Shared, value: &Value) -> Result<bytes::Bytes, ToolError> {
+    let body = serde_json::to_vec(value).map_err(|e| ToolError::Output {
+        message: e.to_string(),
+    })?;
+    // Room for the headers an answer carries.
+    let max = shared.client.server_info().max_payload.saturating_sub(1024);
+    if body.len() > max {
+        return Err(ToolError::custom(
+            "TOO_LARGE",
+            413,
+            format!(
+                "the answer is {} bytes; the NATS server takes {max} in one message",
+                body.len()
+            ),
+        ));
+    }
+    Ok(body.into())
+}
+
+async fn respond_value(shared: &Shared, request: &Request, value: &Value) {
+    match encode(shared, value) {
+        Ok(body) => {
+            let _ = request.respond(Ok(body)).await;
+        }
+        Err(err) => respond_error(request, &err).await,
+    }
+}
+
+async fn respond_error(request: &Request, err: &ToolError) {
+    let message = err.to_string().replace(['\r', '\n'], " ");
+    let status = service::error::Error {
+        status: message,
+        code: usize::from(err.status()),
+    };
+    let _ = request
+        .respond_with_headers(Err(status), wire::error_headers(err))
+        .await;
+}
