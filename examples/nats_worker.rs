@@ -1,0 +1,68 @@
+//! A NATS worker serving the demo catalog: `cargo run --example nats_worker`.
+//!
+//! Start `nats-server` first, then as many workers as you like (each in its own
+//! terminal or in the background): they join one queue group and share the calls.
+//! `--url nats://HOST:PORT` (or `NATS_URL`) says where the server is, `--prefix`
+//! the subject prefix (`toolfunc`). Besides the demo tools it serves `work`, which
+//! says which worker process ran it.
+
+mod demo;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolfunc::{Registry, tool};
+
+/// Works for `ms` milliseconds (at most 10 s) and says which worker process did it.
+/// Safe to run twice: a client retries it on another worker if this one is lost.
+#[tool(annotations(read_only, idempotent))]
+async fn work(
+    /// How long to work, in milliseconds.
+    ms: u64,
+) -> Value {
+    tokio::time::sleep(Duration::from_millis(ms.min(10_000))).await;
+    json!({"worker": std::process::id(), "ms": ms})
+}
+
+fn usage() -> ! {
+    eprintln!("usage: nats_worker [--url nats://127.0.0.1:4222] [--prefix toolfunc]");
+    std::process::exit(2)
+}
+
+#[tokio::main]
+async fn main() {
+    let mut url = std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".into());
+    let mut prefix = "toolfunc".to_owned();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--url" => url = args.next().unwrap_or_else(|| usage()),
+            "--prefix" => prefix = args.next().unwrap_or_else(|| usage()),
+            _ => usage(),
+        }
+    }
+    let worker = match toolfunc::nats::Worker::builder(Registry::global().clone())
+        .prefix(&prefix)
+        .connect(&url)
+        .await
+    {
+        Ok(worker) => worker,
+        Err(err) => {
+            eprintln!("cannot start the worker: {err} (is nats-server running at {url}?)");
+            std::process::exit(1);
+        }
+    };
+    println!(
+        "toolfunc NATS worker {} (pid {}) serving {} tools on {url} under `{prefix}.call.<tool>`",
+        worker.id(),
+        std::process::id(),
+        worker.tools().len()
+    );
+    println!();
+    println!("  cargo run --example nats_client                 # calls them from Rust");
+    println!("  nats req {prefix}.call.add '{{\"a\":1,\"b\":2}}'        # from the NATS CLI: 3.0");
+    println!("  nats req {prefix}.call.work '{{\"ms\":100}}'           # which worker ran it");
+    println!("  nats micro info toolfunc                        # $SRV discovery and stats");
+    let _ = tokio::signal::ctrl_c().await;
+    worker.stop(Duration::from_secs(5)).await;
+}
