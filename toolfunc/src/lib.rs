@@ -75,9 +75,9 @@ mod task;
 mod tool;
 pub mod transport;
 
-/// The README's examples, compiled and run as doc tests (they include the HTTP and MCP
-/// layers).
-#[cfg(all(doctest, feature = "http", feature = "mcp"))]
+/// The README's examples, compiled and run as doc tests (they include the HTTP, MCP
+/// and NATS layers).
+#[cfg(all(doctest, feature = "http", feature = "mcp", feature = "nats"))]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
 
