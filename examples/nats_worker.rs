@@ -3,14 +3,16 @@
 //! Start `nats-server` first, then as many workers as you like (each in its own
 //! terminal or in the background): they join one queue group and share the calls.
 //! `--url nats://HOST:PORT` (or `NATS_URL`) says where the server is, `--prefix`
-//! the subject prefix (`toolfunc`). Besides the demo tools it serves `work`, which
-//! says which worker process ran it.
+//! the subject prefix (`toolfunc`), `--durable` takes durable calls too (start
+//! `nats-server -js`; `--ack-wait MS` says how long a silent worker keeps one).
+//! Besides the demo tools it serves `work`, which says which worker process ran it.
 
 mod demo;
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use toolfunc::nats::DurableSettings;
 use toolfunc::{Registry, tool};
 
 /// Works for `ms` milliseconds (at most 10 s) and says which worker process did it.
@@ -25,7 +27,9 @@ async fn work(
 }
 
 fn usage() -> ! {
-    eprintln!("usage: nats_worker [--url nats://127.0.0.1:4222] [--prefix toolfunc]");
+    eprintln!(
+        "usage: nats_worker [--url nats://127.0.0.1:4222] [--prefix toolfunc] [--durable [--ack-wait MS]]"
+    );
     std::process::exit(2)
 }
 
@@ -33,19 +37,28 @@ fn usage() -> ! {
 async fn main() {
     let mut url = std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".into());
     let mut prefix = "toolfunc".to_owned();
+    let mut durable = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--url" => url = args.next().unwrap_or_else(|| usage()),
             "--prefix" => prefix = args.next().unwrap_or_else(|| usage()),
+            "--durable" => durable = Some(DurableSettings::new()),
+            "--ack-wait" => {
+                let ms = args
+                    .next()
+                    .and_then(|ms| ms.parse().ok())
+                    .unwrap_or_else(|| usage());
+                durable = Some(DurableSettings::new().ack_wait(Duration::from_millis(ms)));
+            }
             _ => usage(),
         }
     }
-    let worker = match toolfunc::nats::Worker::builder(Registry::global().clone())
-        .prefix(&prefix)
-        .connect(&url)
-        .await
-    {
+    let mut builder = toolfunc::nats::Worker::builder(Registry::global().clone()).prefix(&prefix);
+    if let Some(settings) = durable {
+        builder = builder.durable(settings);
+    }
+    let worker = match builder.connect(&url).await {
         Ok(worker) => worker,
         Err(err) => {
             eprintln!("cannot start the worker: {err} (is nats-server running at {url}?)");

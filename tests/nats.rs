@@ -267,9 +267,20 @@ async fn hidden_tools_are_not_reachable() {
             )
             .unwrap();
     }
-    let _worker = worker(&server, registry).await;
+    let _worker = Worker::builder(registry)
+        .durable(toolfunc::nats::DurableSettings::new().max_deliver(2))
+        .connect(&server.url())
+        .await
+        .unwrap();
     let client = Client::connect(&server.url()).await.unwrap();
     assert_eq!(client.names(), ["open"]);
+    // Not as a durable call either.
+    let id = client.submit("secret", json!({})).await.unwrap();
+    let err = tokio::time::timeout(Duration::from_secs(10), client.wait(&id))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(err.code(), "NOT_FOUND");
     assert_eq!(
         client.run("secret", json!({})).await.unwrap_err().code(),
         "NOT_FOUND"
@@ -510,4 +521,75 @@ async fn a_stopped_worker_leaves_the_others_serving() {
     // Unreachable servers are named.
     let err = Client::connect("nats://127.0.0.1:1").await.unwrap_err();
     assert_eq!(err.code(), "UNREACHABLE");
+}
+
+#[tokio::test]
+async fn durable_calls_are_stored_run_once_and_kept() {
+    let server = NatsServer::start();
+    let client = Client::connect(&server.url()).await;
+    // No worker yet: nothing serves, and durable calls are not set up.
+    assert_eq!(client.unwrap_err().code(), "NO_WORKER");
+    let registry = demo::catalog();
+    let runs = Arc::new(AtomicUsize::new(0));
+    {
+        let runs = Arc::clone(&runs);
+        registry
+            .register(
+                ToolFunc::builder("count")
+                    .handler_sync(move |ctx, _args| {
+                        Ok(json!({"run": runs.fetch_add(1, Ordering::SeqCst), "id": ctx.call_id()}))
+                    })
+                    .build()
+                    .unwrap(),
+            )
+            .unwrap();
+    }
+    let _worker = Worker::builder(registry)
+        .durable(toolfunc::nats::DurableSettings::new())
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let client = Client::connect(&server.url()).await.unwrap();
+    let id = client.submit("count", json!({})).await.unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(10), client.wait(&id))
+        .await
+        .expect("the durable call finished")
+        .unwrap();
+    assert_eq!(result["run"], 0);
+    assert_eq!(
+        result["id"],
+        json!(id),
+        "the worker's Ctx carries the call id"
+    );
+    // Polled from another client, the outcome is kept.
+    let other = Client::connect(&server.url()).await.unwrap();
+    match other.poll(&id).await.unwrap() {
+        toolfunc::ledger::TaskPoll::Done(Ok(value)) => assert_eq!(value, result),
+        poll => panic!("expected the kept outcome, got {poll:?}"),
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "a durable call ran once");
+    // Errors are kept too, with their codes.
+    let id = client
+        .submit("users", json!({"act": "get", "id": "99"}))
+        .await
+        .unwrap();
+    let err = client.wait(&id).await.unwrap_err();
+    assert_eq!(err.code(), "USER_NOT_FOUND");
+    let id = client
+        .submit("add", json!({"a": "x", "b": 1}))
+        .await
+        .unwrap();
+    assert_eq!(client.wait(&id).await.unwrap_err().code(), "ARGUMENTS");
+    // A tool no worker has ends as NOT_FOUND, after every worker gave it back.
+    let id = client.submit("nope", json!({})).await.unwrap();
+    let err = tokio::time::timeout(Duration::from_secs(10), client.wait(&id))
+        .await
+        .expect("an unknown tool's call ends")
+        .unwrap_err();
+    assert_eq!(err.code(), "NOT_FOUND");
+    // An id no call has.
+    assert_eq!(
+        client.poll("no-such-id").await.unwrap_err().code(),
+        "NOT_FOUND"
+    );
 }

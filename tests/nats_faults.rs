@@ -1,7 +1,8 @@
 //! A worker killed under load: three `nats_worker` processes share calls from one
 //! client; one is killed with SIGKILL mid-load. Every idempotent call completes
-//! (retried on another worker), every other call either completes or fails with
-//! `WORKER_LOST`, none outlives its deadline, and the counts add up.
+//! (retried on another worker), every durable call completes (redelivered by
+//! JetStream), every other call either completes or fails with `WORKER_LOST`, none
+//! outlives its deadline, and the counts add up.
 
 #[path = "support/nats.rs"]
 mod nats_server;
@@ -42,7 +43,7 @@ fn example_worker() -> PathBuf {
 /// Starts a worker process and waits for its ready line.
 async fn start_worker(url: &str) -> Child {
     let mut child = Command::new(example_worker())
-        .args(["--url", url])
+        .args(["--url", url, "--ack-wait", "1000"])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
@@ -91,6 +92,12 @@ async fn a_killed_worker_loses_no_idempotent_call_and_hangs_none() {
     assert!(client.has("work") && client.has("sleep"));
     let deadline = Duration::from_secs(10);
     let runner = client.with(CallOptions::new().timeout(deadline));
+    // Durable calls, taken by the workers from JetStream (10 per worker at a time
+    // at most, so the victim holds some when it dies).
+    let mut durable = Vec::new();
+    for _ in 0..60 {
+        durable.push(client.submit("sleep", json!({"ms": 300})).await.unwrap());
+    }
     // Waves of calls, half idempotent (`work`), half not (`sleep`), each 300 ms.
     let mut calls = Vec::new();
     for wave in 0..6 {
@@ -135,8 +142,19 @@ async fn a_killed_worker_loses_no_idempotent_call_and_hangs_none() {
             Err(err) => counts.other.push(format!("{}: {err}", err.code())),
         }
     }
+    let mut kept = Counts::default();
+    for id in &durable {
+        kept.sent += 1;
+        match tokio::time::timeout(Duration::from_secs(20), client.wait(id)).await {
+            Ok(Ok(_)) => kept.ok += 1,
+            Ok(Err(err)) => kept.other.push(format!("{}: {err}", err.code())),
+            Err(_) => kept.late += 1,
+        }
+    }
     println!("idempotent `work`: {idempotent:?}");
     println!("plain `sleep`:     {plain:?}");
+    println!("durable `sleep`:   {kept:?}");
+    assert_eq!(kept.ok, kept.sent, "every durable call completed: {kept:?}");
     assert_eq!(idempotent.sent + plain.sent, 240);
     assert_eq!(
         idempotent.ok, idempotent.sent,

@@ -31,7 +31,10 @@ impl NatsServer {
         let config = dir.join("nats.conf");
         std::fs::write(
             &config,
-            format!("listen: 127.0.0.1:{port}\nserver_name: test{port}\n{extra}\n"),
+            format!(
+                "listen: 127.0.0.1:{port}\nserver_name: test{port}\njetstream: {{store_dir: \"{}\"}}\n{extra}\n",
+                dir.join("js").display()
+            ),
         )
         .expect("the config");
         let child = Command::new("nats-server")

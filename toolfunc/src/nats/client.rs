@@ -122,6 +122,7 @@ impl ClientBuilder {
         let follow = tokio::spawn(follow(events, Arc::clone(&remote), registry.clone()));
         Ok(Client {
             registry,
+            tasks: super::durable::Tasks::new(nats.clone(), prefix.clone()),
             remote,
             _follow: Arc::new(Abort(follow)),
         })
@@ -153,6 +154,7 @@ impl ClientBuilder {
 pub struct Client {
     registry: Registry,
     remote: Arc<Remote>,
+    tasks: super::durable::Tasks,
     _follow: Arc<Abort>,
 }
 
@@ -198,6 +200,36 @@ impl Client {
             return self.registry.run(name, args).await;
         }
         self.remote.call(None, name, args).await
+    }
+
+    /// Submits a durable call of the tool `name` (workers started with
+    /// [`WorkerBuilder::durable`](super::WorkerBuilder::durable) take it) and
+    /// returns its id once JetStream has stored it: from then on no worker's death
+    /// loses it. [`poll`](Self::poll) or [`wait`](Self::wait) for its outcome, from
+    /// this client or any other.
+    pub async fn submit(&self, name: &str, args: Value) -> Result<String, ToolError> {
+        let canonical = self
+            .registry
+            .get(name)
+            .map_or_else(|| name.to_owned(), |tool| tool.name().to_owned());
+        if !wire::subject_safe(&canonical) {
+            return Err(ToolError::not_found(name));
+        }
+        let payload = self.remote.payload(&args)?;
+        let id = self.remote.call_id();
+        self.tasks.submit(&id, &canonical, payload, None).await?;
+        Ok(id)
+    }
+
+    /// Where a durable call stands: still queued or working, or done with its
+    /// outcome. `NOT_FOUND` for an id no call has (or whose outcome expired).
+    pub async fn poll(&self, id: &str) -> Result<crate::ledger::TaskPoll, ToolError> {
+        self.tasks.poll(id).await
+    }
+
+    /// Waits for a durable call's outcome (bound it with `tokio::time::timeout`).
+    pub async fn wait(&self, id: &str) -> Result<Value, ToolError> {
+        self.tasks.wait(id).await
     }
 
     /// Runs the tool `name` and yields its items as the worker sends them.

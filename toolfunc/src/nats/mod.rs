@@ -18,6 +18,8 @@
 //! | `toolfunc.events` | clients | a worker's catalog changed: `{"worker": id, "tools": {..}}` |
 //! | `toolfunc.ctl` | every worker | control messages (cancel) for a call by id |
 //! | `toolfunc.ctl.<worker>` | that worker | control messages (credit, cancel) for its calls |
+//! | `toolfunc.task.<tool>` | stream `TOOLFUNC_TASKS`, consumer `workers` | durable calls ([`WorkerBuilder::durable`]) |
+//! | `$KV.toolfunc_results.<id>` | bucket `toolfunc_results` | a durable call's state and outcome |
 //!
 //! # Headers
 //!
@@ -46,7 +48,9 @@
 //! and the worker is taken for lost: an idempotent call (`annotations(idempotent)`)
 //! is sent to another worker within its deadline, any other call fails with
 //! `WORKER_LOST`. A caller that gives up (drops the call, or its deadline passes)
-//! sends a cancel the worker acts on, as an HTTP disconnect does.
+//! sends a cancel the worker acts on, as an HTTP disconnect does. Durable calls
+//! ([`Client::submit`]) are stored in JetStream before they are acknowledged and
+//! redelivered to another worker when theirs dies: at least once.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), toolfunc::ToolError> {
@@ -66,6 +70,7 @@
 //! ```
 
 mod client;
+mod durable;
 mod wire;
 mod worker;
 
@@ -73,6 +78,7 @@ mod worker;
 /// options of your own (`async_nats::ConnectOptions`: credentials, TLS).
 pub use async_nats;
 pub use client::{Client, ClientBuilder};
+pub use durable::DurableSettings;
 pub use worker::{Worker, WorkerBuilder};
 
 /// The W3C trace context (`traceparent`) of a call that came over NATS, in its

@@ -13,6 +13,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 use super::TraceParent;
+use super::durable::DurableSettings;
 use super::wire::{self, CALL_ID, CALLER, CANCEL, CONTROL, CREDIT, HEARTBEAT, KIND, STREAM};
 use crate::registry::SubscriptionError;
 use crate::{CallOptions, CancellationToken, Registry, RegistryEvent, ToolError};
@@ -34,6 +35,7 @@ pub struct WorkerBuilder {
     version: String,
     description: Option<String>,
     max_in_flight: usize,
+    durable: Option<DurableSettings>,
 }
 
 impl WorkerBuilder {
@@ -66,6 +68,16 @@ impl WorkerBuilder {
     /// `OVERLOADED` (503) at once, so the caller can go elsewhere.
     pub fn max_in_flight(mut self, max: usize) -> Self {
         self.max_in_flight = max.max(1);
+        self
+    }
+
+    /// Also takes durable calls (JetStream must be on in the server): calls
+    /// submitted with [`Client::submit`](super::Client::submit) are stored before
+    /// they are acknowledged, taken by one worker at a time, given to another if
+    /// that worker dies, and their outcomes kept for the retention time. A durable
+    /// call runs at least once: make its tool safe to run again.
+    pub fn durable(mut self, settings: DurableSettings) -> Self {
+        self.durable = Some(settings);
         self
     }
 
@@ -126,6 +138,18 @@ impl WorkerBuilder {
                 .map_err(|e| nats_error("subscribe to the control subject", &e))?;
             tasks.push(tokio::spawn(serve_control(Arc::clone(&shared), subscriber)));
         }
+        if let Some(settings) = self.durable {
+            tasks.push(
+                super::durable::serve(
+                    client.clone(),
+                    self.registry.clone(),
+                    prefix.clone(),
+                    id.clone(),
+                    settings,
+                )
+                .await?,
+            );
+        }
         let events = self.registry.subscribe();
         sync(&shared).await;
         tasks.push(tokio::spawn(watch(Arc::clone(&shared), events)));
@@ -165,6 +189,7 @@ impl Worker {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             description: None,
             max_in_flight: MAX_IN_FLIGHT,
+            durable: None,
         }
     }
 

@@ -1,0 +1,490 @@
+//! Durable calls on JetStream: a submitted call is stored in a work-queue stream
+//! before it is acknowledged, workers take it from a shared durable consumer (a
+//! worker that dies mid-call has it redelivered to another), and the outcome is
+//! kept in a key-value bucket for the retention time.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_nats::HeaderMap;
+use async_nats::jetstream::{self, AckKind, consumer, kv, stream};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use super::wire::{self, CALL_ID, CALLER};
+use crate::ledger::{TaskInfo, TaskPoll, TaskStatus};
+use crate::{CallOptions, Registry, ToolError};
+
+/// How durable calls are kept: how long a worker may go silent before its call
+/// goes to another, how often a call is tried, how long outcomes are kept, how
+/// many calls may wait. Workers that serve durable calls set it with
+/// [`WorkerBuilder::durable`](super::WorkerBuilder::durable); the first one to
+/// start creates the stream and the bucket with it.
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct DurableSettings {
+    pub(crate) ack_wait: Duration,
+    pub(crate) max_deliver: i64,
+    pub(crate) retention: Duration,
+    pub(crate) max_pending: i64,
+    pub(crate) per_worker: usize,
+}
+
+impl Default for DurableSettings {
+    fn default() -> Self {
+        Self {
+            ack_wait: Duration::from_secs(30),
+            max_deliver: 5,
+            retention: Duration::from_secs(3600),
+            max_pending: 100_000,
+            per_worker: 16,
+        }
+    }
+}
+
+impl DurableSettings {
+    /// The defaults: 30 s of silence, 5 tries, outcomes kept 1 h, 100,000 calls
+    /// waiting at most, 16 running on each worker at most.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How long a worker may go without a sign of life (it sends one every third
+    /// of this while a call runs) before its call is given to another worker.
+    pub fn ack_wait(mut self, wait: Duration) -> Self {
+        self.ack_wait = wait.max(Duration::from_millis(300));
+        self
+    }
+
+    /// How often a call is delivered at most (a worker lost each time).
+    pub fn max_deliver(mut self, times: u32) -> Self {
+        self.max_deliver = i64::from(times.max(1));
+        self
+    }
+
+    /// How long an outcome is kept after it is written.
+    pub fn retention(mut self, keep: Duration) -> Self {
+        self.retention = keep.max(Duration::from_secs(1));
+        self
+    }
+
+    /// How many durable calls one worker runs at once (it takes no more from the
+    /// stream until one ends), so the others share the queue.
+    pub fn per_worker(mut self, calls: usize) -> Self {
+        self.per_worker = calls.max(1);
+        self
+    }
+
+    /// How many calls may wait in the stream; one more is refused when submitted.
+    pub fn max_pending(mut self, calls: u32) -> Self {
+        self.max_pending = i64::from(calls.max(1));
+        self
+    }
+}
+
+/// The stream, consumer and bucket names of a prefix.
+pub(crate) fn stream_name(prefix: &str) -> String {
+    format!("{}_TASKS", name_part(prefix).to_ascii_uppercase())
+}
+
+pub(crate) fn bucket_name(prefix: &str) -> String {
+    format!("{}_results", name_part(prefix))
+}
+
+const CONSUMER: &str = "workers";
+
+fn name_part(prefix: &str) -> String {
+    prefix
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// `<prefix>.task.<tool>`: the subjects of the stream.
+pub(crate) fn task_subject(prefix: &str, tool: &str) -> String {
+    format!("{prefix}.task.{tool}")
+}
+
+fn jetstream_error(what: &str, err: &dyn std::fmt::Display) -> ToolError {
+    ToolError::custom(
+        "UNREACHABLE",
+        503,
+        format!("JetStream: cannot {what}: {err}"),
+    )
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Opens (or creates) the stream and the bucket.
+pub(crate) async fn open(
+    js: &jetstream::Context,
+    prefix: &str,
+    settings: &DurableSettings,
+) -> Result<(stream::Stream, kv::Store), ToolError> {
+    let stream = js
+        .get_or_create_stream(stream::Config {
+            name: stream_name(prefix),
+            subjects: vec![task_subject(prefix, ">")],
+            retention: stream::RetentionPolicy::WorkQueue,
+            max_messages: settings.max_pending,
+            discard: stream::DiscardPolicy::New,
+            storage: stream::StorageType::File,
+            duplicate_window: Duration::from_secs(120),
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| jetstream_error("open the task stream", &e))?;
+    let store = open_bucket(js, prefix, Some(settings)).await?;
+    Ok((stream, store))
+}
+
+/// The bucket; created with `settings` when it is missing and they are given.
+pub(crate) async fn open_bucket(
+    js: &jetstream::Context,
+    prefix: &str,
+    settings: Option<&DurableSettings>,
+) -> Result<kv::Store, ToolError> {
+    let bucket = bucket_name(prefix);
+    if let Ok(store) = js.get_key_value(&bucket).await {
+        return Ok(store);
+    }
+    let Some(settings) = settings else {
+        return Err(ToolError::custom(
+            "NO_WORKER",
+            503,
+            format!("no worker has set up durable calls under `{prefix}`"),
+        ));
+    };
+    // The bucket's stream, as the key-value convention lays it out (created
+    // directly: async-nats's `create_key_value` first reads account details in a
+    // shape nats-server 2.9 does not send).
+    js.get_or_create_stream(stream::Config {
+        name: format!("KV_{bucket}"),
+        subjects: vec![format!("$KV.{bucket}.>")],
+        max_messages_per_subject: 1,
+        max_age: settings.retention,
+        storage: stream::StorageType::File,
+        allow_rollup: true,
+        deny_delete: true,
+        allow_direct: true,
+        discard: stream::DiscardPolicy::New,
+        num_replicas: 1,
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| jetstream_error("create the result bucket", &e))?;
+    js.get_key_value(&bucket)
+        .await
+        .map_err(|e| jetstream_error("open the result bucket", &e))
+}
+
+/// Takes durable calls from the shared consumer and runs them until the task is
+/// aborted.
+pub(crate) async fn serve(
+    client: async_nats::Client,
+    registry: Registry,
+    prefix: String,
+    worker: String,
+    settings: DurableSettings,
+) -> Result<tokio::task::JoinHandle<()>, ToolError> {
+    let concurrency = settings.per_worker;
+    let js = jetstream::new(client);
+    let (stream, store) = open(&js, &prefix, &settings).await?;
+    let consumer: consumer::PullConsumer = stream
+        .get_or_create_consumer(
+            CONSUMER,
+            consumer::pull::Config {
+                durable_name: Some(CONSUMER.to_owned()),
+                ack_policy: consumer::AckPolicy::Explicit,
+                ack_wait: settings.ack_wait,
+                max_deliver: settings.max_deliver,
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(|e| jetstream_error("open the workers' consumer", &e))?;
+    let mut messages = consumer
+        .stream()
+        .max_messages_per_batch(concurrency)
+        .messages()
+        .await
+        .map_err(|e| jetstream_error("take durable calls", &e))?;
+    let limit = Arc::new(tokio::sync::Semaphore::new(concurrency));
+    let skip = task_subject(&prefix, "").len();
+    Ok(tokio::spawn(async move {
+        while let Some(next) = messages.next().await {
+            let Ok(message) = next else { continue };
+            let Ok(permit) = Arc::clone(&limit).acquire_owned().await else {
+                return;
+            };
+            let job = Job {
+                registry: registry.clone(),
+                store: store.clone(),
+                worker: worker.clone(),
+                ack_wait: settings.ack_wait,
+                max_deliver: settings.max_deliver,
+                skip,
+            };
+            tokio::spawn(async move {
+                job.run(message).await;
+                drop(permit);
+            });
+        }
+    }))
+}
+
+struct Job {
+    registry: Registry,
+    store: kv::Store,
+    worker: String,
+    ack_wait: Duration,
+    max_deliver: i64,
+    skip: usize,
+}
+
+impl Job {
+    async fn run(self, message: jetstream::Message) {
+        let tool = message
+            .subject
+            .get(self.skip..)
+            .unwrap_or_default()
+            .to_owned();
+        let headers = message.headers.as_ref();
+        let Some(id) = wire::header(headers, CALL_ID).map(str::to_owned) else {
+            // Not a call this crate sent: nothing to answer under.
+            let _ = message.ack_with(AckKind::Term).await;
+            return;
+        };
+        let attempt = message.info().map_or(1, |info| info.delivered);
+        let caller = wire::header(headers, CALLER).map(str::to_owned);
+        let submitted = wire::header(headers, "Tf-Submitted").and_then(|t| t.parse::<u64>().ok());
+        let record = |status: &str| {
+            json!({
+                "id": id, "tool": tool, "status": status, "worker": self.worker,
+                "attempt": attempt, "caller": caller, "submitted": submitted,
+                "updated": now_ms(),
+            })
+        };
+        // Hidden tools are not reachable over NATS, durable calls included.
+        let served = self
+            .registry
+            .get(&tool)
+            .is_some_and(|t| t.is_api() && wire::subject_safe(t.name()));
+        if !served && attempt < self.max_deliver {
+            // Another worker may serve it: give it back.
+            let _ = message
+                .ack_with(AckKind::Nak(Some(Duration::from_millis(200))))
+                .await;
+            return;
+        }
+        self.put(&id, record("working")).await;
+        // Signs of life while the call runs, so it is not given to another worker.
+        let beat = {
+            let every = self.ack_wait / 3;
+            let progress = message.clone();
+            tokio::spawn(async move {
+                let mut ticks = tokio::time::interval(every);
+                ticks.tick().await;
+                loop {
+                    ticks.tick().await;
+                    if progress.ack_with(AckKind::Progress).await.is_err() {
+                        return;
+                    }
+                }
+            })
+        };
+        let outcome = match wire::arguments(&message.payload) {
+            Ok(_) if !served => Err(ToolError::not_found_because(
+                tool.clone(),
+                "no NATS worker serves a tool by this name",
+            )),
+            Ok(args) => {
+                let options = CallOptions::new().call_id(id.clone());
+                let options = match &caller {
+                    Some(caller) => options.caller(caller.clone()),
+                    None => options,
+                };
+                self.registry.with(options).run(&tool, args).await
+            }
+            Err(err) => Err(err),
+        };
+        beat.abort();
+        let mut done = record(match outcome {
+            Ok(_) => "completed",
+            Err(_) => "failed",
+        });
+        match outcome {
+            Ok(value) => done["result"] = value,
+            Err(err) => done["error"] = serde_json::to_value(&err).unwrap_or(Value::Null),
+        }
+        if !self.put(&id, done).await {
+            // The outcome could not be kept (too large for the bucket): say so.
+            let err = ToolError::custom(
+                "TOO_LARGE",
+                413,
+                "the call's outcome is larger than the result bucket keeps",
+            );
+            let mut failed = record("failed");
+            failed["error"] = serde_json::to_value(&err).unwrap_or(Value::Null);
+            self.put(&id, failed).await;
+        }
+        // Acknowledged once the outcome is kept; confirmed, so a lost ack does not
+        // run the call again.
+        if message.double_ack().await.is_err() && attempt >= self.max_deliver {
+            tracing::warn!(%id, "the last delivery of a durable call could not be acknowledged");
+        }
+    }
+
+    async fn put(&self, id: &str, record: Value) -> bool {
+        let body = record.to_string();
+        match self.store.put(id, body.into()).await {
+            Ok(_) => true,
+            Err(err) => {
+                tracing::warn!(%id, error = %err, "cannot keep a durable call's state");
+                false
+            }
+        }
+    }
+}
+
+/// The client's side: submit, poll, wait.
+#[derive(Debug, Clone)]
+pub(crate) struct Tasks {
+    js: jetstream::Context,
+    prefix: String,
+    store: Arc<tokio::sync::OnceCell<kv::Store>>,
+}
+
+impl Tasks {
+    pub(crate) fn new(client: async_nats::Client, prefix: String) -> Self {
+        Self {
+            js: jetstream::new(client),
+            prefix,
+            store: Arc::new(tokio::sync::OnceCell::new()),
+        }
+    }
+
+    async fn store(&self) -> Result<&kv::Store, ToolError> {
+        self.store
+            .get_or_try_init(|| open_bucket(&self.js, &self.prefix, None))
+            .await
+    }
+
+    pub(crate) async fn submit(
+        &self,
+        id: &str,
+        tool: &str,
+        payload: bytes::Bytes,
+        caller: Option<&str>,
+    ) -> Result<(), ToolError> {
+        let store = self.store().await?;
+        let mut headers = HeaderMap::new();
+        headers.insert(CALL_ID, wire::header_value(id));
+        headers.insert("Nats-Msg-Id", wire::header_value(id));
+        let submitted = now_ms();
+        headers.insert("Tf-Submitted", submitted.to_string().as_str());
+        if let Some(caller) = caller {
+            headers.insert(CALLER, wire::header_value(caller));
+        }
+        let ack = self
+            .js
+            .publish_with_headers(task_subject(&self.prefix, tool), headers, payload)
+            .await
+            .map_err(|e| jetstream_error("submit the call", &e))?;
+        ack.await.map_err(|e| {
+            ToolError::custom(
+                "NOT_STORED",
+                503,
+                format!("the call to `{tool}` was not stored: {e}"),
+            )
+        })?;
+        // Stored: say so, unless a worker has already written what it does.
+        let queued = json!({
+            "id": id, "tool": tool, "status": "queued", "attempt": 0,
+            "caller": caller, "submitted": submitted, "updated": submitted,
+        });
+        let _ = store.create(id, queued.to_string().into()).await;
+        Ok(())
+    }
+
+    pub(crate) async fn poll(&self, id: &str) -> Result<TaskPoll, ToolError> {
+        let store = self.store().await?;
+        let entry = store
+            .get(id)
+            .await
+            .map_err(|e| jetstream_error("read the call's state", &e))?;
+        match entry {
+            Some(bytes) => Ok(decode(id, &bytes)),
+            None => Err(unknown(id)),
+        }
+    }
+
+    pub(crate) async fn wait(&self, id: &str) -> Result<Value, ToolError> {
+        let store = self.store().await?;
+        let mut watch = store
+            .watch_with_history(id)
+            .await
+            .map_err(|e| jetstream_error("watch the call's state", &e))?;
+        // A key that does not exist yet is no error: the submitter may still be
+        // writing it. The caller's deadline bounds the wait.
+        while let Some(entry) = watch.next().await {
+            let entry = entry.map_err(|e| jetstream_error("watch the call's state", &e))?;
+            if let TaskPoll::Done(result) = decode(id, &entry.value) {
+                return result;
+            }
+        }
+        Err(unknown(id))
+    }
+}
+
+fn unknown(id: &str) -> ToolError {
+    ToolError::not_found_because(
+        id,
+        "no durable call has this id, or its outcome is past retention",
+    )
+}
+
+/// A record as what a poll says.
+fn decode(id: &str, bytes: &[u8]) -> TaskPoll {
+    let Ok(record) = serde_json::from_slice::<Value>(bytes) else {
+        return TaskPoll::Done(Err(ToolError::Output {
+            message: format!("the state of the durable call `{id}` is not JSON"),
+        }));
+    };
+    let text = |key: &str| record.get(key).and_then(Value::as_str).map(str::to_owned);
+    match record.get("status").and_then(Value::as_str) {
+        Some("completed") => {
+            TaskPoll::Done(Ok(record.get("result").cloned().unwrap_or(Value::Null)))
+        }
+        Some("failed") => TaskPoll::Done(Err(record
+            .get("error")
+            .cloned()
+            .and_then(|e| serde_json::from_value::<ToolError>(e).ok())
+            .unwrap_or_else(|| ToolError::custom("FAILED", 500, "the durable call failed")))),
+        _ => {
+            let submitted = record.get("submitted").and_then(Value::as_u64).unwrap_or(0);
+            let started = UNIX_EPOCH + Duration::from_millis(submitted);
+            TaskPoll::Working(TaskInfo {
+                id: id.to_owned(),
+                tool: text("tool").unwrap_or_default(),
+                caller: text("caller"),
+                status: TaskStatus::Working,
+                started,
+                running_for: SystemTime::now()
+                    .duration_since(started)
+                    .unwrap_or_default(),
+                progress: None,
+            })
+        }
+    }
+}
