@@ -593,3 +593,37 @@ async fn durable_calls_are_stored_run_once_and_kept() {
         "NOT_FOUND"
     );
 }
+
+#[tokio::test]
+async fn a_worker_at_its_cap_refuses_and_the_client_tries_again() {
+    let server = NatsServer::start();
+    let _worker = Worker::builder(demo::catalog())
+        .max_in_flight(1)
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let client = Client::builder()
+        .attempts(10)
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let busy = tokio::spawn({
+        let client = client.clone();
+        async move { client.run("sleep", json!({"ms": 400})).await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Any NATS client is refused at once while the one slot is taken.
+    let nats = raw(&server).await;
+    let answer = nats
+        .request("toolfunc.call.add", r#"{"a":1,"b":1}"#.into())
+        .await
+        .unwrap();
+    let code = answer.headers.as_ref().and_then(|h| h.get("Tf-Error-Code"));
+    assert_eq!(code.map(|v| v.as_str()), Some("OVERLOADED"));
+    // A toolfunc client tries again (the refused call ran nowhere) and gets through.
+    assert_eq!(
+        client.run("add", json!({"a": 1, "b": 1})).await.unwrap(),
+        json!(2.0)
+    );
+    assert_eq!(busy.await.unwrap().unwrap(), json!({"slept": 400}));
+}

@@ -139,6 +139,7 @@ impl ClientBuilder {
 /// | code | status | when |
 /// | --- | --- | --- |
 /// | `WORKER_LOST` | 503 | the worker stopped answering mid-call (an idempotent call is tried on another first) |
+/// | `OVERLOADED` | 503 | every worker tried runs its `max_in_flight` calls (a refused call ran nowhere, so it is tried again first) |
 /// | `NO_WORKER` | 503 | no worker serves the tool now |
 /// | `TOO_LARGE` | 413 | the arguments (or an answer) exceed the server's `max_payload` |
 /// | `UNREACHABLE` | 503 | the NATS server cannot be reached |
@@ -679,7 +680,17 @@ impl Remote {
             match attempt.next(deadline).await {
                 Next::Message(message) => {
                     attempt.armed = false;
-                    return answer(&message, tool);
+                    let result = answer(&message, tool);
+                    // A worker at its cap ran nothing: any call may go elsewhere.
+                    if let Err(err) = &result
+                        && err.code() == "OVERLOADED"
+                        && tries < self.settings.attempts
+                        && deadline.is_none_or(|d| Instant::now() < d)
+                    {
+                        tokio::time::sleep(Duration::from_millis(20 * u64::from(tries))).await;
+                        continue;
+                    }
+                    return result;
                 }
                 Next::NoResponders => {
                     attempt.armed = false;
