@@ -315,7 +315,7 @@ async fn transports_are_interchangeable() {
 #[tokio::test]
 async fn transports_open_by_url_scheme() {
     let url = start(demo::catalog()).await;
-    let remote = toolfunc::transport::connect(&url).await.unwrap();
+    let remote = toolfunc::connect(&url).await.unwrap();
     assert_eq!(
         remote
             .call("greeter", json!({"act": "$hello", "name": "Al"}))
@@ -323,15 +323,13 @@ async fn transports_open_by_url_scheme() {
             .unwrap(),
         "hello Al"
     );
-    let local = toolfunc::transport::connect("local://global")
-        .await
-        .unwrap();
+    let local = toolfunc::connect("local://global").await.unwrap();
     assert_eq!(
         local.call("add", json!({"a": 1, "b": 1})).await.unwrap(),
         json!(2.0)
     );
     for bad in ["ftp://host/api", "local://elsewhere", "no scheme"] {
-        let err = toolfunc::transport::connect(bad).await.err().unwrap();
+        let err = toolfunc::connect(bad).await.err().unwrap();
         assert_eq!(err.code(), "BAD_URL", "{bad}");
     }
 }

@@ -87,7 +87,7 @@ async fn the_client_runs_remote_tools_over_https() {
         json!([{"tick": 2}, {"tick": 1}])
     );
     // The transport by URL scheme works over https too.
-    let transport = toolfunc::transport::connect(&url).await;
+    let transport = toolfunc::connect(&url).await;
     // Without the test certificate the webpki roots do not trust it: refused.
     let err = transport
         .err()

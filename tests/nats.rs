@@ -113,8 +113,8 @@ async fn remote_tools_run_by_name_with_their_errors() {
     assert_eq!(users.get("2".into()).await.unwrap().name, "Bob");
     let greeter = GreeterClient::new(client.clone());
     assert!((greeter.mul(3.0, 4.0).await.unwrap() - 12.0).abs() < f64::EPSILON);
-    // `transport::connect` takes a nats:// URL too.
-    let transport = toolfunc::transport::connect(&server.url()).await.unwrap();
+    // `toolfunc::connect` takes a nats:// URL too.
+    let transport = toolfunc::connect(&server.url()).await.unwrap();
     assert_eq!(
         transport
             .call("add", json!({"a": 5, "b": 5}))

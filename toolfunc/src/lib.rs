@@ -37,7 +37,7 @@
 //! | offer tools to an LLM, run its tool calls | [`llm`]: exports for OpenAI, Anthropic, Gemini and MCP; provider messages in and out |
 //! | serve tools over HTTP, call remote ones | [`http`] (feature `http`): [`http::Api`], [`http::Server`], [`http::Client`] |
 //! | serve tools to MCP clients | [`mcp`] (feature `mcp`): [`mcp::McpServer`] over stdio or streamable HTTP |
-//! | run local or remote tools the same way | [`Transport`], [`transport::connect`] |
+//! | run local or remote tools the same way | [`Transport`], [`connect`] |
 //!
 //! Every failure is a [`ToolError`] with a stable [`code`](ToolError::code), an HTTP
 //! [`status`](ToolError::status), a message and optional JSON data; it crosses every
@@ -53,6 +53,7 @@
 
 pub mod ask;
 mod call;
+mod connect;
 pub mod content;
 mod ctx;
 mod error;
@@ -82,6 +83,7 @@ pub mod transport;
 pub struct ReadmeDoctests;
 
 pub use call::{ToolCall, ToolResult};
+pub use connect::connect;
 pub use content::Content;
 pub use ctx::{Binding, CallOptions, CollectLimit, Ctx, Progress};
 pub use error::ToolError;

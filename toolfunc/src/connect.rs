@@ -1,0 +1,54 @@
+//! `connect`: a [`Transport`] chosen by a URL's scheme: the global registry, an
+//! HTTP API, the workers of a NATS service. Above every transport it can open.
+
+use std::sync::Arc;
+
+use crate::{Registry, ToolError, Transport};
+
+/// Opens a transport chosen by the URL's scheme:
+///
+/// * `local:` (or `local://global`): [`Registry::global`] in this process;
+/// * `http://host:port/api` (feature `http`): the API at that URL, through
+///   `toolfunc::http::Client` (its discovery is loaded first);
+/// * `nats://host:4222/<prefix>` (feature `nats`): the workers of a NATS service,
+///   through `toolfunc::nats::Client` (the prefix is `toolfunc` without a path).
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let local = toolfunc::connect("local:").await.unwrap();
+/// let err = local.call("no_such_tool", serde_json::json!({})).await.unwrap_err();
+/// assert_eq!(err.code(), "NOT_FOUND");
+/// assert_eq!(toolfunc::connect("ftp://x").await.err().unwrap().code(), "BAD_URL");
+/// # });
+/// ```
+pub async fn connect(url: &str) -> Result<Arc<dyn Transport>, ToolError> {
+    let scheme = url.split_once(':').map_or("", |(scheme, _)| scheme);
+    match scheme.to_ascii_lowercase().as_str() {
+        "local" => match url
+            .split_once(':')
+            .map(|(_, rest)| rest.trim_start_matches('/'))
+        {
+            Some("" | "global") => Ok(Arc::new(Registry::global().clone())),
+            _ => Err(bad_url(
+                url,
+                "`local:` names the global registry: `local:` or `local://global`",
+            )),
+        },
+        #[cfg(feature = "http")]
+        "http" | "https" => Ok(Arc::new(crate::http::Client::connect(url).await?)),
+        #[cfg(not(feature = "http"))]
+        "http" | "https" => Err(bad_url(url, "HTTP transports need the `http` feature")),
+        #[cfg(feature = "nats")]
+        "nats" | "tls" => Ok(Arc::new(crate::nats::Client::connect(url).await?)),
+        #[cfg(not(feature = "nats"))]
+        "nats" | "tls" => Err(bad_url(url, "NATS transports need the `nats` feature")),
+        _ => Err(bad_url(
+            url,
+            "the scheme is not one of local, http, https, nats, tls",
+        )),
+    }
+}
+
+fn bad_url(url: &str, why: &str) -> ToolError {
+    ToolError::custom("BAD_URL", 400, format!("cannot open `{url}`: {why}"))
+}
