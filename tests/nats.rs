@@ -619,11 +619,168 @@ async fn a_worker_at_its_cap_refuses_and_the_client_tries_again() {
         .await
         .unwrap();
     let code = answer.headers.as_ref().and_then(|h| h.get("Tf-Error-Code"));
-    assert_eq!(code.map(|v| v.as_str()), Some("OVERLOADED"));
+    assert_eq!(code.map(async_nats::HeaderValue::as_str), Some("OVERLOADED"));
     // A toolfunc client tries again (the refused call ran nowhere) and gets through.
     assert_eq!(
         client.run("add", json!({"a": 1, "b": 1})).await.unwrap(),
         json!(2.0)
     );
     assert_eq!(busy.await.unwrap().unwrap(), json!({"slept": 400}));
+}
+
+/// A stream that never ends, counting what it made, noting its cleanup.
+fn endless(produced: &Arc<AtomicUsize>, cleaned: &Arc<AtomicBool>) -> ToolFunc {
+    let produced = Arc::clone(produced);
+    let cleaned = Arc::clone(cleaned);
+    ToolFunc::builder("endless")
+        .stream_handler(move |ctx, _args| {
+            let produced = Arc::clone(&produced);
+            let cleaned = Arc::clone(&cleaned);
+            async move {
+                ctx.on_cleanup(move || cleaned.store(true, Ordering::SeqCst));
+                Ok(futures::stream::iter(0..).map(move |n: u64| {
+                    produced.fetch_add(1, Ordering::SeqCst);
+                    Ok(json!(n))
+                }))
+            }
+        })
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_stream_whose_consumer_vanishes_or_runs_out_of_time_stops() {
+    let server = NatsServer::start();
+    let produced = Arc::new(AtomicUsize::new(0));
+    let cleaned = Arc::new(AtomicBool::new(false));
+    let registry = Registry::new();
+    registry.register(endless(&produced, &cleaned)).unwrap();
+    let worker = worker(&server, registry).await;
+    let nats = raw(&server).await;
+    // A consumer that asks for one item and heartbeats, then never says a word.
+    let inbox = nats.new_inbox();
+    let mut replies = nats.subscribe(inbox.clone()).await.unwrap();
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Tf-Stream", "1");
+    headers.insert("Tf-Heartbeat", "100");
+    nats.publish_with_reply_and_headers("toolfunc.call.endless", inbox, headers, "{}".into())
+        .await
+        .unwrap();
+    let first = replies.next().await.unwrap();
+    assert_eq!(
+        first.headers.unwrap().get("Tf-Kind").unwrap().as_str(),
+        "item"
+    );
+    eventually("the silent consumer's stream to stop", || {
+        worker.in_flight() == 0 && cleaned.load(Ordering::SeqCst)
+    })
+    .await;
+    assert!(produced.load(Ordering::SeqCst) <= 3);
+    // One with a deadline and no heartbeat: the deadline ends the wait for credit.
+    cleaned.store(false, Ordering::SeqCst);
+    let inbox = nats.new_inbox();
+    let mut replies = nats.subscribe(inbox.clone()).await.unwrap();
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Tf-Stream", "1");
+    headers.insert("Tf-Timeout", "300");
+    nats.publish_with_reply_and_headers("toolfunc.call.endless", inbox, headers, "{}".into())
+        .await
+        .unwrap();
+    let mut kinds = Vec::new();
+    while let Ok(Some(message)) = tokio::time::timeout(Duration::from_secs(5), replies.next()).await
+    {
+        let headers = message.headers.unwrap_or_default();
+        if let Some(code) = headers.get("Tf-Error-Code") {
+            kinds.push(code.as_str().to_owned());
+            break;
+        }
+        kinds.push(
+            headers
+                .get("Tf-Kind")
+                .map(|k| k.as_str().to_owned())
+                .unwrap_or_default(),
+        );
+    }
+    assert_eq!(kinds, ["item", "TIMEOUT"]);
+    eventually("the timed-out stream's cleanup", || {
+        cleaned.load(Ordering::SeqCst)
+    })
+    .await;
+    // A toolfunc consumer that reads slowly keeps its stream alive with keep-alives.
+    let client = Client::builder()
+        .heartbeat(Duration::from_millis(100))
+        .stream_window(1)
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let mut items = client.run_stream("endless", json!({}));
+    assert!(items.next().await.unwrap().is_ok());
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(
+        items.next().await.unwrap().is_ok(),
+        "the stream outlived a slow read"
+    );
+}
+
+#[tokio::test]
+async fn concurrent_remote_calls_from_one_handler_are_cancelled_apart() {
+    // Two remote calls made at once from inside one local call share its context
+    // (and its call id); each still reaches, and cancels, only its own call.
+    let server = NatsServer::start();
+    let finished = Arc::new(AtomicUsize::new(0));
+    let registry = Registry::new();
+    {
+        let finished = Arc::clone(&finished);
+        registry
+            .register(
+                ToolFunc::builder("nap")
+                    .handler(move |_ctx, args| {
+                        let finished = Arc::clone(&finished);
+                        async move {
+                            let ms = args["ms"].as_u64().unwrap_or(0);
+                            tokio::time::sleep(Duration::from_millis(ms)).await;
+                            finished.fetch_add(1, Ordering::SeqCst);
+                            Ok(json!(ms))
+                        }
+                    })
+                    .build()
+                    .unwrap(),
+            )
+            .unwrap();
+    }
+    let worker = worker(&server, registry).await;
+    let client = Client::connect(&server.url()).await.unwrap();
+    // The remote tool, registered in a local registry beside a local tool that
+    // calls it twice at once.
+    let local = Registry::new();
+    local.register(client.get("nap").unwrap()).unwrap();
+    local
+        .register(
+            ToolFunc::builder("both")
+                .handler(|ctx, _args| async move {
+                    let short = ctx.with(CallOptions::new().timeout(Duration::from_millis(100)));
+                    let plain = ctx.with(CallOptions::new());
+                    let (cut, quick) = tokio::join!(
+                        short.run("nap", json!({"ms": 5000})),
+                        plain.run("nap", json!({"ms": 300}))
+                    );
+                    assert_eq!(cut.unwrap_err().code(), "TIMEOUT");
+                    quick
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let answer = local
+        .execute(toolfunc::ToolCall::new("call-1", "both", json!({})))
+        .await
+        .into_output()
+        .unwrap();
+    assert_eq!(answer, json!(300));
+    eventually("the worker to be idle", || worker.in_flight() == 0).await;
+    assert_eq!(
+        finished.load(Ordering::SeqCst),
+        1,
+        "the timed-out nap was cancelled, the other ran"
+    );
 }

@@ -266,7 +266,35 @@ impl Transport for Client {
 }
 
 /// Calls waiting for messages, by the last token of their reply subject.
-type Pending = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<Message>>>>;
+type Pending = Arc<Mutex<HashMap<String, Slot>>>;
+
+/// Where the router puts what comes for one attempt: answers and items into a
+/// bounded channel (a worker sends no more than its credits allow), signs of life
+/// into `seen`, so heartbeats never pile up behind a paused consumer.
+#[derive(Debug, Clone)]
+struct Slot {
+    sender: mpsc::Sender<Message>,
+    seen: Arc<Seen>,
+}
+
+/// The last sign of life of an attempt's worker, and its control subject.
+#[derive(Debug)]
+struct Seen {
+    at: Mutex<Instant>,
+    control: Mutex<Option<String>>,
+}
+
+impl Seen {
+    fn touch(&self, message: &Message) {
+        *lock(&self.at) = Instant::now();
+        if let Some(control) = wire::header(message.headers.as_ref(), CONTROL) {
+            let mut known = lock(&self.control);
+            if known.as_deref() != Some(control) {
+                *known = Some(control.to_owned());
+            }
+        }
+    }
+}
 
 #[derive(Debug)]
 struct Remote {
@@ -354,10 +382,15 @@ fn split_url(url: &str) -> Result<(String, Option<String>), ToolError> {
 async fn route(mut replies: async_nats::Subscriber, skip: usize, pending: Pending) {
     while let Some(message) = replies.next().await {
         let token = message.subject.get(skip..).unwrap_or_default();
-        let sender = lock(&pending).get(token).cloned();
-        if let Some(sender) = sender {
-            let _ = sender.send(message);
+        let Some(slot) = lock(&pending).get(token).cloned() else {
+            continue;
+        };
+        slot.seen.touch(&message);
+        if wire::header(message.headers.as_ref(), KIND) == Some(wire::KIND_HEARTBEAT) {
+            continue;
         }
+        // Full only if a worker sends past its credits: such a message is dropped.
+        let _ = slot.sender.try_send(message);
     }
 }
 
@@ -429,8 +462,11 @@ async fn reload(
             registry.unregister_with(&name, UnregisterOptions::new().force());
         }
     }
-    for (_, def) in wanted {
-        registry.register(remote_tool(remote, def)?)?;
+    for (name, def) in wanted {
+        let registered = remote_tool(remote, def).and_then(|tool| registry.register(tool));
+        if let Err(err) = registered {
+            tracing::warn!(tool = %name, error = %err, "skipping a remote tool that cannot be registered");
+        }
     }
     Ok(())
 }
@@ -458,6 +494,18 @@ fn remote_tool(remote: &Arc<Remote>, def: ToolDefinition) -> Result<ToolFunc, To
     builder.unchecked().build()
 }
 
+/// Whether the tool (or the act called) has a `stream` parameter.
+fn declares_stream(def: &ToolDefinition, args: &serde_json::Map<String, Value>) -> bool {
+    let act = args.get("act").and_then(Value::as_str);
+    let params = act
+        .and_then(|a| def.acts.iter().find(|d| d.name == a || d.method() == a))
+        .map_or(&def.params, |a| &a.params);
+    params
+        .get("properties")
+        .and_then(|p| p.get("stream"))
+        .is_some()
+}
+
 /// Whether a call may be run again on another worker: its tool (or act) says it
 /// is idempotent.
 fn idempotent(def: &ToolDefinition, args: &Value) -> bool {
@@ -478,29 +526,39 @@ enum Next {
     Timeout,
 }
 
-/// One attempt of a call: its reply token, its messages, and the cancel it sends
-/// if it is dropped before the answer.
+/// One attempt of a call: its reply token and call id (both new for every attempt,
+/// so a cancel or credit can only reach this attempt), its messages, and the cancel
+/// it sends if it is dropped before the answer.
 struct Attempt {
     remote: Arc<Remote>,
     token: String,
     call_id: String,
-    messages: mpsc::UnboundedReceiver<Message>,
-    /// The worker's control subject, once it has named it.
-    control: Option<String>,
+    messages: mpsc::Receiver<Message>,
+    seen: Arc<Seen>,
     armed: bool,
 }
 
 impl Attempt {
-    fn open(remote: &Arc<Remote>, call_id: &str) -> Self {
+    fn open(remote: &Arc<Remote>) -> Self {
         let token = remote.next.fetch_add(1, Ordering::Relaxed).to_string();
-        let (sender, messages) = mpsc::unbounded_channel();
-        lock(&remote.pending).insert(token.clone(), sender);
+        let (sender, messages) = mpsc::channel(remote.settings.window as usize + 8);
+        let seen = Arc::new(Seen {
+            at: Mutex::new(Instant::now()),
+            control: Mutex::new(None),
+        });
+        lock(&remote.pending).insert(
+            token.clone(),
+            Slot {
+                sender,
+                seen: Arc::clone(&seen),
+            },
+        );
         Self {
             remote: Arc::clone(remote),
             token,
-            call_id: call_id.to_owned(),
+            call_id: remote.call_id(),
             messages,
-            control: None,
+            seen,
             armed: true,
         }
     }
@@ -514,46 +572,44 @@ impl Attempt {
         format!("{}.{}", self.remote.inbox, self.token)
     }
 
-    /// The next message that is not a heartbeat.
+    /// The next message that is not a heartbeat; `Lost` after three heartbeats
+    /// with no sign of life.
     async fn next(&mut self, deadline: Option<Instant>) -> Next {
         let patience = self.remote.settings.heartbeat * 3;
         loop {
-            let mut until = Instant::now() + patience;
-            let mut lost = true;
-            if let Some(deadline) = deadline
-                && deadline <= until
-            {
-                until = deadline;
-                lost = false;
-            }
+            let quiet = *lock(&self.seen.at) + patience;
+            let until = deadline.map_or(quiet, |d| d.min(quiet));
             match tokio::time::timeout_at(until, self.messages.recv()).await {
                 Ok(Some(message)) => {
                     if message.status == Some(StatusCode::NO_RESPONDERS) {
                         return Next::NoResponders;
                     }
-                    if let Some(control) = wire::header(message.headers.as_ref(), CONTROL)
-                        && self.control.as_deref() != Some(control)
-                    {
-                        self.control = Some(control.to_owned());
-                    }
-                    if wire::header(message.headers.as_ref(), KIND) == Some(wire::KIND_HEARTBEAT) {
-                        continue;
-                    }
                     return Next::Message(message);
                 }
                 // The router is gone: the client is being dropped.
                 Ok(None) => return Next::Lost(patience),
-                Err(_) if lost => return Next::Lost(patience),
-                Err(_) => return Next::Timeout,
+                Err(_) => {
+                    let now = Instant::now();
+                    if deadline.is_some_and(|d| now >= d) {
+                        return Next::Timeout;
+                    }
+                    if now >= *lock(&self.seen.at) + patience {
+                        return Next::Lost(patience);
+                    }
+                    // A heartbeat came meanwhile: wait on.
+                }
             }
         }
     }
 
-    fn control(&self, headers: HeaderMap) {
-        let subject = self
-            .control
+    fn control_subject(&self) -> String {
+        lock(&self.seen.control)
             .clone()
-            .unwrap_or_else(|| wire::control_subject(&self.remote.prefix, None));
+            .unwrap_or_else(|| wire::control_subject(&self.remote.prefix, None))
+    }
+
+    fn control(&self, headers: HeaderMap) {
+        let subject = self.control_subject();
         let nats = self.remote.nats.clone();
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
@@ -570,6 +626,36 @@ impl Attempt {
         headers.insert(CALL_ID, wire::header_value(&self.call_id));
         headers.insert(CREDIT, items.to_string().as_str());
         self.control(headers);
+    }
+
+    /// Tells the worker every heartbeat that the consumer is still there, for as
+    /// long as the returned guard lives (a stream waiting on a slow reader).
+    fn keep_alive(&self) -> Abort {
+        let nats = self.remote.nats.clone();
+        let every = self.remote.settings.heartbeat;
+        let seen = Arc::clone(&self.seen);
+        let prefix = self.remote.prefix.clone();
+        let call_id = self.call_id.clone();
+        Abort(tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(every);
+            ticks.tick().await;
+            loop {
+                ticks.tick().await;
+                let subject = lock(&seen.control)
+                    .clone()
+                    .unwrap_or_else(|| wire::control_subject(&prefix, None));
+                let mut headers = HeaderMap::new();
+                headers.insert(CALL_ID, wire::header_value(&call_id));
+                headers.insert(CREDIT, "0");
+                if nats
+                    .publish_with_headers(subject, headers, bytes::Bytes::new())
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        }))
     }
 }
 
@@ -667,14 +753,11 @@ impl Remote {
         let payload = self.payload(&args)?;
         let retry = ctx.is_some_and(|ctx| idempotent(ctx.definition(), &args));
         let deadline = ctx.and_then(Ctx::deadline).map(Instant::from_std);
-        let call_id = ctx
-            .and_then(Ctx::call_id)
-            .map_or_else(|| self.call_id(), str::to_owned);
         let mut tries = 0;
         loop {
             tries += 1;
-            let mut attempt = Attempt::open(self, &call_id);
-            let headers = self.headers(ctx, &call_id, deadline);
+            let mut attempt = Attempt::open(self);
+            let headers = self.headers(ctx, &attempt.call_id, deadline);
             self.publish(tool, &attempt, headers, payload.clone())
                 .await?;
             match attempt.next(deadline).await {
@@ -719,21 +802,20 @@ impl Remote {
     ) -> Result<ItemStream, ToolError> {
         let mut args = args;
         // A tool with a `stream` parameter streams only when asked to.
-        if let Some(map) = args.as_object_mut() {
+        if let Some(map) = args.as_object_mut()
+            && ctx.is_some_and(|ctx| declares_stream(ctx.definition(), map))
+        {
             map.insert("stream".into(), Value::Bool(true));
         }
         let payload = self.payload(&args)?;
         let retry = ctx.is_some_and(|ctx| idempotent(ctx.definition(), &args));
         let deadline = ctx.and_then(Ctx::deadline).map(Instant::from_std);
-        let call_id = ctx
-            .and_then(Ctx::call_id)
-            .map_or_else(|| self.call_id(), str::to_owned);
         let window = self.settings.window;
         let mut tries = 0;
         loop {
             tries += 1;
-            let mut attempt = Attempt::open(self, &call_id);
-            let mut headers = self.headers(ctx, &call_id, deadline);
+            let mut attempt = Attempt::open(self);
+            let mut headers = self.headers(ctx, &attempt.call_id, deadline);
             headers.insert(STREAM, window.to_string().as_str());
             self.publish(tool, &attempt, headers, payload.clone())
                 .await?;
@@ -816,10 +898,14 @@ fn items(
         done: bool,
         /// Whether the worker sent kinds (a plain answer is one item, then done).
         framed: bool,
+        /// Tells the worker the consumer is alive while it reads slowly.
+        _alive: Option<Abort>,
     }
     let framed = wire::header(first.headers.as_ref(), KIND).is_some()
         || wire::is_error(first.headers.as_ref());
+    let alive = framed.then(|| attempt.keep_alive());
     let state = State {
+        _alive: alive,
         attempt,
         first: Some(first),
         tool,

@@ -189,7 +189,8 @@ pub(crate) async fn open_bucket(
 }
 
 /// Takes durable calls from the shared consumer and runs them until the task is
-/// aborted.
+/// aborted: only as many as it has room to run (so none waits unacknowledged in a
+/// buffer), and it answers for calls JetStream gave up redelivering.
 pub(crate) async fn serve(
     client: async_nats::Client,
     registry: Registry,
@@ -198,9 +199,9 @@ pub(crate) async fn serve(
     settings: DurableSettings,
 ) -> Result<tokio::task::JoinHandle<()>, ToolError> {
     let concurrency = settings.per_worker;
-    let js = jetstream::new(client);
+    let js = jetstream::new(client.clone());
     let (stream, store) = open(&js, &prefix, &settings).await?;
-    let consumer: consumer::PullConsumer = stream
+    let mut consumer: consumer::PullConsumer = stream
         .get_or_create_consumer(
             CONSUMER,
             consumer::pull::Config {
@@ -213,36 +214,143 @@ pub(crate) async fn serve(
         )
         .await
         .map_err(|e| jetstream_error("open the workers' consumer", &e))?;
-    let mut messages = consumer
-        .stream()
-        .max_messages_per_batch(concurrency)
-        .messages()
+    // The consumer is shared: its settings, not this worker's, decide when a call
+    // is redelivered and how often.
+    let (ack_wait, max_deliver) = match consumer.info().await {
+        Ok(info) => (info.config.ack_wait, info.config.max_deliver),
+        Err(_) => (settings.ack_wait, settings.max_deliver),
+    };
+    if ack_wait != settings.ack_wait || max_deliver != settings.max_deliver {
+        tracing::warn!(
+            ?ack_wait,
+            max_deliver,
+            "the workers' consumer was created with other durable settings; using its own"
+        );
+    }
+    // Calls delivered `max_deliver` times without an outcome: one worker (a queue
+    // group) writes `WORKER_LOST` for them and takes them out of the queue.
+    let advisories = client
+        .queue_subscribe(
+            format!(
+                "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{}.{CONSUMER}",
+                stream_name(&prefix)
+            ),
+            format!("{prefix}.workers"),
+        )
         .await
-        .map_err(|e| jetstream_error("take durable calls", &e))?;
+        .map_err(|e| jetstream_error("follow redelivery advisories", &e))?;
     let limit = Arc::new(tokio::sync::Semaphore::new(concurrency));
     let skip = task_subject(&prefix, "").len();
+    let job = Job {
+        registry,
+        store,
+        worker,
+        ack_wait,
+        max_deliver,
+        skip,
+    };
     Ok(tokio::spawn(async move {
-        while let Some(next) = messages.next().await {
-            let Ok(message) = next else { continue };
-            let Ok(permit) = Arc::clone(&limit).acquire_owned().await else {
+        let gave_up = tokio::spawn(give_up(advisories, stream, job.store.clone()));
+        let _gave_up = AbortOnDrop(gave_up);
+        loop {
+            // Wait for room, then ask for as many calls as there is room for.
+            let Ok(first) = Arc::clone(&limit).acquire_owned().await else {
                 return;
             };
-            let job = Job {
-                registry: registry.clone(),
-                store: store.clone(),
-                worker: worker.clone(),
-                ack_wait: settings.ack_wait,
-                max_deliver: settings.max_deliver,
-                skip,
+            let room = 1 + limit.available_permits();
+            let batch = consumer
+                .batch()
+                .max_messages(room)
+                .expires(Duration::from_secs(5))
+                .messages()
+                .await;
+            let Ok(mut batch) = batch else {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                continue;
             };
-            tokio::spawn(async move {
-                job.run(message).await;
-                drop(permit);
-            });
+            let mut permit = Some(first);
+            while let Some(next) = batch.next().await {
+                let Ok(message) = next else { continue };
+                let held = if let Some(held) = permit.take() {
+                    held
+                } else if let Ok(held) = Arc::clone(&limit).try_acquire_owned() {
+                    held
+                } else {
+                    // No room after all: give it back for another worker.
+                    let _ = message.ack_with(AckKind::Nak(None)).await;
+                    continue;
+                };
+                let job = job.clone();
+                tokio::spawn(async move {
+                    job.run(message).await;
+                    drop(held);
+                });
+            }
+            // Keep the info fresh so a changed consumer is noticed on restart.
+            let _ = consumer.info().await;
         }
     }))
 }
 
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Answers for calls JetStream stopped redelivering: a `WORKER_LOST` outcome, and
+/// the call out of the queue.
+async fn give_up(mut advisories: async_nats::Subscriber, stream: stream::Stream, store: kv::Store) {
+    while let Some(advisory) = advisories.next().await {
+        let Some(sequence) = serde_json::from_slice::<Value>(&advisory.payload)
+            .ok()
+            .and_then(|v| v.get("stream_seq").and_then(Value::as_u64))
+        else {
+            continue;
+        };
+        let Ok(message) = stream.get_raw_message(sequence).await else {
+            continue;
+        };
+        let headers = Some(&message.headers);
+        if let Some(id) = wire::header(headers, CALL_ID).filter(|id| valid_key(id)) {
+            let done = store
+                .get(id)
+                .await
+                .ok()
+                .flatten()
+                .is_some_and(|bytes| matches!(decode(id, &bytes), TaskPoll::Done(_)));
+            if !done {
+                let err = ToolError::custom(
+                    "WORKER_LOST",
+                    503,
+                    "every worker that took this durable call was lost before it finished",
+                );
+                let record = json!({
+                    "id": id, "status": "failed", "updated": now_ms(),
+                    "error": serde_json::to_value(&err).unwrap_or(Value::Null),
+                });
+                let _ = store.put(id, record.to_string().into()).await;
+            }
+        }
+        let _ = stream.delete_message(sequence).await;
+    }
+}
+
+/// Whether an id can be a key of the bucket (and names one key, not a pattern).
+pub(crate) fn valid_key(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 256
+        && !id.starts_with('.')
+        && !id.ends_with('.')
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '=' | '/' | '.'))
+}
+
+#[derive(Clone)]
 struct Job {
     registry: Registry,
     store: kv::Store,
@@ -260,7 +368,10 @@ impl Job {
             .unwrap_or_default()
             .to_owned();
         let headers = message.headers.as_ref();
-        let Some(id) = wire::header(headers, CALL_ID).map(str::to_owned) else {
+        let Some(id) = wire::header(headers, CALL_ID)
+            .filter(|id| valid_key(id))
+            .map(str::to_owned)
+        else {
             // Not a call this crate sent: nothing to answer under.
             let _ = message.ack_with(AckKind::Term).await;
             return;
@@ -275,6 +386,14 @@ impl Job {
                 "updated": now_ms(),
             })
         };
+        // Delivered again after its outcome was written (the worker died before it
+        // acknowledged): the call ran; do not run it twice.
+        if let Ok(Some(bytes)) = self.store.get(&id).await
+            && matches!(decode(&id, &bytes), TaskPoll::Done(_))
+        {
+            let _ = message.double_ack().await;
+            return;
+        }
         // Hidden tools are not reachable over NATS, durable calls included.
         let served = self
             .registry
@@ -418,6 +537,9 @@ impl Tasks {
     }
 
     pub(crate) async fn poll(&self, id: &str) -> Result<TaskPoll, ToolError> {
+        if !valid_key(id) {
+            return Err(unknown(id));
+        }
         let store = self.store().await?;
         let entry = store
             .get(id)
@@ -430,7 +552,14 @@ impl Tasks {
     }
 
     pub(crate) async fn wait(&self, id: &str) -> Result<Value, ToolError> {
+        if !valid_key(id) {
+            return Err(unknown(id));
+        }
         let store = self.store().await?;
+        // An id no call has (or whose outcome expired) is no call to wait for.
+        if let TaskPoll::Done(result) = self.poll(id).await? {
+            return result;
+        }
         let mut watch = store
             .watch_with_history(id)
             .await
@@ -473,7 +602,9 @@ fn decode(id: &str, bytes: &[u8]) -> TaskPoll {
             .unwrap_or_else(|| ToolError::custom("FAILED", 500, "the durable call failed")))),
         _ => {
             let submitted = record.get("submitted").and_then(Value::as_u64).unwrap_or(0);
-            let started = UNIX_EPOCH + Duration::from_millis(submitted);
+            let started = UNIX_EPOCH
+                .checked_add(Duration::from_millis(submitted))
+                .unwrap_or(UNIX_EPOCH);
             TaskPoll::Working(TaskInfo {
                 id: id.to_owned(),
                 tool: text("tool").unwrap_or_default(),

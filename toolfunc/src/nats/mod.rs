@@ -16,7 +16,7 @@
 //! | `toolfunc.call.<tool>` | one worker (queue group) | runs `<tool>`; the payload is its arguments object |
 //! | `toolfunc.tools` | one worker (queue group) | answers the definitions, keyed by name |
 //! | `toolfunc.events` | clients | a worker's catalog changed: `{"worker": id, "tools": {..}}` |
-//! | `toolfunc.ctl` | every worker | control messages (cancel) for a call by id |
+//! | `toolfunc.ctl` | every worker | control messages (cancel, credit) for a call by id, when its worker is not known yet |
 //! | `toolfunc.ctl.<worker>` | that worker | control messages (credit, cancel) for its calls |
 //! | `toolfunc.task.<tool>` | stream `TOOLFUNC_TASKS`, consumer `workers` | durable calls ([`WorkerBuilder::durable`]) |
 //! | `$KV.toolfunc_results.<id>` | bucket `toolfunc_results` | a durable call's state and outcome |
@@ -25,18 +25,19 @@
 //!
 //! | header | on | meaning |
 //! | --- | --- | --- |
-//! | `Tf-Call-Id` | call, control | the call's id, which control messages name |
+//! | `Tf-Call-Id` | call, control | the call's id (new for every attempt), which control messages name |
 //! | `Tf-Caller` | call | the caller's id (not verified: NATS permissions are the boundary) |
 //! | `Tf-Timeout` | call | milliseconds the caller still gives the call: the worker's deadline |
 //! | `traceparent` | call | W3C trace context, passed on as [`TraceParent`] |
 //! | `Tf-Heartbeat` | call | asks for a `heartbeat` message every this many ms while the call runs |
 //! | `Tf-Stream` | call | asks for the items one message each, at most this many ahead of the consumer |
 //! | `Tf-Kind` | answer | `heartbeat`, `item` or `end`; a plain result has none |
-//! | `Tf-Control` | answer | the worker's control subject, for credits and cancels |
-//! | `Tf-Credit` | control | the consumer took this many more items |
+//! | `Tf-Control` | heartbeat, item | the worker's control subject, for credits and cancels |
+//! | `Tf-Credit` | control | the consumer took this many more items (`0`: a keep-alive; a stream waiting for credit stops after three heartbeats without one, or 60 s when no heartbeat was asked for) |
 //! | `Tf-Cancel` | control | cancel the call (the value is the reason) |
 //! | `Nats-Service-Error`, `Nats-Service-Error-Code` | answer | an error: message and HTTP status |
-//! | `Tf-Error-Code`, `Tf-Error` | answer | the error's stable code, and the whole error as JSON |
+//! | `Tf-Error-Code`, `Tf-Error` | answer | the error's stable code, and the whole error as JSON (past 16 KiB without `data`) |
+//! | `Tf-Submitted`, `Nats-Msg-Id` | durable call | when it was submitted (ms since the epoch); its id, for JetStream's de-duplication |
 //!
 //! A call from any NATS client is one request: `nats req toolfunc.call.add
 //! '{"a":1,"b":2}'` answers `3.0`. Without `Tf-Stream`, a streaming tool answers

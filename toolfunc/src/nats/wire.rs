@@ -110,11 +110,42 @@ pub(crate) fn header_value(text: &str) -> HeaderValue {
 pub(crate) fn error_headers(err: &ToolError) -> HeaderMap {
     let mut headers = HeaderMap::new();
     headers.insert(ERROR_CODE, header_value(err.code()));
-    let wire = serde_json::to_string(err).unwrap_or_else(|_| {
-        json!({"code": err.code(), "message": err.to_string(), "status": err.status()}).to_string()
-    });
-    headers.insert(ERROR, header_value(&wire));
+    let mut wire = serde_json::to_value(err).unwrap_or_else(
+        |_| json!({"code": err.code(), "message": err.to_string(), "status": err.status()}),
+    );
+    let mut text = wire.to_string();
+    if text.len() > MAX_ERROR_JSON {
+        // Too much for a header: the data goes, the message is cut.
+        if let Value::Object(map) = &mut wire {
+            map.remove("data");
+            if let Some(Value::String(message)) = map.get_mut("message") {
+                *message = short(message, MAX_ERROR_TEXT);
+            }
+        }
+        text = wire.to_string();
+    }
+    if text.len() <= MAX_ERROR_JSON {
+        headers.insert(ERROR, header_value(&text));
+    }
     headers
+}
+
+/// The most bytes of error JSON an answer carries in `Tf-Error`.
+pub(crate) const MAX_ERROR_JSON: usize = 16 * 1024;
+/// The most bytes of an error message in `Nats-Service-Error`.
+pub(crate) const MAX_ERROR_TEXT: usize = 2 * 1024;
+
+/// `text` on one line, cut to at most `max` bytes (on a character boundary).
+pub(crate) fn short(text: &str, max: usize) -> String {
+    let line = text.replace(['\r', '\n'], " ");
+    if line.len() <= max {
+        return line;
+    }
+    let mut end = max.saturating_sub(3);
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &line[..end])
 }
 
 /// The [`ToolError`] an error answer stands for: `Tf-Error` when there, else the
@@ -209,6 +240,19 @@ mod tests {
         let mut plain = HeaderMap::new();
         plain.insert(SERVICE_ERROR_CODE, "404");
         assert_eq!(error_from_headers(&plain, "t").code(), "NOT_FOUND");
+    }
+
+    #[test]
+    fn large_errors_are_trimmed_to_fit_a_header() {
+        let err =
+            ToolError::custom("BIG", 500, "é".repeat(20_000)).with_data(json!("x".repeat(50_000)));
+        let headers = error_headers(&err);
+        let text = header(Some(&headers), ERROR).unwrap();
+        assert!(text.len() <= MAX_ERROR_JSON);
+        let back = error_from_headers(&headers, "t");
+        assert_eq!(back.code(), "BIG");
+        assert!(back.data().is_none());
+        assert!(short(&"é".repeat(10), 5).ends_with("..."));
     }
 
     #[test]

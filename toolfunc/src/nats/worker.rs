@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use async_nats::HeaderMap;
 use async_nats::service::{self, Request, ServiceExt};
-use async_nats::{HeaderMap, Subject};
 use futures::StreamExt;
 use serde_json::Value;
 use tokio::sync::Semaphore;
@@ -125,9 +125,10 @@ impl WorkerBuilder {
             service: Mutex::new(Some(service)),
         });
         let mut tasks = Vec::new();
+        let mut controls = Vec::new();
         // Discovery, answered by any one worker.
         let tools = shared
-            .endpoint("tools", &wire::tools_subject(&prefix), HashMap::new())
+            .endpoint(Some("tools"), &wire::tools_subject(&prefix), HashMap::new())
             .await?;
         tasks.push(tokio::spawn(serve_discovery(Arc::clone(&shared), tools)));
         // Control: the broadcast subject and this worker's own.
@@ -136,7 +137,7 @@ impl WorkerBuilder {
                 .subscribe(subject)
                 .await
                 .map_err(|e| nats_error("subscribe to the control subject", &e))?;
-            tasks.push(tokio::spawn(serve_control(Arc::clone(&shared), subscriber)));
+            controls.push(tokio::spawn(serve_control(Arc::clone(&shared), subscriber)));
         }
         if let Some(settings) = self.durable {
             tasks.push(
@@ -153,7 +154,11 @@ impl WorkerBuilder {
         let events = self.registry.subscribe();
         sync(&shared).await;
         tasks.push(tokio::spawn(watch(Arc::clone(&shared), events)));
-        Ok(Worker { shared, tasks })
+        Ok(Worker {
+            shared,
+            tasks,
+            controls,
+        })
     }
 }
 
@@ -176,7 +181,10 @@ impl WorkerBuilder {
 #[derive(Debug)]
 pub struct Worker {
     shared: Arc<Shared>,
+    /// What takes calls: discovery, the registry watch, durable calls.
     tasks: Vec<JoinHandle<()>>,
+    /// The control subjects: kept until the running calls are done.
+    controls: Vec<JoinHandle<()>>,
 }
 
 impl Worker {
@@ -226,12 +234,16 @@ impl Worker {
                 control.cancel.cancel();
             }
         }
+        for task in self.controls.drain(..) {
+            task.abort();
+        }
         let service = lock(&self.shared.service).take();
         if let Some(service) = service {
             let _ = service.stop().await;
         }
     }
 
+    /// Stops taking calls (the running ones go on).
     fn halt(&mut self) {
         for task in self.tasks.drain(..) {
             task.abort();
@@ -245,6 +257,17 @@ impl Worker {
 impl Drop for Worker {
     fn drop(&mut self) {
         self.halt();
+        for task in self.controls.drain(..) {
+            task.abort();
+        }
+        // Leave the service, so `$SRV` stops listing this worker.
+        if let Some(service) = lock(&self.shared.service).take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move {
+                let _ = service.stop().await;
+            });
+        }
     }
 }
 
@@ -270,6 +293,8 @@ struct Control {
     cancel: CancellationToken,
     /// Items the consumer can still take.
     credit: Semaphore,
+    /// When the consumer last sent a control message (or the call began).
+    heard: Mutex<tokio::time::Instant>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -285,7 +310,7 @@ fn nats_error(what: &str, err: &(dyn std::error::Error + '_)) -> ToolError {
 impl Shared {
     async fn endpoint(
         &self,
-        name: &str,
+        name: Option<&str>,
         subject: &str,
         metadata: HashMap<String, String>,
     ) -> Result<service::endpoint::Endpoint, ToolError> {
@@ -296,8 +321,11 @@ impl Shared {
             };
             service.endpoint_builder()
         };
+        let builder = match name {
+            Some(name) => builder.name(name),
+            None => builder,
+        };
         builder
-            .name(name)
             .metadata(metadata)
             .add(subject)
             .await
@@ -336,18 +364,9 @@ async fn sync(shared: &Arc<Shared>) {
         if def.stream {
             metadata.insert("stream".to_owned(), "true".to_owned());
         }
-        let endpoint_name: String = name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '-'
-                }
-            })
-            .collect();
         let subject = wire::call_subject(&shared.prefix, &name);
-        match shared.endpoint(&endpoint_name, &subject, metadata).await {
+        // Unnamed: the endpoint is known by its subject, unique per tool.
+        match shared.endpoint(None, &subject, metadata).await {
             Ok(endpoint) => {
                 let task = tokio::spawn(serve_tool(Arc::clone(shared), endpoint, name.clone()));
                 lock(&shared.endpoints).insert(name, task);
@@ -408,6 +427,7 @@ async fn serve_control(shared: Arc<Shared>, mut subscriber: async_nats::Subscrib
         let Some(control) = lock(&shared.calls).get(id).cloned() else {
             continue;
         };
+        *lock(&control.heard) = tokio::time::Instant::now();
         if let Some(credit) = wire::header(headers, CREDIT).and_then(|c| c.parse::<u32>().ok()) {
             let room = (*WINDOW.end() as usize).saturating_sub(control.credit.available_permits());
             control.credit.add_permits((credit as usize).min(room));
@@ -427,6 +447,7 @@ async fn serve_tool(shared: Arc<Shared>, mut endpoint: service::endpoint::Endpoi
 /// What a call asked for in its headers.
 struct Asked {
     call_id: String,
+    timeout: Option<Duration>,
     options: CallOptions,
     heartbeat: Option<Duration>,
     window: Option<u32>,
@@ -450,8 +471,9 @@ fn asked(headers: Option<&HeaderMap>, worker: &str) -> Result<Asked, ToolError> 
             .transpose()
     };
     let mut options = CallOptions::new();
-    if let Some(ms) = number(wire::TIMEOUT)? {
-        options = options.timeout(Duration::from_millis(ms));
+    let timeout = number(wire::TIMEOUT)?.map(Duration::from_millis);
+    if let Some(timeout) = timeout {
+        options = options.timeout(timeout);
     }
     if let Some(caller) = wire::header(headers, CALLER) {
         options = options.caller(caller);
@@ -478,6 +500,7 @@ fn asked(headers: Option<&HeaderMap>, worker: &str) -> Result<Asked, ToolError> 
     );
     Ok(Asked {
         call_id,
+        timeout,
         options,
         heartbeat,
         window,
@@ -535,6 +558,7 @@ async fn handle(shared: Arc<Shared>, request: Request, tool: String) {
     let control = Arc::new(Control {
         cancel: CancellationToken::new(),
         credit: Semaphore::new(asked.window.unwrap_or(0) as usize),
+        heard: Mutex::new(tokio::time::Instant::now()),
     });
     lock(&shared.calls).insert(asked.call_id.clone(), Arc::clone(&control));
     let heartbeat = asked.heartbeat.map(|every| {
@@ -572,7 +596,11 @@ async fn handle(shared: Arc<Shared>, request: Request, tool: String) {
     let span = tracing::debug_span!("nats_call", tool = %tool, call_id = %asked.call_id);
     let work = async {
         if asked.window.is_some() {
-            stream(&shared, &request, reply, &tool, args, options, &control).await;
+            let limits = StreamLimits {
+                deadline: asked.timeout.map(|t| tokio::time::Instant::now() + t),
+                idle: asked.heartbeat.map_or(STREAM_IDLE, |every| every * 3),
+            };
+            stream(&shared, &request, &tool, args, options, &control, limits).await;
         } else {
             match shared.registry.with(options).run(&tool, args).await {
                 Ok(value) => respond_value(&shared, &request, &value).await,
@@ -584,17 +612,32 @@ async fn handle(shared: Arc<Shared>, request: Request, tool: String) {
     drop(registered);
 }
 
+/// How long a stream may wait for its consumer.
+#[derive(Clone, Copy)]
+struct StreamLimits {
+    /// The caller's deadline.
+    deadline: Option<tokio::time::Instant>,
+    /// How long the consumer may stay silent while the stream waits for credit.
+    idle: Duration,
+}
+
+/// A consumer that asked for no heartbeats may stay silent this long.
+const STREAM_IDLE: Duration = Duration::from_secs(60);
+
 /// Runs a streaming call: each item one message, never more ahead of the consumer
 /// than its credits, then an end marker or the error.
 async fn stream(
     shared: &Shared,
     request: &Request,
-    reply: Subject,
     tool: &str,
     args: Value,
     options: CallOptions,
     control: &Control,
+    limits: StreamLimits,
 ) {
+    let Some(reply) = request.message.reply.clone() else {
+        return;
+    };
     let mut items = shared.registry.with(options).run_stream(tool, args);
     loop {
         let next = tokio::select! {
@@ -612,9 +655,27 @@ async fn stream(
             }
             Some(Err(err)) => return respond_error(request, &err).await,
             Some(Ok(item)) => {
-                let credit = tokio::select! {
-                    credit = control.credit.acquire() => credit,
-                    () = control.cancel.cancelled() => return,
+                // Wait for credit, but not past the deadline, nor for a consumer
+                // that has gone quiet (a live one sends a credit or a keep-alive
+                // every heartbeat).
+                let credit = loop {
+                    let quiet = *lock(&control.heard) + limits.idle;
+                    let until = limits.deadline.map_or(quiet, |d| d.min(quiet));
+                    tokio::select! {
+                        credit = control.credit.acquire() => break credit,
+                        () = control.cancel.cancelled() => return,
+                        () = tokio::time::sleep_until(until) => {
+                            let now = tokio::time::Instant::now();
+                            if limits.deadline.is_some_and(|d| now >= d) {
+                                let err = ToolError::Timeout { after_ms: None };
+                                return respond_error(request, &err).await;
+                            }
+                            if now >= *lock(&control.heard) + limits.idle {
+                                tracing::debug!(tool, "a stream's consumer went quiet; stopping");
+                                return;
+                            }
+                        }
+                    }
                 };
                 match credit {
                     Ok(permit) => permit.forget(),
@@ -670,12 +731,18 @@ async fn respond_value(shared: &Shared, request: &Request, value: &Value) {
 }
 
 async fn respond_error(request: &Request, err: &ToolError) {
-    let message = err.to_string().replace(['\r', '\n'], " ");
     let status = service::error::Error {
-        status: message,
+        status: wire::short(&err.to_string(), wire::MAX_ERROR_TEXT),
         code: usize::from(err.status()),
     };
-    let _ = request
-        .respond_with_headers(Err(status), wire::error_headers(err))
+    let sent = request
+        .respond_with_headers(Err(status.clone()), wire::error_headers(err))
         .await;
+    if sent.is_err() {
+        // Too large even trimmed (or the connection is gone): the code and status
+        // alone still tell the caller what happened.
+        let mut headers = HeaderMap::new();
+        headers.insert(wire::ERROR_CODE, wire::header_value(err.code()));
+        let _ = request.respond_with_headers(Err(status), headers).await;
+    }
 }
