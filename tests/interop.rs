@@ -3,7 +3,8 @@
 //!
 //! * the JavaScript client drives a toolfunc server serving the demo catalog;
 //! * toolfunc's `Client` (and the typed service clients) drive a JavaScript server
-//!   serving the same catalog.
+//!   serving the same catalog;
+//! * the 1.x client's background-task poll loop completes against a toolfunc server.
 
 #[path = "../examples/demo/mod.rs"]
 #[allow(dead_code)]
@@ -46,6 +47,32 @@ async fn javascript_client_drives_a_toolfunc_server() {
             .arg(format!("http://{addr}/api"))
             .current_dir(&dir),
         "the JavaScript client",
+        Duration::from_secs(60),
+    )
+    .await
+    .assert_printed("checks passed", &[]);
+}
+
+/// The 1.x JavaScript client's background loop (202, polls of `rpcTask/<id>`,
+/// `$cancel`; `interop/poll_loop_1x.mjs`) completes against a toolfunc server: the
+/// demo `report` tool moves to the background past its 1 s soft deadline.
+#[tokio::test]
+async fn a_1x_style_poll_loop_completes_against_a_toolfunc_server() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(
+        Server::new()
+            .mount(Api::new(demo::catalog()))
+            .unwrap()
+            .serve(listener),
+    );
+    // Plain node with fetch: no packages needed.
+    process::run(
+        Command::new("node")
+            .arg("poll_loop_1x.mjs")
+            .arg(format!("http://{addr}/api"))
+            .current_dir(peers::dir()),
+        "the 1.x-style poll loop",
         Duration::from_secs(60),
     )
     .await

@@ -619,7 +619,10 @@ async fn a_worker_at_its_cap_refuses_and_the_client_tries_again() {
         .await
         .unwrap();
     let code = answer.headers.as_ref().and_then(|h| h.get("Tf-Error-Code"));
-    assert_eq!(code.map(async_nats::HeaderValue::as_str), Some("OVERLOADED"));
+    assert_eq!(
+        code.map(async_nats::HeaderValue::as_str),
+        Some("OVERLOADED")
+    );
     // A toolfunc client tries again (the refused call ran nowhere) and gets through.
     assert_eq!(
         client.run("add", json!({"a": 1, "b": 1})).await.unwrap(),
