@@ -113,12 +113,14 @@ impl ClientBuilder {
             settings: self,
             _mux: Abort(mux),
         });
-        let registry = Registry::new();
-        reload(&remote, &registry, None).await?;
+        // Subscribed before the first load, whose round trip makes sure the server
+        // has the subscription: no announcement made after `attach` returns is missed.
         let events = nats
             .subscribe(wire::events_subject(&prefix))
             .await
             .map_err(|e| unreachable("subscribe to catalog events", &e))?;
+        let registry = Registry::new();
+        reload(&remote, &registry, None).await?;
         let follow = tokio::spawn(follow(events, Arc::clone(&remote), registry.clone()));
         Ok(Client {
             registry,
@@ -418,39 +420,25 @@ async fn reload(
     registry: &Registry,
     also: Option<&Value>,
 ) -> Result<(), ToolError> {
-    let answer = remote
-        .nats
-        .request(wire::tools_subject(&remote.prefix), bytes::Bytes::new())
-        .await
-        .map_err(|e| match e.kind() {
-            async_nats::RequestErrorKind::NoResponders => ToolError::custom(
-                "NO_WORKER",
-                503,
-                format!("no worker serves `{}` on this NATS server", remote.prefix),
-            ),
-            _ => unreachable("load the definitions", &e),
-        })?;
-    if wire::is_error(answer.headers.as_ref()) {
-        let headers = answer.headers.unwrap_or_default();
-        return Err(wire::error_from_headers(&headers, "tools"));
-    }
-    let listing = wire::result(&answer.payload)?;
-    let mut wanted: HashMap<String, ToolDefinition> = HashMap::new();
-    for entries in std::iter::once(&listing).chain(also) {
-        let Some(entries) = entries.as_object() else {
-            continue;
-        };
-        for (name, entry) in entries {
-            match serde_json::from_value::<ToolDefinition>(entry.clone()) {
-                Ok(def) if def.name == *name && wire::subject_safe(name) => {
-                    wanted.insert(name.clone(), def);
-                }
-                _ => {
-                    tracing::warn!(tool = %name, "skipping a definition that is not a tool definition");
+    let listing = match discover(remote).await {
+        Ok(listing) => listing,
+        // A worker's announcement still adds its tools when no worker answers
+        // discovery in time; nothing is removed on so little knowledge.
+        Err(err) if also.is_some() => {
+            tracing::debug!(error = %err, "discovery failed; adding the announced tools only");
+            for (name, def) in definitions(also) {
+                if !registry.has(&name)
+                    && let Err(err) = remote_tool(remote, def).and_then(|t| registry.register(t))
+                {
+                    tracing::warn!(tool = %name, error = %err, "skipping a remote tool that cannot be registered");
                 }
             }
+            return Ok(());
         }
-    }
+        Err(err) => return Err(err),
+    };
+    let mut wanted = definitions(Some(&listing));
+    wanted.extend(definitions(also));
     for name in registry.names() {
         let same = registry
             .get(&name)
@@ -469,6 +457,47 @@ async fn reload(
         }
     }
     Ok(())
+}
+
+/// The definitions of any worker, keyed by name.
+async fn discover(remote: &Remote) -> Result<Value, ToolError> {
+    let answer = remote
+        .nats
+        .request(wire::tools_subject(&remote.prefix), bytes::Bytes::new())
+        .await
+        .map_err(|e| match e.kind() {
+            async_nats::RequestErrorKind::NoResponders => ToolError::custom(
+                "NO_WORKER",
+                503,
+                format!("no worker serves `{}` on this NATS server", remote.prefix),
+            ),
+            _ => unreachable("load the definitions", &e),
+        })?;
+    if wire::is_error(answer.headers.as_ref()) {
+        let headers = answer.headers.unwrap_or_default();
+        return Err(wire::error_from_headers(&headers, "tools"));
+    }
+    wire::result(&answer.payload)
+}
+
+/// The tool definitions of a listing (`{name: definition}`); entries that are not
+/// definitions, or whose names cannot be subjects, are skipped.
+fn definitions(listing: Option<&Value>) -> HashMap<String, ToolDefinition> {
+    let mut found = HashMap::new();
+    let Some(entries) = listing.and_then(Value::as_object) else {
+        return found;
+    };
+    for (name, entry) in entries {
+        match serde_json::from_value::<ToolDefinition>(entry.clone()) {
+            Ok(def) if def.name == *name && wire::subject_safe(name) => {
+                found.insert(name.clone(), def);
+            }
+            _ => {
+                tracing::warn!(tool = %name, "skipping a definition that is not a tool definition");
+            }
+        }
+    }
+    found
 }
 
 /// A local tool standing for a remote one.
