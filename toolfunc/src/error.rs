@@ -325,6 +325,13 @@ impl ToolError {
         Self::Cancelled { reason }
     }
 
+    /// A [`ToolError::Timeout`] after `after` (when known).
+    pub(crate) fn timed_out(after: Option<std::time::Duration>) -> Self {
+        Self::Timeout {
+            after_ms: after.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        }
+    }
+
     /// A [`ToolError::Custom`]: an application error with its own code and HTTP status.
     ///
     /// A status outside 100..=599 is replaced by 500.

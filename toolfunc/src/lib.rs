@@ -55,8 +55,8 @@ pub mod ask;
 mod call;
 mod connect;
 pub mod content;
-mod ctx;
 mod error;
+mod exec;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod ledger;
@@ -67,12 +67,10 @@ mod log;
 pub mod mcp;
 #[cfg(feature = "nats")]
 pub mod nats;
+mod options;
 mod panic;
 mod registry;
 pub mod schema;
-pub mod service;
-pub mod stream;
-mod task;
 mod tool;
 pub mod transport;
 
@@ -85,18 +83,22 @@ pub struct ReadmeDoctests;
 pub use call::{ToolCall, ToolResult};
 pub use connect::connect;
 pub use content::Content;
-pub use ctx::{Binding, CallOptions, CollectLimit, Ctx, Progress};
 pub use error::ToolError;
+pub use exec::ctx::Ctx;
+pub use exec::runner::Runner;
+pub use exec::stream;
+pub use exec::stream::ToolStream;
+pub use exec::task::CallHandle;
 pub use log::{LogLevel, LogMessage};
+pub use options::{Binding, CallOptions, CollectLimit, Progress};
 pub use registry::{
-    CallStatus, RegisterOptions, Registry, RegistryEvent, Runner, Subscription, SubscriptionError,
+    CallStatus, RegisterOptions, Registry, RegistryEvent, Subscription, SubscriptionError,
     UnregisterOptions, UnregisterScope,
 };
-pub use service::{ActDefinition, ToolService};
-pub use stream::ToolStream;
-pub use task::CallHandle;
 /// Cancellation tokens, as [`CallOptions::cancel_on`] and [`Ctx::cancellation_token`] use them.
 pub use tokio_util::sync::CancellationToken;
+pub use tool::service;
+pub use tool::service::{ActDefinition, ToolService};
 pub use tool::{Annotations, ToolBuilder, ToolDefinition, ToolFunc, ToolRef};
 pub use transport::Transport;
 
@@ -299,7 +301,7 @@ pub mod __private {
 
     pub use crate::error::convert;
     pub use crate::schema::{field_order, parse_args, result_schema_of, schema_of};
-    pub use crate::service::{
+    pub use crate::tool::service::{
         HookHandler, MethodHandler, MethodSpec, ServiceEntry, ServiceSpec, ToolService,
     };
     pub use crate::tool::{Hints, ItemStream, SpecHandler, ToolSpec, to_output};

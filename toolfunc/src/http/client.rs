@@ -11,8 +11,8 @@ use reqwest::{Method, Url};
 use serde_json::{Map, Value};
 
 use super::wire::{self, NDJSON, REQ_ID, RPC_ACT, RPC_FN, RPC_RES_ID, request_id};
-use crate::service::REST_VERBS;
 use crate::tool::ItemStream;
+use crate::tool::service::REST_VERBS;
 use crate::{Registry, ToolDefinition, ToolError, ToolFunc, Transport};
 
 /// What `encodeURIComponent` leaves alone; everything else is percent-encoded

@@ -528,7 +528,7 @@ async fn collected(
     let mut stream = runner.run_stream(&tool, args);
     while let Some(item) = stream.next().await {
         let item = item?;
-        bytes = bytes.saturating_add(crate::ctx::json_size(&item));
+        bytes = bytes.saturating_add(crate::options::json_size(&item));
         if collected.len() >= limit.items || bytes > limit.bytes {
             return Err(limit.exceeded(&tool, collected.len() + 1, bytes));
         }

@@ -134,7 +134,7 @@ impl Registry {
     pub async fn ready(&self, name: &str) -> Result<(), ToolError> {
         let found = self
             .resolve(name)
-            .ok_or_else(|| crate::service::not_found(name))?;
+            .ok_or_else(|| crate::tool::service::not_found(name))?;
         match found.ready {
             Some(ready) => ready.await,
             None => Ok(()),

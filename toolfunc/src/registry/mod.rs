@@ -5,11 +5,9 @@
 
 mod events;
 mod lifecycle;
-mod runner;
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -19,16 +17,11 @@ use tokio::sync::broadcast;
 pub(crate) use cache::generation;
 pub(crate) use events::Observer;
 pub use events::{CallStatus, RegistryEvent, Subscription, SubscriptionError};
-pub use runner::Runner;
 
-use crate::ctx::Scope;
-use crate::service::ServiceEntry;
-use crate::stream::ToolStream;
-use crate::task::CallHandle;
+use crate::tool::service::ServiceEntry;
 use crate::tool::{DependencyTarget, ToolRef, ToolSpec};
-use crate::{CallOptions, ToolCall, ToolDefinition, ToolError, ToolFunc, ToolResult};
+use crate::{ToolDefinition, ToolError, ToolFunc};
 use lifecycle::Ready;
-use runner::Calls;
 
 /// A set of tools, each reachable by its name and its aliases.
 ///
@@ -867,99 +860,18 @@ impl Registry {
             let _ = self.inner.events.send(event);
         }
     }
+}
 
-    /// A runner whose calls all carry `options`: typed extensions, caller identity,
-    /// timeout, cancellation tokens, progress listener, dependency binding. Runners
-    /// chain with [`Runner::with`].
+impl Registry {
+    /// Registers a `#[tool_service]` value (by value or as an `Arc`) as one tool.
     ///
-    /// ```rust,standalone_crate
-    /// use std::time::Duration;
-    /// use toolfunc::{tool, CallOptions, Ctx, Registry};
-    ///
-    /// /// Reports who called.
-    /// #[tool]
-    /// fn who(ctx: &Ctx) -> String {
-    ///     ctx.caller().unwrap_or("anonymous").to_owned()
-    /// }
-    ///
-    /// let billing = Registry::global().with(CallOptions::new().caller("billing"));
-    /// assert_eq!(billing.run_sync("who", serde_json::json!({})).unwrap(), "billing");
-    /// let strict = billing.with(CallOptions::new().timeout(Duration::from_secs(1)));
-    /// assert_eq!(strict.run_sync("who", serde_json::json!({})).unwrap(), "billing");
-    /// ```
-    pub fn with(&self, options: CallOptions) -> Runner {
-        Runner::new(self.clone(), Scope::default().with(options))
-    }
-
-    fn calls(&self) -> Calls<'_> {
-        Calls {
-            registry: self,
-            scope: &NO_SCOPE,
-        }
-    }
-
-    /// Runs a tool by name or alias with an arguments object.
-    ///
-    /// The arguments are checked before the handler runs (`ARGUMENTS`, with the JSON
-    /// Pointer of the failing value); a handler error is `FAILED` (or the handler's
-    /// own `ToolError`), and a panic is `PANICKED`. A streaming tool's items are
-    /// collected into an array. A tool whose asynchronous setup is still running is
-    /// waited for. Dropping the returned future cancels the call and runs its cleanups.
-    pub fn run<'a>(
-        &'a self,
-        name: &'a str,
-        args: Value,
-    ) -> impl Future<Output = Result<Value, ToolError>> + Send + 'a {
-        self.calls().run(name, args)
-    }
-
-    /// Runs a sync tool on the calling thread. An async or streaming tool gives
-    /// `ASYNC_ONLY`, one still setting up `NOT_READY`, one at its concurrency limit
-    /// `BUSY`.
-    pub fn run_sync(&self, name: &str, args: Value) -> Result<Value, ToolError> {
-        self.calls().run_sync(name, args)
-    }
-
-    /// Runs a tool with positional arguments, mapped onto its parameters in
-    /// declaration order (see [`ToolBuilder::param_order`](crate::ToolBuilder::param_order)).
-    pub fn run_with_pos<'a>(
-        &'a self,
-        name: &'a str,
-        args: Vec<Value>,
-    ) -> impl Future<Output = Result<Value, ToolError>> + Send + 'a {
-        self.calls().run_with_pos(name, args)
-    }
-
-    /// Runs a sync tool with positional arguments on the calling thread.
-    pub fn run_with_pos_sync(&self, name: &str, args: Vec<Value>) -> Result<Value, ToolError> {
-        self.calls().run_with_pos_sync(name, args)
-    }
-
-    /// Runs a tool as a stream of results: a streaming tool's items one by one, any
-    /// other tool's single result. See [`ToolStream`].
-    pub fn run_stream(&self, name: &str, args: Value) -> ToolStream {
-        self.calls().run_stream(name, args)
-    }
-
-    /// Starts a call on the tokio runtime and returns its handle: await it for the
-    /// result, or [`abort`](CallHandle::abort) it. Outside a tokio runtime the handle
-    /// resolves to a `FAILED` error.
-    pub fn spawn(&self, name: &str, args: Value) -> CallHandle {
-        self.calls().spawn(name, args)
-    }
-
-    /// Executes one call; any failure is in the result, never returned as an error.
-    pub fn execute(&self, call: ToolCall) -> impl Future<Output = ToolResult> + Send + '_ {
-        self.calls().execute(call)
-    }
-
-    /// Executes calls concurrently and returns their results in input order. One
-    /// failing call never fails the batch.
-    pub async fn execute_batch(
+    /// Services whose type is `Default` are in [`Registry::global`](crate::Registry::global)
+    /// already; this is for services built with state, and for other registries.
+    pub fn register_service<S: crate::ToolService>(
         &self,
-        calls: impl IntoIterator<Item = ToolCall>,
-    ) -> Vec<ToolResult> {
-        self.calls().execute_batch(calls).await
+        service: impl Into<Arc<S>>,
+    ) -> Result<bool, ToolError> {
+        self.register(ToolFunc::from_service(service)?)
     }
 }
 
@@ -1047,8 +959,6 @@ enum Placed {
     Counted,
     Replaced { old: ToolRef, held: usize },
 }
-
-static NO_SCOPE: Scope = Scope::none();
 
 impl fmt::Debug for Registry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

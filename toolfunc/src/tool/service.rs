@@ -258,7 +258,7 @@ fn bind<S: Send + Sync + 'static>(
                     Some(limit) => Box::pin(async move {
                         tokio::time::timeout(limit, call)
                             .await
-                            .unwrap_or_else(|_| Err(crate::task::timeout_error(Some(limit))))
+                            .unwrap_or_else(|_| Err(ToolError::timed_out(Some(limit))))
                     }),
                 }
             }))
@@ -390,18 +390,5 @@ impl ToolFunc {
     /// Takes the service by value or as an `Arc` (keep a clone to reach its state).
     pub fn from_service<S: ToolService>(service: impl Into<Arc<S>>) -> Result<ToolFunc, ToolError> {
         S::__spec().build(&service.into())
-    }
-}
-
-impl crate::Registry {
-    /// Registers a `#[tool_service]` value (by value or as an `Arc`) as one tool.
-    ///
-    /// Services whose type is `Default` are in [`Registry::global`](crate::Registry::global)
-    /// already; this is for services built with state, and for other registries.
-    pub fn register_service<S: ToolService>(
-        &self,
-        service: impl Into<Arc<S>>,
-    ) -> Result<bool, ToolError> {
-        self.register(ToolFunc::from_service(service)?)
     }
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::ToolError;
-use crate::ctx::{CallState, Scope, min_deadline, min_duration, with_cleanup_errors};
+use crate::exec::ctx::{CallState, Scope, min_deadline, min_duration, with_cleanup_errors};
 use crate::panic::panicked;
 use crate::registry::{CallStatus, Observer};
 
@@ -31,12 +31,6 @@ pub(crate) fn deadline_for(
     let own =
         min_duration(tool_timeout, scope.timeout()).and_then(|t| Instant::now().checked_add(t));
     min_deadline(own, inherited)
-}
-
-pub(crate) fn timeout_error(after: Option<Duration>) -> ToolError {
-    ToolError::Timeout {
-        after_ms: after.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-    }
 }
 
 pub(crate) fn cancelled_error(state: &CallState) -> ToolError {
@@ -124,7 +118,7 @@ impl Watch {
             && sleep.as_mut().poll(cx).is_ready()
         {
             self.state
-                .stop(timeout_error(self.deadline.and_then(|(_, t)| t)));
+                .stop(ToolError::timed_out(self.deadline.and_then(|(_, t)| t)));
             return Poll::Ready(cancelled_error(&self.state));
         }
         Poll::Pending
@@ -143,7 +137,7 @@ impl Watch {
         if Instant::now() < deadline {
             return result;
         }
-        self.state.stop(timeout_error(timeout));
+        self.state.stop(ToolError::timed_out(timeout));
         Err(cancelled_error(&self.state))
     }
 }

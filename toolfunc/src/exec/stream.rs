@@ -13,9 +13,9 @@ use futures::{FutureExt, Stream};
 use serde_json::Value;
 
 use crate::ToolError;
+use crate::exec::task::{Call, Finish, Watch};
 use crate::panic::panicked;
 use crate::registry::{CallStatus, Observer};
-use crate::task::{Call, Finish, Watch};
 use crate::tool::ItemStream;
 
 /// The items of one call, as `run_stream` returns them: `Ok` items, then at most one

@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{Observer, Registry, Resolved};
-use crate::ctx::Scope;
-use crate::registry::CallStatus;
-use crate::stream::ToolStream;
-use crate::task::{Call, CallHandle};
-use crate::tool::Started;
+use super::ctx::Scope;
+use super::start::Started;
+use super::stream::ToolStream;
+use super::task::{Call, CallHandle};
+use crate::Registry;
+use crate::registry::{CallStatus, Observer, Resolved};
 use crate::{CallOptions, Ctx, ToolCall, ToolError, ToolFunc, ToolResult};
 
 /// Runs tools of a registry with a context: made by [`Registry::with`] or
@@ -117,7 +117,7 @@ impl Runner {
 
 /// The run methods, written once for a registry with or without a context.
 #[derive(Clone, Copy)]
-pub(super) struct Calls<'a> {
+pub(crate) struct Calls<'a> {
     pub(super) registry: &'a Registry,
     pub(super) scope: &'a Scope,
 }
@@ -150,7 +150,7 @@ impl Future for Run<'_> {
             // `resolve` returns an `Option`: the error is made only when needed, which
             // keeps the hot path's values small.
             let Some(found) = calls.registry.resolve(name) else {
-                return std::task::Poll::Ready(Err(crate::service::not_found(name)));
+                return std::task::Poll::Ready(Err(crate::tool::service::not_found(name)));
             };
             if found.ready.is_none() && found.tool.runs_inline() {
                 let ctx = calls.ctx(found, None);
@@ -197,7 +197,7 @@ impl<'a> Calls<'a> {
     fn find(self, name: &str) -> Result<Resolved, ToolError> {
         self.registry
             .resolve(name)
-            .ok_or_else(|| crate::service::not_found(name))
+            .ok_or_else(|| crate::tool::service::not_found(name))
     }
 
     fn ctx(self, found: Resolved, call_id: Option<Arc<str>>) -> Ctx {
@@ -241,7 +241,7 @@ impl<'a> Calls<'a> {
 
     pub(super) fn run_sync(self, name: &str, args: Value) -> Result<Value, ToolError> {
         let Some(found) = self.registry.resolve(name) else {
-            return Err(crate::service::not_found(name));
+            return Err(crate::tool::service::not_found(name));
         };
         check_ready(&found)?;
         let ctx = self.ctx(found, None);

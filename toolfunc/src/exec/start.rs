@@ -1,0 +1,277 @@
+//! Starting a tool's handler: the checks before it may run (cancelled, out of
+//! time), the argument check, the concurrency slot, a sync body on the calling
+//! thread or an async one in a [`Drive`] watched for its deadline and cancellation,
+//! and a stream collected within its bound.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use super::task::{Call, Drive, Watch};
+use crate::options::{CollectLimit, json_size};
+use crate::panic::{Catching, panicked};
+use crate::tool::{Handler, ItemStream, SyncFn};
+use crate::{CancellationToken, Ctx, ToolError, ToolFunc};
+
+impl ToolFunc {
+    /// Why a call must not start: a caller's token already fired, or an enclosing
+    /// call's deadline has passed.
+    fn stopped_before_start(ctx: &Ctx) -> Option<ToolError> {
+        // A deadline of the call's own starts now and cannot have passed; only one
+        // inherited from an enclosing call can (so only then is the clock read).
+        if ctx.scope().inherited_deadline().is_some()
+            && let Some(deadline) = ctx.deadline()
+            && deadline <= std::time::Instant::now()
+        {
+            return Some(ToolError::timed_out(
+                ctx.deadline_and_timeout().and_then(|(_, t)| t),
+            ));
+        }
+        let sources = ctx.scope().cancel_sources();
+        if !sources.is_empty() && sources.iter().any(CancellationToken::is_cancelled) {
+            return Some(ToolError::cancelled(None));
+        }
+        None
+    }
+
+    /// Runs the handler synchronously, on the calling thread. Async and streaming
+    /// tools give `ASYNC_ONLY`.
+    ///
+    /// A sync handler cannot be interrupted: a call that is already cancelled or out
+    /// of time does not start, and one that starts runs to its end.
+    pub(crate) fn call_sync(&self, ctx: &Ctx, args: Value) -> Result<Value, ToolError> {
+        if !matches!(self.handler, Handler::Sync(_) | Handler::Acts(_)) {
+            return Err(self.async_only());
+        }
+        // A sync caller cannot wait for a slot: at the limit, say so.
+        let _permit = match &self.concurrency {
+            Some(limit) => {
+                Some(
+                    Arc::clone(limit)
+                        .try_acquire_owned()
+                        .map_err(|_| ToolError::Busy {
+                            name: self.definition.name.clone(),
+                        })?,
+                )
+            }
+            None => None,
+        };
+        self.sync_body(ctx, args)
+    }
+
+    fn async_only(&self) -> ToolError {
+        ToolError::AsyncOnly {
+            name: self.definition.name.clone(),
+        }
+    }
+
+    /// A sync handler's call (a plain tool's, or the sync method a service's `act`
+    /// picks), once any concurrency slot is held.
+    fn sync_body(&self, ctx: &Ctx, args: Value) -> Result<Value, ToolError> {
+        if let Some(err) = Self::stopped_before_start(ctx) {
+            return Err(err);
+        }
+        let mut args = self.prepare(args)?;
+        let f = match &self.handler {
+            Handler::Sync(f) => f,
+            Handler::Acts(acts) => {
+                let index = acts.select(self.name(), &mut args)?;
+                match &acts.acts[index].handler {
+                    Handler::Sync(f) => f,
+                    _ => return Err(self.async_only()),
+                }
+            }
+            _ => return Err(self.async_only()),
+        };
+        Self::sync_invoke(f, ctx, args)
+    }
+
+    /// Runs a sync handler on checked arguments, catching a panic; runs the call's
+    /// cleanups.
+    fn sync_invoke(f: &SyncFn, ctx: &Ctx, args: Value) -> Result<Value, ToolError> {
+        let caught = {
+            let _catching = Catching::enter();
+            catch_unwind(AssertUnwindSafe(|| f(ctx, args)))
+        };
+        let result = caught.unwrap_or_else(|p| Err(panicked(&*p)));
+        if let Some(state) = ctx.state_if_created() {
+            state.run_cleanups();
+        }
+        result
+    }
+
+    /// The handler that runs a call: the tool's own, or for a service the one its
+    /// method `index` has.
+    fn handler_at(&self, index: Option<usize>) -> &Handler {
+        match (&self.handler, index) {
+            (Handler::Acts(acts), Some(index)) => &acts.acts[index].handler,
+            (handler, _) => handler,
+        }
+    }
+
+    /// Starts the tool of `ctx`. Sync handlers run at once; async and streaming ones
+    /// (collected) run as the returned future is polled, raced against cancellation
+    /// and the deadline. A panic anywhere becomes `PANICKED`.
+    pub(crate) fn call(ctx: Ctx, args: Value) -> Call {
+        Self::call_with(ctx, args, false)
+    }
+
+    /// [`call`](Self::call), watching the call's own token when `abortable` (a spawned
+    /// call's handle can abort it).
+    pub(crate) fn call_with(ctx: Ctx, args: Value, abortable: bool) -> Call {
+        if ctx.tool().runs_inline() {
+            return Call::Ready(Some(ctx.tool().call_sync(&ctx, args)));
+        }
+        match Self::start(ctx, args, false, abortable) {
+            Ok(Started::Value(drive)) => Call::Running(drive),
+            Ok(Started::Stream(..)) => unreachable!("`start` collects streams when asked to"),
+            Err(err) => Call::Ready(Some(Err(err))),
+        }
+    }
+
+    /// Starts an async or streaming handler: checks the arguments, sets up the watch
+    /// (deadline, cancellation) and calls the handler. Streams are collected into an
+    /// array unless `as_stream`.
+    pub(crate) fn start(
+        ctx: Ctx,
+        args: Value,
+        as_stream: bool,
+        abortable: bool,
+    ) -> Result<Started, ToolError> {
+        if let Some(err) = Self::stopped_before_start(&ctx) {
+            return Err(err);
+        }
+        // The handler borrows the tool while `ctx` moves into it: hold the tool apart.
+        let tool = ctx.tool().clone();
+        let mut args = tool.prepare(args)?;
+        let act = match &tool.handler {
+            Handler::Acts(acts) => Some(acts.select(tool.name(), &mut args)?),
+            _ => None,
+        };
+        let state = Arc::clone(ctx.state());
+        let watch = Watch::new(
+            Arc::clone(&state),
+            ctx.scope(),
+            ctx.deadline_and_timeout(),
+            abortable,
+        );
+        let limit = tool.concurrency.clone();
+        let catching = Catching::enter();
+        let started = catch_unwind(AssertUnwindSafe(|| match tool.handler_at(act) {
+            Handler::Async(f) => Started::Value(Drive::new(gated(limit, f(ctx, args)), watch)),
+            Handler::Stream(f) if as_stream => {
+                Started::Stream(gated_stream(limit, f(ctx, args)), watch)
+            }
+            Handler::Stream(f) => {
+                let bound = ctx.scope().collect_limit();
+                let name = tool.name().to_owned();
+                Started::Value(Drive::new(
+                    gated(limit, collect(f(ctx, args), bound, name)),
+                    watch,
+                ))
+            }
+            Handler::Sync(_) | Handler::Acts(_) => {
+                // Here to wait for a concurrency slot (which `gated` holds), or for a
+                // service's sync method; then it runs inline.
+                let tool = tool.clone();
+                let body = Box::pin(async move {
+                    if let Some(err) = Self::stopped_before_start(&ctx) {
+                        return Err(err);
+                    }
+                    match tool.handler_at(act) {
+                        Handler::Sync(f) => Self::sync_invoke(f, &ctx, args),
+                        _ => Err(ToolError::failed("the handler changed kind")),
+                    }
+                });
+                Started::Value(Drive::new(gated(limit, body), watch))
+            }
+        }));
+        drop(catching);
+        started.map_err(|p| {
+            state.run_cleanups();
+            panicked(&*p)
+        })
+    }
+}
+
+/// A started async or streaming call.
+pub(crate) enum Started {
+    Value(Drive),
+    Stream(BoxFuture<'static, Result<ItemStream, ToolError>>, Watch),
+}
+
+/// `future`, started once a concurrency slot is free (at once without a limit). The
+/// wait is part of the call, so it can be cancelled or time out like the rest.
+fn gated(
+    limit: Option<Arc<tokio::sync::Semaphore>>,
+    future: BoxFuture<'static, Result<Value, ToolError>>,
+) -> BoxFuture<'static, Result<Value, ToolError>> {
+    match limit {
+        None => future,
+        Some(limit) => Box::pin(async move {
+            let _permit = acquire(limit).await?;
+            future.await
+        }),
+    }
+}
+
+/// The stream of `open`, holding a concurrency slot until the stream is dropped.
+fn gated_stream(
+    limit: Option<Arc<tokio::sync::Semaphore>>,
+    open: BoxFuture<'static, Result<ItemStream, ToolError>>,
+) -> BoxFuture<'static, Result<ItemStream, ToolError>> {
+    match limit {
+        None => open,
+        Some(limit) => Box::pin(async move {
+            let permit = acquire(limit).await?;
+            let items = open.await?;
+            Ok(items
+                .map(move |item| {
+                    let _held = &permit;
+                    item
+                })
+                .boxed())
+        }),
+    }
+}
+
+async fn acquire(
+    limit: Arc<tokio::sync::Semaphore>,
+) -> Result<tokio::sync::OwnedSemaphorePermit, ToolError> {
+    // The semaphore is never closed; a closed one would mean the tool is gone.
+    limit
+        .acquire_owned()
+        .await
+        .map_err(|_| ToolError::failed("the tool's concurrency limit is closed"))
+}
+
+/// A streaming handler's items gathered into one array (for `run`), within `bound`.
+///
+/// Each item spends the task's cooperative budget, so a stream that is always ready
+/// still hands the worker back to the runtime now and then: other calls run, and the
+/// call's deadline and cancellation (watched by the [`Drive`] around this future)
+/// strike between items.
+fn collect(
+    open: BoxFuture<'static, Result<ItemStream, ToolError>>,
+    bound: CollectLimit,
+    tool: String,
+) -> BoxFuture<'static, Result<Value, ToolError>> {
+    Box::pin(async move {
+        let mut stream = open.await?;
+        let mut items = Vec::new();
+        let mut bytes = 0usize;
+        while let Some(item) = stream.next().await {
+            let item = item?;
+            bytes = bytes.saturating_add(json_size(&item));
+            if items.len() >= bound.items || bytes > bound.bytes {
+                return Err(bound.exceeded(&tool, items.len() + 1, bytes));
+            }
+            items.push(item);
+            tokio::task::coop::consume_budget().await;
+        }
+        Ok(Value::Array(items))
+    })
+}
