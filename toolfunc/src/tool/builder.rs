@@ -1,0 +1,592 @@
+//! `ToolBuilder`: tools made at run time, and what the macros' tools are built with.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::definition::{Annotations, ToolDefinition};
+use super::func::{
+    ArgCheck, Dependency, DependencyTarget, Handler, Hook, ToolFunc, ToolRef, to_output,
+};
+use super::service::{ActDefinition, Acts};
+use crate::schema::{
+    Validator, check_params_root, empty_object, field_order, parse_args, result_schema_of,
+    schema_of,
+};
+use crate::{Ctx, ToolError};
+
+/// Builds a [`ToolFunc`] at run time. Start with [`ToolFunc::builder`].
+///
+/// Handlers come in four forms: over raw JSON ([`handler`](Self::handler),
+/// [`handler_sync`](Self::handler_sync)) — the arguments are then checked against
+/// [`params_schema`](Self::params_schema) before the handler runs — or over typed
+/// arguments ([`typed`](Self::typed), [`typed_sync`](Self::typed_sync)), whose
+/// parameter and result schemas are derived from the types unless given.
+#[must_use = "a builder does nothing until `build` is called"]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each flag is one switch of the definition being built"
+)]
+pub struct ToolBuilder {
+    pub(crate) name: String,
+    pub(crate) title: Option<String>,
+    pub(crate) description: Option<String>,
+    pub(crate) summary: Option<String>,
+    pub(crate) alias: Vec<String>,
+    pub(crate) tags: Vec<String>,
+    pub(crate) params: Option<Value>,
+    pub(crate) result: Option<Value>,
+    pub(crate) param_order: Option<Vec<String>>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) background: bool,
+    pub(crate) needs_client: Vec<String>,
+    pub(crate) annotations: Annotations,
+    /// Derives the positional order from the typed handler's argument type.
+    pub(crate) typed_order: Option<fn(&Value) -> Vec<String>>,
+    pub(crate) handler: Option<Handler>,
+    /// Whether the handler deserialises into a Rust type (which checks the arguments).
+    pub(crate) typed: bool,
+    /// Whether the parameters schema was given rather than derived.
+    pub(crate) schema_given: bool,
+    pub(crate) depends: Vec<Dependency>,
+    pub(crate) setup: Option<Hook>,
+    pub(crate) dispose: Option<Hook>,
+    pub(crate) concurrency: Option<usize>,
+    pub(crate) api: bool,
+    pub(crate) action: Option<String>,
+    pub(crate) methods: Vec<String>,
+    pub(crate) act_definitions: Vec<ActDefinition>,
+}
+
+impl fmt::Debug for ToolBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolBuilder")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolBuilder {
+    pub(crate) fn new(name: String) -> Self {
+        Self {
+            name,
+            title: None,
+            description: None,
+            summary: None,
+            alias: Vec::new(),
+            tags: Vec::new(),
+            params: None,
+            result: None,
+            param_order: None,
+            timeout: None,
+            background: false,
+            needs_client: Vec::new(),
+            annotations: Annotations::default(),
+            typed_order: None,
+            handler: None,
+            typed: false,
+            schema_given: false,
+            depends: Vec::new(),
+            setup: None,
+            dispose: None,
+            concurrency: None,
+            api: true,
+            action: None,
+            methods: Vec::new(),
+            act_definitions: Vec::new(),
+        }
+    }
+
+    /// Whether remote callers (HTTP, MCP) may see and run the tool; `true` unless
+    /// set. A tool with `api(false)` still runs in process.
+    pub fn api(mut self, api: bool) -> Self {
+        self.api = api;
+        self
+    }
+
+    /// Leaves the arguments unchecked before the handler runs (a remote tool: the
+    /// server checks them).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn unchecked(mut self) -> Self {
+        self.typed = true;
+        self.schema_given = false;
+        self
+    }
+
+    /// Makes the tool a service over `acts` (see [`crate::service`]).
+    pub(crate) fn acts(
+        mut self,
+        acts: Acts,
+        methods: Vec<String>,
+        definitions: Vec<ActDefinition>,
+        action: Option<String>,
+    ) -> Self {
+        self.handler = Some(Handler::Acts(Box::new(acts)));
+        self.methods = methods;
+        self.act_definitions = definitions;
+        self.action = action;
+        // Each method checks its own arguments; the service schema only lists them.
+        self.typed = true;
+        self.schema_given = false;
+        self
+    }
+
+    /// Sets the title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Sets the description.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Sets the summary advertised in place of the description.
+    pub fn summary(mut self, summary: impl Into<String>) -> Self {
+        self.summary = Some(summary.into());
+        self
+    }
+
+    /// Adds an alias.
+    pub fn alias(mut self, alias: impl Into<String>) -> Self {
+        self.alias.push(alias.into());
+        self
+    }
+
+    /// Adds a tag.
+    pub fn tag(mut self, tag: impl Into<String>) -> Self {
+        self.tags.push(tag.into());
+        self
+    }
+
+    /// Sets the parameters schema (its root must be `"type": "object"`). Arguments are
+    /// checked against it before the handler runs, typed handlers included (whose
+    /// deserialisation alone would not enforce bounds such as `minimum`).
+    pub fn params_schema(mut self, schema: Value) -> Self {
+        self.params = Some(schema);
+        self.schema_given = true;
+        self
+    }
+
+    /// Sets the result schema.
+    pub fn result_schema(mut self, schema: Value) -> Self {
+        self.result = Some(schema);
+        self
+    }
+
+    /// Sets the order in which `run_with_pos` maps positional values onto parameter
+    /// names. Without it, typed handlers use their argument struct's field order and
+    /// raw handlers the order of the schema's `properties` (alphabetical, as
+    /// `serde_json` keeps object keys sorted).
+    pub fn param_order<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.param_order = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sets the tool's behaviour hints (read-only, destructive, ...).
+    pub fn annotations(mut self, annotations: Annotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
+    /// Declares a dependency on a tool instance, called as `alias` from inside this
+    /// tool (`ctx.run(alias, ..)`). Registering this tool registers the dependency too
+    /// (counted); removing it releases the dependency, last declared first.
+    pub fn depends(mut self, alias: impl Into<String>, tool: impl Into<ToolRef>) -> Self {
+        self.depends.push(Dependency {
+            alias: alias.into(),
+            target: DependencyTarget::Tool(tool.into()),
+        });
+        self
+    }
+
+    /// Declares a dependency on a tool by name, called as `alias` from inside this
+    /// tool. The named tool must be registered (here or in a parent registry) before
+    /// this one is: a missing dependency is a registration error, not a call-time one.
+    pub fn depends_on(mut self, alias: impl Into<String>, name: impl Into<String>) -> Self {
+        self.depends.push(Dependency {
+            alias: alias.into(),
+            target: DependencyTarget::Name(name.into()),
+        });
+        self
+    }
+
+    /// Runs `setup` each time the tool is placed in a registry; an error refuses the
+    /// registration. It is undone by [`dispose`](Self::dispose).
+    pub fn setup<F>(mut self, setup: F) -> Self
+    where
+        F: Fn() -> Result<(), ToolError> + Send + Sync + 'static,
+    {
+        self.setup = Some(Arc::new(move || Box::pin(std::future::ready(setup()))));
+        self
+    }
+
+    /// Like [`setup`](Self::setup), asynchronous: the tool is *pending* until it
+    /// finishes. `run` waits for it, `run_sync` refuses with `NOT_READY`, and
+    /// [`Registry::ready`](crate::Registry::ready) awaits it. A failure makes calls
+    /// fail with the setup's error.
+    pub fn setup_async<F, Fut>(mut self, setup: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), ToolError>> + Send + 'static,
+    {
+        self.setup = Some(Arc::new(move || Box::pin(setup())));
+        self
+    }
+
+    /// Runs `dispose` when the tool is physically removed from a registry (its last
+    /// registration taken back, a forced removal, a replacement, `clear`). A later
+    /// registration runs `setup` again.
+    pub fn dispose<F>(mut self, dispose: F) -> Self
+    where
+        F: Fn() -> Result<(), ToolError> + Send + Sync + 'static,
+    {
+        self.dispose = Some(Arc::new(move || Box::pin(std::future::ready(dispose()))));
+        self
+    }
+
+    /// Like [`dispose`](Self::dispose), asynchronous.
+    pub fn dispose_async<F, Fut>(mut self, dispose: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), ToolError>> + Send + 'static,
+    {
+        self.dispose = Some(Arc::new(move || Box::pin(dispose())));
+        self
+    }
+
+    /// Allows at most `limit` calls of the tool at once; further calls wait for a
+    /// slot (and can be cancelled or time out while waiting). The limit is the tool's:
+    /// shared by every runner and registry that reaches it.
+    pub fn concurrency(mut self, limit: usize) -> Self {
+        self.concurrency = Some(limit);
+        self
+    }
+
+    /// Sets the tool's own timeout: a call still running after it ends with `TIMEOUT`
+    /// (a caller's shorter timeout wins). Enforced for async and streaming tools; a
+    /// sync handler runs to its end once started.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Makes the timeout a soft deadline: a remote call (HTTP) still running past it
+    /// moves to the background, answered `202` and polled for, instead of ending
+    /// with `TIMEOUT`; in process the call runs on. Without a timeout, a remote call
+    /// waits as long as the call runs.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let report = toolfunc::ToolFunc::builder("report")
+    ///     .timeout(Duration::from_secs(1))
+    ///     .background(true)
+    ///     .handler_sync(|_ctx, _args| Ok(serde_json::json!("done")))
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(report.soft_deadline(), Some(Duration::from_secs(1)));
+    /// assert_eq!(report.timeout(), None);
+    /// ```
+    pub fn background(mut self, yes: bool) -> Self {
+        self.background = yes;
+        self
+    }
+
+    /// Declares a capability the tool needs of its caller (`"sampling"`,
+    /// `"elicitation"`, `"roots"`), because it asks for it: an MCP client that did
+    /// not declare it is refused with `-32021` before the tool runs, rather than the
+    /// tool failing half way.
+    pub fn needs_client(mut self, capability: impl Into<String>) -> Self {
+        self.needs_client.push(capability.into());
+        self
+    }
+
+    /// Sets a streaming handler over the raw JSON arguments object: it returns a
+    /// stream of items, which `run_stream` yields one by one and `run` collects into
+    /// an array. Items are produced only as fast as the caller consumes them.
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use serde_json::{json, Value};
+    /// use toolfunc::{Registry, ToolError, ToolFunc};
+    ///
+    /// let countdown = ToolFunc::builder("countdown")
+    ///     .params_schema(json!({"type": "object", "properties": {"from": {"type": "integer"}}}))
+    ///     .stream_handler(|_ctx, args: Value| async move {
+    ///         let from = args["from"].as_u64().unwrap_or(3);
+    ///         Ok(futures::stream::iter((0..=from).rev()).map(|n| Ok::<_, ToolError>(json!(n))))
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// let registry = Registry::new();
+    /// registry.register(countdown).unwrap();
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// assert_eq!(registry.run("countdown", json!({"from": 2})).await.unwrap(), json!([2, 1, 0]));
+    /// let items: Vec<_> = registry.run_stream("countdown", json!({"from": 1})).collect().await;
+    /// assert_eq!(items.len(), 2);
+    /// # });
+    /// ```
+    pub fn stream_handler<F, Fut, S>(mut self, f: F) -> Self
+    where
+        F: Fn(Ctx, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<S, ToolError>> + Send + 'static,
+        S: futures::Stream<Item = Result<Value, ToolError>> + Send + 'static,
+    {
+        self.handler = Some(Handler::Stream(Box::new(move |ctx, args| {
+            let opening = f(ctx, args);
+            Box::pin(async move { Ok(opening.await?.boxed()) })
+        })));
+        self.typed = false;
+        self
+    }
+
+    /// Sets an async handler over the raw JSON arguments object.
+    pub fn handler<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(Ctx, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+    {
+        self.handler = Some(Handler::Async(Box::new(move |ctx, args| {
+            Box::pin(f(ctx, args))
+        })));
+        self.typed = false;
+        self
+    }
+
+    /// Sets an async handler whose future need not be `Send` (it holds an `Rc`, a
+    /// `RefCell` or a `!Send` handle across an `.await`): each call runs on
+    /// toolfunc's local executor, one thread of its own, while callers on any
+    /// thread and surface run the tool by name as usual, with its deadline,
+    /// cancellation and cleanups. The `#[tool(local)]` form of the same.
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    /// use serde_json::{json, Value};
+    /// use toolfunc::{Registry, ToolFunc};
+    ///
+    /// let shout = ToolFunc::builder("shout")
+    ///     .local_handler(|_, args: Value| async move {
+    ///         let text = Rc::new(args["text"].as_str().unwrap_or("").to_uppercase());
+    ///         tokio::task::yield_now().await; // `text` lives across the await
+    ///         Ok(json!(*text))
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// let registry = Registry::new();
+    /// registry.register(shout).unwrap();
+    /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+    /// assert_eq!(registry.run("shout", json!({"text": "hi"})).await.unwrap(), json!("HI"));
+    /// # });
+    /// ```
+    pub fn local_handler<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(Ctx, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ToolError>> + 'static,
+    {
+        let f = Arc::new(f);
+        self.handler = Some(Handler::Async(Box::new(move |ctx, args| {
+            let f = Arc::clone(&f);
+            crate::local::run(ctx, args, Box::new(move |ctx, args| Box::pin(f(ctx, args))))
+        })));
+        self.typed = false;
+        self
+    }
+
+    /// Sets a sync handler over the raw JSON arguments object.
+    pub fn handler_sync<F>(mut self, f: F) -> Self
+    where
+        F: Fn(&Ctx, Value) -> Result<Value, ToolError> + Send + Sync + 'static,
+    {
+        self.handler = Some(Handler::Sync(Box::new(f)));
+        self.typed = false;
+        self
+    }
+
+    /// Sets an async handler over typed arguments. The parameters schema comes from
+    /// `A` and the result schema from `R` unless they were set.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// use toolfunc::{Registry, ToolError, ToolFunc};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Greet { name: String }
+    ///
+    /// let registry = Registry::new();
+    /// registry.register(
+    ///     ToolFunc::builder("greet")
+    ///         .typed(|_ctx, args: Greet| async move { Ok::<_, ToolError>(format!("hello {}", args.name)) })
+    ///         .build()
+    ///         .unwrap(),
+    /// ).unwrap();
+    /// let out = registry.run("greet", serde_json::json!({"name": "Ann"})).await.unwrap();
+    /// assert_eq!(out, "hello Ann");
+    /// # });
+    /// ```
+    pub fn typed<A, R, F, Fut>(mut self, f: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        R: Serialize + JsonSchema + 'static,
+        F: Fn(Ctx, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
+    {
+        self.set_typed_schemas::<A, R>();
+        let f = Arc::new(f);
+        self.handler = Some(Handler::Async(Box::new(move |ctx, args| {
+            let f = Arc::clone(&f);
+            Box::pin(async move {
+                let args = parse_args::<A>(args)?;
+                to_output(&f(ctx, args).await?)
+            })
+        })));
+        self
+    }
+
+    /// Sets a sync handler over typed arguments. The parameters schema comes from `A`
+    /// and the result schema from `R` unless they were set.
+    pub fn typed_sync<A, R, F>(mut self, f: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + 'static,
+        R: Serialize + JsonSchema + 'static,
+        F: Fn(&Ctx, A) -> Result<R, ToolError> + Send + Sync + 'static,
+    {
+        self.set_typed_schemas::<A, R>();
+        self.handler = Some(Handler::Sync(Box::new(move |ctx, args| {
+            to_output(&f(ctx, parse_args::<A>(args)?)?)
+        })));
+        self
+    }
+
+    pub(crate) fn set_typed_schemas<A: DeserializeOwned + JsonSchema, R: JsonSchema>(&mut self) {
+        if !self.schema_given {
+            self.params = Some(schema_of::<A>());
+        }
+        if self.result.is_none() {
+            // A result is serialised: its schema is serde's serialize contract.
+            let result = result_schema_of::<R>();
+            // `()` has the schema `{"type": "null"}`: a tool that returns nothing.
+            if result != serde_json::json!({"type": "null"}) {
+                self.result = Some(result);
+            }
+        }
+        self.typed_order = Some(field_order::<A>);
+        self.typed = true;
+    }
+
+    /// Builds the tool. Fails with `DEFINITION` when there is no handler, the name
+    /// is empty, or the parameters schema's root is not an object.
+    pub fn build(self) -> Result<ToolFunc, ToolError> {
+        let definition_error = |message: String| ToolError::Definition {
+            name: self.name.clone(),
+            message,
+        };
+        if self.name.is_empty() {
+            return Err(definition_error("the tool name is empty".into()));
+        }
+        let mut params = self.params.clone().unwrap_or_else(empty_object);
+        check_params_root(&params).map_err(definition_error)?;
+        // Providers expect `properties` on every object root, even an empty one.
+        if let Some(map) = params.as_object_mut() {
+            map.entry("properties")
+                .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        }
+        let positional = match (self.param_order.clone(), self.typed_order) {
+            (Some(names), _) => names,
+            (None, Some(order)) => order(&params),
+            (None, None) => params
+                .get("properties")
+                .and_then(Value::as_object)
+                .map(|p| p.keys().cloned().collect())
+                .unwrap_or_default(),
+        };
+        // Typed handlers check by deserialising; a given schema is checked as well.
+        let check = if self.typed && !self.schema_given {
+            ArgCheck::Nothing
+        } else {
+            let validator = Validator::compile(&params);
+            if let Some(message) = validator.definition_error() {
+                return Err(definition_error(message));
+            }
+            if validator.accepts_any_object() {
+                ArgCheck::Nothing
+            } else {
+                ArgCheck::Schema(validator)
+            }
+        };
+        let Some(handler) = self.handler else {
+            return Err(definition_error("no handler was set".into()));
+        };
+        if self.concurrency == Some(0) {
+            return Err(definition_error(
+                "the concurrency limit must be at least 1".into(),
+            ));
+        }
+        if let Some(unknown) = self
+            .needs_client
+            .iter()
+            .find(|c| !["sampling", "elicitation", "roots"].contains(&c.as_str()))
+        {
+            return Err(definition_error(format!(
+                "`needs_client` names what a caller answers (\"sampling\", \"elicitation\" \
+                 or \"roots\"), not `{unknown}`"
+            )));
+        }
+        let mut aliases = std::collections::HashSet::new();
+        for dependency in &self.depends {
+            if !aliases.insert(dependency.alias.as_str()) {
+                return Err(definition_error(format!(
+                    "two dependencies share the alias `{}`",
+                    dependency.alias
+                )));
+            }
+        }
+        Ok(ToolFunc {
+            definition: ToolDefinition {
+                name: self.name,
+                title: self.title,
+                description: self.description,
+                summary: self.summary,
+                params,
+                result: self.result,
+                alias: self.alias,
+                tags: self.tags,
+                stream: handler.can_stream(),
+                timeout: self
+                    .timeout
+                    .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+                background: self.background,
+                needs_client: self.needs_client,
+                annotations: self.annotations,
+                action: self.action,
+                methods: self.methods,
+                acts: self.act_definitions,
+                api: self.api,
+            },
+            // A background tool's timeout is a soft deadline, not the call's end.
+            timeout: if self.background { None } else { self.timeout },
+            handler,
+            check,
+            positional,
+            concurrency_limit: self.concurrency.unwrap_or(0),
+            concurrency: self
+                .concurrency
+                .map(|n| Arc::new(tokio::sync::Semaphore::new(n))),
+            depends: self.depends,
+            setup: self.setup,
+            dispose: self.dispose,
+        })
+    }
+}

@@ -1,0 +1,379 @@
+//! `ToolFunc`: one tool, its definition and handler; `ToolRef`, the shared handle
+//! registries hold; the handler kinds and dependencies.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::builder::ToolBuilder;
+use super::definition::ToolDefinition;
+use super::service::Acts;
+use crate::schema::Validator;
+use crate::{Ctx, ToolError};
+
+pub(crate) type SyncFn = dyn Fn(&Ctx, Value) -> Result<Value, ToolError> + Send + Sync;
+pub(crate) type AsyncFn =
+    dyn Fn(Ctx, Value) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
+/// The stream of a streaming tool's items.
+pub type ItemStream = BoxStream<'static, Result<Value, ToolError>>;
+pub(crate) type StreamFn =
+    dyn Fn(Ctx, Value) -> BoxFuture<'static, Result<ItemStream, ToolError>> + Send + Sync;
+
+pub(crate) enum Handler {
+    Sync(Box<SyncFn>),
+    Async(Box<AsyncFn>),
+    Stream(Box<StreamFn>),
+    /// A service: the `act` argument picks one of its methods' handlers (never
+    /// `Acts` themselves).
+    Acts(Box<Acts>),
+}
+
+impl Handler {
+    pub(crate) fn can_stream(&self) -> bool {
+        match self {
+            Handler::Stream(_) => true,
+            Handler::Acts(acts) => acts.any_stream(),
+            _ => false,
+        }
+    }
+}
+
+/// How the arguments are checked before the handler runs.
+#[derive(Debug)]
+pub(crate) enum ArgCheck {
+    /// The handler deserialises into a Rust type; that is the check (no double work),
+    /// or the schema accepts any object.
+    Nothing,
+    /// The arguments are checked against the definition's `params` schema, compiled.
+    Schema(Validator),
+}
+
+/// A registered tool, as [`Registry::get`](crate::Registry::get) returns it: a cheap,
+/// shareable handle that derefs to the [`ToolFunc`].
+///
+/// Tools of the global registry live as long as the program, so their handles are
+/// plain references and copying one costs nothing; others are reference-counted.
+#[derive(Clone)]
+pub struct ToolRef(ToolRepr);
+
+#[derive(Clone)]
+pub(crate) enum ToolRepr {
+    Static(&'static ToolFunc),
+    Shared(Arc<ToolFunc>),
+}
+
+impl From<ToolFunc> for ToolRef {
+    fn from(tool: ToolFunc) -> Self {
+        Self::shared(tool)
+    }
+}
+
+impl From<Arc<ToolFunc>> for ToolRef {
+    fn from(tool: Arc<ToolFunc>) -> Self {
+        Self(ToolRepr::Shared(tool))
+    }
+}
+
+impl ToolRef {
+    /// Whether two handles point at the same tool.
+    pub fn ptr_eq(a: &Self, b: &Self) -> bool {
+        std::ptr::eq::<ToolFunc>(&raw const **a, &raw const **b)
+    }
+
+    pub(crate) fn from_static(tool: &'static ToolFunc) -> Self {
+        Self(ToolRepr::Static(tool))
+    }
+
+    /// The tool, when it lives as long as the program.
+    pub(crate) fn as_static(&self) -> Option<&'static ToolFunc> {
+        match self.0 {
+            ToolRepr::Static(tool) => Some(tool),
+            ToolRepr::Shared(_) => None,
+        }
+    }
+
+    pub(crate) fn shared(tool: ToolFunc) -> Self {
+        Self(ToolRepr::Shared(Arc::new(tool)))
+    }
+
+    /// For tools that live as long as the program (the global registry's).
+    pub(crate) fn leaked(tool: ToolFunc) -> Self {
+        Self(ToolRepr::Static(Box::leak(Box::new(tool))))
+    }
+}
+
+impl std::ops::Deref for ToolRef {
+    type Target = ToolFunc;
+
+    fn deref(&self) -> &ToolFunc {
+        match &self.0 {
+            ToolRepr::Static(tool) => tool,
+            ToolRepr::Shared(tool) => tool,
+        }
+    }
+}
+
+impl fmt::Debug for ToolRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+/// One tool: its [`ToolDefinition`] and its handler.
+///
+/// `#[tool]` functions become `ToolFunc`s in the global registry; tools made at run
+/// time come from [`ToolFunc::builder`] or [`ToolFunc::from_definition`].
+pub struct ToolFunc {
+    pub(crate) definition: ToolDefinition,
+    pub(crate) handler: Handler,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) check: ArgCheck,
+    /// `run_with_pos` maps the i-th value onto the argument named `positional[i]`.
+    pub(crate) positional: Vec<String>,
+    pub(crate) concurrency_limit: usize,
+    pub(crate) depends: Vec<Dependency>,
+    pub(crate) setup: Option<Hook>,
+    pub(crate) dispose: Option<Hook>,
+    /// At most this many calls at once, shared by every registry holding the tool.
+    pub(crate) concurrency: Option<Arc<tokio::sync::Semaphore>>,
+}
+
+/// A lifecycle hook (`setup` or `dispose`): sync hooks return a finished future.
+pub(crate) type Hook = Arc<dyn Fn() -> BoxFuture<'static, Result<(), ToolError>> + Send + Sync>;
+
+/// A tool's dependency, under the local alias the tool calls it by.
+#[derive(Clone)]
+pub(crate) struct Dependency {
+    pub(crate) alias: String,
+    pub(crate) target: DependencyTarget,
+}
+
+#[derive(Clone)]
+pub(crate) enum DependencyTarget {
+    /// A tool instance: registered (counted) with the tool, released with it.
+    Tool(ToolRef),
+    /// A tool by name, registered by someone else; it must exist when the tool is.
+    Name(String),
+}
+
+impl Dependency {
+    /// The name the dependency is registered under.
+    pub(crate) fn name(&self) -> &str {
+        match &self.target {
+            DependencyTarget::Tool(tool) => tool.name(),
+            DependencyTarget::Name(name) => name,
+        }
+    }
+}
+
+impl fmt::Debug for ToolFunc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolFunc")
+            .field("definition", &self.definition)
+            .field("async", &self.is_async())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolFunc {
+    /// Starts a tool made at run time.
+    ///
+    /// ```
+    /// use serde_json::{json, Value};
+    /// use toolfunc::{Registry, ToolFunc};
+    ///
+    /// let echo = ToolFunc::builder("echo")
+    ///     .description("Return the arguments unchanged.")
+    ///     .params_schema(json!({
+    ///         "type": "object",
+    ///         "properties": {"text": {"type": "string"}},
+    ///         "required": ["text"]
+    ///     }))
+    ///     .handler_sync(|_ctx, args: Value| Ok(args))
+    ///     .build()
+    ///     .unwrap();
+    ///
+    /// let registry = Registry::new();
+    /// registry.register(echo).unwrap();
+    /// assert_eq!(registry.run_sync("echo", json!({"text": "hi"})).unwrap(), json!({"text": "hi"}));
+    /// // The given schema is enforced before the handler runs.
+    /// assert_eq!(registry.run_sync("echo", json!({"text": 1})).unwrap_err().code(), "ARGUMENTS");
+    /// ```
+    pub fn builder(name: impl Into<String>) -> ToolBuilder {
+        ToolBuilder::new(name.into())
+    }
+
+    /// Starts a tool from a definition (for example one loaded from JSON); add a
+    /// handler and build.
+    pub fn from_definition(definition: ToolDefinition) -> ToolBuilder {
+        let ToolDefinition {
+            name,
+            title,
+            description,
+            summary,
+            params,
+            result,
+            alias,
+            tags,
+            stream: _,
+            timeout,
+            background,
+            needs_client,
+            annotations,
+            action,
+            methods,
+            acts,
+            api,
+        } = definition;
+        ToolBuilder {
+            title,
+            description,
+            summary,
+            params: Some(params),
+            result,
+            alias,
+            tags,
+            timeout: timeout.map(Duration::from_millis),
+            background,
+            needs_client,
+            annotations,
+            api,
+            action,
+            methods,
+            act_definitions: acts,
+            schema_given: true,
+            ..ToolBuilder::new(name)
+        }
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        &self.definition.name
+    }
+
+    /// The tool's full definition.
+    pub fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    /// Whether the tool only runs asynchronously (`run_sync` refuses it).
+    pub fn is_async(&self) -> bool {
+        match &self.handler {
+            Handler::Sync(_) => false,
+            Handler::Acts(acts) => acts.any_async(),
+            _ => true,
+        }
+    }
+
+    /// Whether a call runs at once on the caller's thread (a sync tool with no
+    /// concurrency limit to wait for).
+    pub(crate) fn runs_inline(&self) -> bool {
+        matches!(self.handler, Handler::Sync(_)) && self.concurrency.is_none()
+    }
+
+    /// Whether the tool streams its result.
+    pub fn is_stream(&self) -> bool {
+        self.handler.can_stream()
+    }
+
+    /// Whether remote callers may see and run the tool (`api = false` says no).
+    pub fn is_api(&self) -> bool {
+        self.definition.api
+    }
+
+    /// The tool's own timeout: the deadline its calls end at with `TIMEOUT`. `None`
+    /// for a `background` tool, whose timeout is a soft deadline instead
+    /// ([`soft_deadline`](Self::soft_deadline)).
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    /// For a `background` tool, how long a remote caller waits before the call moves
+    /// to the background; `None` for other tools.
+    pub fn soft_deadline(&self) -> Option<Duration> {
+        if self.definition.background {
+            self.definition.timeout.map(Duration::from_millis)
+        } else {
+            None
+        }
+    }
+
+    /// How many calls of the tool may run at once, when limited.
+    pub fn concurrency(&self) -> Option<usize> {
+        self.concurrency.as_ref().map(|_| self.concurrency_limit)
+    }
+
+    /// The names of the tools this one depends on, with the local alias of each.
+    pub fn dependencies(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.depends.iter().map(|d| (d.alias.as_str(), d.name()))
+    }
+
+    /// Normalises and checks the arguments: `null` means no arguments; anything else
+    /// must be an object.
+    pub(crate) fn prepare(&self, args: Value) -> Result<Value, ToolError> {
+        let args = match args {
+            Value::Null => Value::Object(serde_json::Map::new()),
+            Value::Object(_) => args,
+            other => {
+                return Err(ToolError::arguments(
+                    "",
+                    format!(
+                        "expected an object of named arguments, found {}",
+                        kind_of(&other)
+                    ),
+                ));
+            }
+        };
+        if let ArgCheck::Schema(validator) = &self.check {
+            validator.validate(&args)?;
+        }
+        Ok(args)
+    }
+
+    /// Maps positional arguments onto named ones.
+    pub(crate) fn positional_to_named(&self, values: Vec<Value>) -> Result<Value, ToolError> {
+        let names = &self.positional;
+        if values.len() > names.len() {
+            return Err(ToolError::arguments(
+                format!("/{}", names.len()),
+                format!(
+                    "expected at most {} positional argument{}, found {}",
+                    names.len(),
+                    if names.len() == 1 { "" } else { "s" },
+                    values.len()
+                ),
+            ));
+        }
+        Ok(Value::Object(
+            names
+                .iter()
+                .zip(values)
+                .map(|(name, value)| (name.clone(), value))
+                .collect(),
+        ))
+    }
+}
+
+pub(crate) fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Serialises a handler's output (`OUTPUT` error when it cannot be).
+#[doc(hidden)]
+pub fn to_output<T: Serialize + ?Sized>(value: &T) -> Result<Value, ToolError> {
+    serde_json::to_value(value).map_err(|e| ToolError::Output {
+        message: e.to_string(),
+    })
+}

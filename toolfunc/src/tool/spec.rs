@@ -1,0 +1,83 @@
+//! `ToolSpec`: what `#[tool]` submits to the global registry (const data only).
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use super::definition::{Annotations, Hints};
+use super::func::{Handler, ItemStream, ToolFunc};
+use crate::{Ctx, ToolError};
+
+/// What `#[tool]` submits to the global registry: const data only, turned into a
+/// [`ToolFunc`] through [`ToolBuilder`] when the global registry is first used.
+#[doc(hidden)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub title: Option<&'static str>,
+    pub description: Option<&'static str>,
+    pub summary: Option<&'static str>,
+    pub alias: &'static [&'static str],
+    pub tags: &'static [&'static str],
+    /// Parameter names in declaration order, from the parameters schema.
+    pub param_order: fn(&Value) -> Vec<String>,
+    pub params: fn() -> Value,
+    pub result: Option<fn() -> Value>,
+    pub handler: SpecHandler,
+    pub timeout_ms: Option<u64>,
+    /// `background`: the timeout is a soft deadline.
+    pub background: bool,
+    /// `needs_client`: what the caller must be able to answer.
+    pub needs_client: &'static [&'static str],
+    /// `(alias, tool name)` of each dependency.
+    pub depends: &'static [(&'static str, &'static str)],
+    pub concurrency: Option<usize>,
+    /// `[read_only, destructive, idempotent, open_world, untrusted_output,
+    /// needs_confirmation]`.
+    pub annotations: Hints,
+    /// `false` for `api = false`: not offered to remote callers.
+    pub api: bool,
+    /// `file:line` of the function, for startup diagnostics.
+    pub location: &'static str,
+}
+
+/// The handler of a [`ToolSpec`].
+#[doc(hidden)]
+pub enum SpecHandler {
+    Sync(fn(&Ctx, Value) -> Result<Value, ToolError>),
+    Async(fn(Ctx, Value) -> BoxFuture<'static, Result<Value, ToolError>>),
+    Stream(fn(Ctx, Value) -> BoxFuture<'static, Result<ItemStream, ToolError>>),
+}
+
+inventory::collect!(ToolSpec);
+
+impl ToolSpec {
+    pub(crate) fn build(&self) -> Result<ToolFunc, ToolError> {
+        let mut builder = ToolFunc::builder(self.name);
+        builder.title = self.title.map(str::to_owned);
+        builder.description = self.description.map(str::to_owned);
+        builder.summary = self.summary.map(str::to_owned);
+        builder.alias = self.alias.iter().map(|s| (*s).to_owned()).collect();
+        builder.tags = self.tags.iter().map(|s| (*s).to_owned()).collect();
+        builder.params = Some((self.params)());
+        builder.result = self.result.map(|f| f());
+        builder.typed_order = Some(self.param_order);
+        builder.handler = Some(match self.handler {
+            SpecHandler::Sync(f) => Handler::Sync(Box::new(f)),
+            SpecHandler::Async(f) => Handler::Async(Box::new(f)),
+            SpecHandler::Stream(f) => Handler::Stream(Box::new(f)),
+        });
+        builder.timeout = self.timeout_ms.map(Duration::from_millis);
+        builder.background = self.background;
+        builder.needs_client = self.needs_client.iter().map(|s| (*s).to_owned()).collect();
+        builder.concurrency = self.concurrency;
+        builder.api = self.api;
+        builder.annotations = Annotations::from_hints(self.annotations);
+        for (alias, name) in self.depends {
+            builder = builder.depends_on(*alias, *name);
+        }
+        // The generated handler deserialises into the parameters struct: that is the check.
+        builder.typed = true;
+        builder.build()
+    }
+}
