@@ -1,0 +1,361 @@
+//! A provider's tool-call message run against a registry, and the message that goes
+//! back with the results.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+use super::{Target, method_of};
+use crate::{Registry, ToolCall, ToolError, ToolResult};
+
+/// Runs the tool calls of a provider's assistant message and returns what goes back
+/// to the provider: for OpenAI, an array of `role: "tool"` messages; for Anthropic, one
+/// `user` message of `tool_result` blocks; for Gemini, a `user` content of
+/// `functionResponse` parts.
+///
+/// Calls run concurrently, each isolated: a failing or unknown call becomes an error
+/// result the model can read (code and message), never a failed batch. A message that
+/// cannot be read (no calls, a call without an id or a name) is an `ARGUMENTS` error
+/// with the JSON Pointer of the problem. For OpenAI strict, `null` sent for a
+/// property the tool does not require counts as leaving it out.
+///
+/// ```rust,standalone_crate
+/// use serde_json::json;
+/// use toolfunc::llm::{execute, Target};
+/// use toolfunc::{tool, Registry};
+///
+/// /// Adds two numbers.
+/// #[tool]
+/// fn add(a: f64, b: f64) -> f64 {
+///     a + b
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let message = json!({
+///     "role": "assistant",
+///     "tool_calls": [{"id": "call_1", "type": "function",
+///                     "function": {"name": "add", "arguments": "{\"a\": 1, \"b\": 2}"}}]
+/// });
+/// let reply = execute(Registry::global(), Target::OpenAi, &message).await.unwrap();
+/// assert_eq!(reply, json!([{"role": "tool", "tool_call_id": "call_1", "content": "3.0"}]));
+/// # });
+/// ```
+pub async fn execute(
+    registry: &Registry,
+    target: Target,
+    message: &Value,
+) -> Result<Value, ToolError> {
+    let calls = read_calls(target, message)?;
+    let strict_nulls = target == Target::OpenAiStrict;
+    let mut bad = Vec::new();
+    let mut runnable = Vec::new();
+    // Calls of `{service}_{method}` functions run the service with its `act`; their
+    // results keep the name the model used.
+    let mut renamed = Vec::new();
+    for (index, call) in calls.into_iter().enumerate() {
+        match call {
+            Parsed::Call(mut call) => {
+                if !registry.has(&call.name)
+                    && let Some((service, act)) = method_of(registry, &call.name)
+                {
+                    let act = service.definition().acts[act].name.clone();
+                    renamed.push((
+                        index,
+                        std::mem::replace(&mut call.name, service.name().into()),
+                    ));
+                    if let Value::Object(args) = &mut call.arguments {
+                        args.insert("act".into(), Value::from(act));
+                    }
+                }
+                if strict_nulls {
+                    drop_optional_nulls(registry, &mut call);
+                }
+                runnable.push((index, call));
+            }
+            Parsed::Bad { id, name, error } => {
+                bad.push((index, ToolResult::new(id, name, Err(error))));
+            }
+        }
+    }
+    let order: Vec<usize> = runnable.iter().map(|(i, _)| *i).collect();
+    let ran = registry
+        .execute_batch(runnable.into_iter().map(|(_, call)| call))
+        .await;
+    let mut results: Vec<(usize, ToolResult)> = order.into_iter().zip(ran).chain(bad).collect();
+    results.sort_by_key(|(i, _)| *i);
+    for (index, name) in renamed {
+        if let Some((_, result)) = results.iter_mut().find(|(i, _)| *i == index) {
+            *result = ToolResult::new(
+                result.id(),
+                name,
+                result.output().cloned().map_err(Clone::clone),
+            );
+        }
+    }
+    let results = results.into_iter().map(|(_, r)| {
+        let content = content_of(registry, &r);
+        (r, content)
+    });
+    Ok(match target {
+        Target::OpenAi | Target::OpenAiStrict => Value::Array(
+            results
+                .map(|(result, content)| {
+                    let text = content.map_or_else(|| text_of(&result), |c| c.to_openai());
+                    json!({
+                        "role": "tool",
+                        "tool_call_id": result.id(),
+                        "content": text,
+                    })
+                })
+                .collect(),
+        ),
+        Target::Anthropic | Target::AnthropicStrict => json!({
+            "role": "user",
+            "content": results.map(|(result, content)| {
+                let content = content
+                    .map_or_else(|| Value::String(text_of(&result)), |c| c.to_anthropic());
+                let mut block = json!({
+                    "type": "tool_result",
+                    "tool_use_id": result.id(),
+                    "content": content,
+                });
+                if !result.is_ok() {
+                    block["is_error"] = json!(true);
+                }
+                block
+            }).collect::<Vec<_>>(),
+        }),
+        Target::Gemini => json!({
+            "role": "user",
+            "parts": results.map(|(result, content)| {
+                let response = match (result.output(), content) {
+                    (Ok(_), Some(content)) => content.to_gemini(),
+                    (Ok(value), None) => json!({"result": value}),
+                    (Err(err), _) => json!({"error": {"code": err.code(), "message": err.to_string()}}),
+                };
+                let mut part = json!({"name": result.name(), "response": response});
+                if !result.id().is_empty() {
+                    part["id"] = json!(result.id());
+                }
+                json!({"functionResponse": part})
+            }).collect::<Vec<_>>(),
+        }),
+        Target::Mcp => unreachable!("read_calls refuses MCP"),
+    })
+}
+
+/// The result as content blocks, when its tool (or the service method it ran)
+/// answers with [`Content`](crate::Content).
+fn content_of(registry: &Registry, result: &ToolResult) -> Option<crate::Content> {
+    let value = result.output().ok()?;
+    let marked = match registry.get(result.name()) {
+        Some(tool) => {
+            let def = tool.definition();
+            crate::content::is_content_schema(def.result.as_ref())
+                || def
+                    .acts
+                    .iter()
+                    .any(|act| crate::content::is_content_schema(act.result.as_ref()))
+        }
+        None => method_of(registry, result.name()).is_some_and(|(service, act)| {
+            crate::content::is_content_schema(service.definition().acts[act].result.as_ref())
+        }),
+    };
+    if !marked {
+        return None;
+    }
+    crate::Content::from_value(value.clone()).ok()
+}
+
+/// What a model reads back: the output as text (a string as it is), or the error
+/// with its code.
+fn text_of(result: &ToolResult) -> String {
+    match result.output() {
+        Ok(Value::String(text)) => text.clone(),
+        Ok(value) => value.to_string(),
+        Err(err) => json!({"error": {"code": err.code(), "message": err.to_string()}}).to_string(),
+    }
+}
+
+enum Parsed {
+    Call(ToolCall),
+    /// A call the model made but that cannot run (its arguments do not parse).
+    Bad {
+        id: String,
+        name: String,
+        error: ToolError,
+    },
+}
+
+fn bad_message(path: &str, message: &str) -> ToolError {
+    ToolError::arguments(path, message)
+}
+
+/// The non-empty string at `value[key]`; `path` (made only on error) says where
+/// `value` is.
+fn str_at<'a>(
+    value: &'a Value,
+    key: &str,
+    path: impl FnOnce() -> String,
+) -> Result<&'a str, ToolError> {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| {
+            bad_message(
+                &format!("{}/{key}", path()),
+                &format!("expected a non-empty string `{key}`"),
+            )
+        })
+}
+
+fn read_calls(target: Target, message: &Value) -> Result<Vec<Parsed>, ToolError> {
+    match target {
+        Target::OpenAi | Target::OpenAiStrict => {
+            let calls = message
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .ok_or_else(|| bad_message("/tool_calls", "expected an array of tool calls"))?;
+            calls
+                .iter()
+                .enumerate()
+                .map(|(i, call)| {
+                    let path = || format!("/tool_calls/{i}");
+                    let id = str_at(call, "id", path)?.to_owned();
+                    let function = call.get("function").ok_or_else(|| {
+                        bad_message(&format!("{}/function", path()), "expected an object")
+                    })?;
+                    let name =
+                        str_at(function, "name", || format!("{}/function", path()))?.to_owned();
+                    let arguments = match function.get("arguments") {
+                        None | Some(Value::Null) => Ok(Value::Null),
+                        Some(Value::String(text)) if text.trim().is_empty() => Ok(Value::Null),
+                        Some(Value::String(text)) => serde_json::from_str(text).map_err(|e| {
+                            ToolError::arguments(
+                                "",
+                                format!("the arguments are not valid JSON: {e}"),
+                            )
+                        }),
+                        // Some gateways send the object itself.
+                        Some(object @ Value::Object(_)) => Ok(object.clone()),
+                        Some(_) => Err(ToolError::arguments(
+                            "",
+                            "the arguments must be a JSON string",
+                        )),
+                    };
+                    Ok(match arguments {
+                        Ok(arguments) => Parsed::Call(ToolCall::new(id, name, arguments)),
+                        Err(error) => Parsed::Bad { id, name, error },
+                    })
+                })
+                .collect()
+        }
+        Target::Anthropic | Target::AnthropicStrict => {
+            let blocks = message
+                .get("content")
+                .and_then(Value::as_array)
+                .ok_or_else(|| bad_message("/content", "expected an array of content blocks"))?;
+            let calls: Vec<Parsed> = blocks
+                .iter()
+                .enumerate()
+                .filter(|(_, block)| block.get("type").and_then(Value::as_str) == Some("tool_use"))
+                .map(|(i, block)| {
+                    let path = || format!("/content/{i}");
+                    let id = str_at(block, "id", path)?.to_owned();
+                    let name = str_at(block, "name", path)?.to_owned();
+                    let input = block.get("input").cloned().unwrap_or(Value::Null);
+                    Ok(Parsed::Call(ToolCall::new(id, name, input)))
+                })
+                .collect::<Result<_, ToolError>>()?;
+            Ok(calls)
+        }
+        Target::Gemini => {
+            let parts = message
+                .get("parts")
+                .and_then(Value::as_array)
+                .ok_or_else(|| bad_message("/parts", "expected an array of parts"))?;
+            parts
+                .iter()
+                .enumerate()
+                .filter_map(|(i, part)| part.get("functionCall").map(|call| (i, call)))
+                .map(|(i, call)| {
+                    let name =
+                        str_at(call, "name", || format!("/parts/{i}/functionCall"))?.to_owned();
+                    let id = call
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned();
+                    let args = call.get("args").cloned().unwrap_or(Value::Null);
+                    Ok(Parsed::Call(ToolCall::new(id, name, args)))
+                })
+                .collect()
+        }
+        Target::Mcp => Err(ToolError::failed(
+            "MCP clients call tools through an MCP server, not a chat message",
+        )),
+    }
+}
+
+/// OpenAI strict sends every property, `null` for the ones it leaves out: drop those
+/// the schema does not require (at every depth), so the tool sees what a non-strict
+/// caller would send.
+fn drop_optional_nulls(registry: &Registry, call: &mut ToolCall) {
+    let Some(tool) = registry.get(&call.name) else {
+        return;
+    };
+    let def = tool.definition();
+    // A service call is checked against its method's parameters.
+    let act = call.arguments.get("act").and_then(Value::as_str);
+    let params = act
+        .and_then(|act| def.acts.iter().find(|a| a.name == act))
+        .map_or(&def.params, |a| &a.params);
+    strip_nulls(params, params, &mut call.arguments, 0);
+}
+
+fn strip_nulls(root: &Value, schema: &Value, value: &mut Value, depth: usize) {
+    // Deep enough for real arguments, bounded for recursive schemas.
+    if depth > 32 {
+        return;
+    }
+    let schema = match schema.get("$ref").and_then(Value::as_str) {
+        Some(reference) => reference
+            .strip_prefix('#')
+            .and_then(|pointer| root.pointer(pointer))
+            .unwrap_or(schema),
+        None => schema,
+    };
+    match value {
+        Value::Object(object) => {
+            let required: BTreeSet<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let properties = schema.get("properties").and_then(Value::as_object);
+            object.retain(|name, v| !v.is_null() || required.contains(name.as_str()));
+            for (name, v) in object.iter_mut() {
+                if let Some(sub) = properties.and_then(|p| p.get(name)) {
+                    strip_nulls(root, sub, v, depth + 1);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(sub) = schema.get("items") {
+                for item in items {
+                    strip_nulls(root, sub, item, depth + 1);
+                }
+            }
+        }
+        _ => {}
+    }
+    // A nullable union (`anyOf: [{..}, {type: null}]`): look inside its branches.
+    if let Some(Value::Array(options)) = schema.get("anyOf") {
+        for option in options {
+            if option.get("type") != Some(&json!("null")) {
+                strip_nulls(root, option, value, depth + 1);
+            }
+        }
+    }
+}
