@@ -346,28 +346,9 @@ async fn streams_are_flow_controlled_and_cancelled_by_their_consumer() {
     let produced = Arc::new(AtomicUsize::new(0));
     let cleaned = Arc::new(AtomicBool::new(false));
     let registry = Registry::new();
-    {
-        let produced = Arc::clone(&produced);
-        let cleaned = Arc::clone(&cleaned);
-        registry
-            .register(
-                ToolFunc::builder("numbers")
-                    .stream_handler(move |ctx, _args| {
-                        let produced = Arc::clone(&produced);
-                        let cleaned = Arc::clone(&cleaned);
-                        async move {
-                            ctx.on_cleanup(move || cleaned.store(true, Ordering::SeqCst));
-                            Ok(futures::stream::iter(0..).map(move |n: u64| {
-                                produced.fetch_add(1, Ordering::SeqCst);
-                                Ok(json!(n))
-                            }))
-                        }
-                    })
-                    .build()
-                    .unwrap(),
-            )
-            .unwrap();
-    }
+    registry
+        .register(endless("numbers", &produced, &cleaned))
+        .unwrap();
     registry
         .register(
             ToolFunc::builder("bad_stream")
@@ -632,10 +613,10 @@ async fn a_worker_at_its_cap_refuses_and_the_client_tries_again() {
 }
 
 /// A stream that never ends, counting what it made, noting its cleanup.
-fn endless(produced: &Arc<AtomicUsize>, cleaned: &Arc<AtomicBool>) -> ToolFunc {
+fn endless(name: &str, produced: &Arc<AtomicUsize>, cleaned: &Arc<AtomicBool>) -> ToolFunc {
     let produced = Arc::clone(produced);
     let cleaned = Arc::clone(cleaned);
-    ToolFunc::builder("endless")
+    ToolFunc::builder(name)
         .stream_handler(move |ctx, _args| {
             let produced = Arc::clone(&produced);
             let cleaned = Arc::clone(&cleaned);
@@ -657,7 +638,9 @@ async fn a_stream_whose_consumer_vanishes_or_runs_out_of_time_stops() {
     let produced = Arc::new(AtomicUsize::new(0));
     let cleaned = Arc::new(AtomicBool::new(false));
     let registry = Registry::new();
-    registry.register(endless(&produced, &cleaned)).unwrap();
+    registry
+        .register(endless("endless", &produced, &cleaned))
+        .unwrap();
     let worker = worker(&server, registry).await;
     let nats = raw(&server).await;
     // A consumer that asks for one item and heartbeats, then never says a word.

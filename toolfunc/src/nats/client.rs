@@ -15,7 +15,9 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::TraceParent;
-use super::wire::{self, CALL_ID, CALLER, CANCEL, CONTROL, CREDIT, HEARTBEAT, KIND, STREAM};
+use super::wire::{
+    self, Abort, CALL_ID, CALLER, CANCEL, CONTROL, CREDIT, HEARTBEAT, KIND, STREAM, lock,
+};
 use crate::tool::ItemStream;
 use crate::{Ctx, Registry, ToolDefinition, ToolError, ToolFunc, Transport, UnregisterOptions};
 
@@ -90,13 +92,7 @@ impl ClientBuilder {
             .prefix
             .clone()
             .unwrap_or_else(|| wire::DEFAULT_PREFIX.to_owned());
-        if !wire::prefix_safe(&prefix) {
-            return Err(ToolError::custom(
-                "BAD_CONFIG",
-                400,
-                format!("`{prefix}` is not a subject prefix (dot-separated tokens, no wildcards)"),
-            ));
-        }
+        wire::check_prefix(&prefix)?;
         let inbox = nats.new_inbox();
         let replies = nats
             .subscribe(format!("{inbox}.*"))
@@ -309,22 +305,6 @@ struct Remote {
     next: AtomicU64,
     settings: ClientBuilder,
     _mux: Abort,
-}
-
-/// Aborts a background task when dropped.
-#[derive(Debug)]
-struct Abort(tokio::task::JoinHandle<()>);
-
-impl Drop for Abort {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn unreachable(what: &str, err: &dyn std::fmt::Display) -> ToolError {
@@ -714,21 +694,13 @@ impl Remote {
                 "expected an object of named arguments",
             ));
         }
-        let body = serde_json::to_vec(args).map_err(|e| ToolError::Output {
-            message: e.to_string(),
-        })?;
-        let max = self.nats.server_info().max_payload.saturating_sub(1024);
-        if body.len() > max {
-            return Err(ToolError::custom(
-                "TOO_LARGE",
-                413,
-                format!(
-                    "the arguments are {} bytes; the NATS server takes {max} in one message",
-                    body.len()
-                ),
-            ));
-        }
-        Ok(body.into())
+        wire::payload(&self.nats, args, "the arguments")
+    }
+
+    /// Whether a failed attempt may be followed by another: attempts left, and
+    /// time before the deadline.
+    fn may_try_again(&self, tries: u32, deadline: Option<Instant>) -> bool {
+        tries < self.settings.attempts && deadline.is_none_or(|d| Instant::now() < d)
     }
 
     fn headers(&self, ctx: Option<&Ctx>, call_id: &str, deadline: Option<Instant>) -> HeaderMap {
@@ -796,8 +768,7 @@ impl Remote {
                     // A worker at its cap ran nothing: any call may go elsewhere.
                     if let Err(err) = &result
                         && err.code() == "OVERLOADED"
-                        && tries < self.settings.attempts
-                        && deadline.is_none_or(|d| Instant::now() < d)
+                        && self.may_try_again(tries, deadline)
                     {
                         tokio::time::sleep(Duration::from_millis(20 * u64::from(tries))).await;
                         continue;
@@ -809,8 +780,7 @@ impl Remote {
                     return Err(no_worker(tool, ctx.is_some()));
                 }
                 Next::Lost(after) => {
-                    let time_left = deadline.is_none_or(|d| Instant::now() < d);
-                    if retry && time_left && tries < self.settings.attempts {
+                    if retry && self.may_try_again(tries, deadline) {
                         tracing::debug!(tool, tries, "a worker was lost; trying another");
                         continue;
                     }
@@ -855,8 +825,7 @@ impl Remote {
                     return Err(no_worker(tool, ctx.is_some()));
                 }
                 Next::Lost(after) => {
-                    let time_left = deadline.is_none_or(|d| Instant::now() < d);
-                    if retry && time_left && tries < self.settings.attempts {
+                    if retry && self.may_try_again(tries, deadline) {
                         continue;
                     }
                     return Err(worker_lost(tool, after));

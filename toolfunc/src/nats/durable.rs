@@ -251,7 +251,7 @@ pub(crate) async fn serve(
     };
     Ok(tokio::spawn(async move {
         let gave_up = tokio::spawn(give_up(advisories, stream, job.store.clone()));
-        let _gave_up = AbortOnDrop(gave_up);
+        let _gave_up = wire::Abort(gave_up);
         loop {
             // Wait for room, then ask for as many calls as there is room for.
             let Ok(first) = Arc::clone(&limit).acquire_owned().await else {
@@ -290,15 +290,6 @@ pub(crate) async fn serve(
             let _ = consumer.info().await;
         }
     }))
-}
-
-/// Aborts a task when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 /// Answers for calls JetStream stopped redelivering: a `WORKER_LOST` outcome, and

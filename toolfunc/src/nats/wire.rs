@@ -80,9 +80,58 @@ pub(crate) fn subject_safe(name: &str) -> bool {
         })
 }
 
-/// Whether a prefix is a valid subject prefix (the same rules as a tool name).
-pub(crate) fn prefix_safe(prefix: &str) -> bool {
-    subject_safe(prefix) && !prefix.starts_with("$SRV")
+/// A subject prefix, checked: the same rules as a tool name, and not `$SRV`'s.
+pub(crate) fn check_prefix(prefix: &str) -> Result<(), ToolError> {
+    if subject_safe(prefix) && !prefix.starts_with("$SRV") {
+        return Ok(());
+    }
+    Err(ToolError::custom(
+        "BAD_CONFIG",
+        400,
+        format!("`{prefix}` is not a subject prefix (dot-separated tokens, no wildcards)"),
+    ))
+}
+
+/// `value` as a message payload; `TOO_LARGE` past what the server takes in one
+/// message (less room for the headers), naming `what` it is.
+pub(crate) fn payload(
+    client: &async_nats::Client,
+    value: &Value,
+    what: &str,
+) -> Result<bytes::Bytes, ToolError> {
+    let body = serde_json::to_vec(value).map_err(|e| ToolError::Output {
+        message: e.to_string(),
+    })?;
+    let max = client.server_info().max_payload.saturating_sub(1024);
+    if body.len() > max {
+        return Err(ToolError::custom(
+            "TOO_LARGE",
+            413,
+            format!(
+                "{what} is {} bytes; the NATS server takes {max} in one message",
+                body.len()
+            ),
+        ));
+    }
+    Ok(body.into())
+}
+
+/// A mutex's guard, poisoned or not (what it guards stays consistent between
+/// statements).
+pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Aborts a background task when dropped.
+#[derive(Debug)]
+pub(crate) struct Abort(pub(crate) tokio::task::JoinHandle<()>);
+
+impl Drop for Abort {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// A header's text, trimmed; `None` when absent or empty.

@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 
 use super::TraceParent;
 use super::durable::DurableSettings;
-use super::wire::{self, CALL_ID, CALLER, CANCEL, CONTROL, CREDIT, HEARTBEAT, KIND, STREAM};
+use super::wire::{self, CALL_ID, CALLER, CANCEL, CONTROL, CREDIT, HEARTBEAT, KIND, STREAM, lock};
 use crate::registry::SubscriptionError;
 use crate::{CallOptions, CancellationToken, Registry, RegistryEvent, ToolError};
 
@@ -95,13 +95,7 @@ impl WorkerBuilder {
     /// endpoints as tools come and go.
     pub async fn start(self, client: async_nats::Client) -> Result<Worker, ToolError> {
         let prefix = self.prefix.unwrap_or_else(|| self.name.clone());
-        if !wire::prefix_safe(&prefix) {
-            return Err(ToolError::custom(
-                "BAD_CONFIG",
-                400,
-                format!("`{prefix}` is not a subject prefix (dot-separated tokens, no wildcards)"),
-            ));
-        }
+        wire::check_prefix(&prefix)?;
         let mut builder = client.service_builder();
         if let Some(description) = &self.description {
             builder = builder.description(description);
@@ -295,12 +289,6 @@ struct Control {
     credit: Semaphore,
     /// When the consumer last sent a control message (or the call began).
     heard: Mutex<tokio::time::Instant>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn nats_error(what: &str, err: &(dyn std::error::Error + '_)) -> ToolError {
@@ -703,22 +691,7 @@ async fn stream(
 
 /// A value as a payload, refused when it is larger than the server takes.
 fn encode(shared: &Shared, value: &Value) -> Result<bytes::Bytes, ToolError> {
-    let body = serde_json::to_vec(value).map_err(|e| ToolError::Output {
-        message: e.to_string(),
-    })?;
-    // Room for the headers an answer carries.
-    let max = shared.client.server_info().max_payload.saturating_sub(1024);
-    if body.len() > max {
-        return Err(ToolError::custom(
-            "TOO_LARGE",
-            413,
-            format!(
-                "the answer is {} bytes; the NATS server takes {max} in one message",
-                body.len()
-            ),
-        ));
-    }
-    Ok(body.into())
+    wire::payload(&shared.client, value, "the answer")
 }
 
 async fn respond_value(shared: &Shared, request: &Request, value: &Value) {
