@@ -1,13 +1,15 @@
 //! Dispatch overhead: running a `#[tool]` through the registry against calling the Rust
 //! function directly with the same JSON in and out (the floor), and lookup cost in a
-//! registry of 10,000 tools.
+//! registry of 10,000 tools, and the cost of call middleware layers.
 
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use futures::FutureExt;
+use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use toolfunc::{Registry, ToolFunc, tool};
+use toolfunc::layer::{self, Call, Layer, Next, Reply};
+use toolfunc::{Registry, ToolError, ToolFunc, tool};
 
 /// Adds two numbers.
 #[tool]
@@ -145,5 +147,44 @@ fn hierarchy(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, dispatch, lookup, validation, hierarchy);
+/// A pass-through layer: hands every call on untouched.
+struct Pass;
+
+impl Layer for Pass {
+    fn call<'a>(&'a self, call: Call, next: Next<'a>) -> BoxFuture<'a, Result<Reply, ToolError>> {
+        next.run(call)
+    }
+}
+
+/// Call middleware: the same call through a child registry with no layer, with one
+/// pass-through layer, and refused by an authorisation layer. Last in the run: once
+/// a layer exists in the program, every call looks for layers.
+fn layers(c: &mut Criterion) {
+    let args = json!({"a": 1, "b": 2});
+    let root = Registry::global();
+    let plain = root.isolate();
+    let one = root.isolate().layer(Pass);
+    let refusing = root.isolate().layer(layer::authorize(|_: &Call| {
+        Err(ToolError::custom("FORBIDDEN", 403, "no"))
+    }));
+    let run = |registry: &Registry| {
+        registry
+            .run(black_box("add"), black_box(args.clone()))
+            .now_or_never()
+            .expect("a sync tool and a pass-through layer complete on the first poll")
+    };
+    let mut group = c.benchmark_group("layers");
+    group.bench_function("none", |b| b.iter(|| run(&plain)));
+    group.bench_function("one_pass_through", |b| b.iter(|| run(&one)));
+    group.bench_function("auth_refusing", |b| b.iter(|| run(&refusing)));
+    group.bench_function("none_sync", |b| {
+        b.iter(|| plain.run_sync(black_box("add"), black_box(args.clone())));
+    });
+    group.bench_function("one_pass_through_sync", |b| {
+        b.iter(|| one.run_sync(black_box("add"), black_box(args.clone())));
+    });
+    group.finish();
+}
+
+criterion_group!(benches, dispatch, lookup, validation, hierarchy, layers);
 criterion_main!(benches);

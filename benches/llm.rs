@@ -6,7 +6,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
-use toolfunc::llm::{Target, execute, tool, tools};
+use toolfunc::llm::{Target, run_tool_calls, tool, tools};
 use toolfunc::{Registry, ToolFunc};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -100,7 +100,7 @@ fn run(c: &mut Criterion) {
     });
     group.bench_function("llm_execute", |b| {
         b.to_async(&runtime)
-            .iter(|| execute(&registry, Target::OpenAi, black_box(&message)));
+            .iter(|| run_tool_calls(&registry, Target::OpenAi, black_box(&message)));
     });
     group.finish();
 }

@@ -161,7 +161,7 @@ fn anthropic_call(name: &str, input: &Value) -> Value {
 
 #[tokio::test]
 async fn anthropic_gets_text_images_and_documents_and_is_told_what_was_left_out() {
-    let reply = llm::execute(
+    let reply = llm::run_tool_calls(
         &registry(),
         Target::Anthropic,
         &anthropic_call("ct_everything", &json!({})),
@@ -192,7 +192,7 @@ async fn anthropic_gets_text_images_and_documents_and_is_told_what_was_left_out(
     assert_eq!(blocks[5]["type"], "document");
     assert_eq!(blocks[5]["source"]["media_type"], "application/pdf");
     // A service method answering with content, called as `{service}_{method}`.
-    let reply = llm::execute(
+    let reply = llm::run_tool_calls(
         &registry(),
         Target::Anthropic,
         &anthropic_call("ct_gallery_picture", &json!({})),
@@ -208,7 +208,7 @@ async fn openai_gets_text_and_a_line_for_each_block_it_cannot_carry() {
         {"id": "call_1", "type": "function",
          "function": {"name": "ct_everything", "arguments": "{}"}}
     ]});
-    let reply = llm::execute(&registry(), Target::OpenAi, &message)
+    let reply = llm::run_tool_calls(&registry(), Target::OpenAi, &message)
         .await
         .unwrap();
     let text = reply[0]["content"].as_str().unwrap();
@@ -228,7 +228,7 @@ async fn gemini_gets_the_structured_value_or_the_text() {
     let message = json!({"role": "model", "parts": [
         {"functionCall": {"name": "ct_chart", "args": {"days": 2}}}
     ]});
-    let reply = llm::execute(&registry(), Target::Gemini, &message)
+    let reply = llm::run_tool_calls(&registry(), Target::Gemini, &message)
         .await
         .unwrap();
     assert_eq!(
@@ -243,7 +243,7 @@ async fn a_plain_value_shaped_like_content_stays_a_plain_value() {
         {"id": "call_1", "type": "function",
          "function": {"name": "ct_plain", "arguments": "{}"}}
     ]});
-    let reply = llm::execute(&registry(), Target::OpenAi, &message)
+    let reply = llm::run_tool_calls(&registry(), Target::OpenAi, &message)
         .await
         .unwrap();
     let text = reply[0]["content"].as_str().unwrap();

@@ -1,12 +1,12 @@
 //! LLM exports are accepted by each provider's schema rules (checked here against the
 //! rules, for the schemas ordinary Rust types produce), and provider tool-call messages
-//! execute into the reply each provider expects.
+//! run by `run_tool_calls` into the reply each provider expects.
 
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use toolfunc::llm::{Target, execute, tool, tools};
+use toolfunc::llm::{Target, run_tool_calls, tool, tools};
 use toolfunc::{Registry, ToolDefinition, ToolError, ToolFunc};
 
 // ---- the types ordinary tools take ------------------------------------------------
@@ -550,7 +550,7 @@ fn a_registry_exports_every_tool_with_its_summary() {
     assert_eq!(openai[1]["function"]["description"], "Search.");
 }
 
-// ---- execute ------------------------------------------------------------------------
+// ---- run_tool_calls---------------------------------------------------------------------
 
 fn shop() -> Registry {
     let registry = Registry::new();
@@ -598,7 +598,9 @@ async fn openai_tool_calls_become_tool_messages() {
             {"id": "c5", "type": "function", "function": {"name": "greet", "arguments": "{\"street\": \"Ann\"}"}}
         ]
     });
-    let reply = execute(&shop(), Target::OpenAi, &message).await.unwrap();
+    let reply = run_tool_calls(&shop(), Target::OpenAi, &message)
+        .await
+        .unwrap();
     let reply = reply.as_array().unwrap();
     assert_eq!(reply.len(), 5);
     let ids: Vec<&str> = reply
@@ -628,7 +630,9 @@ async fn anthropic_tool_use_becomes_one_user_message_of_results() {
             {"type": "tool_use", "id": "toolu_2", "name": "broken", "input": {}}
         ]
     });
-    let reply = execute(&shop(), Target::Anthropic, &message).await.unwrap();
+    let reply = run_tool_calls(&shop(), Target::Anthropic, &message)
+        .await
+        .unwrap();
     assert_eq!(reply["role"], "user");
     let blocks = reply["content"].as_array().unwrap();
     assert_eq!(blocks.len(), 2);
@@ -653,7 +657,9 @@ async fn gemini_function_calls_become_function_responses() {
             {"functionCall": {"id": "g2", "name": "nope", "args": {}}}
         ]
     });
-    let reply = execute(&shop(), Target::Gemini, &content).await.unwrap();
+    let reply = run_tool_calls(&shop(), Target::Gemini, &content)
+        .await
+        .unwrap();
     assert_eq!(
         reply,
         json!({
@@ -690,7 +696,9 @@ async fn unreadable_messages_are_clear_errors() {
         (Target::Gemini, json!({"role": "model"}), "/parts"),
     ];
     for (target, message, path) in cases {
-        let err = execute(&registry, target, &message).await.unwrap_err();
+        let err = run_tool_calls(&registry, target, &message)
+            .await
+            .unwrap_err();
         assert!(
             matches!(&err, ToolError::Arguments { path: p, .. } if p == path),
             "{target:?} {message}: {err:?}"
@@ -740,14 +748,14 @@ async fn openai_strict_nulls_mean_left_out() {
         json!({"tool_calls": [{"id": "c", "type": "function",
             "function": {"name": "search", "arguments": arguments.to_string()}}]})
     };
-    let with_nulls = execute(
+    let with_nulls = run_tool_calls(
         &registry,
         Target::OpenAiStrict,
         &call(json!({"text": "t", "limit": null, "exact": null, "filter": {"tag": "x", "min_score": null}})),
     )
     .await
     .unwrap();
-    let omitted = execute(
+    let omitted = run_tool_calls(
         &registry,
         Target::OpenAi,
         &call(json!({"text": "t", "filter": {"tag": "x"}})),

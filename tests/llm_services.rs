@@ -7,7 +7,7 @@ mod demo;
 
 use serde_json::{Value, json};
 use toolfunc::Registry;
-use toolfunc::llm::{Target, execute, tools};
+use toolfunc::llm::{Target, run_tool_calls, tools};
 
 fn names(export: &Value, key: impl Fn(&Value) -> &Value) -> Vec<String> {
     export
@@ -90,7 +90,9 @@ async fn calls_of_method_functions_run_the_service() {
         {"id": "c3", "type": "function",
          "function": {"name": "users_nope", "arguments": "{}"}}
     ]});
-    let reply = execute(registry, Target::OpenAi, &message).await.unwrap();
+    let reply = run_tool_calls(registry, Target::OpenAi, &message)
+        .await
+        .unwrap();
     assert_eq!(reply[0]["content"], "hello Ann");
     assert_eq!(reply[0]["tool_call_id"], "c1");
     let user: Value = serde_json::from_str(reply[1]["content"].as_str().unwrap()).unwrap();
@@ -104,7 +106,9 @@ async fn calls_of_method_functions_run_the_service() {
     let message = json!({"role": "model", "parts": [
         {"functionCall": {"name": "greeter_mul", "args": {"a": 6, "b": 7}}}
     ]});
-    let reply = execute(registry, Target::Gemini, &message).await.unwrap();
+    let reply = run_tool_calls(registry, Target::Gemini, &message)
+        .await
+        .unwrap();
     let response = &reply["parts"][0]["functionResponse"];
     assert_eq!(response["name"], "greeter_mul");
     assert_eq!(response["response"]["result"], json!(42.0));
@@ -113,7 +117,7 @@ async fn calls_of_method_functions_run_the_service() {
     let message = json!({"role": "assistant", "content": [
         {"type": "tool_use", "id": "t1", "name": "users_get", "input": {"id": "99"}}
     ]});
-    let reply = execute(registry, Target::Anthropic, &message)
+    let reply = run_tool_calls(registry, Target::Anthropic, &message)
         .await
         .unwrap();
     assert_eq!(reply["content"][0]["is_error"], true);

@@ -10,7 +10,7 @@
 //! | in process ([`Registry::run`](crate::Registry::run)) | that JSON value; [`Content::from_value`] reads it back |
 //! | HTTP | that JSON value as the answer body |
 //! | MCP | the blocks as MCP content blocks, `structuredContent` as it is |
-//! | [`llm::execute`](crate::llm::execute) | Anthropic: text and image blocks in the `tool_result`; OpenAI: text parts; Gemini: the value. What a provider cannot take is replaced by a text block saying what was left out |
+//! | [`llm::run_tool_calls`](crate::llm::run_tool_calls) | Anthropic: text and image blocks in the `tool_result`; OpenAI: text parts; Gemini: the value. What a provider cannot take is replaced by a text block saying what was left out |
 //!
 //! The result schema of `Content` carries the keyword `x-toolfunc-content`, which is
 //! how every surface (and a remote client reading discovery) knows the tool answers

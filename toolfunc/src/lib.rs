@@ -59,6 +59,7 @@ mod error;
 mod exec;
 #[cfg(feature = "http")]
 pub mod http;
+pub mod layer;
 pub mod ledger;
 pub mod llm;
 mod local;
@@ -90,7 +91,7 @@ pub use exec::stream;
 pub use exec::stream::ToolStream;
 pub use exec::task::CallHandle;
 pub use log::{LogLevel, LogMessage};
-pub use options::{Binding, CallOptions, CollectLimit, Progress};
+pub use options::{Binding, CallOptions, CollectLimit, Progress, Surface};
 pub use registry::{
     CallStatus, RegisterOptions, Registry, RegistryEvent, Subscription, SubscriptionError,
     UnregisterOptions, UnregisterScope,

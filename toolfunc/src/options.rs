@@ -142,6 +142,7 @@ pub struct CallOptions {
     pub(crate) log: Option<LogFn>,
     pub(crate) answer: Option<AnswerFn>,
     pub(crate) collect_limit: Option<CollectLimit>,
+    pub(crate) surface: Option<Surface>,
 }
 
 impl fmt::Debug for CallOptions {
@@ -157,6 +158,7 @@ impl fmt::Debug for CallOptions {
             .field("log", &self.log.is_some())
             .field("answer", &self.answer.is_some())
             .field("collect_limit", &self.collect_limit)
+            .field("surface", &self.surface)
             .finish()
     }
 }
@@ -258,6 +260,34 @@ impl CallOptions {
         self.collect_limit = Some(limit);
         self
     }
+
+    /// Says which surface the calls arrive through ([`Ctx::surface`](crate::Ctx::surface)).
+    /// The HTTP, MCP, NATS and LLM surfaces set it themselves; nested calls keep
+    /// their enclosing call's.
+    pub fn surface(mut self, surface: Surface) -> Self {
+        self.surface = Some(surface);
+        self
+    }
+}
+
+/// Where a call came from, as call middleware and tools see it
+/// ([`Ctx::surface`](crate::Ctx::surface), [`layer::Call::surface`](crate::layer::Call::surface)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Surface {
+    /// A call made in this process (`Registry::run`, a runner, a nested call).
+    #[default]
+    InProcess,
+    /// An HTTP request to `toolfunc::http` (the request's headers are in the context
+    /// as a `toolfunc::http::HeaderMap`).
+    Http,
+    /// An MCP `tools/call` (the client's `clientInfo` is in the context as a
+    /// `toolfunc::mcp::ClientInfo`; over HTTP, the headers as for HTTP).
+    Mcp,
+    /// A tool call in an LLM provider's message (`toolfunc::llm`).
+    Llm,
+    /// A request to a `toolfunc::nats` worker.
+    Nats,
 }
 
 /// The most a streaming tool's items may add up to when they are collected into one

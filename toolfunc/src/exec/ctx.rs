@@ -17,8 +17,9 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use crate::Runner;
 use crate::ask::AnswerFn;
 use crate::exec::task::deadline_for;
+use crate::layer::{Extensions, Layer, Layers, Viewer};
 use crate::log::{DataText, LogLevel, LogMessage};
-use crate::options::{Binding, CallOptions, CollectLimit, LogFn, Progress, ProgressFn};
+use crate::options::{Binding, CallOptions, CollectLimit, LogFn, Progress, ProgressFn, Surface};
 use crate::registry::Resolved;
 use crate::tool::Dependency;
 use crate::tool::ToolRef;
@@ -179,6 +180,17 @@ impl Ctx {
     /// an authenticated request) before trusting it.
     pub fn caller(&self) -> Option<&str> {
         self.scope.data().and_then(|d| d.caller.as_deref())
+    }
+
+    /// Where the call came from: in process, or the surface that received it (which
+    /// also attaches what its request carries, such as the HTTP headers).
+    pub fn surface(&self) -> Surface {
+        self.scope.surface()
+    }
+
+    /// What a visibility rule sees of this call's caller.
+    pub(crate) fn viewer(&self) -> Viewer<'_> {
+        self.scope.viewer()
     }
 
     /// Whether the caller asked for a stream (`run_stream`) rather than a value.
@@ -481,6 +493,9 @@ pub(crate) struct ScopeData {
     log: Option<LogFn>,
     answer: Option<AnswerFn>,
     collect_limit: Option<CollectLimit>,
+    surface: Option<Surface>,
+    /// Call middleware of the runner (and its outer runners), outermost first.
+    layers: Option<Layers>,
 }
 
 pub(crate) fn min_duration(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
@@ -510,6 +525,7 @@ impl ScopeData {
             log,
             answer,
             collect_limit,
+            surface,
         } = options;
         let inherited = |f: fn(&ScopeData) -> Option<Duration>| parent.and_then(|p| f(p));
         let timeout = match (timeout, inherited(|p| p.timeout)) {
@@ -537,6 +553,8 @@ impl ScopeData {
             log: log.or_else(|| parent.and_then(|p| p.log.clone())),
             answer: answer.or_else(|| parent.and_then(|p| p.answer.clone())),
             collect_limit: collect_limit.or_else(|| parent.and_then(|p| p.collect_limit)),
+            surface: surface.or_else(|| parent.and_then(|p| p.surface)),
+            layers: parent.and_then(|p| p.layers.clone()),
         }
     }
 
@@ -600,6 +618,32 @@ impl Scope {
         Self(Some(Arc::new(data)))
     }
 
+    /// This scope with `layer` added after its own.
+    pub(crate) fn with_layer(&self, layer: Arc<dyn Layer>) -> Self {
+        let mut data = ScopeData::overlay(self.0.as_ref(), CallOptions::new());
+        data.merge_cancellation();
+        let layers = data.layers.iter().flat_map(|l| l.iter().cloned());
+        data.layers = Some(layers.chain(std::iter::once(layer)).collect());
+        Self(Some(Arc::new(data)))
+    }
+
+    /// The runner's layers, outermost first.
+    pub(crate) fn layers(&self) -> Option<&Layers> {
+        self.0.as_ref().and_then(|d| d.layers.as_ref())
+    }
+
+    pub(crate) fn surface(&self) -> Surface {
+        self.0.as_ref().and_then(|d| d.surface).unwrap_or_default()
+    }
+
+    pub(crate) fn viewer(&self) -> Viewer<'_> {
+        Viewer::new(
+            self.0.as_ref().and_then(|d| d.caller.as_deref()),
+            self.surface(),
+            self,
+        )
+    }
+
     pub(crate) fn data(&self) -> Option<&Arc<ScopeData>> {
         self.0.as_ref()
     }
@@ -642,6 +686,12 @@ impl Scope {
         self.cancel_sources()
             .iter()
             .any(CancellationToken::is_cancelled)
+    }
+}
+
+impl Extensions for Scope {
+    fn extension(&self, id: TypeId) -> Option<&(dyn Any + Send + Sync)> {
+        self.0.as_ref()?.get(id)
     }
 }
 

@@ -14,31 +14,37 @@
 //!    binding, and the deadline (the shorter of the tool's timeout, the options' and
 //!    an enclosing call's). Creating it is cheap: the call's state (its own token and
 //!    cleanups) is made only when a handler asks for it.
-//! 3. **Admission** (`runner.rs`, `start.rs`): a tool still running its async setup
+//! 3. **Layers** (`chain.rs`): when the registry (or its ancestors) or the runner
+//!    has call middleware ([`crate::layer`]), a tool a layer hides from the caller is
+//!    `NOT_FOUND`, and the call passes every layer in order, each of which may refuse
+//!    it, change its arguments or wrap its result; the end of the chain takes the
+//!    call on to the steps below. With no layer anywhere this step costs one load.
+//! 4. **Admission** (`runner.rs`, `start.rs`): a tool still running its async setup
 //!    is waited for; a call whose caller already cancelled it, or whose inherited
 //!    deadline has passed, does not start; a tool with a concurrency limit waits for
 //!    a slot (`BUSY` where a sync caller cannot wait).
-//! 4. **Argument check** (`start.rs`): `null` is `{}`, anything but an object is
+//! 5. **Argument check** (`start.rs`): `null` is `{}`, anything but an object is
 //!    `ARGUMENTS`, then the tool's check (typed deserialisation or the JSON Schema
 //!    validator) with the JSON path of the first failure. A service picks its method
 //!    from `act`.
-//! 5. **Handler** (`start.rs`, `task.rs`): a sync handler runs on the calling thread;
+//! 6. **Handler** (`start.rs`, `task.rs`): a sync handler runs on the calling thread;
 //!    an async one in a [`Drive`](task::Drive), raced against the deadline timer and
 //!    the cancellation tokens ([`Watch`](task::Watch)). A panic anywhere is
 //!    `PANICKED`.
-//! 6. **Stream or collect** (`stream.rs`, `start.rs`): a streaming handler's items
+//! 7. **Stream or collect** (`stream.rs`, `start.rs`): a streaming handler's items
 //!    go to a [`ToolStream`](stream::ToolStream) one by one, or are collected into an
 //!    array within the [`CollectLimit`](crate::CollectLimit).
-//! 7. **Cleanups** (`ctx.rs`): the hooks registered with `ctx.on_cleanup` run when
+//! 8. **Cleanups** (`ctx.rs`): the hooks registered with `ctx.on_cleanup` run when
 //!    the call ends, however it ends; their failures join the call's
 //!    (`AGGREGATE`).
-//! 8. **Events** (`runner.rs`, `task.rs`): `CallStarted` and `CallFinished` with its
+//! 9. **Events** (`runner.rs`, `task.rs`): `CallStarted` and `CallFinished` with its
 //!    [`CallStatus`](crate::CallStatus) reach the registry's subscribers, only when
 //!    there are any.
 //!
 //! [`spawn`](crate::Registry::spawn) runs the same steps on the tokio runtime behind a
 //! [`CallHandle`](task::CallHandle) that can be awaited or aborted.
 
+pub(crate) mod chain;
 pub(crate) mod ctx;
 pub(crate) mod run;
 pub(crate) mod runner;

@@ -7,13 +7,14 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::chain::{self, call_inline, check_ready};
 use super::ctx::Scope;
-use super::start::Started;
 use super::stream::ToolStream;
-use super::task::{Call, CallHandle};
+use super::task::CallHandle;
 use crate::Registry;
-use crate::registry::{CallStatus, Observer, Resolved};
-use crate::{CallOptions, Ctx, ToolCall, ToolError, ToolFunc, ToolResult};
+use crate::layer::{Layer, Layers, Mode};
+use crate::registry::{Observer, Resolved};
+use crate::{CallOptions, Ctx, ToolCall, ToolDefinition, ToolError, ToolFunc, ToolResult};
 
 /// Runs tools of a registry with a context: made by [`Registry::with`] or
 /// [`Ctx::with`], it offers the registry's run methods, and every call it makes
@@ -47,6 +48,38 @@ impl Runner {
     #[must_use]
     pub fn with(&self, options: CallOptions) -> Runner {
         Runner::new(self.registry.clone(), self.scope.with(options))
+    }
+
+    /// A runner whose calls also pass `layer`, after this runner's layers (and after
+    /// the registry's). Calls nested in them inherit it. See [`layer`](crate::layer).
+    #[must_use]
+    pub fn layer(&self, layer: impl Layer) -> Runner {
+        Runner::new(
+            self.registry.clone(),
+            self.scope.with_layer(Arc::new(layer)),
+        )
+    }
+
+    /// The definitions of the tools this runner's caller may see: the registry's
+    /// [`definitions`](Registry::definitions) less those a layer hides from the
+    /// caller, surface and extensions of this runner's options.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        let definitions = self.registry.definitions();
+        match chain::layers(&self.registry, &self.scope) {
+            None => definitions,
+            Some(layers) => {
+                let viewer = self.scope.viewer();
+                definitions
+                    .into_iter()
+                    .filter(|d| crate::layer::visible(&layers, d, &viewer))
+                    .collect()
+            }
+        }
+    }
+
+    /// Whether calls of this runner pass any call middleware.
+    pub(crate) fn has_layers(&self) -> bool {
+        chain::layers(&self.registry, &self.scope).is_some()
     }
 
     /// The registry this runner calls into.
@@ -115,6 +148,26 @@ impl Runner {
     }
 }
 
+/// A registry's calls with no options of their own, for functions that take either
+/// (`impl Into<Runner>`).
+impl From<&Registry> for Runner {
+    fn from(registry: &Registry) -> Self {
+        Runner::new(registry.clone(), Scope::default())
+    }
+}
+
+impl From<Registry> for Runner {
+    fn from(registry: Registry) -> Self {
+        Runner::new(registry, Scope::default())
+    }
+}
+
+impl From<&Runner> for Runner {
+    fn from(runner: &Runner) -> Self {
+        runner.clone()
+    }
+}
+
 /// The run methods, written once for a registry with or without a context.
 #[derive(Clone, Copy)]
 pub(crate) struct Calls<'a> {
@@ -152,44 +205,25 @@ impl Future for Run<'_> {
             let Some(found) = calls.registry.resolve(name) else {
                 return std::task::Poll::Ready(Err(crate::tool::service::not_found(name)));
             };
-            if found.ready.is_none() && found.tool.runs_inline() {
+            if let Some(layers) = calls.layers() {
+                *this = Run::Running(Box::pin(calls.layered(layers, found, name, None, args)));
+            } else if found.ready.is_none() && found.tool.runs_inline() {
                 let ctx = calls.ctx(found, None);
                 let observer = calls.observe(&ctx);
                 return std::task::Poll::Ready(call_inline(&ctx, observer, args));
-            }
-            *this = if found.ready.is_none() {
+            } else if found.ready.is_none() {
                 // The call future itself goes in the box: nothing wraps it.
                 let ctx = calls.ctx(found, None);
                 let observer = calls.observe(&ctx);
-                Run::Running(Box::pin(ToolFunc::call(ctx, args).observed(observer)))
+                *this = Run::Running(Box::pin(ToolFunc::call(ctx, args).observed(observer)));
             } else {
-                Run::Running(Box::pin(calls.run_found(found, None, args)))
-            };
+                *this = Run::Running(Box::pin(calls.run_found(found, None, args)));
+            }
         }
         match this {
             Run::Running(running) => running.as_mut().poll(cx),
             _ => std::task::Poll::Ready(Err(ToolError::failed("call polled after completion"))),
         }
-    }
-}
-
-/// Runs a sync tool on this thread, reporting the call to `observer`.
-fn call_inline(ctx: &Ctx, observer: Option<Observer>, args: Value) -> Result<Value, ToolError> {
-    let result = ctx.tool().call_sync(ctx, args);
-    if let Some(observer) = observer {
-        observer.finish(CallStatus::of(&result));
-    }
-    result
-}
-
-/// Whether a tool's setup still runs (`NOT_READY` for sync entry points) or failed.
-fn check_ready(found: &Resolved) -> Result<(), ToolError> {
-    match found.ready.as_ref().map(futures::future::Shared::peek) {
-        None | Some(Some(Ok(()))) => Ok(()),
-        Some(Some(Err(err))) => Err(err.clone()),
-        Some(None) => Err(ToolError::NotReady {
-            name: found.tool.name().to_owned(),
-        }),
     }
 }
 
@@ -214,6 +248,49 @@ impl<'a> Calls<'a> {
         Observer::start(self.registry, ctx.tool_name(), ctx.call_id())
     }
 
+    /// The call middleware these calls pass, if any.
+    fn layers(self) -> Option<Layers> {
+        chain::layers(self.registry, self.scope)
+    }
+
+    /// A value call through `layers`.
+    async fn layered(
+        self,
+        layers: Layers,
+        found: Resolved,
+        name: &str,
+        call_id: Option<Arc<str>>,
+        args: Value,
+    ) -> Result<Value, ToolError> {
+        let ready = found.ready.clone();
+        let ctx = self.ctx(found, call_id);
+        chain::check_visible(&layers, &ctx, name)?;
+        let (bound, tool) = (self.scope.collect_limit(), ctx.tool_name().to_owned());
+        let reply = chain::through(layers, ctx, ready, Mode::Value, args).await?;
+        chain::value_of(reply, bound, tool).await
+    }
+
+    /// A sync call through `layers`: every layer must be done without waiting.
+    fn layered_sync(
+        self,
+        layers: Layers,
+        found: Resolved,
+        name: &str,
+        args: Value,
+    ) -> Result<Value, ToolError> {
+        let ready = found.ready.clone();
+        let ctx = self.ctx(found, None);
+        chain::check_visible(&layers, &ctx, name)?;
+        let tool = ctx.tool_name().to_owned();
+        let (bound, asked) = (self.scope.collect_limit(), tool.clone());
+        let call = async move {
+            let reply = chain::through(layers, ctx, ready, Mode::Sync, args).await?;
+            chain::value_of(reply, bound, asked).await
+        };
+        futures::FutureExt::now_or_never(call)
+            .unwrap_or_else(|| Err(ToolError::AsyncOnly { name: tool }))
+    }
+
     pub(super) fn run(self, name: &'a str, args: Value) -> Run<'a> {
         Run::Start {
             calls: self,
@@ -228,6 +305,10 @@ impl<'a> Calls<'a> {
         call_id: Option<Arc<str>>,
         args: Value,
     ) -> Result<Value, ToolError> {
+        if let Some(layers) = self.layers() {
+            let name = found.tool.name().to_owned();
+            return self.layered(layers, found, &name, call_id, args).await;
+        }
         if let Some(ready) = &found.ready {
             ready.clone().await?;
         }
@@ -243,7 +324,10 @@ impl<'a> Calls<'a> {
         let Some(found) = self.registry.resolve(name) else {
             return Err(crate::tool::service::not_found(name));
         };
-        check_ready(&found)?;
+        if let Some(layers) = self.layers() {
+            return self.layered_sync(layers, found, name, args);
+        }
+        check_ready(found.ready.as_ref(), name)?;
         let ctx = self.ctx(found, None);
         let observer = self.observe(&ctx);
         call_inline(&ctx, observer, args)
@@ -266,7 +350,10 @@ impl<'a> Calls<'a> {
     ) -> Result<Value, ToolError> {
         let found = self.find(name)?;
         let args = found.tool.positional_to_named(args)?;
-        check_ready(&found)?;
+        if let Some(layers) = self.layers() {
+            return self.layered_sync(layers, found, name, args);
+        }
+        check_ready(found.ready.as_ref(), name)?;
         let ctx = self.ctx(found, None);
         let observer = self.observe(&ctx);
         call_inline(&ctx, observer, args)
@@ -277,7 +364,19 @@ impl<'a> Calls<'a> {
             Ok(found) => found,
             Err(err) => return ToolStream::failed(err),
         };
-        if let Err(err) = check_ready(&found) {
+        if let Some(layers) = self.layers() {
+            let ready = found.ready.clone();
+            let ctx = self.ctx(found, None).streaming();
+            if let Err(err) = chain::check_visible(&layers, &ctx, name) {
+                return ToolStream::failed(err);
+            }
+            return ToolStream::deferred(Box::pin(async move {
+                Ok(chain::stream_of(
+                    chain::through(layers, ctx, ready, Mode::Stream, args).await,
+                ))
+            }));
+        }
+        if let Err(err) = check_ready(found.ready.as_ref(), name) {
             // Still setting up: stream once it is ready.
             if matches!(err, ToolError::NotReady { .. }) {
                 let runner = Runner::new(self.registry.clone(), self.scope.clone());
@@ -289,25 +388,7 @@ impl<'a> Calls<'a> {
             }
             return ToolStream::failed(err);
         }
-        let ctx = self.ctx(found, None).streaming();
-        let observer = self.observe(&ctx);
-        if !ctx.tool().is_stream() {
-            return ToolStream::single(ToolFunc::call(ctx, args).observed(observer));
-        }
-        match ToolFunc::start(ctx, args, true, false) {
-            Ok(Started::Stream(opening, watch)) => {
-                ToolStream::items(opening, watch).observed(observer)
-            }
-            Ok(Started::Value(drive)) => {
-                ToolStream::single(Call::Running(drive).observed(observer))
-            }
-            Err(err) => {
-                if let Some(observer) = observer {
-                    observer.finish(CallStatus::of(&Err(err.clone())));
-                }
-                ToolStream::failed(err)
-            }
-        }
+        chain::start_stream(self.ctx(found, None).streaming(), args)
     }
 
     pub(super) fn spawn(self, name: &str, args: Value) -> CallHandle {
@@ -321,6 +402,17 @@ impl<'a> Calls<'a> {
         let ready = found.ready.clone();
         let ctx = self.ctx(found, None);
         let state = Arc::clone(ctx.state());
+        if let Some(layers) = self.layers() {
+            if let Err(err) = chain::check_visible(&layers, &ctx, name) {
+                return CallHandle::failed(err);
+            }
+            let (bound, tool) = (self.scope.collect_limit(), ctx.tool_name().to_owned());
+            let join = runtime.spawn(async move {
+                let reply = chain::through(layers, ctx, ready, Mode::Spawn, args).await?;
+                chain::value_of(reply, bound, tool).await
+            });
+            return CallHandle::spawned(state, join);
+        }
         let observer = self.observe(&ctx);
         let join = if ctx.tool().runs_inline() && ready.is_none() {
             // A sync tool may block: keep it off the async workers.

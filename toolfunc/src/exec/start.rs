@@ -254,7 +254,7 @@ async fn acquire(
 /// still hands the worker back to the runtime now and then: other calls run, and the
 /// call's deadline and cancellation (watched by the [`Drive`] around this future)
 /// strike between items.
-fn collect(
+pub(crate) fn collect(
     open: BoxFuture<'static, Result<ItemStream, ToolError>>,
     bound: CollectLimit,
     tool: String,

@@ -36,6 +36,8 @@ enum Inner {
     Single(Option<Call>),
     /// A stream that starts once something it waits for is done (a tool's setup).
     Deferred(BoxFuture<'static, Result<ToolStream, ToolError>>),
+    /// Items a call middleware layer handed back.
+    Boxed(ItemStream),
     Items {
         phase: Phase,
         watch: Watch,
@@ -58,7 +60,7 @@ impl fmt::Debug for ToolStream {
                 phase: Phase::Opening(_),
                 ..
             } => "opening",
-            Inner::Items { .. } => "streaming",
+            Inner::Items { .. } | Inner::Boxed(_) => "streaming",
             Inner::Done => "done",
         };
         f.debug_struct("ToolStream").field("state", &state).finish()
@@ -84,6 +86,13 @@ impl ToolStream {
             finish.observe(observer);
         }
         self
+    }
+
+    /// The items a layer handed back, passed on until the first error or the end.
+    pub(crate) fn boxed(items: ItemStream) -> Self {
+        Self {
+            inner: Inner::Boxed(items),
+        }
     }
 
     pub(crate) fn failed(err: ToolError) -> Self {
@@ -133,6 +142,12 @@ impl Stream for ToolStream {
                     Ok(stream) => *this = stream,
                     Err(err) => return this.end(Some(Err(err))),
                 },
+                Inner::Boxed(items) => {
+                    return match std::task::ready!(items.as_mut().poll_next(cx)) {
+                        Some(Ok(item)) => Poll::Ready(Some(Ok(item))),
+                        last => this.end(last),
+                    };
+                }
                 Inner::Single(call) => {
                     let Some(pending) = call.as_mut() else {
                         return this.end(None);

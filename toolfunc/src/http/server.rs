@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use super::listen::{self, Limits};
 use super::wire::{self, NDJSON, REQ_ID, RPC_ACT, RPC_FN, RPC_RES_ID, RPC_TIMEOUT, X_REQUEST_ID};
 use crate::ledger::{Ledger, TaskPoll, Track};
-use crate::{CallOptions, CollectLimit, Registry, ToolError, ToolRef};
+use crate::{CallOptions, CollectLimit, Registry, Surface, ToolError, ToolRef};
 
 /// The default request body limit: 1 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
@@ -604,13 +604,13 @@ fn screen(api: &Api, parts: &axum::http::request::Parts) -> Option<Response> {
 }
 
 /// What the request asks of the call besides its arguments: a timeout, the
-/// caller's id, the API's collect limit. `None` when nothing (the plain call
-/// skips the scoped runner).
+/// caller's id, the API's collect limit; the surface, and the headers when a layer
+/// may read them.
 fn call_options(
     api: &Api,
     headers: &HeaderMap,
     header_str: &impl Fn(&str) -> Option<String>,
-) -> Result<Option<CallOptions>, ToolError> {
+) -> Result<CallOptions, ToolError> {
     let raw_header = |name: &str| {
         headers
             .get(name)
@@ -628,21 +628,20 @@ fn call_options(
             )
         })?),
     };
-    let caller = wire::CLIENT_IDS.iter().find_map(|h| header_str(h));
-    if timeout.is_none() && caller.is_none() && api.collect_limit.is_none() {
-        return Ok(None);
-    }
-    let mut options = CallOptions::new();
+    let mut options = CallOptions::new().surface(Surface::Http);
     if let Some(ms) = timeout {
         options = options.timeout(Duration::from_millis(ms));
     }
-    if let Some(caller) = caller {
+    if let Some(caller) = wire::CLIENT_IDS.iter().find_map(|h| header_str(h)) {
         options = options.caller(caller);
     }
     if let Some(limit) = api.collect_limit {
         options = options.collect_limit(limit);
     }
-    Ok(Some(options))
+    if api.registry.has_layers() {
+        options = options.insert(headers.clone());
+    }
+    Ok(options)
 }
 
 async fn respond(api: &Api, request: Request) -> Response {
@@ -665,13 +664,16 @@ async fn respond(api: &Api, request: Request) -> Response {
             .map(str::to_owned)
     };
     let auth = |tool: Option<&str>, act: Option<&str>| authorize(api, &parts, tool, act);
+    // A bad header is answered once the auth hook had its say.
+    let options = call_options(api, &parts.headers, &header_str);
+    let shown = shown_to(api, options.as_ref().ok());
     let named = header_str(RPC_FN);
     let Some(name) = named.clone().or_else(|| segments.first().cloned()) else {
         if *method == Method::GET {
             if let Some(refused) = auth(None, None) {
                 return refused;
             }
-            return json_response(StatusCode::OK, &wire::discovery(&api.registry));
+            return json_response(StatusCode::OK, &wire::discovery(&api.registry, shown));
         }
         return auth(None, None).unwrap_or_else(|| {
             json_response(
@@ -680,7 +682,11 @@ async fn respond(api: &Api, request: Request) -> Response {
             )
         });
     };
-    let find = |name: &str| api.registry.get(name).filter(|t| t.is_api());
+    let find = |name: &str| {
+        api.registry
+            .get(name)
+            .filter(|t| t.is_api() && shown(t.definition()))
+    };
     // The OpenAPI document, unless a tool of that name is served.
     if named.is_none()
         && *method == Method::GET
@@ -735,12 +741,28 @@ async fn respond(api: &Api, request: Request) -> Response {
         Ok(call) => call,
         Err(refused) => return *refused,
     };
-    let options = match call_options(api, &parts.headers, &header_str) {
+    drop(shown);
+    let options = match options {
         Ok(options) => options,
         Err(err) => return error_response(Some(call.tool.name()), &err),
     };
     let req_id = header_str(REQ_ID);
     run(api, call, options, req_id).await
+}
+
+/// What a layer lets the caller of `options` see: a tool it hides is answered as if
+/// it did not exist.
+fn shown_to<'a>(
+    api: &Api,
+    options: Option<&'a CallOptions>,
+) -> impl Fn(&crate::ToolDefinition) -> bool + 'a {
+    let layers = api.registry.layers();
+    move |def| match (&layers, options) {
+        (Some(layers), Some(options)) => {
+            crate::layer::visible(layers, def, &crate::layer::viewer_of(options))
+        }
+        _ => true,
+    }
 }
 
 /// Whether a request that carries a body was sent by a program: a JSON content
@@ -1138,12 +1160,7 @@ fn wants_stream(call: &Call) -> bool {
         && (wire::property(params, "stream").is_none() || wire::truthy(call.params.get("stream")))
 }
 
-async fn run(
-    api: &Api,
-    call: Call,
-    options: Option<CallOptions>,
-    req_id: Option<String>,
-) -> Response {
+async fn run(api: &Api, call: Call, options: CallOptions, req_id: Option<String>) -> Response {
     let name = call.tool.name().to_owned();
     if let Some(soft) = call.tool.soft_deadline()
         && !wants_stream(&call)
@@ -1151,19 +1168,13 @@ async fn run(
         return run_in_background(api, call, options, soft, req_id).await;
     }
     if !wants_stream(&call) {
-        let result = match options {
-            Some(options) => api.registry.with(options).run(&name, call.params).await,
-            None => api.registry.run(&name, call.params).await,
-        };
+        let result = api.registry.with(options).run(&name, call.params).await;
         return match result {
             Ok(value) => json_response(StatusCode::OK, &value),
             Err(err) => error_response(Some(&name), &err),
         };
     }
-    let mut items = match options {
-        Some(options) => api.registry.with(options).run_stream(&name, call.params),
-        None => api.registry.run_stream(&name, call.params),
-    };
+    let mut items = api.registry.with(options).run_stream(&name, call.params);
     // An error before the first item is an ordinary error response.
     let first = match items.next().await {
         Some(Err(err)) => return error_response(Some(&name), &err),
@@ -1224,12 +1235,12 @@ const RETRY_AFTER_MS: &str = "1000";
 async fn run_in_background(
     api: &Api,
     call: Call,
-    options: Option<CallOptions>,
+    options: CallOptions,
     soft: Duration,
     req_id: Option<String>,
 ) -> Response {
     let name = call.tool.name().to_owned();
-    let mut track = Track::new().options(options.unwrap_or_default());
+    let mut track = Track::new().options(options);
     if let Some(id) = req_id {
         track = track.id(id);
     }

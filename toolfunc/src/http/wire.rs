@@ -116,12 +116,13 @@ pub(crate) fn error_from_body(status: u16, body: &[u8], tool: &str) -> ToolError
 }
 
 /// Discovery: the registry's advertised definitions keyed by name, leaving out
-/// tools with `api = false`. Every entry carries `isApi: true` as the JavaScript
-/// servers write it; nothing carries function source.
-pub(crate) fn discovery(registry: &Registry) -> Value {
+/// tools with `api = false` and those `shown` refuses (hidden from this caller by a
+/// layer). Every entry carries `isApi: true` as the JavaScript servers write it;
+/// nothing carries function source.
+pub(crate) fn discovery(registry: &Registry, shown: impl Fn(&ToolDefinition) -> bool) -> Value {
     let mut tools = Map::new();
     for def in registry.definitions() {
-        if !def.api {
+        if !def.api || !shown(&def) {
             continue;
         }
         let mut value = serde_json::to_value(&def).unwrap_or(Value::Null);

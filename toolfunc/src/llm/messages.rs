@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 
 use super::{Target, method_of};
-use crate::{Registry, ToolCall, ToolError, ToolResult};
+use crate::{CallOptions, Registry, Runner, Surface, ToolCall, ToolError, ToolResult};
 
 /// Runs the tool calls of a provider's assistant message and returns what goes back
 /// to the provider: for OpenAI, an array of `role: "tool"` messages; for Anthropic, one
@@ -19,9 +19,14 @@ use crate::{Registry, ToolCall, ToolError, ToolResult};
 /// with the JSON Pointer of the problem. For OpenAI strict, `null` sent for a
 /// property the tool does not require counts as leaving it out.
 ///
+/// `on` is a registry (`Registry::global()`, `&registry`) or a [`Runner`] whose
+/// options every call carries (`registry.with(CallOptions::new().caller("alice"))`):
+/// the calls pass the call middleware as that caller, with
+/// [`Surface::Llm`], and a tool a layer hides from it answers as unknown.
+///
 /// ```rust,standalone_crate
 /// use serde_json::json;
-/// use toolfunc::llm::{execute, Target};
+/// use toolfunc::llm::{run_tool_calls, Target};
 /// use toolfunc::{tool, Registry};
 ///
 /// /// Adds two numbers.
@@ -36,15 +41,17 @@ use crate::{Registry, ToolCall, ToolError, ToolResult};
 ///     "tool_calls": [{"id": "call_1", "type": "function",
 ///                     "function": {"name": "add", "arguments": "{\"a\": 1, \"b\": 2}"}}]
 /// });
-/// let reply = execute(Registry::global(), Target::OpenAi, &message).await.unwrap();
+/// let reply = run_tool_calls(Registry::global(), Target::OpenAi, &message).await.unwrap();
 /// assert_eq!(reply, json!([{"role": "tool", "tool_call_id": "call_1", "content": "3.0"}]));
 /// # });
 /// ```
-pub async fn execute(
-    registry: &Registry,
+pub async fn run_tool_calls(
+    on: impl Into<Runner>,
     target: Target,
     message: &Value,
 ) -> Result<Value, ToolError> {
+    let runner = on.into().with(CallOptions::new().surface(Surface::Llm));
+    let registry = runner.registry();
     let calls = read_calls(target, message)?;
     let strict_nulls = target == Target::OpenAiStrict;
     let mut bad = Vec::new();
@@ -78,7 +85,7 @@ pub async fn execute(
         }
     }
     let order: Vec<usize> = runnable.iter().map(|(i, _)| *i).collect();
-    let ran = registry
+    let ran = runner
         .execute_batch(runnable.into_iter().map(|(_, call)| call))
         .await;
     let mut results: Vec<(usize, ToolResult)> = order.into_iter().zip(ran).chain(bad).collect();

@@ -1,6 +1,6 @@
 //! LLM function calling: a registry's tools in each provider's dialect
 //! ([`tools`]), and a provider's tool-call message executed into the message that
-//! goes back ([`execute`]).
+//! goes back ([`run_tool_calls`]).
 //!
 //! Each export is lowered from the tool's JSON Schema to what the target accepts:
 //! local `$ref`s are inlined (recursive types keep their `$defs` where the target can
@@ -18,7 +18,7 @@ mod lower;
 mod messages;
 
 use lower::lower_root;
-pub use messages::execute;
+pub use messages::run_tool_calls;
 
 /// A provider dialect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +95,42 @@ pub fn tools(registry: &Registry, target: Target) -> Result<Value, ToolError> {
     export(registry, target, false)
 }
 
+/// [`tools`] as the caller of `runner` may see them: a tool a call middleware layer
+/// hides from that caller is left out (see [`crate::layer`]). Without layers this is
+/// [`tools`] of the runner's registry, kept; with them the export is made per call.
+///
+/// ```rust,standalone_crate
+/// use toolfunc::llm::{tools_for, Target};
+/// use toolfunc::{layer, tool, CallOptions, Registry};
+///
+/// /// Adds two numbers.
+/// #[tool]
+/// fn add(a: f64, b: f64) -> f64 {
+///     a + b
+/// }
+///
+/// /// Reads the audit log.
+/// #[tool]
+/// fn audit_log() -> Vec<String> {
+///     Vec::new()
+/// }
+///
+/// let registry = Registry::global().isolate().layer(layer::visibility(|tool, viewer| {
+///     tool.name != "audit_log" || viewer.caller() == Some("auditor")
+/// }));
+/// let guest = tools_for(&registry.with(CallOptions::new()), Target::Anthropic).unwrap();
+/// assert!(guest.as_array().unwrap().iter().all(|t| t["name"] != "audit_log"));
+/// let auditor = registry.with(CallOptions::new().caller("auditor"));
+/// let theirs = tools_for(&auditor, Target::Anthropic).unwrap();
+/// assert!(theirs.as_array().unwrap().iter().any(|t| t["name"] == "audit_log"));
+/// ```
+pub fn tools_for(runner: &crate::Runner, target: Target) -> Result<Value, ToolError> {
+    if !runner.has_layers() {
+        return tools(runner.registry(), target);
+    }
+    lower_all(runner.definitions(), target, false)
+}
+
 /// [`tools`], or with `served` what a server offers remote callers: no `api = false`
 /// tool, and a tool the target cannot express left out with a warning (one bad tool
 /// does not take the whole catalog down).
@@ -104,9 +140,18 @@ pub(crate) fn export(
     served: bool,
 ) -> Result<Value, ToolError> {
     let key = target as u8 | if served { 0x80 } else { 0 };
-    registry.derived(key, || {
+    registry.derived(key, || lower_all(registry.definitions(), target, served))
+}
+
+/// Lowers `definitions` for `target` (see [`export`]).
+fn lower_all(
+    definitions: Vec<ToolDefinition>,
+    target: Target,
+    served: bool,
+) -> Result<Value, ToolError> {
+    {
         let mut out = Vec::new();
-        for definition in registry.definitions() {
+        for definition in definitions {
             if served && !definition.api {
                 continue;
             }
@@ -126,7 +171,7 @@ pub(crate) fn export(
             }
         }
         Ok(Value::Array(out))
-    })
+    }
 }
 
 /// The functions a service is offered as: one per method, named

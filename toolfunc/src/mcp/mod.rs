@@ -99,8 +99,8 @@ use tokio_util::sync::CancellationToken;
 use crate::ask::ClientRequest;
 use crate::registry::SubscriptionError;
 use crate::{
-    CallOptions, CollectLimit, LogLevel, LogMessage, Progress, Registry, RegistryEvent, ToolError,
-    ToolRef,
+    CallOptions, CollectLimit, LogLevel, LogMessage, Progress, Registry, RegistryEvent, Surface,
+    ToolError, ToolRef,
 };
 use catalog::Catalog;
 
@@ -473,6 +473,48 @@ impl McpServer {
         };
         let def = tool.definition();
         (def.api && (act.is_some() || def.acts.is_empty())).then_some((tool, act))
+    }
+}
+
+/// The MCP client a call came from, as its `initialize` (or, for sessionless
+/// clients, its request) named it: in the context of every MCP call
+/// (`ctx.get::<toolfunc::mcp::ClientInfo>()`) for tools and call middleware. Its
+/// `name` is also the call's [`caller`](crate::Ctx::caller). Over streamable HTTP
+/// the request's headers are in the context too, as an
+/// [`axum::http::HeaderMap`], when the registry has layers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClientInfo {
+    /// The client's name (`clientInfo.name`).
+    pub name: String,
+    /// The client's version (`clientInfo.version`).
+    pub version: String,
+}
+
+impl McpServer {
+    /// The options every call of this request carries: the surface, the client,
+    /// and (with layers to read them) the HTTP headers.
+    fn caller_options(&self, context: &RequestContext<RoleServer>) -> CallOptions {
+        let mut options = CallOptions::new().surface(Surface::Mcp);
+        if let Some(client) = context.client_info() {
+            options = options.caller(client.name.clone()).insert(ClientInfo {
+                name: client.name,
+                version: client.version,
+            });
+        }
+        if self.shared.registry.has_layers()
+            && let Some(parts) = context.extensions.get::<axum::http::request::Parts>()
+        {
+            options = options.insert(parts.headers.clone());
+        }
+        options
+    }
+
+    /// Whether a layer hides the function `name` from a caller with `options`.
+    fn hidden(&self, layers: &crate::layer::Layers, name: &str, options: &CallOptions) -> bool {
+        self.function(name).is_some_and(|(tool, _)| {
+            !crate::layer::visible(layers, tool.definition(), &crate::layer::viewer_of(options))
+        })
     }
 }
 
@@ -932,7 +974,7 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let catalog = self.catalog();
         let cursor = request.and_then(|r| r.cursor);
@@ -942,7 +984,14 @@ impl ServerHandler for McpServer {
                 Some(json!({"cursor": cursor})),
             ));
         };
-        let mut result = ListToolsResult::with_all_items(page.to_vec());
+        let mut tools = page.to_vec();
+        if let Some(layers) = self.shared.registry.layers() {
+            // What this client may not see is left out (the page may come out short;
+            // the cursor still follows the whole list).
+            let options = self.caller_options(&context);
+            tools.retain(|tool| !self.hidden(&layers, &tool.name, &options));
+        }
+        let mut result = ListToolsResult::with_all_items(tools);
         result.next_cursor = next;
         Ok(result)
     }
@@ -973,7 +1022,13 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let Some((found, act)) = self.function(&request.name) else {
+        let options = self.caller_options(&context);
+        let hidden = self
+            .shared
+            .registry
+            .layers()
+            .is_some_and(|layers| self.hidden(&layers, &request.name, &options));
+        let Some((found, act)) = self.function(&request.name).filter(|_| !hidden) else {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool: {}", request.name),
                 Some(json!({"code": "NOT_FOUND", "name": request.name})),
@@ -1013,10 +1068,7 @@ impl ServerHandler for McpServer {
         let (tool, args) = (found.name().to_owned(), Value::Object(arguments));
         let token = context.meta.get_progress_token();
         let limit = self.shared.collect_limit;
-        let mut options = CallOptions::new().collect_limit(limit);
-        if let Some(client) = context.client_info() {
-            options = options.caller(client.name);
-        }
+        let mut options = options.collect_limit(limit);
         let logs = !matches!(gate, LogGate::Off);
         if sessionless(&context) {
             return self

@@ -419,7 +419,9 @@ impl Job {
                 "no NATS worker serves a tool by this name",
             )),
             Ok(args) => {
-                let options = CallOptions::new().call_id(id.clone());
+                let options = CallOptions::new()
+                    .surface(crate::Surface::Nats)
+                    .call_id(id.clone());
                 let options = match &caller {
                     Some(caller) => options.caller(caller.clone()),
                     None => options,

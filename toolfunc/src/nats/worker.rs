@@ -16,7 +16,7 @@ use super::TraceParent;
 use super::durable::DurableSettings;
 use super::wire::{self, CALL_ID, CALLER, CANCEL, CONTROL, CREDIT, HEARTBEAT, KIND, STREAM, lock};
 use crate::registry::SubscriptionError;
-use crate::{CallOptions, CancellationToken, Registry, RegistryEvent, ToolError};
+use crate::{CallOptions, CancellationToken, Registry, RegistryEvent, Surface, ToolError};
 
 /// Most calls a worker runs at once unless set.
 const MAX_IN_FLIGHT: usize = 1024;
@@ -458,7 +458,7 @@ fn asked(headers: Option<&HeaderMap>, worker: &str) -> Result<Asked, ToolError> 
             })
             .transpose()
     };
-    let mut options = CallOptions::new();
+    let mut options = CallOptions::new().surface(Surface::Nats);
     let timeout = number(wire::TIMEOUT)?.map(Duration::from_millis);
     if let Some(timeout) = timeout {
         options = options.timeout(timeout);

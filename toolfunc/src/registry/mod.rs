@@ -18,6 +18,7 @@ pub(crate) use cache::generation;
 pub(crate) use events::Observer;
 pub use events::{CallStatus, RegistryEvent, Subscription, SubscriptionError};
 
+use crate::layer::{Layer, Layers};
 use crate::tool::service::ServiceEntry;
 use crate::tool::{DependencyTarget, ToolRef, ToolSpec};
 use crate::{ToolDefinition, ToolError, ToolFunc};
@@ -88,7 +89,13 @@ struct Inner {
     /// Derived views of the tools (LLM exports), each with the generation it was
     /// made at.
     derived: std::sync::Mutex<Vec<(u8, u64, Value)>>,
+    /// Call middleware attached here, outermost first.
+    layers: RwLock<Option<Layers>>,
 }
+
+/// Whether any registry of the program ever had a layer: until then, a call looks for
+/// none.
+static LAYERED: AtomicBool = AtomicBool::new(false);
 
 /// How many events a subscriber may fall behind before it is told it lagged.
 const EVENT_BUFFER: usize = 1024;
@@ -103,6 +110,7 @@ impl Inner {
             subscribers: Arc::new(AtomicUsize::new(0)),
             len: AtomicUsize::new(0),
             derived: std::sync::Mutex::default(),
+            layers: RwLock::default(),
         }
     }
 }
@@ -552,6 +560,57 @@ impl Registry {
             registry = current.parent();
         }
         names.into_iter().collect()
+    }
+
+    /// Attaches call middleware: every call made through this registry (or a child of
+    /// it), from any surface, passes `layer`, after the layers attached before it and
+    /// after its parents' layers. Clones of this handle share it; to add layers to the
+    /// global registry's tools for one purpose only, attach them to a child:
+    /// `Registry::global().isolate().layer(..)`. See [`layer`](crate::layer).
+    #[must_use = "the layer is attached to this registry; keep the handle to call through it"]
+    pub fn layer(self, layer: impl Layer) -> Self {
+        LAYERED.store(true, Ordering::Release);
+        let mut layers = self
+            .inner
+            .layers
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let added: Arc<dyn Layer> = Arc::new(layer);
+        let all = layers.iter().flat_map(|l| l.iter().cloned());
+        *layers = Some(all.chain(std::iter::once(added)).collect());
+        drop(layers);
+        self
+    }
+
+    /// Whether calls made through this registry pass any layer.
+    #[cfg_attr(not(any(feature = "http", feature = "mcp")), allow(dead_code))]
+    pub(crate) fn has_layers(&self) -> bool {
+        self.layers().is_some()
+    }
+
+    /// The layers a call made through this registry passes, its ancestors' first.
+    pub(crate) fn layers(&self) -> Option<Layers> {
+        if !LAYERED.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut found: Option<Layers> = None;
+        let mut registry = Some(self);
+        while let Some(current) = registry {
+            let own = current
+                .inner
+                .layers
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            if let Some(own) = own.as_ref() {
+                found = Some(match found {
+                    None => Arc::clone(own),
+                    Some(inner) => own.iter().chain(inner.iter()).cloned().collect(),
+                });
+            }
+            drop(own);
+            registry = current.parent();
+        }
+        found
     }
 
     /// The definitions of all tools reachable here, as advertised to a caller (an

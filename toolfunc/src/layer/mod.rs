@@ -1,0 +1,501 @@
+//! Call middleware: layers that see every call, from every surface.
+//!
+//! A [`Layer`] wraps the run of a call the way a tower layer wraps a service: it gets
+//! the [`Call`] (the tool, its arguments, the [`Ctx`] with the caller, the call id,
+//! the [`Surface`] it came from and what that surface carries, such as the HTTP
+//! headers) and the [`Next`] step, and decides what happens:
+//!
+//! * refuse the call with any [`ToolError`] before anything runs (authorisation,
+//!   rate limits);
+//! * change the arguments, then run the rest with [`Next::run`];
+//! * wrap or replace the result, time it, log it, retry it.
+//!
+//! A layer also decides what a caller may **see** ([`Layer::visible`]): a tool a
+//! layer hides is left out of [`Runner::definitions`](crate::Runner::definitions),
+//! HTTP discovery, MCP `tools/list` and [`llm::tools_for`](crate::llm::tools_for) made
+//! for that caller, and a call of it is `NOT_FOUND`, as for a tool that does not
+//! exist.
+//!
+//! Layers attach to a registry ([`Registry::layer`](crate::Registry::layer); its
+//! children inherit them) or to a runner ([`Runner::layer`](crate::Runner::layer);
+//! nested calls inherit them). A call passes the layers of the registry it was made
+//! through, its ancestors' first, then the runner's in the order they were added;
+//! after them come admission (setup, concurrency), the argument check and the
+//! handler. With no layer anywhere, calls take the path they take without this
+//! module.
+//!
+//! Ready-made layers: [`authorize`] (a rule over the caller and the call),
+//! [`RateLimit`] and [`ConcurrencyLimit`] (per caller, bounded memory),
+//! [`Trace`] (a `tracing` span and a timed event per call), [`before`] (any
+//! synchronous check or rewrite) and [`visibility`] (a rule for what a caller sees).
+//!
+//! ```rust,standalone_crate
+//! use serde_json::json;
+//! use toolfunc::layer::{self, Call};
+//! use toolfunc::{tool, CallOptions, Registry, ToolError};
+//!
+//! /// Adds two numbers.
+//! #[tool]
+//! fn add(a: f64, b: f64) -> f64 {
+//!     a + b
+//! }
+//!
+//! /// Deletes everything.
+//! #[tool]
+//! fn wipe() -> &'static str {
+//!     "wiped"
+//! }
+//!
+//! // Only `admin` may run `wipe`; nobody else even sees it.
+//! let registry = Registry::global()
+//!     .isolate()
+//!     .layer(layer::authorize(|call: &Call| match (call.tool(), call.caller()) {
+//!         ("wipe", Some("admin")) | ("add", _) => Ok(()),
+//!         _ => Err(ToolError::custom("FORBIDDEN", 403, "not yours to run")),
+//!     }))
+//!     .layer(layer::visibility(|tool, viewer| tool.name != "wipe" || viewer.caller() == Some("admin")));
+//!
+//! assert_eq!(registry.run_sync("add", json!({"a": 1, "b": 2})).unwrap(), json!(3.0));
+//! assert_eq!(registry.run_sync("wipe", json!({})).unwrap_err().code(), "NOT_FOUND");
+//! let admin = registry.with(CallOptions::new().caller("admin"));
+//! assert_eq!(admin.run_sync("wipe", json!({})).unwrap(), "wiped");
+//! assert!(admin.definitions().iter().any(|d| d.name == "wipe"));
+//! assert!(!registry.with(CallOptions::new()).definitions().iter().any(|d| d.name == "wipe"));
+//! ```
+
+mod limit;
+mod trace;
+
+use std::any::{Any, TypeId};
+use std::fmt;
+use std::sync::Arc;
+
+use futures::future::{BoxFuture, Shared};
+use futures::stream::BoxStream;
+use serde_json::Value;
+
+pub use limit::{ConcurrencyLimit, DEFAULT_MAX_CALLERS, RateLimit};
+pub use trace::Trace;
+
+use crate::options::{CallOptions, Surface};
+use crate::{Ctx, ToolDefinition, ToolError};
+
+/// Call middleware: sees every call of the registry or runner it is attached to.
+///
+/// Implement [`call`](Layer::call) to act around the rest of the call, and
+/// [`visible`](Layer::visible) to hide tools from some callers. The future `call`
+/// returns may borrow the layer and the chain ([`Next`]); it is boxed so layers can
+/// be kept as trait objects.
+///
+/// ```rust,standalone_crate
+/// use futures::future::BoxFuture;
+/// use serde_json::{json, Value};
+/// use toolfunc::layer::{Call, Layer, Next, Reply};
+/// use toolfunc::{tool, Registry, ToolError};
+///
+/// /// Doubles a number.
+/// #[tool]
+/// fn double(n: i64) -> i64 {
+///     n * 2
+/// }
+///
+/// /// Adds one to every number a tool returns.
+/// struct PlusOne;
+///
+/// impl Layer for PlusOne {
+///     fn call<'a>(&'a self, call: Call, next: Next<'a>) -> BoxFuture<'a, Result<Reply, ToolError>> {
+///         Box::pin(async move {
+///             match next.run(call).await? {
+///                 Reply::Value(Value::Number(n)) => Ok(Reply::Value(json!(n.as_i64().unwrap_or(0) + 1))),
+///                 other => Ok(other),
+///             }
+///         })
+///     }
+/// }
+///
+/// let registry = Registry::global().isolate().layer(PlusOne);
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// assert_eq!(registry.run("double", json!({"n": 20})).await.unwrap(), json!(41));
+/// # });
+/// ```
+pub trait Layer: Send + Sync + 'static {
+    /// Runs the call: refuse it, or change it and hand it to `next`, then look at or
+    /// replace what comes back.
+    fn call<'a>(&'a self, call: Call, next: Next<'a>) -> BoxFuture<'a, Result<Reply, ToolError>>;
+
+    /// Whether the caller `viewer` describes may see `tool` (and call it). A tool any
+    /// layer hides is left out of listings made for that caller, and calling it is
+    /// `NOT_FOUND`. Everything is visible unless a layer says otherwise.
+    fn visible(&self, tool: &ToolDefinition, viewer: &Viewer<'_>) -> bool {
+        let _ = (tool, viewer);
+        true
+    }
+}
+
+/// The layers a call passes, outermost first.
+pub(crate) type Layers = Arc<[Arc<dyn Layer>]>;
+
+/// A tool's asynchronous setup, while (and after) it runs.
+pub(crate) type Ready = Shared<BoxFuture<'static, Result<(), ToolError>>>;
+
+/// What the caller waits for: one value, or a stream of items.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// `run`, `execute`, nested calls: one value (a stream is collected).
+    Value,
+    /// `run_sync`: one value, on the calling thread, without waiting.
+    Sync,
+    /// `run_stream`: the items one by one.
+    Stream,
+    /// `spawn`: one value, on the tokio runtime, abortable.
+    Spawn,
+}
+
+/// A call on its way through the layers: the tool that will run, its arguments and
+/// its context.
+pub struct Call {
+    pub(crate) ctx: Ctx,
+    pub(crate) args: Value,
+    pub(crate) mode: Mode,
+    pub(crate) ready: Option<Ready>,
+}
+
+impl fmt::Debug for Call {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Call")
+            .field("tool", &self.tool())
+            .field("caller", &self.caller())
+            .field("surface", &self.surface())
+            .field("stream", &self.is_stream())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Call {
+    /// The canonical name of the tool that will run (an alias the caller used is
+    /// resolved).
+    pub fn tool(&self) -> &str {
+        self.ctx.tool_name()
+    }
+
+    /// The definition of the tool that will run.
+    pub fn definition(&self) -> &ToolDefinition {
+        self.ctx.definition()
+    }
+
+    /// For a service, the canonical name of the method the arguments' `act` names
+    /// (`"$hello"` whether the caller sent `hello` or `$hello`, `"get"`); `None` for a
+    /// plain tool, or an `act` the service does not have (the service refuses it).
+    pub fn act(&self) -> Option<&str> {
+        let acts = &self.definition().acts;
+        if acts.is_empty() {
+            return None;
+        }
+        let sent = self.args.get("act")?.as_str()?;
+        acts.iter()
+            .find(|a| a.name == sent || a.name.strip_prefix('$') == Some(sent))
+            .map(|a| a.name.as_str())
+    }
+
+    /// The arguments as they stand (a layer before this one may have changed them).
+    pub fn args(&self) -> &Value {
+        &self.args
+    }
+
+    /// The arguments, to change before the call runs.
+    pub fn args_mut(&mut self) -> &mut Value {
+        &mut self.args
+    }
+
+    /// The call's context: caller, call id, deadline, cancellation, and the typed
+    /// values the caller or the surface attached ([`Ctx::get`]).
+    pub fn ctx(&self) -> &Ctx {
+        &self.ctx
+    }
+
+    /// Who is calling, as the caller or the surface said (`CallOptions::caller`, the
+    /// HTTP client-id headers, the MCP client's name).
+    pub fn caller(&self) -> Option<&str> {
+        self.ctx.caller()
+    }
+
+    /// Where the call came from.
+    pub fn surface(&self) -> Surface {
+        self.ctx.surface()
+    }
+
+    /// Whether the caller asked for the items one by one (`run_stream`, an NDJSON or
+    /// MCP stream); the reply is then best a [`Reply::Stream`].
+    pub fn is_stream(&self) -> bool {
+        self.mode == Mode::Stream
+    }
+
+    /// Whether the caller waits on its own thread (`run_sync`): a layer that would
+    /// have to wait gives an error instead.
+    pub fn is_sync(&self) -> bool {
+        self.mode == Mode::Sync
+    }
+}
+
+/// What a call gives back through the layers.
+pub enum Reply {
+    /// One value (a streaming tool's items collected, when the caller asked for one
+    /// value).
+    Value(Value),
+    /// The items one by one, for a caller that asked for a stream. Dropping it stops
+    /// the producer and runs the call's cleanups.
+    Stream(BoxStream<'static, Result<Value, ToolError>>),
+}
+
+impl fmt::Debug for Reply {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Value(value) => f.debug_tuple("Value").field(value).finish(),
+            Self::Stream(_) => f.debug_tuple("Stream").finish_non_exhaustive(),
+        }
+    }
+}
+
+/// The rest of the chain after a layer: the layers after it, then the call itself.
+pub struct Next<'a> {
+    layers: &'a [Arc<dyn Layer>],
+    end: End,
+}
+
+/// Runs a call once every layer has let it through.
+pub(crate) type End = fn(Call) -> BoxFuture<'static, Result<Reply, ToolError>>;
+
+impl fmt::Debug for Next<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Next")
+            .field("layers", &self.layers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Next<'a> {
+    pub(crate) fn new(layers: &'a [Arc<dyn Layer>], end: End) -> Self {
+        Self { layers, end }
+    }
+
+    /// Runs the rest of the chain with `call`. A layer may call this more than once
+    /// (a retry), each time with a call it kept a copy of: see [`Call::retry`].
+    pub fn run(self, call: Call) -> BoxFuture<'a, Result<Reply, ToolError>> {
+        match self.layers.split_first() {
+            Some((layer, rest)) => layer.call(
+                call,
+                Next {
+                    layers: rest,
+                    end: self.end,
+                },
+            ),
+            None => (self.end)(call),
+        }
+    }
+
+    /// A second handle on the same rest of the chain, for a layer that runs it again.
+    #[must_use]
+    pub fn again(&self) -> Next<'a> {
+        Next {
+            layers: self.layers,
+            end: self.end,
+        }
+    }
+}
+
+impl Call {
+    /// A fresh call of the same tool with the same context and arguments, for a layer
+    /// that retries: run the original, and on failure run this one with
+    /// [`Next::again`]. The copy shares the original's cancellation and deadline.
+    #[must_use]
+    pub fn retry(&self) -> Call {
+        Call {
+            ctx: self.ctx.clone(),
+            args: self.args.clone(),
+            mode: self.mode,
+            ready: self.ready.clone(),
+        }
+    }
+}
+
+/// What a visibility rule knows of the caller it decides for.
+pub struct Viewer<'a> {
+    caller: Option<&'a str>,
+    surface: Surface,
+    extensions: &'a dyn Extensions,
+}
+
+impl fmt::Debug for Viewer<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Viewer")
+            .field("caller", &self.caller)
+            .field("surface", &self.surface)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Typed values a caller or surface attached, looked up by type.
+pub(crate) trait Extensions {
+    fn extension(&self, id: TypeId) -> Option<&(dyn Any + Send + Sync)>;
+}
+
+impl<'a> Viewer<'a> {
+    pub(crate) fn new(
+        caller: Option<&'a str>,
+        surface: Surface,
+        extensions: &'a dyn Extensions,
+    ) -> Self {
+        Self {
+            caller,
+            surface,
+            extensions,
+        }
+    }
+
+    /// Who is asking.
+    pub fn caller(&self) -> Option<&str> {
+        self.caller
+    }
+
+    /// Where the listing or call is made for.
+    pub fn surface(&self) -> Surface {
+        self.surface
+    }
+
+    /// A typed value the caller or the surface attached (an HTTP request's
+    /// [`HeaderMap`](https://docs.rs/http/latest/http/header/struct.HeaderMap.html),
+    /// a value from `CallOptions::insert`).
+    pub fn get<T: Any + Send + Sync>(&self) -> Option<&T> {
+        self.extensions
+            .extension(TypeId::of::<T>())?
+            .downcast_ref::<T>()
+    }
+}
+
+impl Extensions for CallOptions {
+    fn extension(&self, id: TypeId) -> Option<&(dyn Any + Send + Sync)> {
+        self.extensions
+            .iter()
+            .rev()
+            .find(|(t, _)| *t == id)
+            .map(|(_, value)| &**value)
+    }
+}
+
+/// The viewer calls made with `options` would have.
+#[cfg_attr(not(any(feature = "http", feature = "mcp")), allow(dead_code))]
+pub(crate) fn viewer_of(options: &CallOptions) -> Viewer<'_> {
+    Viewer::new(
+        options.caller.as_deref(),
+        options.surface.unwrap_or_default(),
+        options,
+    )
+}
+
+/// Whether every layer lets `viewer` see `tool`.
+pub(crate) fn visible(
+    layers: &[Arc<dyn Layer>],
+    tool: &ToolDefinition,
+    viewer: &Viewer<'_>,
+) -> bool {
+    layers.iter().all(|layer| layer.visible(tool, viewer))
+}
+
+/// A layer made of a synchronous check: it sees the call (and may change its
+/// arguments) before anything runs, and refuses it with an error.
+///
+/// ```rust,standalone_crate
+/// use serde_json::json;
+/// use toolfunc::{layer, tool, Registry, ToolError};
+///
+/// /// Echoes its text.
+/// #[tool]
+/// fn echo(text: String) -> String {
+///     text
+/// }
+///
+/// let registry = Registry::global().isolate().layer(layer::before(|call| {
+///     if let Some(text) = call.args_mut().get_mut("text") {
+///         *text = json!(text.as_str().unwrap_or_default().trim());
+///     }
+///     Ok(())
+/// }));
+/// assert_eq!(registry.run_sync("echo", json!({"text": "  hi "})).unwrap(), "hi");
+/// ```
+pub fn before<F>(check: F) -> Before<F>
+where
+    F: Fn(&mut Call) -> Result<(), ToolError> + Send + Sync + 'static,
+{
+    Before(check)
+}
+
+/// The layer [`before`] makes.
+pub struct Before<F>(F);
+
+impl<F> fmt::Debug for Before<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Before")
+    }
+}
+
+impl<F> Layer for Before<F>
+where
+    F: Fn(&mut Call) -> Result<(), ToolError> + Send + Sync + 'static,
+{
+    fn call<'a>(
+        &'a self,
+        mut call: Call,
+        next: Next<'a>,
+    ) -> BoxFuture<'a, Result<Reply, ToolError>> {
+        match (self.0)(&mut call) {
+            Ok(()) => next.run(call),
+            Err(err) => Box::pin(std::future::ready(Err(err))),
+        }
+    }
+}
+
+/// An authorisation layer: `rule` sees each call (its tool, act, caller, surface and
+/// context) before anything runs and refuses it with its error. A refusal costs the
+/// rule and no more: no admission, no argument check, no handler.
+///
+/// See the [module](self) example.
+pub fn authorize<F>(rule: F) -> Before<impl Fn(&mut Call) -> Result<(), ToolError> + Send + Sync>
+where
+    F: Fn(&Call) -> Result<(), ToolError> + Send + Sync + 'static,
+{
+    Before(move |call: &mut Call| rule(call))
+}
+
+/// A visibility rule as a layer: `rule(tool, viewer)` says whether that caller may
+/// see the tool; a hidden tool is left out of that caller's listings and calling it
+/// is `NOT_FOUND`.
+///
+/// See the [module](self) example.
+pub fn visibility<F>(rule: F) -> Visibility<F>
+where
+    F: Fn(&ToolDefinition, &Viewer<'_>) -> bool + Send + Sync + 'static,
+{
+    Visibility(rule)
+}
+
+/// The layer [`visibility`] makes.
+pub struct Visibility<F>(F);
+
+impl<F> fmt::Debug for Visibility<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Visibility")
+    }
+}
+
+impl<F> Layer for Visibility<F>
+where
+    F: Fn(&ToolDefinition, &Viewer<'_>) -> bool + Send + Sync + 'static,
+{
+    fn call<'a>(&'a self, call: Call, next: Next<'a>) -> BoxFuture<'a, Result<Reply, ToolError>> {
+        next.run(call)
+    }
+
+    fn visible(&self, tool: &ToolDefinition, viewer: &Viewer<'_>) -> bool {
+        (self.0)(tool, viewer)
+    }
+}
