@@ -6,9 +6,8 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use futures::FutureExt;
-use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use toolfunc::layer::{self, Call, Layer, Next, Reply};
+use toolfunc::layer::{self, Call, Layer, Next, ReplyFuture};
 use toolfunc::{Registry, ToolError, ToolFunc, tool};
 
 /// Adds two numbers.
@@ -151,7 +150,7 @@ fn hierarchy(c: &mut Criterion) {
 struct Pass;
 
 impl Layer for Pass {
-    fn call<'a>(&'a self, call: Call, next: Next<'a>) -> BoxFuture<'a, Result<Reply, ToolError>> {
+    fn call(&self, call: Call, next: Next) -> ReplyFuture {
         next.run(call)
     }
 }

@@ -19,9 +19,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use toolfunc::layer::{self, Call, ConcurrencyLimit, Layer, Next, RateLimit, Reply, Trace};
+use toolfunc::layer::{
+    self, Call, ConcurrencyLimit, Layer, Next, RateLimit, Reply, ReplyFuture, Trace,
+};
 use toolfunc::llm::{self, Target};
 use toolfunc::{CallOptions, Ctx, Registry, Surface, ToolCall, ToolError, tool};
 
@@ -93,7 +94,7 @@ impl Log {
 struct Named(&'static str, Log);
 
 impl Layer for Named {
-    fn call<'a>(&'a self, call: Call, next: Next<'a>) -> BoxFuture<'a, Result<Reply, ToolError>> {
+    fn call(&self, call: Call, next: Next) -> ReplyFuture {
         self.1.push(format!(
             "{}:{}:{}:{:?}",
             self.0,
@@ -101,9 +102,10 @@ impl Layer for Named {
             call.caller().unwrap_or("-"),
             call.surface()
         ));
-        Box::pin(async move {
+        let (name, log) = (self.0, self.1.clone());
+        ReplyFuture::new(async move {
             let reply = next.run(call).await;
-            self.1.push(format!("{}:done", self.0));
+            log.push(format!("{name}:done"));
             reply
         })
     }
@@ -250,15 +252,11 @@ async fn a_refusal_comes_before_admission_argument_check_and_handler() {
 async fn a_layer_rewrites_arguments_and_wraps_values_and_streams() {
     struct Doubler;
     impl Layer for Doubler {
-        fn call<'a>(
-            &'a self,
-            mut call: Call,
-            next: Next<'a>,
-        ) -> BoxFuture<'a, Result<Reply, ToolError>> {
+        fn call(&self, mut call: Call, next: Next) -> ReplyFuture {
             if let Some(a) = call.args_mut().get_mut("a") {
                 *a = json!(a.as_f64().unwrap_or_default() * 2.0);
             }
-            Box::pin(async move {
+            ReplyFuture::new(async move {
                 Ok(match next.run(call).await? {
                     Reply::Value(value) => Reply::Value(json!({"wrapped": value})),
                     Reply::Stream(items) => {
@@ -290,14 +288,10 @@ async fn a_layer_rewrites_arguments_and_wraps_values_and_streams() {
 async fn a_layer_retries_a_failed_call() {
     struct Retry;
     impl Layer for Retry {
-        fn call<'a>(
-            &'a self,
-            call: Call,
-            next: Next<'a>,
-        ) -> BoxFuture<'a, Result<Reply, ToolError>> {
-            Box::pin(async move {
+        fn call(&self, call: Call, next: Next) -> ReplyFuture {
+            ReplyFuture::new(async move {
                 let again = call.retry();
-                let second = next.again();
+                let second = next.clone();
                 match next.run(call).await {
                     Err(err) if err.code() == "UNAVAILABLE" => second.run(again).await,
                     other => other,
@@ -378,12 +372,8 @@ async fn llm_tool_calls_pass_the_layers_as_their_caller() {
 async fn a_layer_that_waits_gives_sync_callers_an_error_not_a_hang() {
     struct Waits;
     impl Layer for Waits {
-        fn call<'a>(
-            &'a self,
-            call: Call,
-            next: Next<'a>,
-        ) -> BoxFuture<'a, Result<Reply, ToolError>> {
-            Box::pin(async move {
+        fn call(&self, call: Call, next: Next) -> ReplyFuture {
+            ReplyFuture::new(async move {
                 tokio::time::sleep(Duration::from_millis(1)).await;
                 next.run(call).await
             })
@@ -404,7 +394,7 @@ async fn a_layer_that_waits_gives_sync_callers_an_error_not_a_hang() {
 async fn a_panicking_layer_fails_the_call() {
     struct Panics;
     impl Layer for Panics {
-        fn call<'a>(&'a self, _: Call, _: Next<'a>) -> BoxFuture<'a, Result<Reply, ToolError>> {
+        fn call(&self, _: Call, _: Next) -> ReplyFuture {
             panic!("layer bug")
         }
     }

@@ -4,15 +4,17 @@
 
 use std::sync::Arc;
 
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+
 use futures::FutureExt;
-use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::ctx::{Ctx, Scope};
 use super::start::{Started, collect};
 use super::stream::ToolStream;
 use super::task::Call as Running;
-use crate::layer::{self, Call, Layers, Mode, Next, Ready, Reply};
+use crate::layer::{self, Call, Layers, Mode, Next, Ready, Reply, ReplyFuture};
 use crate::registry::{CallStatus, Observer};
 use crate::{Registry, ToolError, ToolFunc};
 
@@ -36,27 +38,46 @@ pub(crate) fn check_visible(layers: &Layers, ctx: &Ctx, name: &str) -> Result<()
     }
 }
 
-/// Passes a call through `layers` (visibility already checked) to its end.
-pub(crate) async fn through(
+/// Starts a call through `layers` (visibility already checked): the layers that
+/// decide at once have decided when this returns. A layer that panics fails the
+/// call with `PANICKED`.
+pub(crate) fn start(
     layers: Layers,
     ctx: Ctx,
     ready: Option<Ready>,
     mode: Mode,
     args: Value,
-) -> Result<Reply, ToolError> {
+) -> ReplyFuture {
     let call = Call {
         ctx,
         args,
         mode,
         ready,
     };
-    // A layer that panics fails the call (`PANICKED`), as a handler would.
-    let running = std::panic::AssertUnwindSafe(async { Next::new(&layers, end).run(call).await })
-        .catch_unwind();
-    match running.await {
-        Ok(reply) => reply,
-        Err(panic) => Err(crate::panic::panicked(&*panic)),
+    let started = {
+        let _catching = crate::panic::Catching::enter();
+        std::panic::catch_unwind(AssertUnwindSafe(|| Next::new(layers, end).run(call)))
+    };
+    started.unwrap_or_else(|panic| ReplyFuture::ready(Err(crate::panic::panicked(&*panic))))
+}
+
+/// Polls a started chain; a layer that panics fails the call with `PANICKED`.
+pub(crate) fn poll_reply(
+    running: &mut ReplyFuture,
+    cx: &mut std::task::Context<'_>,
+) -> std::task::Poll<Result<Reply, ToolError>> {
+    let _catching = crate::panic::Catching::enter();
+    match std::panic::catch_unwind(AssertUnwindSafe(|| {
+        std::pin::Pin::new(&mut *running).poll(cx)
+    })) {
+        Ok(polled) => polled,
+        Err(panic) => std::task::Poll::Ready(Err(crate::panic::panicked(&*panic))),
     }
+}
+
+/// The reply of a started chain.
+pub(crate) async fn finish(mut running: ReplyFuture) -> Result<Reply, ToolError> {
+    std::future::poll_fn(|cx| poll_reply(&mut running, cx)).await
 }
 
 /// One value out of a reply: a stream a layer handed back for a value call is
@@ -109,6 +130,21 @@ pub(crate) fn call_inline(
     result
 }
 
+/// A sync tool's call for an async caller: done, or (when it registered async
+/// cleanups) a future that waits for them and joins their failures to the call's.
+pub(crate) fn call_inline_awaiting(ctx: &Ctx, observer: Option<Observer>, args: Value) -> Running {
+    let (result, cleanups) = ctx.tool().call_sync_awaiting(ctx, args);
+    match cleanups {
+        None => {
+            if let Some(observer) = observer {
+                observer.finish(CallStatus::of(&result));
+            }
+            Running::Ready(Some(result))
+        }
+        Some(cleanups) => Running::Cleaning(Some(result), cleanups, observer),
+    }
+}
+
 /// A streaming call of a tool that is ready: its items, or a non-streaming tool's one
 /// result.
 pub(crate) fn start_stream(ctx: Ctx, args: Value) -> ToolStream {
@@ -128,29 +164,52 @@ pub(crate) fn start_stream(ctx: Ctx, args: Value) -> ToolStream {
     }
 }
 
-/// The end of every chain: the call's own steps, as the caller asked for them.
-fn end(call: Call) -> BoxFuture<'static, Result<Reply, ToolError>> {
+/// The end of every chain: the call's own steps, as the caller asked for them. What
+/// can be done at once (a sync tool, a stream's start) is done before it returns.
+fn end(call: Call) -> ReplyFuture {
     let Call {
         ctx,
         args,
         mode,
         ready,
     } = call;
-    match mode {
-        Mode::Sync => {
-            let result = check_ready(ready.as_ref(), ctx.tool_name()).and_then(|()| {
-                let observer = observe(&ctx);
-                call_inline(&ctx, observer, args)
-            });
-            Box::pin(std::future::ready(result.map(Reply::Value)))
+    let settled = ready.as_ref().is_none_or(|r| r.peek().is_some());
+    if mode == Mode::Sync {
+        let result = check_ready(ready.as_ref(), ctx.tool_name()).and_then(|()| {
+            let observer = observe(&ctx);
+            call_inline(&ctx, observer, args)
+        });
+        return ReplyFuture::ready(result.map(Reply::Value));
+    }
+    if settled && mode == Mode::Value && ctx.tool().runs_inline() {
+        if let Err(err) = check_ready(ready.as_ref(), ctx.tool_name()) {
+            return ReplyFuture::ready(Err(err));
         }
-        Mode::Stream => Box::pin(async move {
+        let observer = observe(&ctx);
+        return match call_inline_awaiting(&ctx, observer, args) {
+            Running::Ready(result) => ReplyFuture::ready(
+                result
+                    .unwrap_or_else(|| Err(ToolError::failed("call polled after completion")))
+                    .map(Reply::Value),
+            ),
+            cleaning => ReplyFuture::new(cleaning.map(|result| result.map(Reply::Value))),
+        };
+    }
+    if mode == Mode::Stream {
+        if settled {
+            let started = check_ready(ready.as_ref(), ctx.tool_name())
+                .map(|()| Reply::Stream(Box::pin(start_stream(ctx, args))));
+            return ReplyFuture::ready(started);
+        }
+        return ReplyFuture::new(async move {
             if let Some(ready) = ready {
                 ready.await?;
             }
             Ok(Reply::Stream(Box::pin(start_stream(ctx, args))))
-        }),
-        Mode::Value | Mode::Spawn => async move {
+        });
+    }
+    ReplyFuture::new(
+        async move {
             if let Some(ready) = ready {
                 ready.await?;
             }
@@ -162,13 +221,14 @@ fn end(call: Call) -> BoxFuture<'static, Result<Reply, ToolError>> {
             }
             if mode == Mode::Spawn {
                 // A sync tool may block: keep it off the async workers.
-                return tokio::task::spawn_blocking(move || call_inline(&ctx, observer, args))
-                    .await
-                    .unwrap_or_else(|err| Err(ToolError::failed(err)));
+                let blocking = move || call_inline_awaiting(&ctx, observer, args);
+                return match tokio::task::spawn_blocking(blocking).await {
+                    Ok(call) => call.await,
+                    Err(err) => Err(ToolError::failed(err)),
+                };
             }
-            call_inline(&ctx, observer, args)
+            call_inline_awaiting(&ctx, observer, args).await
         }
-        .map(|result| result.map(Reply::Value))
-        .boxed(),
-    }
+        .map(|result| result.map(Reply::Value)),
+    )
 }

@@ -7,14 +7,18 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::chain::{self, call_inline, check_ready};
+use super::chain::{self, call_inline, call_inline_awaiting, check_ready};
 use super::ctx::Scope;
 use super::stream::ToolStream;
+use super::task::Call as Running;
 use super::task::CallHandle;
 use crate::Registry;
-use crate::layer::{Layer, Layers, Mode};
+use crate::layer::{Layer, Layers, Mode, Reply, ReplyFuture};
 use crate::registry::{Observer, Resolved};
-use crate::{CallOptions, Ctx, ToolCall, ToolDefinition, ToolError, ToolFunc, ToolResult};
+use crate::{
+    CallOptions, CollectLimit, Ctx, ToolCall, ToolDefinition, ToolError, ToolFunc, ToolRef,
+    ToolResult,
+};
 
 /// Runs tools of a registry with a context: made by [`Registry::with`] or
 /// [`Ctx::with`], it offers the registry's run methods, and every call it makes
@@ -184,6 +188,13 @@ pub(crate) enum Run<'a> {
         args: Value,
     },
     Running(futures::future::BoxFuture<'a, Result<Value, ToolError>>),
+    /// A call in its layers, still to answer; `tool` names it if a stream comes
+    /// back that must be collected within `bound`.
+    Layered {
+        running: ReplyFuture,
+        bound: CollectLimit,
+        tool: ToolRef,
+    },
     Done,
 }
 
@@ -206,11 +217,33 @@ impl Future for Run<'_> {
                 return std::task::Poll::Ready(Err(crate::tool::service::not_found(name)));
             };
             if let Some(layers) = calls.layers() {
-                *this = Run::Running(Box::pin(calls.layered(layers, found, name, None, args)));
+                let tool = found.tool.clone();
+                let ready = found.ready.clone();
+                let ctx = calls.ctx(found, None);
+                if let Err(err) = chain::check_visible(&layers, &ctx, name) {
+                    return std::task::Poll::Ready(Err(err));
+                }
+                let mut running = chain::start(layers, ctx, ready, Mode::Value, args);
+                match running.take_ready() {
+                    // Decided at once (a refusal, a sync tool): nothing to poll.
+                    Some(Ok(Reply::Value(value))) => return std::task::Poll::Ready(Ok(value)),
+                    Some(Err(err)) => return std::task::Poll::Ready(Err(err)),
+                    Some(stream) => running = ReplyFuture::ready(stream),
+                    None => {}
+                }
+                *this = Run::Layered {
+                    running,
+                    bound: calls.scope.collect_limit(),
+                    tool,
+                };
             } else if found.ready.is_none() && found.tool.runs_inline() {
                 let ctx = calls.ctx(found, None);
                 let observer = calls.observe(&ctx);
-                return std::task::Poll::Ready(call_inline(&ctx, observer, args));
+                match call_inline_awaiting(&ctx, observer, args) {
+                    Running::Ready(Some(result)) => return std::task::Poll::Ready(result),
+                    // Its async cleanups still to wait for.
+                    cleaning => *this = Run::Running(Box::pin(cleaning)),
+                }
             } else if found.ready.is_none() {
                 // The call future itself goes in the box: nothing wraps it.
                 let ctx = calls.ctx(found, None);
@@ -218,6 +251,21 @@ impl Future for Run<'_> {
                 *this = Run::Running(Box::pin(ToolFunc::call(ctx, args).observed(observer)));
             } else {
                 *this = Run::Running(Box::pin(calls.run_found(found, None, args)));
+            }
+        }
+        if let Run::Layered { running, .. } = this {
+            let reply = std::task::ready!(chain::poll_reply(running, cx));
+            let Run::Layered { bound, tool, .. } = std::mem::replace(this, Run::Done) else {
+                unreachable!("matched just above")
+            };
+            match reply {
+                Ok(Reply::Value(value)) => return std::task::Poll::Ready(Ok(value)),
+                Err(err) => return std::task::Poll::Ready(Err(err)),
+                Ok(stream) => {
+                    // A layer answered a value call with a stream: collect it.
+                    let name = tool.name().to_owned();
+                    *this = Run::Running(Box::pin(chain::value_of(stream, bound, name)));
+                }
             }
         }
         match this {
@@ -266,7 +314,7 @@ impl<'a> Calls<'a> {
         let ctx = self.ctx(found, call_id);
         chain::check_visible(&layers, &ctx, name)?;
         let (bound, tool) = (self.scope.collect_limit(), ctx.tool_name().to_owned());
-        let reply = chain::through(layers, ctx, ready, Mode::Value, args).await?;
+        let reply = chain::finish(chain::start(layers, ctx, ready, Mode::Value, args)).await?;
         chain::value_of(reply, bound, tool).await
     }
 
@@ -283,8 +331,9 @@ impl<'a> Calls<'a> {
         chain::check_visible(&layers, &ctx, name)?;
         let tool = ctx.tool_name().to_owned();
         let (bound, asked) = (self.scope.collect_limit(), tool.clone());
+        let running = chain::start(layers, ctx, ready, Mode::Sync, args);
         let call = async move {
-            let reply = chain::through(layers, ctx, ready, Mode::Sync, args).await?;
+            let reply = chain::finish(running).await?;
             chain::value_of(reply, bound, asked).await
         };
         futures::FutureExt::now_or_never(call)
@@ -315,7 +364,7 @@ impl<'a> Calls<'a> {
         let ctx = self.ctx(found, call_id);
         let observer = self.observe(&ctx);
         if ctx.tool().runs_inline() {
-            return call_inline(&ctx, observer, args);
+            return call_inline_awaiting(&ctx, observer, args).await;
         }
         ToolFunc::call(ctx, args).observed(observer).await
     }
@@ -370,10 +419,12 @@ impl<'a> Calls<'a> {
             if let Err(err) = chain::check_visible(&layers, &ctx, name) {
                 return ToolStream::failed(err);
             }
+            let mut running = chain::start(layers, ctx, ready, Mode::Stream, args);
+            if let Some(reply) = running.take_ready() {
+                return chain::stream_of(reply);
+            }
             return ToolStream::deferred(Box::pin(async move {
-                Ok(chain::stream_of(
-                    chain::through(layers, ctx, ready, Mode::Stream, args).await,
-                ))
+                Ok(chain::stream_of(chain::finish(running).await))
             }));
         }
         if let Err(err) = check_ready(found.ready.as_ref(), name) {
@@ -408,15 +459,24 @@ impl<'a> Calls<'a> {
             }
             let (bound, tool) = (self.scope.collect_limit(), ctx.tool_name().to_owned());
             let join = runtime.spawn(async move {
-                let reply = chain::through(layers, ctx, ready, Mode::Spawn, args).await?;
+                let reply =
+                    chain::finish(chain::start(layers, ctx, ready, Mode::Spawn, args)).await?;
                 chain::value_of(reply, bound, tool).await
             });
             return CallHandle::spawned(state, join);
         }
         let observer = self.observe(&ctx);
         let join = if ctx.tool().runs_inline() && ready.is_none() {
-            // A sync tool may block: keep it off the async workers.
-            runtime.spawn_blocking(move || call_inline(&ctx, observer, args))
+            // A sync tool may block: keep it off the async workers; its async
+            // cleanups are awaited back on them.
+            let blocking =
+                runtime.spawn_blocking(move || call_inline_awaiting(&ctx, observer, args));
+            runtime.spawn(async move {
+                match blocking.await {
+                    Ok(call) => call.await,
+                    Err(err) => Err(ToolError::failed(err)),
+                }
+            })
         } else {
             runtime.spawn(async move {
                 if let Some(ready) = ready {

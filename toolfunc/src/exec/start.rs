@@ -34,6 +34,12 @@ impl ToolFunc {
         if !sources.is_empty() && sources.iter().any(CancellationToken::is_cancelled) {
             return Some(ToolError::cancelled(None));
         }
+        // Stopped through its own handle (a spawned call aborted before it started).
+        if let Some(state) = ctx.state_if_created()
+            && state.is_cancelled()
+        {
+            return Some(state.stop_error());
+        }
         None
     }
 
@@ -43,6 +49,33 @@ impl ToolFunc {
     /// A sync handler cannot be interrupted: a call that is already cancelled or out
     /// of time does not start, and one that starts runs to its end.
     pub(crate) fn call_sync(&self, ctx: &Ctx, args: Value) -> Result<Value, ToolError> {
+        let result = self.call_sync_body(ctx, args);
+        if let Some(state) = ctx.state_if_created() {
+            state.run_cleanups();
+        }
+        result
+    }
+
+    /// [`call_sync`](Self::call_sync) for an async caller: the cleanups' sync hooks run
+    /// now, and their async ones are returned to be awaited (their failures join the
+    /// call's) instead of being left to run on their own.
+    pub(crate) fn call_sync_awaiting(
+        &self,
+        ctx: &Ctx,
+        args: Value,
+    ) -> (
+        Result<Value, ToolError>,
+        Option<BoxFuture<'static, Vec<ToolError>>>,
+    ) {
+        let result = self.call_sync_body(ctx, args);
+        let cleanups = ctx
+            .state_if_created()
+            .and_then(|state| state.cleanups_future());
+        (result, cleanups)
+    }
+
+    /// A sync call up to its cleanups.
+    fn call_sync_body(&self, ctx: &Ctx, args: Value) -> Result<Value, ToolError> {
         if !matches!(self.handler, Handler::Sync(_) | Handler::Acts(_)) {
             return Err(self.async_only());
         }
@@ -89,16 +122,20 @@ impl ToolFunc {
         Self::sync_invoke(f, ctx, args)
     }
 
-    /// Runs a sync handler on checked arguments, catching a panic; runs the call's
-    /// cleanups.
+    /// Runs a sync handler on checked arguments, catching a panic. A body that
+    /// returns after the call's deadline is a `TIMEOUT` (it cannot be interrupted; its
+    /// late value is dropped). The caller runs the cleanups.
     fn sync_invoke(f: &SyncFn, ctx: &Ctx, args: Value) -> Result<Value, ToolError> {
         let caught = {
             let _catching = Catching::enter();
             catch_unwind(AssertUnwindSafe(|| f(ctx, args)))
         };
         let result = caught.unwrap_or_else(|p| Err(panicked(&*p)));
-        if let Some(state) = ctx.state_if_created() {
-            state.run_cleanups();
+        // The clock is read only for a call with a deadline.
+        if let Some((deadline, timeout)) = ctx.deadline_and_timeout()
+            && std::time::Instant::now() >= deadline
+        {
+            return Err(ToolError::timed_out(timeout));
         }
         result
     }
@@ -123,7 +160,11 @@ impl ToolFunc {
     /// call's handle can abort it).
     pub(crate) fn call_with(ctx: Ctx, args: Value, abortable: bool) -> Call {
         if ctx.tool().runs_inline() {
-            return Call::Ready(Some(ctx.tool().call_sync(&ctx, args)));
+            let (result, cleanups) = ctx.tool().call_sync_awaiting(&ctx, args);
+            return match cleanups {
+                None => Call::Ready(Some(result)),
+                Some(cleanups) => Call::Cleaning(Some(result), cleanups, None),
+            };
         }
         match Self::start(ctx, args, false, abortable) {
             Ok(Started::Value(drive)) => Call::Running(drive),

@@ -291,6 +291,12 @@ impl Future for Drive {
 /// The future of a call: finished already (sync tools, early errors) or in flight.
 pub(crate) enum Call {
     Ready(Option<Result<Value, ToolError>>),
+    /// A sync body's result, waiting for its async cleanups.
+    Cleaning(
+        Option<Result<Value, ToolError>>,
+        BoxFuture<'static, Vec<ToolError>>,
+        Option<Observer>,
+    ),
     Running(Drive),
 }
 
@@ -299,6 +305,8 @@ impl Call {
     pub(crate) fn observed(self, observer: Option<Observer>) -> Self {
         match self {
             Self::Running(drive) => Self::Running(drive.observed(observer)),
+            // Reported once the cleanups settled.
+            Self::Cleaning(result, cleanups, _) => Self::Cleaning(result, cleanups, observer),
             Self::Ready(result) => {
                 if let (Some(observer), Some(result)) = (observer, &result) {
                     observer.finish(CallStatus::of(result));
@@ -319,6 +327,17 @@ impl Future for Call {
                     .take()
                     .unwrap_or_else(|| Err(ToolError::failed("call polled after completion"))),
             ),
+            Self::Cleaning(result, cleanups, observer) => {
+                let errors = std::task::ready!(cleanups.as_mut().poll(cx));
+                let result = result
+                    .take()
+                    .unwrap_or_else(|| Err(ToolError::failed("call polled after completion")));
+                let result = with_cleanup_errors(result, errors);
+                if let Some(observer) = observer.take() {
+                    observer.finish(CallStatus::of(&result));
+                }
+                Poll::Ready(result)
+            }
             Self::Running(drive) => Pin::new(drive).poll(cx),
         }
     }

@@ -9,10 +9,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use futures::future::BoxFuture;
 use serde_json::json;
 
-use super::{Call, Layer, Next, Reply};
+use super::{Call, Layer, Next, Reply, ReplyFuture};
 use crate::ToolError;
 
 /// How many callers a per-caller limit tracks by default; callers past it share one
@@ -179,7 +178,7 @@ impl RateLimit {
 }
 
 impl Layer for RateLimit {
-    fn call<'a>(&'a self, call: Call, next: Next<'a>) -> BoxFuture<'a, Result<Reply, ToolError>> {
+    fn call(&self, call: Call, next: Next) -> ReplyFuture {
         match self.take(key(self.per_caller, &call)) {
             Ok(()) => next.run(call),
             Err(wait) => {
@@ -190,7 +189,7 @@ impl Layer for RateLimit {
                     format!("too many calls of `{}`; try again in {ms} ms", call.tool()),
                 )
                 .with_data(json!({"retryAfterMs": ms}));
-                Box::pin(std::future::ready(Err(err)))
+                ReplyFuture::ready(Err(err))
             }
         }
     }
@@ -310,15 +309,27 @@ impl Drop for Permit {
 }
 
 impl Layer for ConcurrencyLimit {
-    fn call<'a>(&'a self, call: Call, next: Next<'a>) -> BoxFuture<'a, Result<Reply, ToolError>> {
+    fn call(&self, call: Call, next: Next) -> ReplyFuture {
         let Some(permit) = self.acquire(key(self.per_caller, &call)) else {
             let err = ToolError::Busy {
                 name: call.tool().to_owned(),
             };
-            return Box::pin(std::future::ready(Err(err)));
+            return ReplyFuture::ready(Err(err));
         };
-        Box::pin(async move {
-            match next.run(call).await? {
+        let mut running = next.run(call);
+        if let Some(reply) = running.take_ready() {
+            // Done already (a sync tool): the slot goes back now, unless it streams.
+            return ReplyFuture::ready(hold(reply, permit));
+        }
+        ReplyFuture::new(async move { hold(running.await, permit) })
+    }
+}
+
+/// The reply, with `permit` held until a stream in it ends or is dropped.
+fn hold(reply: Result<Reply, ToolError>, permit: Permit) -> Result<Reply, ToolError> {
+    {
+        {
+            match reply? {
                 // The slot is held until the stream ends or is dropped.
                 Reply::Stream(items) => Ok(Reply::Stream(
                     items
@@ -330,6 +341,6 @@ impl Layer for ConcurrencyLimit {
                 )),
                 value @ Reply::Value(_) => Ok(value),
             }
-        })
+        }
     }
 }

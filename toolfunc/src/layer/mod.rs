@@ -68,7 +68,10 @@ mod trace;
 
 use std::any::{Any, TypeId};
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use futures::future::{BoxFuture, Shared};
 use futures::stream::BoxStream;
@@ -83,15 +86,16 @@ use crate::{Ctx, ToolDefinition, ToolError};
 /// Call middleware: sees every call of the registry or runner it is attached to.
 ///
 /// Implement [`call`](Layer::call) to act around the rest of the call, and
-/// [`visible`](Layer::visible) to hide tools from some callers. The future `call`
-/// returns may borrow the layer and the chain ([`Next`]); it is boxed so layers can
-/// be kept as trait objects.
+/// [`visible`](Layer::visible) to hide tools from some callers. As with a tower
+/// service, the future `call` returns owns what it needs (`'static`): a layer with
+/// state clones the `Arc` of it into the future. A layer that decides at once (a
+/// refusal, a pass-through) returns [`ReplyFuture::ready`] or `next.run(call)`, and
+/// costs no allocation.
 ///
 /// ```rust,standalone_crate
-/// use futures::future::BoxFuture;
 /// use serde_json::{json, Value};
-/// use toolfunc::layer::{Call, Layer, Next, Reply};
-/// use toolfunc::{tool, Registry, ToolError};
+/// use toolfunc::layer::{Call, Layer, Next, Reply, ReplyFuture};
+/// use toolfunc::{tool, Registry};
 ///
 /// /// Doubles a number.
 /// #[tool]
@@ -103,8 +107,8 @@ use crate::{Ctx, ToolDefinition, ToolError};
 /// struct PlusOne;
 ///
 /// impl Layer for PlusOne {
-///     fn call<'a>(&'a self, call: Call, next: Next<'a>) -> BoxFuture<'a, Result<Reply, ToolError>> {
-///         Box::pin(async move {
+///     fn call(&self, call: Call, next: Next) -> ReplyFuture {
+///         ReplyFuture::new(async move {
 ///             match next.run(call).await? {
 ///                 Reply::Value(Value::Number(n)) => Ok(Reply::Value(json!(n.as_i64().unwrap_or(0) + 1))),
 ///                 other => Ok(other),
@@ -121,7 +125,7 @@ use crate::{Ctx, ToolDefinition, ToolError};
 pub trait Layer: Send + Sync + 'static {
     /// Runs the call: refuse it, or change it and hand it to `next`, then look at or
     /// replace what comes back.
-    fn call<'a>(&'a self, call: Call, next: Next<'a>) -> BoxFuture<'a, Result<Reply, ToolError>>;
+    fn call(&self, call: Call, next: Next) -> ReplyFuture;
 
     /// Whether the caller `viewer` describes may see `tool` (and call it). A tool any
     /// layer hides is left out of listings made for that caller, and calling it is
@@ -129,6 +133,68 @@ pub trait Layer: Send + Sync + 'static {
     fn visible(&self, tool: &ToolDefinition, viewer: &Viewer<'_>) -> bool {
         let _ = (tool, viewer);
         true
+    }
+}
+
+/// What a layer's [`call`](Layer::call) returns: the reply at once
+/// ([`ready`](Self::ready), no allocation) or a future of it ([`new`](Self::new)).
+#[must_use = "a reply future does nothing unless awaited or returned"]
+pub struct ReplyFuture(Pending);
+
+enum Pending {
+    Ready(Option<Result<Reply, ToolError>>),
+    Boxed(BoxFuture<'static, Result<Reply, ToolError>>),
+}
+
+impl fmt::Debug for ReplyFuture {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match &self.0 {
+            Pending::Ready(Some(_)) => "ready",
+            Pending::Ready(None) => "taken",
+            Pending::Boxed(_) => "pending",
+        };
+        f.debug_tuple("ReplyFuture").field(&state).finish()
+    }
+}
+
+impl ReplyFuture {
+    /// A reply that is there already: a refusal, or a value computed on the spot.
+    pub fn ready(reply: Result<Reply, ToolError>) -> Self {
+        Self(Pending::Ready(Some(reply)))
+    }
+
+    /// A reply still to come.
+    pub fn new(future: impl Future<Output = Result<Reply, ToolError>> + Send + 'static) -> Self {
+        Self(Pending::Boxed(Box::pin(future)))
+    }
+
+    /// The reply, when it is there already (taken once).
+    pub(crate) fn take_ready(&mut self) -> Option<Result<Reply, ToolError>> {
+        match &mut self.0 {
+            Pending::Ready(reply) => reply.take(),
+            Pending::Boxed(_) => None,
+        }
+    }
+}
+
+impl From<BoxFuture<'static, Result<Reply, ToolError>>> for ReplyFuture {
+    fn from(future: BoxFuture<'static, Result<Reply, ToolError>>) -> Self {
+        Self(Pending::Boxed(future))
+    }
+}
+
+impl Future for ReplyFuture {
+    type Output = Result<Reply, ToolError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut self.get_mut().0 {
+            Pending::Ready(reply) => Poll::Ready(
+                reply
+                    .take()
+                    .unwrap_or_else(|| Err(ToolError::failed("reply polled after completion"))),
+            ),
+            Pending::Boxed(future) => future.as_mut().poll(cx),
+        }
     }
 }
 
@@ -257,56 +323,48 @@ impl fmt::Debug for Reply {
 }
 
 /// The rest of the chain after a layer: the layers after it, then the call itself.
-pub struct Next<'a> {
-    layers: &'a [Arc<dyn Layer>],
+/// Cloning it gives a second handle on the same rest, for a layer that runs it again
+/// (a retry, with [`Call::retry`]).
+#[derive(Clone)]
+pub struct Next {
+    layers: Layers,
+    at: usize,
     end: End,
 }
 
 /// Runs a call once every layer has let it through.
-pub(crate) type End = fn(Call) -> BoxFuture<'static, Result<Reply, ToolError>>;
+pub(crate) type End = fn(Call) -> ReplyFuture;
 
-impl fmt::Debug for Next<'_> {
+impl fmt::Debug for Next {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Next")
-            .field("layers", &self.layers.len())
+            .field("layers", &self.layers.len().saturating_sub(self.at))
             .finish_non_exhaustive()
     }
 }
 
-impl<'a> Next<'a> {
-    pub(crate) fn new(layers: &'a [Arc<dyn Layer>], end: End) -> Self {
-        Self { layers, end }
+impl Next {
+    pub(crate) fn new(layers: Layers, end: End) -> Self {
+        Self { layers, at: 0, end }
     }
 
-    /// Runs the rest of the chain with `call`. A layer may call this more than once
-    /// (a retry), each time with a call it kept a copy of: see [`Call::retry`].
-    pub fn run(self, call: Call) -> BoxFuture<'a, Result<Reply, ToolError>> {
-        match self.layers.split_first() {
-            Some((layer, rest)) => layer.call(
-                call,
-                Next {
-                    layers: rest,
-                    end: self.end,
-                },
-            ),
-            None => (self.end)(call),
-        }
-    }
-
-    /// A second handle on the same rest of the chain, for a layer that runs it again.
-    #[must_use]
-    pub fn again(&self) -> Next<'a> {
-        Next {
-            layers: self.layers,
-            end: self.end,
-        }
+    /// Runs the rest of the chain with `call`.
+    pub fn run(self, call: Call) -> ReplyFuture {
+        let Some(layer) = self.layers.get(self.at).cloned() else {
+            return (self.end)(call);
+        };
+        let next = Next {
+            at: self.at + 1,
+            ..self
+        };
+        layer.call(call, next)
     }
 }
 
 impl Call {
     /// A fresh call of the same tool with the same context and arguments, for a layer
-    /// that retries: run the original, and on failure run this one with
-    /// [`Next::again`]. The copy shares the original's cancellation and deadline.
+    /// that retries: run the original, and on failure run this one with a clone of
+    /// the [`Next`]. The copy shares the original's cancellation and deadline.
     #[must_use]
     pub fn retry(&self) -> Call {
         Call {
@@ -442,14 +500,10 @@ impl<F> Layer for Before<F>
 where
     F: Fn(&mut Call) -> Result<(), ToolError> + Send + Sync + 'static,
 {
-    fn call<'a>(
-        &'a self,
-        mut call: Call,
-        next: Next<'a>,
-    ) -> BoxFuture<'a, Result<Reply, ToolError>> {
+    fn call(&self, mut call: Call, next: Next) -> ReplyFuture {
         match (self.0)(&mut call) {
             Ok(()) => next.run(call),
-            Err(err) => Box::pin(std::future::ready(Err(err))),
+            Err(err) => ReplyFuture::ready(Err(err)),
         }
     }
 }
@@ -491,7 +545,7 @@ impl<F> Layer for Visibility<F>
 where
     F: Fn(&ToolDefinition, &Viewer<'_>) -> bool + Send + Sync + 'static,
 {
-    fn call<'a>(&'a self, call: Call, next: Next<'a>) -> BoxFuture<'a, Result<Reply, ToolError>> {
+    fn call(&self, call: Call, next: Next) -> ReplyFuture {
         next.run(call)
     }
 

@@ -2,11 +2,10 @@
 
 use std::time::Instant;
 
-use futures::future::BoxFuture;
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use tracing::Instrument;
 
-use super::{Call, Layer, Next, Reply};
+use super::{Call, Layer, Next, Reply, ReplyFuture};
 use crate::ToolError;
 
 /// Logs and times every call on `tracing`: a `tool_call` span (fields `tool`, `act`,
@@ -58,7 +57,7 @@ fn finished(tool: &str, started: Instant, outcome: Result<Option<u64>, &ToolErro
 }
 
 impl Layer for Trace {
-    fn call<'a>(&'a self, call: Call, next: Next<'a>) -> BoxFuture<'a, Result<Reply, ToolError>> {
+    fn call(&self, call: Call, next: Next) -> ReplyFuture {
         let span = tracing::info_span!(
             "tool_call",
             tool = call.tool(),
@@ -69,27 +68,44 @@ impl Layer for Trace {
         );
         let tool: Box<str> = call.tool().into();
         let started = Instant::now();
-        let stream_span = span.clone();
-        next.run(call)
-            .map(move |reply| match reply {
-                Ok(Reply::Stream(items)) => Ok(Reply::Stream(Box::pin(Ended {
-                    items,
-                    tool: Some(tool),
-                    started,
-                    span: stream_span,
-                    count: 0,
-                }))),
-                Ok(value) => {
-                    finished(&tool, started, Ok(None));
-                    Ok(value)
-                }
-                Err(err) => {
-                    finished(&tool, started, Err(&err));
-                    Err(err)
-                }
-            })
-            .instrument(span)
-            .boxed()
+        let mut running = {
+            let _in = span.enter();
+            next.run(call)
+        };
+        if let Some(reply) = running.take_ready() {
+            let _in = span.enter();
+            return ReplyFuture::ready(report(reply, tool, started, &span));
+        }
+        let inner = span.clone();
+        ReplyFuture::new(
+            async move { report(running.await, tool, started, &inner) }.instrument(span),
+        )
+    }
+}
+
+/// Logs how a call ended; a stream is logged when it ends.
+fn report(
+    reply: Result<Reply, ToolError>,
+    tool: Box<str>,
+    started: Instant,
+    span: &tracing::Span,
+) -> Result<Reply, ToolError> {
+    match reply {
+        Ok(Reply::Stream(items)) => Ok(Reply::Stream(Box::pin(Ended {
+            items,
+            tool: Some(tool),
+            started,
+            span: span.clone(),
+            count: 0,
+        }))),
+        Ok(value) => {
+            finished(&tool, started, Ok(None));
+            Ok(value)
+        }
+        Err(err) => {
+            finished(&tool, started, Err(&err));
+            Err(err)
+        }
     }
 }
 

@@ -46,6 +46,49 @@ impl Registry {
         }
     }
 
+    /// Runs `tool`'s setup before the tool is placed, so no caller can reach it
+    /// first. A setup that finishes at once decides the registration (an error
+    /// refuses it while the name keeps what it had); one still running is returned
+    /// for the slot to hold: calls wait for it.
+    pub(super) fn start_setup(tool: &ToolRef) -> Result<Option<Ready>, ToolError> {
+        let Some(setup) = tool.setup.clone() else {
+            return Ok(None);
+        };
+        let mut running = setup();
+        match (&mut running).now_or_never() {
+            Some(done) => done.map(|()| None),
+            None => Ok(Some(running.shared())),
+        }
+    }
+
+    /// Drives a pending setup on the tokio runtime (without one, the first caller
+    /// that waits for it drives it).
+    pub(super) fn drive_setup(ready: &Ready) {
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(ready.clone().map(drop));
+        }
+    }
+
+    /// Undoes the setup of a tool that did not go in after all (another registration
+    /// of its name won the race): its `dispose` alone, logged.
+    pub(super) fn dispose_unplaced(tool: &ToolRef) {
+        let Some(dispose) = tool.dispose.clone() else {
+            return;
+        };
+        let name = tool.name().to_owned();
+        let mut running = dispose();
+        match (&mut running).now_or_never() {
+            Some(done) => log_teardown(&name, &done.err().into_iter().collect::<Vec<_>>()),
+            None => {
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    runtime.spawn(async move {
+                        log_teardown(&name, &running.await.err().into_iter().collect::<Vec<_>>());
+                    });
+                }
+            }
+        }
+    }
+
     /// Takes out a tool whose setup failed (never announced), with the dependencies it
     /// brought in.
     fn undo(&self, name: &str, tool: &ToolRef) {

@@ -91,6 +91,8 @@ struct Inner {
     derived: std::sync::Mutex<Vec<(u8, u64, Value)>>,
     /// Call middleware attached here, outermost first.
     layers: RwLock<Option<Layers>>,
+    /// Whether `layers` holds any (read without the lock on every call).
+    layered: AtomicBool,
 }
 
 /// Whether any registry of the program ever had a layer: until then, a call looks for
@@ -111,6 +113,7 @@ impl Inner {
             len: AtomicUsize::new(0),
             derived: std::sync::Mutex::default(),
             layers: RwLock::default(),
+            layered: AtomicBool::new(false),
         }
     }
 }
@@ -192,20 +195,14 @@ impl State {
         None
     }
 
-    fn insert(&mut self, tool: ToolRef, refs: usize) {
+    fn insert(&mut self, tool: ToolRef, refs: usize, ready: Option<Ready>) {
         for alias in &tool.definition().alias {
             if alias != tool.name() {
                 self.aliases.insert(alias.clone(), tool.name().to_owned());
             }
         }
-        self.tools.insert(
-            tool.name().to_owned(),
-            Slot {
-                tool,
-                refs,
-                ready: None,
-            },
-        );
+        self.tools
+            .insert(tool.name().to_owned(), Slot { tool, refs, ready });
     }
 
     fn remove(&mut self, name: &str) -> Option<Slot> {
@@ -351,7 +348,7 @@ impl Registry {
             } else {
                 origin.insert(name, location);
                 // Collected at link time, these live as long as the program.
-                state.insert(ToolRef::leaked(tool), 1);
+                state.insert(ToolRef::leaked(tool), 1, None);
             }
         }
         // Dependencies by name are checked once every tool is in: order of collection
@@ -578,6 +575,7 @@ impl Registry {
         let added: Arc<dyn Layer> = Arc::new(layer);
         let all = layers.iter().flat_map(|l| l.iter().cloned());
         *layers = Some(all.chain(std::iter::once(added)).collect());
+        self.inner.layered.store(true, Ordering::Release);
         drop(layers);
         self
     }
@@ -710,31 +708,38 @@ impl Registry {
             }
         }
         stack.pop();
-        let placed = self.place(tool, options);
+        // The setup runs before the tool is placed: callers keep reaching what the
+        // name had (or nothing) until it has finished, and a refusal leaves no gap.
+        let ready = match Self::start_setup(tool) {
+            Ok(ready) => ready,
+            Err(err) => {
+                self.release_all(&acquired);
+                return Err(err);
+            }
+        };
+        let placed = self.place(tool, options, ready.clone());
         match placed {
             Err(err) => {
                 self.release_all(&acquired);
+                Self::dispose_unplaced(tool);
                 Err(err)
             }
             Ok(Placed::Counted) => {
                 // Someone registered the name meanwhile: theirs holds the dependencies.
                 self.release_all(&acquired);
+                Self::dispose_unplaced(tool);
                 Ok(false)
             }
             Ok(Placed::New) => {
-                self.finish_setup(&name)?;
+                if let Some(ready) = &ready {
+                    Self::drive_setup(ready);
+                }
                 self.emit(RegistryEvent::Added { name });
                 Ok(true)
             }
             Ok(Placed::Replaced { old, held }) => {
-                // The replacement is atomic: if its setup refuses, the old tool goes
-                // back in place, untouched.
-                if let Err(err) = self.finish_setup(&name) {
-                    let mut state = self.write();
-                    if state.conflict(&old, None).is_none() {
-                        state.insert(old, held);
-                    }
-                    return Err(err);
+                if let Some(ready) = &ready {
+                    Self::drive_setup(ready);
                 }
                 if held > 1 {
                     tracing::warn!(
@@ -755,7 +760,12 @@ impl Registry {
     }
 
     /// Puts `tool` in this registry's table.
-    fn place(&self, tool: &ToolRef, options: RegisterOptions) -> Result<Placed, ToolError> {
+    fn place(
+        &self,
+        tool: &ToolRef,
+        options: RegisterOptions,
+        ready: Option<Ready>,
+    ) -> Result<Placed, ToolError> {
         let mut state = self.write();
         let name = tool.name();
         if let Some(slot) = state.tools.get_mut(name) {
@@ -770,13 +780,13 @@ impl Registry {
             }
             let old = state.remove(name).map(|slot| (slot.tool, slot.refs));
             let (old, held) = old.unwrap_or_else(|| (tool.clone(), 0));
-            state.insert(tool.clone(), held + 1);
+            state.insert(tool.clone(), held + 1, ready);
             return Ok(Placed::Replaced { old, held });
         }
         if let Some(why) = state.conflict(tool, None) {
             return Err(ToolError::conflict(why));
         }
-        state.insert(tool.clone(), 1);
+        state.insert(tool.clone(), 1, ready);
         Ok(Placed::New)
     }
 
