@@ -217,3 +217,78 @@ async fn stream_items_still_arrive_through_run_stream() {
     let items: Vec<_> = registry.run_stream("count", json!({})).collect().await;
     assert_eq!(items.len(), 2);
 }
+
+/// A service whose methods have timeouts of their own.
+struct Slow {
+    token_fired: Arc<AtomicBool>,
+}
+
+#[toolfunc::tool_service(name = "slow_service")]
+impl Slow {
+    /// Waits for its token to fire, and says so.
+    #[tool(timeout = "50ms")]
+    async fn wait(&self, ctx: &toolfunc::Ctx) -> Result<(), ToolError> {
+        let token = ctx.cancellation_token();
+        let fired = Arc::clone(&self.token_fired);
+        tokio::spawn(async move {
+            token.cancelled().await;
+            fired.store(true, Ordering::SeqCst);
+        });
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        Ok(())
+    }
+
+    /// Ticks forever.
+    #[tool(timeout = "50ms")]
+    fn ticks(self: Arc<Self>) -> impl futures::Stream<Item = u64> + Send {
+        futures::stream::unfold(0u64, |n| async move {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            Some((n, n + 1))
+        })
+    }
+
+    /// Blocks its thread past its timeout.
+    #[tool(timeout = "20ms")]
+    fn block(&self) -> String {
+        std::thread::sleep(Duration::from_millis(60));
+        "late".to_owned()
+    }
+}
+
+#[tokio::test]
+async fn a_method_timeout_fires_the_token_and_bounds_streams() {
+    let fired = Arc::new(AtomicBool::new(false));
+    let registry = Registry::new();
+    registry
+        .register_service(Slow {
+            token_fired: Arc::clone(&fired),
+        })
+        .unwrap();
+    let err = registry
+        .run("slow_service", json!({"act": "$wait"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "TIMEOUT", "{err}");
+    assert!(err.to_string().contains("50"), "{err}");
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert!(
+        fired.load(Ordering::SeqCst),
+        "the call's token did not fire"
+    );
+    // A streaming method: the stream ends with `TIMEOUT`.
+    let items: Vec<_> = tokio::time::timeout(
+        Duration::from_secs(5),
+        registry
+            .run_stream("slow_service", json!({"act": "$ticks"}))
+            .collect::<Vec<_>>(),
+    )
+    .await
+    .expect("the method's timeout ends the stream");
+    let last = items.last().unwrap().as_ref().unwrap_err();
+    assert_eq!(last.code(), "TIMEOUT");
+    // A sync method past its timeout.
+    let err = registry
+        .run_sync("slow_service", json!({"act": "$block"}))
+        .unwrap_err();
+    assert_eq!(err.code(), "TIMEOUT");
+}

@@ -944,6 +944,16 @@ async fn rpc_timeout_bounds_the_call() {
     )
     .await;
     assert_eq!(reply.ok(), json!({"slept": 1}));
+    // `0` is no timeout, as the JavaScript servers read it (`header || tool`).
+    let reply = call(
+        addr,
+        "POST",
+        "/api/add",
+        &[("rpc-timeout", "0")],
+        Some(r#"{"a":1,"b":2}"#),
+    )
+    .await;
+    assert_eq!(reply.ok(), json!(3.0));
 }
 
 #[tokio::test]

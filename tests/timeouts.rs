@@ -128,7 +128,7 @@ async fn to_outer_catches(ctx: &Ctx) -> Value {
 }
 
 /// Sleeps its thread for 100 ms although its timeout is 10 ms: sync handlers are not
-/// interrupted.
+/// interrupted, and their late value is a `TIMEOUT`.
 #[tool(timeout = "10ms")]
 fn to_sync_overrun(ctx: &Ctx) -> &'static str {
     arm(ctx);
@@ -393,19 +393,17 @@ async fn a_sync_tool_with_a_timeout_sees_its_deadline() {
 }
 
 #[tokio::test]
-async fn a_sync_tool_runs_to_its_end_past_its_timeout() {
+async fn a_sync_tool_past_its_timeout_runs_to_its_end_and_is_a_timeout() {
+    // A sync body cannot be interrupted: it runs to its end, its cleanups run, and
+    // the late value is dropped for `TIMEOUT`.
     let probe = Probe::default();
     let runner = Registry::global().with(probe.options());
-    assert_eq!(
-        runner.run_sync("to_sync_overrun", json!({})).unwrap(),
-        "ran to the end"
-    );
-    assert_eq!(
-        bounded(runner.run("to_sync_overrun", json!({})))
-            .await
-            .unwrap(),
-        "ran to the end"
-    );
+    let err = runner.run_sync("to_sync_overrun", json!({})).unwrap_err();
+    assert_eq!(err.code(), "TIMEOUT");
+    let err = bounded(runner.run("to_sync_overrun", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "TIMEOUT");
     assert_eq!(probe.cleanups(), 2);
 }
 

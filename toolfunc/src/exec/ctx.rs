@@ -71,6 +71,8 @@ pub struct Ctx {
     /// When the call must end: its own timeout from its start, or an enclosing call's
     /// deadline, whichever comes first.
     deadline: Option<Instant>,
+    /// A service method's own timeout, when it set the deadline.
+    method_timeout: Option<Duration>,
     stream: bool,
     /// Per-call mutable state (cancellation token, cleanups), created on first need.
     /// A clone of the `Ctx` creates it, so every clone shares the same state.
@@ -88,6 +90,7 @@ impl Clone for Ctx {
             call_id: self.call_id.clone(),
             scope: self.scope.clone(),
             deadline: self.deadline,
+            method_timeout: self.method_timeout,
             stream: self.stream,
             state,
         }
@@ -111,6 +114,7 @@ impl Ctx {
             call_id,
             scope,
             deadline,
+            method_timeout: None,
             stream: false,
             state: OnceLock::new(),
         }
@@ -208,7 +212,18 @@ impl Ctx {
     /// caller's), which a `TIMEOUT` error reports.
     pub(crate) fn deadline_and_timeout(&self) -> Option<(Instant, Option<Duration>)> {
         let timeout = min_duration(self.tool.timeout(), self.scope.timeout());
+        let timeout = min_duration(timeout, self.method_timeout);
         self.deadline.map(|at| (at, timeout))
+    }
+
+    /// Shortens the call's deadline to `timeout` from now (a service method's own),
+    /// unless it already ends sooner.
+    pub(crate) fn limit(&mut self, timeout: Duration) {
+        let at = Instant::now() + timeout;
+        if self.deadline.is_none_or(|deadline| at < deadline) {
+            self.deadline = Some(at);
+            self.method_timeout = Some(timeout);
+        }
     }
 
     /// The call's cancellation token: cancelled when the call is aborted, times out,

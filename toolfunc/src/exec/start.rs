@@ -47,7 +47,8 @@ impl ToolFunc {
     /// tools give `ASYNC_ONLY`.
     ///
     /// A sync handler cannot be interrupted: a call that is already cancelled or out
-    /// of time does not start, and one that starts runs to its end.
+    /// of time does not start, and one that starts runs to its end (a late value is
+    /// `TIMEOUT`).
     pub(crate) fn call_sync(&self, ctx: &Ctx, args: Value) -> Result<Value, ToolError> {
         let result = self.call_sync_body(ctx, args);
         if let Some(state) = ctx.state_if_created() {
@@ -112,10 +113,20 @@ impl ToolFunc {
             Handler::Sync(f) => f,
             Handler::Acts(acts) => {
                 let index = acts.select(self.name(), &mut args)?;
-                match &acts.acts[index].handler {
-                    Handler::Sync(f) => f,
-                    _ => return Err(self.async_only()),
+                let act = &acts.acts[index];
+                let Handler::Sync(f) = &act.handler else {
+                    return Err(self.async_only());
+                };
+                let Some(timeout) = act.timeout else {
+                    return Self::sync_invoke(f, ctx, args);
+                };
+                // The method's own timeout: a late value is `TIMEOUT`.
+                let started = std::time::Instant::now();
+                let result = Self::sync_invoke(f, ctx, args);
+                if started.elapsed() >= timeout {
+                    return Err(ToolError::timed_out(Some(timeout)));
                 }
+                return result;
             }
             _ => return Err(self.async_only()),
         };
@@ -192,6 +203,12 @@ impl ToolFunc {
             Handler::Acts(acts) => Some(acts.select(tool.name(), &mut args)?),
             _ => None,
         };
+        let mut ctx = ctx;
+        if let (Handler::Acts(acts), Some(index)) = (&tool.handler, act)
+            && let Some(timeout) = acts.acts[index].timeout
+        {
+            ctx.limit(timeout);
+        }
         let state = Arc::clone(ctx.state());
         let watch = Watch::new(
             Arc::clone(&state),

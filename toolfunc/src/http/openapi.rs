@@ -967,7 +967,8 @@ impl<'v> Doc<'v> {
             "parameters": {
                 "rpcTimeout": {
                     "name": RPC_TIMEOUT, "in": "header", "required": false,
-                    "description": "Bounds the call, in milliseconds (408 `TIMEOUT` past it).",
+                    "description": "Bounds the call, in milliseconds (408 `TIMEOUT` past it); \
+                        `0` sets no bound, as the JavaScript servers read it.",
                     "schema": {"type": "integer", "minimum": 0},
                 },
                 "reqId": {

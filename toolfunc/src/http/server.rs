@@ -629,7 +629,8 @@ fn call_options(
         })?),
     };
     let mut options = CallOptions::new().surface(Surface::Http);
-    if let Some(ms) = timeout {
+    // `0` is no timeout, as the JavaScript servers read it (`header || tool || 30 s`).
+    if let Some(ms) = timeout.filter(|ms| *ms > 0) {
         options = options.timeout(Duration::from_millis(ms));
     }
     if let Some(caller) = wire::CLIENT_IDS.iter().find_map(|h| header_str(h)) {

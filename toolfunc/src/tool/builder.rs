@@ -278,7 +278,8 @@ impl ToolBuilder {
 
     /// Sets the tool's own timeout: a call still running after it ends with `TIMEOUT`
     /// (a caller's shorter timeout wins). Enforced for async and streaming tools; a
-    /// sync handler runs to its end once started.
+    /// sync handler runs to its end once started, and a value it returns late is
+    /// dropped for `TIMEOUT`.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self

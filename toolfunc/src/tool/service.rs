@@ -168,6 +168,9 @@ pub(crate) struct Acts {
 pub(crate) struct Act {
     pub(crate) name: String,
     pub(crate) handler: Handler,
+    /// The method's own timeout: it shortens the call's deadline once the method is
+    /// picked, so it fires the call's token and bounds streams as a tool's does.
+    pub(crate) timeout: Option<Duration>,
 }
 
 impl Acts {
@@ -238,12 +241,8 @@ fn ordered_methods<S>(methods: &[MethodSpec<S>]) -> Vec<String> {
     names
 }
 
-/// A method's handler bound to the service's state, with its own timeout.
-fn bind<S: Send + Sync + 'static>(
-    state: &Arc<S>,
-    handler: &MethodHandler<S>,
-    timeout: Option<Duration>,
-) -> Handler {
+/// A method's handler bound to the service's state.
+fn bind<S: Send + Sync + 'static>(state: &Arc<S>, handler: &MethodHandler<S>) -> Handler {
     match *handler {
         MethodHandler::Sync(f) => {
             let state = Arc::clone(state);
@@ -251,17 +250,7 @@ fn bind<S: Send + Sync + 'static>(
         }
         MethodHandler::Async(f) => {
             let state = Arc::clone(state);
-            Handler::Async(Box::new(move |ctx, args| {
-                let call = f(Arc::clone(&state), ctx, args);
-                match timeout {
-                    None => call,
-                    Some(limit) => Box::pin(async move {
-                        tokio::time::timeout(limit, call)
-                            .await
-                            .unwrap_or_else(|_| Err(ToolError::timed_out(Some(limit))))
-                    }),
-                }
-            }))
+            Handler::Async(Box::new(move |ctx, args| f(Arc::clone(&state), ctx, args)))
         }
         MethodHandler::Stream(f) => {
             let state = Arc::clone(state);
@@ -329,7 +318,8 @@ impl<S: Send + Sync + 'static> ServiceSpec<S> {
             let timeout = method.timeout_ms.map(Duration::from_millis);
             acts.push(Act {
                 name: method.act.to_owned(),
-                handler: bind(state, &method.handler, timeout),
+                handler: bind(state, &method.handler),
+                timeout,
             });
             let mut params = (method.params)();
             if let Some(map) = params.as_object_mut() {
