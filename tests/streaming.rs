@@ -796,7 +796,7 @@ async fn callbacks_on_a_stream_that_fails() {
         items.push(item);
     }
     assert_eq!(items, [Ok(10), Err("bad".to_owned())], "the error ends it");
-    let want = ["start", "item 1", "error bad", "close Error"];
+    let want = ["start", "item 1", "error bad", "close Error(\"bad\")"];
     assert_eq!(log.lines(), want);
     assert_eq!(bounded(stream.next()).await, None);
     drop(stream);
@@ -829,14 +829,11 @@ async fn callbacks_without_on_item_pass_items_through() {
         callbacks(futures::stream::iter([Ok::<_, String>(1), Ok(2)])).on_close(move |end| {
             seen.lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .push(end);
+                .push(end == StreamEnd::Final);
         });
     let items: Vec<_> = bounded(stream.collect::<Vec<_>>()).await;
     assert_eq!(items, [Ok(1), Ok(2)]);
-    assert_eq!(
-        *ends.lock().unwrap_or_else(PoisonError::into_inner),
-        [StreamEnd::Final]
-    );
+    assert_eq!(*ends.lock().unwrap_or_else(PoisonError::into_inner), [true]);
 }
 
 /// A tool stream with hooks that log `Value` items and how it ended.
@@ -858,7 +855,13 @@ fn hooked_tool_stream(stream: ToolStream, log: &Log) -> Callbacks<ToolStream, Va
         .on_final(move || fin.push("final"))
         .on_error(move |e: &ToolError| error.push(format!("error {}", e.code())))
         .on_cancel(move || cancel.push("cancel"))
-        .on_close(move |end| close.push(format!("close {end:?}")))
+        .on_close(move |end| {
+            close.push(match end {
+                StreamEnd::Error(err) => format!("close Error {}", err.code()),
+                StreamEnd::Cancel => format!("close Cancel: {}", end.reason().unwrap_or("-")),
+                StreamEnd::Final => "close Final".to_owned(),
+            });
+        })
 }
 
 #[tokio::test]
@@ -884,7 +887,12 @@ async fn callbacks_over_tool_streams() {
     assert_eq!(items.len(), 2);
     assert_eq!(
         log.lines(),
-        ["start", "item 0", "error ST_BROKEN", "close Error"]
+        [
+            "start",
+            "item 0",
+            "error ST_BROKEN",
+            "close Error ST_BROKEN"
+        ]
     );
     assert_eq!(probe.cleanups(), 1);
 
@@ -896,8 +904,37 @@ async fn callbacks_over_tool_streams() {
         json!({"wrapped": 0})
     );
     drop(stream);
-    assert_eq!(log.lines(), ["start", "item 0", "cancel", "close Cancel"]);
+    assert_eq!(
+        log.lines(),
+        [
+            "start",
+            "item 0",
+            "cancel",
+            "close Cancel: dropped by the consumer"
+        ]
+    );
     assert_eq!(probe.cleanups(), 2);
     settle().await;
     assert_eq!(probe.cleanups(), 2);
+}
+
+#[tokio::test]
+async fn a_closed_tool_stream_says_why_it_was_cancelled() {
+    let stop = CancellationToken::new();
+    let why = Arc::new(Mutex::new(None));
+    let seen = Arc::clone(&why);
+    let runner = Registry::global().with(CallOptions::new().cancel_on(stop.clone()));
+    let mut stream = callbacks(runner.run_stream("st_endless", json!({}))).on_close(move |end| {
+        *seen.lock().unwrap_or_else(PoisonError::into_inner) = Some((
+            matches!(end, StreamEnd::Error(_)),
+            end.reason().map(str::to_owned),
+        ));
+    });
+    assert!(bounded(stream.next()).await.unwrap().is_ok());
+    stop.cancel();
+    while bounded(stream.next()).await.is_some() {}
+    assert_eq!(
+        *why.lock().unwrap_or_else(PoisonError::into_inner),
+        Some((true, Some("cancelled".to_owned())))
+    );
 }

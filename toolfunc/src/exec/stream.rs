@@ -198,21 +198,41 @@ impl Stream for ToolStream {
     }
 }
 
-/// How a stream ended, as [`Callbacks::on_close`] is told.
+/// How a stream ended, and why, as [`Callbacks::on_close`] is told.
+///
+/// For a [`ToolStream`], a call stopped from outside ends with its error: `TIMEOUT`
+/// past its deadline, `CANCELLED` with the reason its caller gave
+/// ([`ToolError::Cancelled`]); [`StreamEnd::reason`] reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StreamEnd {
+pub enum StreamEnd<'a, E> {
     /// The stream ran to its end.
     Final,
-    /// The stream yielded an error (and ended there).
-    Error,
+    /// The stream yielded this error (and ended there).
+    Error(&'a E),
     /// The consumer dropped the stream before its end.
     Cancel,
+}
+
+impl StreamEnd<'_, ToolError> {
+    /// Why a tool stream stopped early: the consumer dropped it
+    /// (`Some("dropped by the consumer")`), or its call was cancelled (the reason
+    /// the canceller gave, if any). `None` for a stream that ended on its own or
+    /// failed otherwise.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Self::Cancel => Some("dropped by the consumer"),
+            Self::Error(ToolError::Cancelled { reason }) => {
+                Some(reason.as_deref().unwrap_or("cancelled"))
+            }
+            Self::Final | Self::Error(_) => None,
+        }
+    }
 }
 
 type Hook = Box<dyn FnOnce() + Send>;
 type ItemHook<T> = Box<dyn FnMut(T) -> T + Send>;
 type ErrorHook<E> = Box<dyn FnMut(&E) + Send>;
-type CloseHook = Box<dyn FnOnce(StreamEnd) + Send>;
+type CloseHook<E> = Box<dyn FnOnce(StreamEnd<'_, E>) + Send>;
 
 pin_project_lite::pin_project! {
     /// Wraps a stream of `Result`s with lifecycle hooks; see [`callbacks`].
@@ -250,12 +270,12 @@ struct Hooks<T, E> {
     on_final: Option<Hook>,
     on_error: Option<ErrorHook<E>>,
     on_cancel: Option<Hook>,
-    on_close: Option<CloseHook>,
+    on_close: Option<CloseHook<E>>,
 }
 
 /// Hooks a stream's lifecycle. `on_close` runs exactly once with how the stream
-/// ended — [`Final`](StreamEnd::Final), [`Error`](StreamEnd::Error) or
-/// [`Cancel`](StreamEnd::Cancel) (dropped early) — which makes it the place to
+/// ended — [`Final`](StreamEnd::Final), [`Error`](StreamEnd::Error) with the error,
+/// or [`Cancel`](StreamEnd::Cancel) (dropped early) — which makes it the place to
 /// release resources. The first error ends the wrapped stream.
 ///
 /// Without `on_item` items pass through untouched: no per-item work beyond one branch,
@@ -266,16 +286,22 @@ struct Hooks<T, E> {
 /// use futures::StreamExt;
 /// use toolfunc::stream::{callbacks, StreamEnd};
 ///
-/// let closed = Arc::new(Mutex::new(None));
+/// let closed = Arc::new(Mutex::new(String::new()));
 /// let seen = Arc::clone(&closed);
-/// let items = futures::stream::iter(["a", "b"].map(Ok::<_, String>));
+/// let items = futures::stream::iter([Ok("a"), Ok("b"), Err("disk full".to_owned())]);
 /// let upper = callbacks(items)
 ///     .on_item(|s: &str| if s == "a" { "A" } else { s })
-///     .on_close(move |end| *seen.lock().unwrap() = Some(end));
+///     .on_close(move |end| {
+///         *seen.lock().unwrap() = match end {
+///             StreamEnd::Final => "final".to_owned(),
+///             StreamEnd::Error(err) => format!("failed: {err}"),
+///             StreamEnd::Cancel => "dropped".to_owned(),
+///         };
+///     });
 ///
 /// let out: Vec<_> = futures::executor::block_on(upper.collect());
-/// assert_eq!(out, [Ok("A"), Ok("b")]);
-/// assert_eq!(*closed.lock().unwrap(), Some(StreamEnd::Final));
+/// assert_eq!(out, [Ok("A"), Ok("b"), Err("disk full".to_owned())]);
+/// assert_eq!(*closed.lock().unwrap(), "failed: disk full");
 /// ```
 pub fn callbacks<S, T, E>(stream: S) -> Callbacks<S, T, E>
 where
@@ -326,8 +352,9 @@ impl<S, T, E> Callbacks<S, T, E> {
         self
     }
 
-    /// Runs exactly once, however the stream ends.
-    pub fn on_close(mut self, hook: impl FnOnce(StreamEnd) + Send + 'static) -> Self {
+    /// Runs exactly once, however the stream ends, with how and why
+    /// ([`StreamEnd`]).
+    pub fn on_close(mut self, hook: impl FnOnce(StreamEnd<'_, E>) + Send + 'static) -> Self {
         self.hooks.on_close = Some(Box::new(hook));
         self
     }
@@ -335,7 +362,7 @@ impl<S, T, E> Callbacks<S, T, E> {
 
 impl<T, E> Hooks<T, E> {
     #[cold]
-    fn close(&mut self, end: StreamEnd) {
+    fn close(&mut self, end: StreamEnd<'_, E>) {
         if self.phase == HookPhase::Ended {
             return;
         }
@@ -343,7 +370,7 @@ impl<T, E> Hooks<T, E> {
         let hook = match end {
             StreamEnd::Final => self.on_final.take(),
             StreamEnd::Cancel => self.on_cancel.take(),
-            StreamEnd::Error => None,
+            StreamEnd::Error(_) => None,
         };
         if let Some(hook) = hook {
             hook();
@@ -428,6 +455,6 @@ impl<T, E> Hooks<T, E> {
         if let Some(hook) = &mut self.on_error {
             hook(err);
         }
-        self.close(StreamEnd::Error);
+        self.close(StreamEnd::Error(err));
     }
 }
