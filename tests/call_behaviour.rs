@@ -292,3 +292,59 @@ async fn a_method_timeout_fires_the_token_and_bounds_streams() {
         .unwrap_err();
     assert_eq!(err.code(), "TIMEOUT");
 }
+
+#[tokio::test]
+async fn a_fresh_nested_call_inherits_nothing() {
+    use toolfunc::{CallOptions, CancellationToken};
+    struct Tag(&'static str);
+    let registry = Registry::new();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = Arc::clone(&seen);
+    registry
+        .register(
+            ToolFunc::builder("inner")
+                .handler(move |ctx, _args| {
+                    let record = Arc::clone(&record);
+                    async move {
+                        let tag = ctx.get::<Tag>().map(|t| t.0);
+                        record
+                            .lock()
+                            .unwrap()
+                            .push((tag, ctx.caller().map(str::to_owned)));
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        Ok(json!(ctx.is_cancelled()))
+                    }
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    registry
+        .register(
+            ToolFunc::builder("outer")
+                .handler(|ctx, _args| async move {
+                    let fresh = ctx.fresh(CallOptions::new());
+                    let handle = fresh.spawn("inner", json!({}));
+                    let inherited = ctx.run("inner", json!({})).await;
+                    Ok(json!({"fresh": handle.await?, "inherited": inherited.is_ok()}))
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let stop = CancellationToken::new();
+    let runner = registry.with(
+        CallOptions::new()
+            .insert(Tag("outer"))
+            .caller("ann")
+            .cancel_on(stop.clone()),
+    );
+    let out = runner.run("outer", json!({})).await.unwrap();
+    assert_eq!(out, json!({"fresh": false, "inherited": true}));
+    let seen = seen.lock().unwrap().clone();
+    assert!(seen.contains(&(None, None)), "{seen:?}");
+    assert!(
+        seen.contains(&(Some("outer"), Some("ann".to_owned()))),
+        "{seen:?}"
+    );
+}

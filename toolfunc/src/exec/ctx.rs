@@ -451,6 +451,39 @@ impl Ctx {
         self.with(CallOptions::new()).run_stream(name, args)
     }
 
+    /// A runner for calls that start from a fresh context, inheriting nothing of
+    /// this call's (the seed's `inheritContext: false`): only `options`, no
+    /// extensions, caller or listeners of the caller, no deadline, and not
+    /// cancelled with this call. Use it for work that must outlive or stand apart
+    /// from the call, such as an audit record.
+    ///
+    /// ```rust,standalone_crate
+    /// use serde_json::json;
+    /// use toolfunc::{tool, CallOptions, Ctx, Registry, ToolError};
+    ///
+    /// /// Reports who called.
+    /// #[tool]
+    /// fn who(ctx: &Ctx) -> Option<String> {
+    ///     ctx.caller().map(str::to_owned)
+    /// }
+    ///
+    /// /// Asks `who` twice: inheriting this call's context, and from a fresh one.
+    /// #[tool]
+    /// async fn both(ctx: &Ctx) -> Result<serde_json::Value, ToolError> {
+    ///     let inherited = ctx.run("who", json!({})).await?;
+    ///     let fresh = ctx.fresh(CallOptions::new()).run("who", json!({})).await?;
+    ///     Ok(json!([inherited, fresh]))
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let ann = Registry::global().with(CallOptions::new().caller("ann"));
+    /// assert_eq!(ann.run("both", json!({})).await.unwrap(), json!(["ann", null]));
+    /// # });
+    /// ```
+    pub fn fresh(&self, options: CallOptions) -> Runner {
+        Runner::new(self.registry.clone(), Scope::default().with(options))
+    }
+
     /// A runner for nested calls that inherit this call's context, with `options`
     /// added on top (for those calls only).
     pub fn with(&self, options: CallOptions) -> Runner {
