@@ -121,6 +121,7 @@ fn cases() -> Vec<(ToolError, &'static str, u16, &'static str, Value)> {
         ),
         (
             ToolError::Output {
+                path: None,
                 message: "key must be a string".into(),
             },
             "OUTPUT",
@@ -169,7 +170,7 @@ fn same(left: &ToolError, right: &ToolError) -> bool {
         (E::NotFound { name: l, .. }, E::NotFound { name: r, .. })
         | (E::Conflict { message: l }, E::Conflict { message: r })
         | (E::Panicked { message: l }, E::Panicked { message: r })
-        | (E::Output { message: l }, E::Output { message: r })
+        | (E::Output { message: l, .. }, E::Output { message: r, .. })
         | (E::AsyncOnly { name: l }, E::AsyncOnly { name: r })
         | (E::Sealed { name: l }, E::Sealed { name: r }) => l == r,
         (
@@ -284,8 +285,12 @@ fn round_trip_variants_by_pattern() {
         ToolError::Definition { name, message } if name == "n" && message == "m"
     ));
     assert!(matches!(
-        back(&ToolError::Output { message: "o".into() }),
-        ToolError::Output { message } if message == "o"
+        back(&ToolError::Output { path: None, message: "o".into() }),
+        ToolError::Output { path: None, message } if message == "o"
+    ));
+    assert!(matches!(
+        back(&ToolError::Output { path: Some("/total".into()), message: "o".into() }),
+        ToolError::Output { path: Some(path), message } if path == "/total" && message == "o"
     ));
     assert!(matches!(
         back(&ToolError::custom("TEAPOT", 418, "t").with_data(json!({"cups": [1, 2]}))),

@@ -48,6 +48,7 @@ pub(crate) const KEYS: &[(&str, &[Position])] = &[
     ("stream", &[Function, Method]),
     ("local", &[Function]),
     ("background", &[Function]),
+    ("check_output", &[Function]),
     ("needs_client", &[Function]),
     ("timeout", &[Function, Service, Method]),
     ("concurrency", &[Function, Service]),
@@ -147,6 +148,8 @@ pub(crate) struct ToolAttrs {
     pub(crate) local: Option<Span>,
     /// `background`: the timeout is a soft deadline.
     pub(crate) background: Option<Span>,
+    /// `check_output`: each result is checked against the result schema.
+    pub(crate) check_output: Option<Span>,
     /// `dispose` (methods): the service's dispose, run when it is removed; not an act.
     pub(crate) dispose: Option<Span>,
     pub(crate) krate: Option<Path>,
@@ -233,6 +236,7 @@ impl ToolAttrs {
                 | "dispose"
                 | "local"
                 | "background"
+                | "check_output"
                 | "annotations"
                 | "depends"
         );
@@ -278,6 +282,8 @@ impl ToolAttrs {
             "local" => set(&mut self.local, &key, flag(&key, &value)?),
             // background (with timeout = "2s": past it, remote callers poll)
             "background" => set(&mut self.background, &key, flag(&key, &value)?),
+            // check_output (each result checked against the result schema: OUTPUT)
+            "check_output" => set(&mut self.check_output, &key, flag(&key, &value)?),
             // dispose
             "dispose" => set(&mut self.dispose, &key, flag(&key, &value)?),
             // depends(fetch = "get_user", log = "audit_log")

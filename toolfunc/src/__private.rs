@@ -97,6 +97,7 @@ impl<T: ::serde::de::DeserializeOwned> ClientOutput for T {}
 /// A client call's result as `T` (`OUTPUT` when it does not fit).
 pub fn client_output<T: ClientOutput>(value: Value) -> Result<T, ToolError> {
     ::serde_json::from_value(value).map_err(|e| ToolError::Output {
+        path: None,
         message: ::std::format!("the result does not match the method's type: {e}"),
     })
 }

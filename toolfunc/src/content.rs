@@ -203,6 +203,7 @@ impl Content {
     /// is an `OUTPUT` error.
     pub fn from_value(value: Value) -> Result<Self, ToolError> {
         serde_json::from_value(value).map_err(|e| ToolError::Output {
+            path: None,
             message: format!("the result is not content blocks: {e}"),
         })
     }

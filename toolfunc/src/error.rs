@@ -149,9 +149,13 @@ pub enum ToolError {
         message: String,
     },
 
-    /// The handler's result could not be turned into JSON.
+    /// The handler's result could not be turned into JSON, or (for a tool that asks
+    /// for it, `check_output`) does not match its result schema.
     Output {
-        /// The serialiser's message.
+        /// The JSON Pointer of the first value of the result the schema refuses;
+        /// `None` when the result could not be serialised at all.
+        path: Option<String>,
+        /// The serialiser's or the schema check's message.
         message: String,
     },
 
@@ -227,8 +231,21 @@ impl fmt::Display for ToolError {
             Self::Definition { name, message } => {
                 write!(f, "invalid definition of `{name}`: {message}")
             }
-            Self::Output { message } => {
+            Self::Output {
+                path: None,
+                message,
+            } => {
                 write!(f, "tool result could not be serialised: {message}")
+            }
+            Self::Output {
+                path: Some(path),
+                message,
+            } => {
+                let at = if path.is_empty() { "the result" } else { path };
+                write!(
+                    f,
+                    "tool result does not match its schema at {at}: {message}"
+                )
             }
         }
     }
@@ -417,7 +434,10 @@ impl ToolError {
                 hint: Some(hint),
             } => Some(serde_json::json!({"what": name, "hint": hint})),
             Self::UnknownAct { tool, act } => Some(serde_json::json!({"what": act, "tool": tool})),
-            Self::Arguments { path, .. } => one("path", Value::String(path.clone())),
+            Self::Arguments { path, .. }
+            | Self::Output {
+                path: Some(path), ..
+            } => one("path", Value::String(path.clone())),
             Self::Cancelled { reason } => reason
                 .as_ref()
                 .and_then(|r| one("reason", Value::String(r.clone()))),
@@ -449,7 +469,7 @@ impl ToolError {
             | Self::Panicked { message }
             | Self::Conflict { message }
             | Self::Definition { message, .. }
-            | Self::Output { message }
+            | Self::Output { message, .. }
             | Self::Custom { message, .. } => message.clone(),
             _ => self.to_string(),
         }
@@ -557,7 +577,10 @@ impl From<Wire> for ToolError {
                 name: field("name").unwrap_or_default(),
                 message,
             },
-            "OUTPUT" => Self::Output { message },
+            "OUTPUT" => Self::Output {
+                path: field("path"),
+                message,
+            },
             _ => {
                 let mut err = Self::custom(code, status.unwrap_or(500), message);
                 if let Self::Custom { data: slot, .. } = &mut err {

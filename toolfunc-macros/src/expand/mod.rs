@@ -179,10 +179,12 @@ pub(crate) fn execution_fields(model: &ToolFn, p: &TokenStream) -> TokenStream {
     let annotations = annotation_values(attrs, p);
     let timeout = timeout_value(attrs, p);
     let background = attrs.background.is_some();
+    let check_output = attrs.check_output.is_some();
     let needs_client = attrs.needs_client.iter().flatten();
     quote! {
         timeout_ms: #timeout,
         background: #background,
+        check_output: #check_output,
         needs_client: &[#(#needs_client),*],
         depends: &[#(#depends),*],
         concurrency: #concurrency,

@@ -98,6 +98,7 @@ impl Client {
         let listing = remote.json(response, "").await?;
         let Value::Object(entries) = listing else {
             return Err(ToolError::Output {
+                path: None,
                 message: "the discovery response is not an object of tool definitions".into(),
             });
         };
@@ -363,6 +364,7 @@ impl Remote {
             }
             let bytes =
                 serde_json::to_vec(&Value::Object(body)).map_err(|e| ToolError::Output {
+                    path: None,
                     message: e.to_string(),
                 })?;
             request = request
@@ -494,6 +496,7 @@ fn parse_line(line: &[u8], tool: &str) -> Option<Result<Value, ToolError>> {
         }
         Ok(value) => Ok(value),
         Err(err) => Err(ToolError::Output {
+            path: None,
             message: format!("a streamed line is not JSON: {err}"),
         }),
     })

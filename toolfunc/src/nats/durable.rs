@@ -580,6 +580,7 @@ fn unknown(id: &str) -> ToolError {
 fn decode(id: &str, bytes: &[u8]) -> TaskPoll {
     let Ok(record) = serde_json::from_slice::<Value>(bytes) else {
         return TaskPoll::Done(Err(ToolError::Output {
+            path: None,
             message: format!("the state of the durable call `{id}` is not JSON"),
         }));
     };

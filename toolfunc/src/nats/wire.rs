@@ -100,6 +100,7 @@ pub(crate) fn payload(
     what: &str,
 ) -> Result<bytes::Bytes, ToolError> {
     let body = serde_json::to_vec(value).map_err(|e| ToolError::Output {
+        path: None,
         message: e.to_string(),
     })?;
     let max = client.server_info().max_payload.saturating_sub(1024);
@@ -260,6 +261,7 @@ pub(crate) fn result(payload: &[u8]) -> Result<Value, ToolError> {
         return Ok(Value::Null);
     }
     serde_json::from_slice(payload).map_err(|err| ToolError::Output {
+        path: None,
         message: format!("the worker's answer is not JSON: {err}"),
     })
 }

@@ -46,6 +46,8 @@ pub struct ToolBuilder {
     pub(crate) param_order: Option<Vec<String>>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) background: bool,
+    /// Whether each result is checked against the result schema.
+    pub(crate) check_output: bool,
     pub(crate) needs_client: Vec<String>,
     pub(crate) annotations: Annotations,
     /// Derives the positional order from the typed handler's argument type.
@@ -87,6 +89,7 @@ impl ToolBuilder {
             param_order: None,
             timeout: None,
             background: false,
+            check_output: false,
             needs_client: Vec::new(),
             annotations: Annotations::default(),
             typed_order: None,
@@ -273,6 +276,36 @@ impl ToolBuilder {
     /// shared by every runner and registry that reaches it.
     pub fn concurrency(mut self, limit: usize) -> Self {
         self.concurrency = Some(limit);
+        self
+    }
+
+    /// Checks every result against the result schema (FEATURES C3): a value the
+    /// schema refuses ends the call with `OUTPUT`, whose `data.path` is the JSON
+    /// Pointer of the first refused value. A streaming tool's items are checked one
+    /// by one. Building fails with `DEFINITION` when the tool has no result schema
+    /// ([`result_schema`](Self::result_schema), or derived by [`typed`](Self::typed))
+    /// or is a service (its methods have schemas of their own).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolfunc::{Registry, ToolFunc};
+    ///
+    /// let registry = Registry::new();
+    /// registry.register(
+    ///     ToolFunc::builder("total")
+    ///         .result_schema(json!({"type": "object", "properties": {"sum": {"type": "number"}}}))
+    ///         .check_output(true)
+    ///         .handler_sync(|_ctx, args| Ok(json!({"sum": args["as_text"].as_bool().map_or(json!(3), |_| json!("3"))})))
+    ///         .build()
+    ///         .unwrap(),
+    /// ).unwrap();
+    /// assert_eq!(registry.run_sync("total", json!({})).unwrap(), json!({"sum": 3}));
+    /// let err = registry.run_sync("total", json!({"as_text": true})).unwrap_err();
+    /// assert_eq!(err.code(), "OUTPUT");
+    /// assert_eq!(err.data().unwrap()["path"], "/sum");
+    /// ```
+    pub fn check_output(mut self, yes: bool) -> Self {
+        self.check_output = yes;
         self
     }
 
@@ -527,32 +560,19 @@ impl ToolBuilder {
                 ArgCheck::Schema(validator)
             }
         };
+        self.check_needs().map_err(definition_error)?;
         let Some(handler) = self.handler else {
             return Err(definition_error("no handler was set".into()));
+        };
+        let handler = if self.check_output {
+            checked(handler, self.result.as_ref()).map_err(definition_error)?
+        } else {
+            handler
         };
         if self.concurrency == Some(0) {
             return Err(definition_error(
                 "the concurrency limit must be at least 1".into(),
             ));
-        }
-        if let Some(unknown) = self
-            .needs_client
-            .iter()
-            .find(|c| !["sampling", "elicitation", "roots"].contains(&c.as_str()))
-        {
-            return Err(definition_error(format!(
-                "`needs_client` names what a caller answers (\"sampling\", \"elicitation\" \
-                 or \"roots\"), not `{unknown}`"
-            )));
-        }
-        let mut aliases = std::collections::HashSet::new();
-        for dependency in &self.depends {
-            if !aliases.insert(dependency.alias.as_str()) {
-                return Err(definition_error(format!(
-                    "two dependencies share the alias `{}`",
-                    dependency.alias
-                )));
-            }
         }
         Ok(ToolFunc {
             definition: ToolDefinition {
@@ -590,4 +610,76 @@ impl ToolBuilder {
             dispose: self.dispose,
         })
     }
+}
+
+impl ToolBuilder {
+    /// What the tool asks of its callers and of other tools is well formed.
+    fn check_needs(&self) -> Result<(), String> {
+        if let Some(unknown) = self
+            .needs_client
+            .iter()
+            .find(|c| !["sampling", "elicitation", "roots"].contains(&c.as_str()))
+        {
+            return Err(format!(
+                "`needs_client` names what a caller answers (\"sampling\", \"elicitation\" \
+                 or \"roots\"), not `{unknown}`"
+            ));
+        }
+        let mut aliases = std::collections::HashSet::new();
+        for dependency in &self.depends {
+            if !aliases.insert(dependency.alias.as_str()) {
+                return Err(format!(
+                    "two dependencies share the alias `{}`",
+                    dependency.alias
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `handler` with each result (each item, for a stream) checked against `schema`.
+fn checked(handler: Handler, schema: Option<&Value>) -> Result<Handler, String> {
+    let Some(schema) = schema else {
+        return Err("`check_output` needs a result schema to check against".into());
+    };
+    let validator = Validator::compile(schema);
+    if let Some(message) = validator.definition_error() {
+        return Err(format!("its result schema: {message}"));
+    }
+    let check = move |value: Value| match validator.validate(&value) {
+        Ok(()) => Ok(value),
+        Err(ToolError::Arguments { path, message }) => Err(ToolError::Output {
+            path: Some(path),
+            message,
+        }),
+        Err(other) => Err(other),
+    };
+    Ok(match handler {
+        Handler::Sync(f) => Handler::Sync(Box::new(move |ctx, args| f(ctx, args).and_then(&check))),
+        Handler::Async(f) => {
+            let check = Arc::new(check);
+            Handler::Async(Box::new(move |ctx, args| {
+                let (call, check) = (f(ctx, args), Arc::clone(&check));
+                Box::pin(async move { call.await.and_then(|v| check(v)) })
+            }))
+        }
+        Handler::Stream(f) => {
+            let check = Arc::new(check);
+            Handler::Stream(Box::new(move |ctx, args| {
+                let (opening, check) = (f(ctx, args), Arc::clone(&check));
+                Box::pin(async move {
+                    let items = opening.await?;
+                    Ok(items.map(move |item| item.and_then(|v| check(v))).boxed())
+                })
+            }))
+        }
+        Handler::Acts(_) => {
+            return Err(
+                "`check_output` applies to tools; a service's methods have result schemas \
+                 of their own"
+                    .into(),
+            );
+        }
+    })
 }

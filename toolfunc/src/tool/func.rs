@@ -374,6 +374,7 @@ pub(crate) fn kind_of(value: &Value) -> &'static str {
 #[doc(hidden)]
 pub fn to_output<T: Serialize + ?Sized>(value: &T) -> Result<Value, ToolError> {
     serde_json::to_value(value).map_err(|e| ToolError::Output {
+        path: None,
         message: e.to_string(),
     })
 }

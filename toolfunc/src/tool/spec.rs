@@ -27,6 +27,8 @@ pub struct ToolSpec {
     pub timeout_ms: Option<u64>,
     /// `background`: the timeout is a soft deadline.
     pub background: bool,
+    /// `check_output`: each result is checked against the result schema.
+    pub check_output: bool,
     /// `needs_client`: what the caller must be able to answer.
     pub needs_client: &'static [&'static str],
     /// `(alias, tool name)` of each dependency.
@@ -69,6 +71,7 @@ impl ToolSpec {
         });
         builder.timeout = self.timeout_ms.map(Duration::from_millis);
         builder.background = self.background;
+        builder.check_output = self.check_output;
         builder.needs_client = self.needs_client.iter().map(|s| (*s).to_owned()).collect();
         builder.concurrency = self.concurrency;
         builder.api = self.api;
