@@ -99,9 +99,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!(
         "add with positions   = {}",
-        registry
-            .run_with_pos("add", vec![json!(1), json!(2)])
-            .await?
+        registry.run("add", vec![json!(1), json!(2)]).await?
     );
 
     let lines = json!({"lines": [{"id": 1, "qty": 2}, {"id": 2, "qty": 3}]});

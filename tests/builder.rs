@@ -510,7 +510,7 @@ fn definition_json_round_trip() {
 // Positional arguments.
 
 #[test]
-fn param_order_is_used_by_run_with_pos() {
+fn param_order_is_used_by_positional_args() {
     let tool = ToolFunc::builder("ordered")
         .params_schema(json!({
             "type": "object",
@@ -526,18 +526,16 @@ fn param_order_is_used_by_run_with_pos() {
     let registry = registry_with(tool);
     assert_eq!(
         registry
-            .run_with_pos_sync("ordered", vec![json!(1), json!(2)])
+            .run_sync("ordered", vec![json!(1), json!(2)])
             .unwrap(),
         json!({"zeta": 1, "alpha": 2})
     );
     assert_eq!(
-        registry
-            .run_with_pos_sync("ordered", vec![json!(1)])
-            .unwrap(),
+        registry.run_sync("ordered", vec![json!(1)]).unwrap(),
         json!({"zeta": 1})
     );
     let err = registry
-        .run_with_pos_sync("ordered", vec![json!(1), json!(2), json!(3)])
+        .run_sync("ordered", vec![json!(1), json!(2), json!(3)])
         .unwrap_err();
     assert!(is_arguments_at(&err, "/2"), "{err:?}");
 
@@ -550,7 +548,7 @@ fn param_order_is_used_by_run_with_pos() {
     let registry = registry_with(tool);
     assert_eq!(
         registry
-            .run_with_pos_sync("ordered_typed", vec![json!(3), json!(10)])
+            .run_sync("ordered_typed", vec![json!(3), json!(10)])
             .unwrap(),
         json!(7)
     );
@@ -563,7 +561,7 @@ struct Diff {
 }
 
 #[test]
-fn typed_run_with_pos_maps_a_single_object_onto_the_first_field() {
+fn typed_positional_args_map_a_single_object_onto_the_first_field() {
     let tool = ToolFunc::builder("typed_whole")
         .typed_sync(|_ctx, args: Diff| Ok(args.zeta - args.alpha))
         .build()
@@ -571,7 +569,7 @@ fn typed_run_with_pos_maps_a_single_object_onto_the_first_field() {
     let registry = registry_with(tool);
     // Positional values are always arguments in order; an arguments object goes to `run`.
     let err = registry
-        .run_with_pos_sync("typed_whole", vec![json!({"zeta": 10, "alpha": 3})])
+        .run_sync("typed_whole", vec![json!({"zeta": 10, "alpha": 3})])
         .unwrap_err();
     assert!(
         matches!(&err, ToolError::Arguments { path, .. } if path == "/zeta"),
@@ -580,7 +578,7 @@ fn typed_run_with_pos_maps_a_single_object_onto_the_first_field() {
 }
 
 #[test]
-fn typed_run_with_pos_follows_field_declaration_order() {
+fn typed_positional_args_follow_field_declaration_order() {
     let tool = ToolFunc::builder("typed_positional")
         .typed_sync(|_ctx, args: Diff| Ok(args.zeta - args.alpha))
         .build()
@@ -589,7 +587,7 @@ fn typed_run_with_pos_follows_field_declaration_order() {
     // `Diff` declares `zeta` first, so 10 is zeta and 3 is alpha.
     assert_eq!(
         registry
-            .run_with_pos_sync("typed_positional", vec![json!(10), json!(3)])
+            .run_sync("typed_positional", vec![json!(10), json!(3)])
             .unwrap(),
         json!(7)
     );

@@ -324,7 +324,9 @@ fn run_sync_at_the_limit_is_busy() {
         "{err:?}"
     );
     assert_eq!((err.code(), err.status()), ("BUSY", 429));
-    let err = registry.run_with_pos_sync("sync_one", vec![]).unwrap_err();
+    let err = registry
+        .run_sync("sync_one", Vec::<Value>::new())
+        .unwrap_err();
     assert_eq!(err.code(), "BUSY");
     assert_eq!(gauge.started(), 1, "a busy call does not run");
 

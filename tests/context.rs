@@ -130,8 +130,8 @@ async fn extensions_inserted_by_the_caller_reach_the_tool() {
         bounded(runner.run("ctx_report_async", json!({})))
             .await
             .unwrap(),
-        runner.run_with_pos_sync("ctx_report", vec![]).unwrap(),
-        bounded(runner.run_with_pos("ctx_report_async", vec![json!("pos")]))
+        runner.run_sync("ctx_report", Vec::<Value>::new()).unwrap(),
+        bounded(runner.run("ctx_report_async", vec![json!("pos")]))
             .await
             .unwrap(),
         // By alias: the context is the same, the tool name is the real one.

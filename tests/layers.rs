@@ -167,13 +167,8 @@ async fn every_run_method_passes_the_layers() {
     let args = json!({"a": 1, "b": 2});
     registry.run("add", args.clone()).await.unwrap();
     registry.run_sync("add", args.clone()).unwrap();
-    registry
-        .run_with_pos("add", vec![json!(1), json!(2)])
-        .await
-        .unwrap();
-    registry
-        .run_with_pos_sync("add", vec![json!(1), json!(2)])
-        .unwrap();
+    registry.run("add", vec![json!(1), json!(2)]).await.unwrap();
+    registry.run_sync("add", vec![json!(1), json!(2)]).unwrap();
     registry.spawn("add", args.clone()).await.unwrap();
     let items: Vec<_> = registry
         .run_stream("countdown", json!({"from": 2}))

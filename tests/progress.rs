@@ -205,7 +205,7 @@ async fn progress_from_every_way_of_running_a_tool() {
         1
     );
     assert_eq!(
-        bounded(runner.run_with_pos("pr_steps", vec![json!(1)]))
+        bounded(runner.run("pr_steps", vec![json!(1)]))
             .await
             .unwrap(),
         1

@@ -81,16 +81,11 @@ async fn run_by_name_and_by_alias() {
         assert_eq!(registry.run(name, args.clone()).await.unwrap(), json!(5));
         assert_eq!(registry.run_sync(name, args.clone()).unwrap(), json!(5));
         assert_eq!(
-            registry
-                .run_with_pos(name, vec![json!(2), json!(3)])
-                .await
-                .unwrap(),
+            registry.run(name, vec![json!(2), json!(3)]).await.unwrap(),
             json!(5)
         );
         assert_eq!(
-            registry
-                .run_with_pos_sync(name, vec![json!(2), json!(3)])
-                .unwrap(),
+            registry.run_sync(name, vec![json!(2), json!(3)]).unwrap(),
             json!(5)
         );
     }
@@ -100,17 +95,14 @@ async fn run_by_name_and_by_alias() {
             json!("hi")
         );
         assert_eq!(
-            registry
-                .run_with_pos(name, vec![json!("hi")])
-                .await
-                .unwrap(),
+            registry.run(name, vec![json!("hi")]).await.unwrap(),
             json!("hi")
         );
     }
 }
 
 #[test]
-fn run_with_pos_maps_values_in_declaration_order() {
+fn positional_args_map_values_in_declaration_order() {
     /// Subtracts.
     #[tool]
     fn reg_minus(zeta: i64, alpha: i64) -> i64 {
@@ -119,7 +111,7 @@ fn run_with_pos_maps_values_in_declaration_order() {
     let registry = Registry::global();
     assert_eq!(
         registry
-            .run_with_pos_sync("reg_minus", vec![json!(10), json!(3)])
+            .run_sync("reg_minus", vec![json!(10), json!(3)])
             .unwrap(),
         json!(7)
     );
@@ -136,9 +128,7 @@ fn run_sync_on_an_async_tool_is_async_only() {
             "{err:?}"
         );
         assert_eq!(err.code(), "ASYNC_ONLY");
-        let err = registry
-            .run_with_pos_sync(name, vec![json!("x")])
-            .unwrap_err();
+        let err = registry.run_sync(name, vec![json!("x")]).unwrap_err();
         assert_eq!(err.code(), "ASYNC_ONLY");
     }
 }
@@ -156,12 +146,12 @@ async fn unknown_names_are_not_found() {
     let err = registry.run_sync("no_such_tool", json!({})).unwrap_err();
     assert!(is_not_found(&err, "no_such_tool"), "{err:?}");
     let err = registry
-        .run_with_pos("no_such_tool", vec![])
+        .run("no_such_tool", Vec::<Value>::new())
         .await
         .unwrap_err();
     assert!(is_not_found(&err, "no_such_tool"), "{err:?}");
     let err = registry
-        .run_with_pos_sync("no_such_tool", vec![])
+        .run_sync("no_such_tool", Vec::<Value>::new())
         .unwrap_err();
     assert!(is_not_found(&err, "no_such_tool"), "{err:?}");
     assert!(registry.get("no_such_tool").is_none());
@@ -169,10 +159,10 @@ async fn unknown_names_are_not_found() {
 }
 
 #[tokio::test]
-async fn run_with_pos_with_too_many_values_is_arguments() {
+async fn positional_args_with_too_many_values_are_arguments() {
     let registry = Registry::global();
     let err = registry
-        .run_with_pos("reg_add", vec![json!(1), json!(2), json!(3)])
+        .run("reg_add", vec![json!(1), json!(2), json!(3)])
         .await
         .unwrap_err();
     assert!(
@@ -180,16 +170,14 @@ async fn run_with_pos_with_too_many_values_is_arguments() {
         "{err:?}"
     );
     let err = registry
-        .run_with_pos_sync("reg_summarised", vec![json!(1)])
+        .run_sync("reg_summarised", vec![json!(1)])
         .unwrap_err();
     assert!(
         matches!(&err, ToolError::Arguments { path, .. } if path == "/0"),
         "{err:?}"
     );
     // Too few is left to the parameter check: the missing one is named.
-    let err = registry
-        .run_with_pos_sync("reg_add", vec![json!(1)])
-        .unwrap_err();
+    let err = registry.run_sync("reg_add", vec![json!(1)]).unwrap_err();
     assert!(
         matches!(&err, ToolError::Arguments { path, .. } if path == "/b"),
         "{err:?}"

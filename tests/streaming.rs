@@ -329,7 +329,7 @@ async fn run_collects_the_items_into_an_array() {
     let result = bounded(registry.execute(ToolCall::new("s", "st_count", json!({"n": 2})))).await;
     assert_eq!(result.into_output().unwrap(), json!([0, 1]));
     assert_eq!(
-        bounded(registry.run_with_pos("st_count", vec![json!(3)]))
+        bounded(registry.run("st_count", vec![json!(3)]))
             .await
             .unwrap(),
         json!([0, 1, 2])

@@ -154,7 +154,7 @@ fn serde_rename_and_raw_identifiers_name_the_json_arguments() {
     );
     assert_eq!(
         Registry::global()
-            .run_with_pos_sync("json_names", vec![json!("b"), json!(2)])
+            .run_sync("json_names", vec![json!("b"), json!(2)])
             .unwrap(),
         json!("b/2")
     );
@@ -420,7 +420,7 @@ fn args_struct_is_the_whole_arguments_object() {
 #[test]
 fn args_struct_positional_values_follow_field_declaration_order() {
     // `SearchArgs` declares `query` before `limit`.
-    let out = Registry::global().run_with_pos_sync("search", vec![json!("q"), json!(2)]);
+    let out = Registry::global().run_sync("search", vec![json!("q"), json!(2)]);
     assert_eq!(out.unwrap(), json!(["q", "q"]));
 }
 

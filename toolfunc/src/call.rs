@@ -1,10 +1,85 @@
-//! `ToolCall` and `ToolResult`: correlated calls for batch execution with per-call
-//! error isolation.
+//! `Args`, what a call passes; `ToolCall` and `ToolResult`: correlated calls for
+//! batch execution with per-call error isolation.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::ToolError;
+
+/// The arguments of a call: named (an object; `null` means none) or positional
+/// (mapped onto the tool's parameters in declaration order, see
+/// [`ToolBuilder::param_order`](crate::ToolBuilder::param_order)). Every run method
+/// takes `impl Into<Args>`: a `serde_json::Value` or `Map` is named arguments, a
+/// `Vec<Value>` positional ones.
+///
+/// ```rust,standalone_crate
+/// use serde_json::json;
+/// use toolfunc::{tool, Args, Registry};
+///
+/// /// Subtracts `b` from `a`.
+/// #[tool]
+/// fn sub(a: f64, b: f64) -> f64 {
+///     a - b
+/// }
+///
+/// let registry = Registry::global();
+/// assert_eq!(registry.run_sync("sub", json!({"a": 5, "b": 2})).unwrap(), json!(3.0));
+/// assert_eq!(registry.run_sync("sub", vec![json!(5), json!(2)]).unwrap(), json!(3.0));
+/// assert_eq!(registry.run_sync("sub", Args::positional([json!(5), json!(2)])).unwrap(), json!(3.0));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Args(Given);
+
+#[derive(Debug, Clone, PartialEq)]
+enum Given {
+    Named(Value),
+    Positional(Vec<Value>),
+}
+
+impl Args {
+    /// Named arguments: an object (`null` is none; anything else is refused with
+    /// `ARGUMENTS` when the call is checked).
+    pub fn named(arguments: impl Into<Value>) -> Self {
+        Self(Given::Named(arguments.into()))
+    }
+
+    /// Positional arguments, mapped onto the parameters in declaration order.
+    pub fn positional(values: impl IntoIterator<Item = Value>) -> Self {
+        Self(Given::Positional(values.into_iter().collect()))
+    }
+
+    /// The arguments as an object for a tool whose parameters, in order, are
+    /// `names`: positional values are named (`ARGUMENTS` when there are more values
+    /// than parameters).
+    pub(crate) fn into_named(
+        self,
+        name: impl FnOnce(Vec<Value>) -> Result<Value, ToolError>,
+    ) -> Result<Value, ToolError> {
+        match self.0 {
+            Given::Named(value) => Ok(value),
+            Given::Positional(values) => name(values),
+        }
+    }
+}
+
+impl From<Value> for Args {
+    fn from(arguments: Value) -> Self {
+        Self(Given::Named(arguments))
+    }
+}
+
+impl From<serde_json::Map<String, Value>> for Args {
+    fn from(arguments: serde_json::Map<String, Value>) -> Self {
+        Self(Given::Named(Value::Object(arguments)))
+    }
+}
+
+/// Positional arguments.
+impl From<Vec<Value>> for Args {
+    fn from(values: Vec<Value>) -> Self {
+        Self(Given::Positional(values))
+    }
+}
 
 /// One call of a tool by name, with an id that its [`ToolResult`] carries back.
 ///

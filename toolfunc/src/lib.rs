@@ -81,7 +81,7 @@ pub mod transport;
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
 
-pub use call::{ToolCall, ToolResult};
+pub use call::{Args, ToolCall, ToolResult};
 pub use connect::connect;
 pub use content::Content;
 pub use error::ToolError;

@@ -415,10 +415,13 @@ impl Ctx {
     /// calling registry wins when that registry descends from the one holding the
     /// running tool; `Early` keeps to the holding registry; `Late` always resolves in
     /// the calling registry.
-    pub async fn run(&self, name: &str, args: Value) -> Result<Value, ToolError> {
+    pub async fn run(&self, name: &str, args: impl Into<crate::Args>) -> Result<Value, ToolError> {
         let found = self
             .resolve_nested(name)
             .ok_or_else(|| ToolError::not_found(name))?;
+        let args = args
+            .into()
+            .into_named(|values| found.tool.positional_to_named(values))?;
         self.with(CallOptions::new())
             .run_resolved(found, args)
             .await
@@ -447,7 +450,7 @@ impl Ctx {
     }
 
     /// Streams another tool as part of this call (see [`Ctx::run`]).
-    pub fn run_stream(&self, name: &str, args: Value) -> crate::ToolStream {
+    pub fn run_stream(&self, name: &str, args: impl Into<crate::Args>) -> crate::ToolStream {
         self.with(CallOptions::new()).run_stream(name, args)
     }
 

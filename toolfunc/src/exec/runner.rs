@@ -16,7 +16,7 @@ use crate::Registry;
 use crate::layer::{Layer, Layers, Mode, Reply, ReplyFuture};
 use crate::registry::{Observer, Resolved};
 use crate::{
-    CallOptions, CollectLimit, Ctx, ToolCall, ToolDefinition, ToolError, ToolFunc, ToolRef,
+    Args, CallOptions, CollectLimit, Ctx, ToolCall, ToolDefinition, ToolError, ToolFunc, ToolRef,
     ToolResult,
 };
 
@@ -40,7 +40,7 @@ impl Runner {
         Self { registry, scope }
     }
 
-    fn calls(&self) -> Calls<'_> {
+    pub(super) fn calls(&self) -> Calls<'_> {
         Calls {
             registry: &self.registry,
             scope: &self.scope,
@@ -91,15 +91,6 @@ impl Runner {
         &self.registry
     }
 
-    /// [`Registry::run`] with this runner's context.
-    pub fn run<'a>(
-        &'a self,
-        name: &'a str,
-        args: Value,
-    ) -> impl Future<Output = Result<Value, ToolError>> + Send + 'a {
-        self.calls().run(name, args)
-    }
-
     /// Runs an already resolved tool (a nested call after binding).
     pub(crate) async fn run_resolved(
         &self,
@@ -107,48 +98,6 @@ impl Runner {
         args: Value,
     ) -> Result<Value, ToolError> {
         self.calls().run_found(found, None, args).await
-    }
-
-    /// [`Registry::run_sync`] with this runner's context.
-    pub fn run_sync(&self, name: &str, args: Value) -> Result<Value, ToolError> {
-        self.calls().run_sync(name, args)
-    }
-
-    /// [`Registry::run_with_pos`] with this runner's context.
-    pub fn run_with_pos<'a>(
-        &'a self,
-        name: &'a str,
-        args: Vec<Value>,
-    ) -> impl Future<Output = Result<Value, ToolError>> + Send + 'a {
-        self.calls().run_with_pos(name, args)
-    }
-
-    /// [`Registry::run_with_pos_sync`] with this runner's context.
-    pub fn run_with_pos_sync(&self, name: &str, args: Vec<Value>) -> Result<Value, ToolError> {
-        self.calls().run_with_pos_sync(name, args)
-    }
-
-    /// [`Registry::run_stream`] with this runner's context.
-    pub fn run_stream(&self, name: &str, args: Value) -> ToolStream {
-        self.calls().run_stream(name, args)
-    }
-
-    /// [`Registry::spawn`] with this runner's context.
-    pub fn spawn(&self, name: &str, args: Value) -> CallHandle {
-        self.calls().spawn(name, args)
-    }
-
-    /// [`Registry::execute`] with this runner's context.
-    pub fn execute(&self, call: ToolCall) -> impl Future<Output = ToolResult> + Send + '_ {
-        self.calls().execute(call)
-    }
-
-    /// [`Registry::execute_batch`] with this runner's context.
-    pub async fn execute_batch(
-        &self,
-        calls: impl IntoIterator<Item = ToolCall>,
-    ) -> Vec<ToolResult> {
-        self.calls().execute_batch(calls).await
     }
 }
 
@@ -185,7 +134,7 @@ pub(crate) enum Run<'a> {
     Start {
         calls: Calls<'a>,
         name: &'a str,
-        args: Value,
+        args: Args,
     },
     Running(futures::future::BoxFuture<'a, Result<Value, ToolError>>),
     /// A call in its layers, still to answer; `tool` names it if a stream comes
@@ -215,6 +164,10 @@ impl Future for Run<'_> {
             // keeps the hot path's values small.
             let Some(found) = calls.registry.resolve(name) else {
                 return std::task::Poll::Ready(Err(crate::tool::service::not_found(name)));
+            };
+            let args = match args.into_named(|values| found.tool.positional_to_named(values)) {
+                Ok(args) => args,
+                Err(err) => return std::task::Poll::Ready(Err(err)),
             };
             if let Some(layers) = calls.layers() {
                 let tool = found.tool.clone();
@@ -340,7 +293,7 @@ impl<'a> Calls<'a> {
             .unwrap_or_else(|| Err(ToolError::AsyncOnly { name: tool }))
     }
 
-    pub(super) fn run(self, name: &'a str, args: Value) -> Run<'a> {
+    pub(super) fn run(self, name: &'a str, args: Args) -> Run<'a> {
         Run::Start {
             calls: self,
             name,
@@ -369,10 +322,11 @@ impl<'a> Calls<'a> {
         ToolFunc::call(ctx, args).observed(observer).await
     }
 
-    pub(super) fn run_sync(self, name: &str, args: Value) -> Result<Value, ToolError> {
+    pub(super) fn run_sync(self, name: &str, args: Args) -> Result<Value, ToolError> {
         let Some(found) = self.registry.resolve(name) else {
             return Err(crate::tool::service::not_found(name));
         };
+        let args = args.into_named(|values| found.tool.positional_to_named(values))?;
         if let Some(layers) = self.layers() {
             return self.layered_sync(layers, found, name, args);
         }
@@ -382,35 +336,13 @@ impl<'a> Calls<'a> {
         call_inline(&ctx, observer, args)
     }
 
-    pub(super) async fn run_with_pos(
-        self,
-        name: &str,
-        args: Vec<Value>,
-    ) -> Result<Value, ToolError> {
-        let found = self.find(name)?;
-        let args = found.tool.positional_to_named(args)?;
-        self.run_found(found, None, args).await
-    }
-
-    pub(super) fn run_with_pos_sync(
-        self,
-        name: &str,
-        args: Vec<Value>,
-    ) -> Result<Value, ToolError> {
-        let found = self.find(name)?;
-        let args = found.tool.positional_to_named(args)?;
-        if let Some(layers) = self.layers() {
-            return self.layered_sync(layers, found, name, args);
-        }
-        check_ready(found.ready.as_ref(), name)?;
-        let ctx = self.ctx(found, None);
-        let observer = self.observe(&ctx);
-        call_inline(&ctx, observer, args)
-    }
-
-    pub(super) fn run_stream(self, name: &str, args: Value) -> ToolStream {
+    pub(super) fn run_stream(self, name: &str, args: Args) -> ToolStream {
         let found = match self.find(name) {
             Ok(found) => found,
+            Err(err) => return ToolStream::failed(err),
+        };
+        let args = match args.into_named(|values| found.tool.positional_to_named(values)) {
+            Ok(args) => args,
             Err(err) => return ToolStream::failed(err),
         };
         if let Some(layers) = self.layers() {
@@ -442,12 +374,16 @@ impl<'a> Calls<'a> {
         chain::start_stream(self.ctx(found, None).streaming(), args)
     }
 
-    pub(super) fn spawn(self, name: &str, args: Value) -> CallHandle {
+    pub(super) fn spawn(self, name: &str, args: Args) -> CallHandle {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return CallHandle::failed(ToolError::failed("spawn needs a running tokio runtime"));
         };
         let found = match self.find(name) {
             Ok(found) => found,
+            Err(err) => return CallHandle::failed(err),
+        };
+        let args = match args.into_named(|values| found.tool.positional_to_named(values)) {
+            Ok(args) => args,
             Err(err) => return CallHandle::failed(err),
         };
         let ready = found.ready.clone();

@@ -186,7 +186,7 @@ impl ToolBuilder {
         self
     }
 
-    /// Sets the order in which `run_with_pos` maps positional values onto parameter
+    /// Sets the order in which positional arguments ([`Args::positional`](crate::Args::positional)) map onto parameter
     /// names. Without it, typed handlers use their argument struct's field order and
     /// raw handlers the order of the schema's `properties` (alphabetical, as
     /// `serde_json` keeps object keys sorted).

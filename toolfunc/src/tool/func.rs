@@ -133,7 +133,7 @@ pub struct ToolFunc {
     pub(crate) handler: Handler,
     pub(crate) timeout: Option<Duration>,
     pub(crate) check: ArgCheck,
-    /// `run_with_pos` maps the i-th value onto the argument named `positional[i]`.
+    /// positional arguments ([`Args::positional`](crate::Args::positional)) map the i-th value onto the argument named `positional[i]`.
     pub(crate) positional: Vec<String>,
     pub(crate) concurrency_limit: usize,
     pub(crate) depends: Vec<Dependency>,

@@ -68,7 +68,7 @@ fn main() {
     // Positional values follow the struct's field declaration order.
     assert_eq!(
         registry
-            .run_with_pos_sync("search", vec![json!("pos"), json!(1)])
+            .run_sync("search", vec![json!("pos"), json!(1)])
             .unwrap(),
         json!("pos x1")
     );

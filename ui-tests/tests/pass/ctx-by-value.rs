@@ -83,7 +83,7 @@ fn main() {
     // Positional arguments skip the context.
     assert_eq!(
         registry
-            .run_with_pos_sync("owned", vec![json!("#")])
+            .run_sync("owned", vec![json!("#")])
             .unwrap(),
         json!("owned#")
     );

@@ -60,7 +60,7 @@ fn main() {
     // Positional arguments follow the declaration order, under their JSON names.
     assert_eq!(
         registry
-            .run_with_pos_sync("repeat", vec![json!("c"), json!(2), json!("+")])
+            .run_sync("repeat", vec![json!("c"), json!(2), json!("+")])
             .unwrap(),
         json!("c+c")
     );
