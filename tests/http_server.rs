@@ -1318,7 +1318,7 @@ fn guarded(hits: &Arc<AtomicUsize>, seen: &Seen) -> Api {
     let registry = Registry::global().isolate();
     registry.register(counter("counter", hits)).unwrap();
     let seen = Arc::clone(seen);
-    Api::new(registry).with_auth(move |req| {
+    Api::new(registry).auth(move |req| {
         seen.lock().unwrap_or_else(PoisonError::into_inner).push((
             req.method.to_string(),
             req.tool.map(str::to_owned),

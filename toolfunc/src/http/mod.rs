@@ -50,7 +50,7 @@
 //!   - `GET` runs only REST `get`/`list` and tools or acts annotated `read_only`
 //!     (405 with `Allow: POST` otherwise), since any page can make a browser GET;
 //!   - `act` reaches only declared methods, and the auth hook
-//!     ([`Api::with_auth`]) is asked with the canonical tool and act that will run
+//!     ([`Api::auth`]) is asked with the canonical tool and act that will run
 //!     (`"$promote"` however the client spelled it), before the body is read when
 //!     the act is known without it; discovery carries no code;
 //!   - a streaming tool collected into one answer stops at a cap (413

@@ -52,7 +52,7 @@ type AuthFn = dyn Fn(&AuthRequest<'_>) -> Result<(), ToolError> + Send + Sync;
 /// let api = Api::new(Registry::global().clone())
 ///     .prefix("/rpc")
 ///     .body_limit(64 * 1024)
-///     .with_auth(|req| {
+///     .auth(|req| {
 ///         match req.headers.get("authorization") {
 ///             Some(v) if v == "Bearer secret" => Ok(()),
 ///             _ => Err(ToolError::custom("UNAUTHORIZED", 401, "a bearer token is required")),
@@ -281,7 +281,7 @@ impl Api {
     /// error's status: `ToolError::custom("UNAUTHORIZED", 401, ..)` or
     /// `ToolError::custom("FORBIDDEN", 403, ..)`.
     #[must_use]
-    pub fn with_auth(
+    pub fn auth(
         mut self,
         hook: impl Fn(&AuthRequest<'_>) -> Result<(), ToolError> + Send + Sync + 'static,
     ) -> Self {
