@@ -466,8 +466,8 @@ impl Registry {
         self.inner.parent.as_ref()
     }
 
-    /// Whether two handles are the same registry.
-    pub fn same(&self, other: &Registry) -> bool {
+    /// Whether two handles are the same registry (as `Arc::ptr_eq` asks of two `Arc`s).
+    pub fn ptr_eq(&self, other: &Registry) -> bool {
         std::ptr::eq::<Inner>(&raw const *self.inner, &raw const *other.inner)
     }
 
@@ -475,7 +475,7 @@ impl Registry {
     pub fn descends_from(&self, ancestor: &Registry) -> bool {
         let mut current = self.parent();
         while let Some(registry) = current {
-            if registry.same(ancestor) {
+            if registry.ptr_eq(ancestor) {
                 return true;
             }
             current = registry.parent();
