@@ -305,7 +305,7 @@ async fn transports_are_interchangeable() {
         let greeter = GreeterClient::from_shared(Arc::clone(&transport));
         assert_eq!(greeter.hello("Bo".into()).await.unwrap(), "hello Bo");
         let items: Vec<_> = transport
-            .call_stream("countdown", json!({"count": 2}))
+            .run_stream("countdown", json!({"count": 2}))
             .collect()
             .await;
         assert_eq!(items.len(), 2);
@@ -318,14 +318,14 @@ async fn transports_open_by_url_scheme() {
     let remote = toolfunc::connect(&url).await.unwrap();
     assert_eq!(
         remote
-            .call("greeter", json!({"act": "$hello", "name": "Al"}))
+            .run("greeter", json!({"act": "$hello", "name": "Al"}))
             .await
             .unwrap(),
         "hello Al"
     );
     let local = toolfunc::connect("local://global").await.unwrap();
     assert_eq!(
-        local.call("add", json!({"a": 1, "b": 1})).await.unwrap(),
+        local.run("add", json!({"a": 1, "b": 1})).await.unwrap(),
         json!(2.0)
     );
     for bad in ["ftp://host/api", "local://elsewhere", "no scheme"] {

@@ -116,10 +116,7 @@ async fn remote_tools_run_by_name_with_their_errors() {
     // `toolfunc::connect` takes a nats:// URL too.
     let transport = toolfunc::connect(&server.url()).await.unwrap();
     assert_eq!(
-        transport
-            .call("add", json!({"a": 5, "b": 5}))
-            .await
-            .unwrap(),
+        transport.run("add", json!({"a": 5, "b": 5})).await.unwrap(),
         json!(10.0)
     );
 }
@@ -241,7 +238,7 @@ async fn bad_input_gets_clean_errors() {
     let err = client.run("big", json!({})).await.unwrap_err();
     assert_eq!((err.code(), err.status()), ("TOO_LARGE", 413));
     // A non-object argument is refused before it is sent.
-    let err = Transport::call(&client, "add", json!([1, 2]))
+    let err = Transport::run(&client, "add", json!([1, 2]))
         .await
         .unwrap_err();
     assert_eq!(err.code(), "ARGUMENTS");

@@ -16,7 +16,7 @@ use crate::{Registry, ToolError, Transport};
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let local = toolfunc::connect("local:").await.unwrap();
-/// let err = local.call("no_such_tool", serde_json::json!({})).await.unwrap_err();
+/// let err = local.run("no_such_tool", serde_json::json!({})).await.unwrap_err();
 /// assert_eq!(err.code(), "NOT_FOUND");
 /// assert_eq!(toolfunc::connect("ftp://x").await.err().unwrap().code(), "BAD_URL");
 /// # });

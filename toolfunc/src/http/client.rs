@@ -123,16 +123,16 @@ impl Client {
 }
 
 impl Transport for Client {
-    fn call(
+    fn run(
         &self,
         name: &str,
         args: Value,
     ) -> futures::future::BoxFuture<'static, Result<Value, ToolError>> {
-        self.registry.call(name, args)
+        Transport::run(&self.registry, name, args)
     }
 
-    fn call_stream(&self, name: &str, args: Value) -> BoxStream<'static, Result<Value, ToolError>> {
-        self.registry.call_stream(name, args)
+    fn run_stream(&self, name: &str, args: Value) -> BoxStream<'static, Result<Value, ToolError>> {
+        Transport::run_stream(&self.registry, name, args)
     }
 }
 

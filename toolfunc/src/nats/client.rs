@@ -251,15 +251,16 @@ impl Client {
     }
 }
 
+// These forward to the inherent `Client::run` and `Client::run_stream`.
 impl Transport for Client {
-    fn call(&self, name: &str, args: Value) -> BoxFuture<'static, Result<Value, ToolError>> {
+    fn run(&self, name: &str, args: Value) -> BoxFuture<'static, Result<Value, ToolError>> {
         let client = self.clone();
         let name = name.to_owned();
-        Box::pin(async move { client.run(&name, args).await })
+        Box::pin(async move { Client::run(&client, &name, args).await })
     }
 
-    fn call_stream(&self, name: &str, args: Value) -> BoxStream<'static, Result<Value, ToolError>> {
-        self.run_stream(name, args)
+    fn run_stream(&self, name: &str, args: Value) -> BoxStream<'static, Result<Value, ToolError>> {
+        Client::run_stream(self, name, args)
     }
 }
 
