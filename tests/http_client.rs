@@ -155,6 +155,31 @@ async fn errors_come_back_as_the_same_variant() {
 }
 
 #[tokio::test]
+async fn a_bad_url_raised_by_a_remote_tool_comes_back_as_itself() {
+    let registry = Registry::new();
+    registry
+        .register(
+            ToolFunc::builder("open")
+                .handler_sync(|_ctx, _args| {
+                    Err(ToolError::BadUrl {
+                        url: "ftp://x".into(),
+                        reason: "not served here".into(),
+                    })
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let client = Client::connect(&start(registry).await).await.unwrap();
+    let err = client.run("open", json!({})).await.unwrap_err();
+    assert!(
+        matches!(&err, ToolError::BadUrl { url, reason } if url == "ftp://x" && reason == "not served here"),
+        "{err:?}"
+    );
+    assert_eq!(err.status(), 400);
+}
+
+#[tokio::test]
 async fn streams_arrive_item_by_item() {
     let client = Client::connect(&start(demo::catalog()).await)
         .await
@@ -283,7 +308,11 @@ async fn timeouts_and_cancellation_abort_the_request() {
 #[tokio::test]
 async fn unreachable_servers_and_bad_urls_are_clear_errors() {
     let err = Client::connect("not a url").await.unwrap_err();
-    assert_eq!(err.code(), "BAD_URL");
+    assert!(
+        matches!(&err, ToolError::BadUrl { url, .. } if url == "not a url"),
+        "{err:?}"
+    );
+    assert_eq!((err.code(), err.status()), ("BAD_URL", 400));
     // Nothing listens on this port once the listener is gone.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();

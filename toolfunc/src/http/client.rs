@@ -78,8 +78,10 @@ impl Client {
     /// Like [`connect`](Self::connect), with a configured `reqwest::Client` (default
     /// headers such as `authorization`, proxies, timeouts).
     pub async fn connect_with(url: &str, http: reqwest::Client) -> Result<Self, ToolError> {
-        let base = Url::parse(url.trim_end_matches('/'))
-            .map_err(|e| ToolError::custom("BAD_URL", 400, format!("`{url}` is not a URL: {e}")))?;
+        let base = Url::parse(url.trim_end_matches('/')).map_err(|e| ToolError::BadUrl {
+            url: url.to_owned(),
+            reason: format!("it is not a URL: {e}"),
+        })?;
         let registry = Registry::new();
         let remote = Arc::new(Remote {
             base,

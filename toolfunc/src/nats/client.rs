@@ -335,19 +335,17 @@ fn split_url(url: &str) -> Result<(String, Option<String>), ToolError> {
             "nats" | "tls" | "ws" | "wss"
         )
     {
-        return Err(ToolError::custom(
-            "BAD_URL",
-            400,
-            format!("cannot open `{url}`: the scheme is not nats, tls, ws or wss"),
-        ));
+        return Err(ToolError::BadUrl {
+            url: url.to_owned(),
+            reason: "the scheme is not nats, tls, ws or wss".to_owned(),
+        });
     }
     let (servers, path) = rest.split_once('/').unwrap_or((rest, ""));
     if servers.is_empty() {
-        return Err(ToolError::custom(
-            "BAD_URL",
-            400,
-            format!("cannot open `{url}`: no server address"),
-        ));
+        return Err(ToolError::BadUrl {
+            url: url.to_owned(),
+            reason: "no server address".to_owned(),
+        });
     }
     let prefix = path.trim_matches('/');
     let servers = match scheme {
