@@ -141,7 +141,7 @@ fn mcp(c: &mut Criterion) {
         })
         .await;
         let ours = Session::open(|r, w| {
-            tokio::spawn(Server::new(Registry::global().clone()).serve_io(r, w));
+            tokio::spawn(Server::new(Registry::global()).serve_io(r, w));
         })
         .await;
         let big = Session::open(|r, w| {
@@ -182,7 +182,7 @@ fn mcp(c: &mut Criterion) {
 }
 
 fn get_tool(c: &mut Criterion) {
-    let global = Server::new(Registry::global().clone());
+    let global = Server::new(Registry::global());
     let big = Server::new(registry(1_000));
     let mut group = c.benchmark_group("mcp_get_tool");
     group.bench_function("add", |b| {

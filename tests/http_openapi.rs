@@ -508,7 +508,7 @@ async fn the_auth_scheme_appears_with_a_hook() {
 #[tokio::test]
 async fn the_document_follows_the_registry() {
     let registry = Registry::new();
-    let api = Api::new(registry.clone());
+    let api = Api::new(&registry);
     let before = api.openapi_document();
     assert_eq!(api.openapi_document(), before, "kept between calls");
     assert!(before["paths"]["/api/later"].is_null());

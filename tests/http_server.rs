@@ -148,7 +148,7 @@ impl Drop for InStream {
 
 #[tokio::test]
 async fn discovery_lists_every_api_tool_without_code() {
-    let addr = start(Api::new(Registry::global().clone())).await;
+    let addr = start(Api::new(Registry::global())).await;
     let names = [
         "add",
         "countdown",

@@ -141,7 +141,7 @@ fn registry() -> Registry {
 }
 
 fn server(registry: &Registry) -> Server {
-    Server::new(registry.clone())
+    Server::new(registry)
         .name("mcp-tests", "9.9.9")
         .instructions("Use the tools.")
 }

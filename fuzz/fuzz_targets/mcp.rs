@@ -73,7 +73,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let harness = harness();
-    let server = Server::new(harness.registry.clone());
+    let server = Server::new(&harness.registry);
     harness.runtime.block_on(async move {
         let (mut to_server, server_in) = tokio::io::duplex(1 << 16);
         let (server_out, from_server) = tokio::io::duplex(1 << 16);

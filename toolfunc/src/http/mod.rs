@@ -68,7 +68,7 @@
 //! ```no_run
 //! # async fn run() -> std::io::Result<()> {
 //! // Every #[tool] and Default #[tool_service] of the program, under /api.
-//! toolfunc::http::serve("127.0.0.1:3000", toolfunc::Registry::global().clone()).await
+//! toolfunc::http::serve("127.0.0.1:3000", toolfunc::Registry::global()).await
 //! # }
 //! ```
 

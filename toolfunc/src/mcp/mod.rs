@@ -53,11 +53,11 @@
 //! use toolfunc::{mcp::Server, Registry};
 //!
 //! // Over stdio, until the client closes the stream:
-//! Server::new(Registry::global().clone()).serve_stdio().await?;
+//! Server::new(Registry::global()).serve_stdio().await?;
 //!
 //! // Over streamable HTTP at `/mcp`, merged into any axum app, on connections
 //! // with TCP_NODELAY (a plain `axum::serve` makes each answer wait some 40 ms):
-//! let app = toolfunc::mcp::router(Registry::global().clone());
+//! let app = toolfunc::mcp::router(Registry::global());
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
 //! toolfunc::mcp::serve(listener, app).await?;
 //! # Ok(()) }
@@ -180,10 +180,10 @@ impl Server {
     /// executable's, without extension) and version `0.0.0` until
     /// [`name`](Self::name) says otherwise: pass your crate's with
     /// `.name(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"))`.
-    pub fn new(registry: Registry) -> Self {
+    pub fn new(registry: impl Into<Registry>) -> Self {
         Self {
             shared: Arc::new(Shared {
-                registry,
+                registry: registry.into(),
                 info: Implementation::new(program_name(), "0.0.0"),
                 instructions: None,
                 catalog: Arc::default(),
@@ -393,7 +393,7 @@ impl Server {
     /// let listener = tokio::net::TcpListener::bind("127.0.0.1:3001")
     ///     .await
     ///     .map_err(|err| toolfunc::ToolError::failed(err.to_string()))?;
-    /// Server::new(Registry::global().clone()).serve_http(listener).await
+    /// Server::new(Registry::global()).serve_http(listener).await
     /// # }
     /// ```
     pub async fn serve_http(self, listener: tokio::net::TcpListener) -> Result<(), ToolError> {
@@ -519,13 +519,13 @@ impl Server {
 }
 
 /// Serves `registry` over this process's stdin and stdout (see [`Server`]).
-pub async fn serve_stdio(registry: Registry) -> Result<(), ToolError> {
+pub async fn serve_stdio(registry: impl Into<Registry>) -> Result<(), ToolError> {
     Server::new(registry).serve_stdio().await
 }
 
 /// An axum router serving `registry` over streamable HTTP at `/mcp` (see
 /// [`Server::router`]); serve it with [`serve`].
-pub fn router(registry: Registry) -> axum::Router {
+pub fn router(registry: impl Into<Registry>) -> axum::Router {
     Server::new(registry).router()
 }
 
