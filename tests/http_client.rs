@@ -76,6 +76,37 @@ async fn remote_tools_run_by_name_and_alias() {
 }
 
 #[tokio::test]
+async fn a_client_serves_the_remote_tools_again() {
+    let upstream = Client::connect(&start(demo::catalog()).await)
+        .await
+        .unwrap();
+    // A gateway: the remote tools, mounted on a server of its own.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/api", listener.local_addr().unwrap());
+    let gateway = Server::new().mount(Api::new(&upstream)).unwrap();
+    tokio::spawn(gateway.serve(listener));
+
+    let client = Client::connect(&url).await.unwrap();
+    assert_eq!(client.names(), upstream.names());
+    assert_eq!(client.definitions(), upstream.definitions());
+    assert_eq!(
+        client.run("plus", json!({"a": 2, "b": 3})).await.unwrap(),
+        json!(5.0)
+    );
+    // The upstream server's errors pass through the gateway as they were raised.
+    let err = client
+        .run("add", json!({"a": "one", "b": 2}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ToolError::Arguments { path, .. } if path == "/a"),
+        "{err:?}"
+    );
+    assert!(Registry::from(&upstream).ptr_eq(upstream.registry()));
+    assert!(Registry::from(upstream.clone()).ptr_eq(upstream.registry()));
+}
+
+#[tokio::test]
 async fn rest_verbs_in_wire_form() {
     let client = Client::connect(&start(demo::catalog()).await)
         .await

@@ -67,6 +67,10 @@ async fn remote_tools_run_by_name_with_their_errors() {
         client.get("add").unwrap().definition().params["properties"]["a"]["type"],
         "number"
     );
+    assert!(client.has("plus") && !client.has("nope"));
+    assert_eq!(client.definitions().len(), 7);
+    // The client converts into its registry: what takes a registry takes a client.
+    assert!(Registry::from(&client).ptr_eq(client.registry()));
     assert_eq!(
         client.run("add", json!({"a": 1, "b": 2})).await.unwrap(),
         json!(3.0)
