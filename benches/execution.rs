@@ -77,7 +77,7 @@ fn context(c: &mut Criterion) {
     });
     // A tracked call (started in a ledger, read back by id) against the same call
     // spawned and awaited untracked.
-    let ledger = toolfunc::ledger::Ledger::new(registry.clone());
+    let ledger = toolfunc::ledger::Ledger::new(registry);
     group.bench_function("spawn/untracked", |b| {
         b.to_async(&runtime)
             .iter(|| registry.spawn(black_box("add_async"), black_box(args.clone())));

@@ -60,7 +60,7 @@ fn http(c: &mut Criterion) {
         .expect("a tokio runtime");
     let (bare, ours, server) = runtime.block_on(async {
         let bare = serve(axum::Router::new().route("/add", axum::routing::post(bare_add))).await;
-        let ours = serve(toolfunc::http::router(Registry::global().clone())).await;
+        let ours = serve(toolfunc::http::router(Registry::global())).await;
         // The same router behind toolfunc's own accept loop (connection cap,
         // header and idle timeouts).
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -68,7 +68,7 @@ fn http(c: &mut Criterion) {
             .expect("a loopback port");
         let server = listener.local_addr().expect("a bound address");
         let mounted = toolfunc::http::Server::new()
-            .mount(toolfunc::http::Api::new(Registry::global().clone()))
+            .mount(toolfunc::http::Api::new(Registry::global()))
             .expect("one prefix");
         tokio::spawn(mounted.serve(listener));
         (

@@ -14,7 +14,7 @@ use std::time::Instant;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
-use toolfunc::mcp::McpServer;
+use toolfunc::mcp::Server;
 use toolfunc::mcp::rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ServerCapabilities,
     ServerConfig,
@@ -141,11 +141,11 @@ fn mcp(c: &mut Criterion) {
         })
         .await;
         let ours = Session::open(|r, w| {
-            tokio::spawn(McpServer::new(Registry::global().clone()).serve_io(r, w));
+            tokio::spawn(Server::new(Registry::global()).serve_io(r, w));
         })
         .await;
         let big = Session::open(|r, w| {
-            tokio::spawn(McpServer::new(registry(1_000)).serve_io(r, w));
+            tokio::spawn(Server::new(registry(1_000)).serve_io(r, w));
         })
         .await;
         (bare, ours, big)
@@ -182,8 +182,8 @@ fn mcp(c: &mut Criterion) {
 }
 
 fn get_tool(c: &mut Criterion) {
-    let global = McpServer::new(Registry::global().clone());
-    let big = McpServer::new(registry(1_000));
+    let global = Server::new(Registry::global());
+    let big = Server::new(registry(1_000));
     let mut group = c.benchmark_group("mcp_get_tool");
     group.bench_function("add", |b| {
         b.iter(|| black_box(global.get_tool(black_box("add"))));

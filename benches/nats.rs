@@ -55,7 +55,7 @@ fn nats(c: &mut Criterion) {
             .expect("a loopback port");
         let addr = listener.local_addr().expect("a bound address");
         let mounted = toolfunc::http::Server::new()
-            .mount(toolfunc::http::Api::new(Registry::global().clone()))
+            .mount(toolfunc::http::Api::new(Registry::global()))
             .expect("one prefix");
         tokio::spawn(mounted.serve(listener));
         let http = toolfunc::http::Client::connect(&format!("http://{addr}/api"))
@@ -64,7 +64,7 @@ fn nats(c: &mut Criterion) {
         let mut workers = Vec::new();
         for prefix in ["one", "two", "two"] {
             workers.push(
-                toolfunc::nats::Worker::builder(Registry::global().clone())
+                toolfunc::nats::Worker::builder(Registry::global())
                     .prefix(prefix)
                     .connect(&url)
                     .await

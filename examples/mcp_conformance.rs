@@ -8,7 +8,7 @@
 
 mod conformance;
 
-use toolfunc::mcp::McpServer;
+use toolfunc::mcp::Server;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -21,7 +21,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         addr = value;
     }
-    let server = McpServer::new(conformance::registry()?)
+    let server = Server::new(conformance::registry()?)
         .name("toolfunc-conformance", env!("CARGO_PKG_VERSION"));
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     let url = format!("http://{}{}", listener.local_addr()?, toolfunc::mcp::PATH);

@@ -11,7 +11,7 @@
 mod demo;
 
 use serde_json::json;
-use toolfunc::mcp::McpServer;
+use toolfunc::mcp::Server;
 use toolfunc::{Ctx, LogLevel, Registry, RegistryEvent, SubscriptionError, tool};
 
 /// Says how many tools the server has, logging what it looks at.
@@ -50,7 +50,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     // The catalog's #[tool] functions and Default #[tool_service]s are in the global
     // registry already.
-    let server = McpServer::new(Registry::global().clone())
+    let server = Server::new(Registry::global())
         .name("toolfunc-demo", env!("CARGO_PKG_VERSION"))
         .instructions("Demo tools: arithmetic, greetings, a users store, a countdown, a failing tool, a slow one and one that logs.");
     log_calls(Registry::global());

@@ -54,7 +54,7 @@ async fn main() {
             _ => usage(),
         }
     }
-    let mut builder = toolfunc::nats::Worker::builder(Registry::global().clone()).prefix(&prefix);
+    let mut builder = toolfunc::nats::Worker::builder(Registry::global()).prefix(&prefix);
     if let Some(settings) = durable {
         builder = builder.durable(settings);
     }

@@ -35,15 +35,13 @@ async fn main() -> std::io::Result<()> {
     }
     // The catalog's #[tool] functions and Default #[tool_service]s are in the global
     // registry already.
-    let api = Api::new(Registry::global().clone())
-        .prefix(prefix)
-        .docs(true);
+    let api = Api::new(Registry::global()).prefix(prefix).docs(true);
     let base = format!("http://{addr}{}", api.path());
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     let mcp = format!("http://{addr}{}", toolfunc::mcp::PATH);
     let mut server = Server::new().mount(api).map_err(std::io::Error::other)?;
     if base != mcp {
-        server = server.merge(toolfunc::mcp::router(Registry::global().clone()));
+        server = server.merge(toolfunc::mcp::router(Registry::global()));
     }
     println!("toolfunc demo server listening on {base}");
     println!();

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolfunc::ask::{self, ClientRequest, ElicitAction};
-use toolfunc::mcp::McpServer;
+use toolfunc::mcp::Server;
 use toolfunc::{CallOptions, Ctx, Registry, ToolError, ToolFunc};
 
 use mcp_support::Pipe;
@@ -136,7 +136,7 @@ async fn connect(capabilities: Value) -> Pipe {
 
 /// A 2025-11-25 session with `registry`'s server, declaring `capabilities`.
 async fn connect_to(registry: Registry, capabilities: Value) -> Pipe {
-    let mut pipe = Pipe::spawn(McpServer::new(registry));
+    let mut pipe = Pipe::spawn(Server::new(registry));
     let init = pipe
         .request(
             "initialize",
@@ -279,7 +279,7 @@ fn modern_call(name: &str, capabilities: &Value, extra: Value) -> Value {
 
 #[tokio::test]
 async fn a_sessionless_client_answers_in_rounds() {
-    let mut pipe = Pipe::spawn(McpServer::new(registry()));
+    let mut pipe = Pipe::spawn(Server::new(registry()));
     let caps = json!({"elicitation": {}});
     let first = pipe
         .request("tools/call", modern_call("ask_name", &caps, json!({})))
@@ -358,7 +358,7 @@ async fn a_sessionless_client_answers_in_rounds() {
 
 #[tokio::test]
 async fn a_sessionless_client_is_asked_only_what_it_declared() {
-    let mut pipe = Pipe::spawn(McpServer::new(registry()));
+    let mut pipe = Pipe::spawn(Server::new(registry()));
     let answer = pipe
         .request(
             "tools/call",
@@ -378,7 +378,7 @@ async fn a_sessionless_client_is_asked_only_what_it_declared() {
                 .unwrap(),
         )
         .unwrap();
-    let mut pipe = Pipe::spawn(McpServer::new(registry));
+    let mut pipe = Pipe::spawn(Server::new(registry));
     let answer = pipe
         .request("tools/call", modern_call("plain", &json!({}), json!({})))
         .await;

@@ -130,6 +130,16 @@ fn cases() -> Vec<(ToolError, &'static str, u16, &'static str, Value)> {
             json!({"code": "OUTPUT", "message": "key must be a string", "status": 500}),
         ),
         (
+            ToolError::BadUrl {
+                url: "ftp://x".into(),
+                reason: "the scheme is not one of local, http, https, nats, tls".into(),
+            },
+            "BAD_URL",
+            400,
+            "cannot open `ftp://x`: the scheme is not one of local, http, https, nats, tls",
+            json!({"code": "BAD_URL", "message": "cannot open `ftp://x`: the scheme is not one of local, http, https, nats, tls", "status": 400, "data": {"url": "ftp://x", "reason": "the scheme is not one of local, http, https, nats, tls"}}),
+        ),
+        (
             ToolError::custom("USER_NOT_FOUND", 404, "no user 7"),
             "USER_NOT_FOUND",
             404,
@@ -205,6 +215,16 @@ fn same(left: &ToolError, right: &ToolError) -> bool {
                 ..
             },
         ) => l_message == r_message && l_data == r_data,
+        (
+            E::BadUrl {
+                url: l_url,
+                reason: l_reason,
+            },
+            E::BadUrl {
+                url: r_url,
+                reason: r_reason,
+            },
+        ) => l_url == r_url && l_reason == r_reason,
         (E::Cancelled { reason: l }, E::Cancelled { reason: r }) => l == r,
         (E::Timeout { after_ms: l }, E::Timeout { after_ms: r }) => l == r,
         (
@@ -293,6 +313,10 @@ fn round_trip_variants_by_pattern() {
         ToolError::Output { path: Some(path), message } if path == "/total" && message == "o"
     ));
     assert!(matches!(
+        back(&ToolError::BadUrl { url: "u".into(), reason: "r".into() }),
+        ToolError::BadUrl { url, reason } if url == "u" && reason == "r"
+    ));
+    assert!(matches!(
         back(&ToolError::custom("TEAPOT", 418, "t").with_data(json!({"cups": [1, 2]}))),
         ToolError::Custom { code, status: 418, message, data: Some(data) }
             if code == "TEAPOT" && message == "t" && data == json!({"cups": [1, 2]})
@@ -311,6 +335,15 @@ fn minimal_wire_forms_deserialise() {
         matches!(&err, ToolError::Custom { code, status: 500, message, data: None } if code == "MY_CODE" && message == "y"),
         "{err:?}"
     );
+
+    // A `BAD_URL` without data keeps its message as the reason.
+    let err: ToolError =
+        serde_json::from_value(json!({"code": "BAD_URL", "message": "no host"})).unwrap();
+    assert!(
+        matches!(&err, ToolError::BadUrl { url, reason } if url.is_empty() && reason == "no host"),
+        "{err:?}"
+    );
+    assert_eq!(err.status(), 400);
 
     // Not an error object at all.
     assert!(serde_json::from_value::<ToolError>(json!({"message": "no code"})).is_err());

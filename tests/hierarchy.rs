@@ -154,9 +154,16 @@ fn lineage() {
     let sibling = parent.isolate();
 
     assert!(grandparent.parent().is_none());
-    assert!(parent.parent().unwrap().same(&grandparent));
-    assert!(child.parent().unwrap().same(&parent));
-    assert!(child.parent().unwrap().parent().unwrap().same(&grandparent));
+    assert!(parent.parent().unwrap().ptr_eq(&grandparent));
+    assert!(child.parent().unwrap().ptr_eq(&parent));
+    assert!(
+        child
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .ptr_eq(&grandparent)
+    );
 
     assert!(child.descends_from(&parent));
     assert!(child.descends_from(&grandparent));
@@ -164,8 +171,8 @@ fn lineage() {
     assert!(!parent.descends_from(&child));
     assert!(!child.descends_from(&sibling));
     assert!(!sibling.descends_from(&child));
-    assert!(!child.same(&sibling));
-    assert!(child.clone().same(&child));
+    assert!(!child.ptr_eq(&sibling));
+    assert!(child.clone().ptr_eq(&child));
     assert!(!child.descends_from(&Registry::new()));
 }
 

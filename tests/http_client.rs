@@ -76,6 +76,37 @@ async fn remote_tools_run_by_name_and_alias() {
 }
 
 #[tokio::test]
+async fn a_client_serves_the_remote_tools_again() {
+    let upstream = Client::connect(&start(demo::catalog()).await)
+        .await
+        .unwrap();
+    // A gateway: the remote tools, mounted on a server of its own.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/api", listener.local_addr().unwrap());
+    let gateway = Server::new().mount(Api::new(&upstream)).unwrap();
+    tokio::spawn(gateway.serve(listener));
+
+    let client = Client::connect(&url).await.unwrap();
+    assert_eq!(client.names(), upstream.names());
+    assert_eq!(client.definitions(), upstream.definitions());
+    assert_eq!(
+        client.run("plus", json!({"a": 2, "b": 3})).await.unwrap(),
+        json!(5.0)
+    );
+    // The upstream server's errors pass through the gateway as they were raised.
+    let err = client
+        .run("add", json!({"a": "one", "b": 2}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ToolError::Arguments { path, .. } if path == "/a"),
+        "{err:?}"
+    );
+    assert!(Registry::from(&upstream).ptr_eq(upstream.registry()));
+    assert!(Registry::from(upstream.clone()).ptr_eq(upstream.registry()));
+}
+
+#[tokio::test]
 async fn rest_verbs_in_wire_form() {
     let client = Client::connect(&start(demo::catalog()).await)
         .await
@@ -152,6 +183,31 @@ async fn errors_come_back_as_the_same_variant() {
         client.run("nope", json!({})).await.unwrap_err().code(),
         "NOT_FOUND"
     );
+}
+
+#[tokio::test]
+async fn a_bad_url_raised_by_a_remote_tool_comes_back_as_itself() {
+    let registry = Registry::new();
+    registry
+        .register(
+            ToolFunc::builder("open")
+                .handler_sync(|_ctx, _args| {
+                    Err(ToolError::BadUrl {
+                        url: "ftp://x".into(),
+                        reason: "not served here".into(),
+                    })
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let client = Client::connect(&start(registry).await).await.unwrap();
+    let err = client.run("open", json!({})).await.unwrap_err();
+    assert!(
+        matches!(&err, ToolError::BadUrl { url, reason } if url == "ftp://x" && reason == "not served here"),
+        "{err:?}"
+    );
+    assert_eq!(err.status(), 400);
 }
 
 #[tokio::test]
@@ -283,7 +339,11 @@ async fn timeouts_and_cancellation_abort_the_request() {
 #[tokio::test]
 async fn unreachable_servers_and_bad_urls_are_clear_errors() {
     let err = Client::connect("not a url").await.unwrap_err();
-    assert_eq!(err.code(), "BAD_URL");
+    assert!(
+        matches!(&err, ToolError::BadUrl { url, .. } if url == "not a url"),
+        "{err:?}"
+    );
+    assert_eq!((err.code(), err.status()), ("BAD_URL", 400));
     // Nothing listens on this port once the listener is gone.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -305,7 +365,7 @@ async fn transports_are_interchangeable() {
         let greeter = GreeterClient::from_shared(Arc::clone(&transport));
         assert_eq!(greeter.hello("Bo".into()).await.unwrap(), "hello Bo");
         let items: Vec<_> = transport
-            .call_stream("countdown", json!({"count": 2}))
+            .run_stream("countdown", json!({"count": 2}))
             .collect()
             .await;
         assert_eq!(items.len(), 2);
@@ -318,14 +378,14 @@ async fn transports_open_by_url_scheme() {
     let remote = toolfunc::connect(&url).await.unwrap();
     assert_eq!(
         remote
-            .call("greeter", json!({"act": "$hello", "name": "Al"}))
+            .run("greeter", json!({"act": "$hello", "name": "Al"}))
             .await
             .unwrap(),
         "hello Al"
     );
     let local = toolfunc::connect("local://global").await.unwrap();
     assert_eq!(
-        local.call("add", json!({"a": 1, "b": 1})).await.unwrap(),
+        local.run("add", json!({"a": 1, "b": 1})).await.unwrap(),
         json!(2.0)
     );
     for bad in ["ftp://host/api", "local://elsewhere", "no scheme"] {

@@ -105,17 +105,16 @@ async fn a_tool_named_docs_is_served_instead() {
 
 #[tokio::test]
 async fn the_page_opens_without_the_hook_and_reads_through_it() {
-    let api =
-        Api::new(registry())
-            .docs(true)
-            .with_auth(|req| match req.headers.get("authorization") {
-                Some(v) if v == "Bearer t" => Ok(()),
-                _ => Err(ToolError::custom(
-                    "UNAUTHORIZED",
-                    401,
-                    "a token is required",
-                )),
-            });
+    let api = Api::new(registry())
+        .docs(true)
+        .auth(|req| match req.headers.get("authorization") {
+            Some(v) if v == "Bearer t" => Ok(()),
+            _ => Err(ToolError::custom(
+                "UNAUTHORIZED",
+                401,
+                "a token is required",
+            )),
+        });
     let addr = start(api).await;
     // The page itself holds nothing: a browser opens it without a token...
     let page = get(addr, "/api/docs").await;

@@ -166,17 +166,16 @@ async fn behind_a_token_the_page_opens_and_sends_the_credential_it_is_given() {
     let dir = interop::node_packages();
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let url = format!("http://{}/api", listener.local_addr().expect("local addr"));
-    let api =
-        Api::new(catalog())
-            .docs(true)
-            .with_auth(|req| match req.headers.get("authorization") {
-                Some(v) if v == "Bearer letmein" => Ok(()),
-                _ => Err(ToolError::custom(
-                    "UNAUTHORIZED",
-                    401,
-                    "a bearer token is required",
-                )),
-            });
+    let api = Api::new(catalog())
+        .docs(true)
+        .auth(|req| match req.headers.get("authorization") {
+            Some(v) if v == "Bearer letmein" => Ok(()),
+            _ => Err(ToolError::custom(
+                "UNAUTHORIZED",
+                401,
+                "a bearer token is required",
+            )),
+        });
     tokio::spawn(Server::new().mount(api).expect("mount").serve(listener));
     process::run(
         Command::new("node")

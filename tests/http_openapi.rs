@@ -460,7 +460,7 @@ async fn hidden_tools_are_left_out() {
 
 #[tokio::test]
 async fn the_auth_scheme_appears_with_a_hook() {
-    let api = Api::new(demo::catalog()).prefix("/rpc").with_auth(|req| {
+    let api = Api::new(demo::catalog()).prefix("/rpc").auth(|req| {
         match req.headers.get("authorization") {
             Some(v) if v == "Bearer s3cret" => Ok(()),
             _ => Err(ToolError::custom(
@@ -494,7 +494,7 @@ async fn the_auth_scheme_appears_with_a_hook() {
     // Described by the program.
     let scheme = json!({"type": "apiKey", "in": "header", "name": "x-api-key"});
     let doc = Api::new(Registry::new())
-        .with_auth(|_| Ok(()))
+        .auth(|_| Ok(()))
         .openapi_security("key", scheme.clone())
         .openapi_info("Shop", "2.1.0")
         .openapi_document();
@@ -508,7 +508,7 @@ async fn the_auth_scheme_appears_with_a_hook() {
 #[tokio::test]
 async fn the_document_follows_the_registry() {
     let registry = Registry::new();
-    let api = Api::new(registry.clone());
+    let api = Api::new(&registry);
     let before = api.openapi_document();
     assert_eq!(api.openapi_document(), before, "kept between calls");
     assert!(before["paths"]["/api/later"].is_null());

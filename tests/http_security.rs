@@ -33,7 +33,7 @@ type Seen = Arc<Mutex<Vec<(Option<String>, Option<String>)>>>;
 /// An API whose hook refuses `$promote` of `users` (and records what it saw).
 fn no_promotions(registry: Registry, seen: &Seen) -> Api {
     let seen = Arc::clone(seen);
-    Api::new(registry).with_auth(move |req| {
+    Api::new(registry).auth(move |req| {
         seen.lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push((req.tool.map(str::to_owned), req.act.map(str::to_owned)));

@@ -148,7 +148,7 @@ impl Drop for InStream {
 
 #[tokio::test]
 async fn discovery_lists_every_api_tool_without_code() {
-    let addr = start(Api::new(Registry::global().clone())).await;
+    let addr = start(Api::new(Registry::global())).await;
     let names = [
         "add",
         "countdown",
@@ -1328,7 +1328,7 @@ fn guarded(hits: &Arc<AtomicUsize>, seen: &Seen) -> Api {
     let registry = Registry::global().isolate();
     registry.register(counter("counter", hits)).unwrap();
     let seen = Arc::clone(seen);
-    Api::new(registry).with_auth(move |req| {
+    Api::new(registry).auth(move |req| {
         seen.lock().unwrap_or_else(PoisonError::into_inner).push((
             req.method.to_string(),
             req.tool.map(str::to_owned),

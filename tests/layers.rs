@@ -620,7 +620,7 @@ async fn mcp_tools_list_and_calls_pass_the_layers() {
             Ok(())
         }))
         .layer(Named("l", log.clone()));
-    let url = mcp_support::serve_http(toolfunc::mcp::McpServer::new(registry).router()).await;
+    let url = mcp_support::serve_http(toolfunc::mcp::Server::new(registry).router()).await;
     let client = reqwest::Client::new();
     let list = mcp_support::Answer::read(
         mcp_support::modern_request(&client, &url, 1, "tools/list", json!({})),

@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
-use toolfunc::mcp::McpServer;
+use toolfunc::mcp::Server;
 
 use mcp_support::{Answer, serve_http};
 use toolfunc::{CallStatus, Ctx, Registry, RegistryEvent, ToolError, ToolFunc, tool, tool_service};
@@ -140,8 +140,8 @@ fn registry() -> Registry {
     registry
 }
 
-fn server(registry: &Registry) -> McpServer {
-    McpServer::new(registry.clone())
+fn server(registry: &Registry) -> Server {
+    Server::new(registry)
         .name("mcp-tests", "9.9.9")
         .instructions("Use the tools.")
 }
@@ -168,7 +168,7 @@ struct Client {
 
 impl Client {
     /// Starts `server` on a pair of pipes; no handshake yet.
-    fn spawn(server: McpServer) -> Self {
+    fn spawn(server: Server) -> Self {
         let (writer, server_in) = tokio::io::duplex(1 << 16);
         let (server_out, reader) = tokio::io::duplex(1 << 16);
         let server = tokio::spawn(server.serve_io(server_in, server_out));
@@ -182,7 +182,7 @@ impl Client {
     }
 
     /// Starts `server` and completes the handshake; returns the `initialize` result.
-    async fn connect(server: McpServer) -> (Self, Value) {
+    async fn connect(server: Server) -> (Self, Value) {
         let mut client = Self::spawn(server);
         let init = client.request("initialize", init_params()).await;
         assert!(init.get("error").is_none(), "initialize failed: {init}");
@@ -347,7 +347,7 @@ async fn initialize_announces_tools_name_and_instructions() {
     client.close().await;
 
     // Unnamed: the program's name (not the library's) and no instructions.
-    let (client, init) = Client::connect(McpServer::new(Registry::new())).await;
+    let (client, init) = Client::connect(Server::new(Registry::new())).await;
     let program = std::env::current_exe().unwrap();
     let program = program.file_stem().unwrap().to_str().unwrap();
     assert_eq!(init["serverInfo"]["name"], program);

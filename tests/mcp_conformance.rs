@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::process::Command;
-use toolfunc::mcp::McpServer;
+use toolfunc::mcp::Server;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_conformance_suite_passes_outside_its_baseline() {
@@ -25,7 +25,7 @@ async fn the_conformance_suite_passes_outside_its_baseline() {
         panic!("{missing}");
     }
     let registry = conformance::registry().expect("the conformance tools");
-    let server = McpServer::new(registry).name("toolfunc-conformance", "0.0.0");
+    let server = Server::new(registry).name("toolfunc-conformance", "0.0.0");
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let url = format!(
         "http://{}{}",

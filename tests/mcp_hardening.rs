@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
-use toolfunc::mcp::McpServer;
+use toolfunc::mcp::Server;
 use toolfunc::mcp::rmcp::transport::StreamableHttpServerConfig;
 use toolfunc::{CollectLimit, Registry, ToolError, ToolFunc};
 
@@ -57,7 +57,7 @@ struct Client {
 }
 
 impl Client {
-    fn spawn(server: McpServer) -> Self {
+    fn spawn(server: Server) -> Self {
         let (writer, server_in) = tokio::io::duplex(1 << 16);
         let (server_out, reader) = tokio::io::duplex(1 << 16);
         let server = tokio::spawn(server.serve_io(server_in, server_out));
@@ -68,7 +68,7 @@ impl Client {
         }
     }
 
-    async fn connect(server: McpServer) -> Self {
+    async fn connect(server: Server) -> Self {
         let mut client = Self::spawn(server);
         client.initialize().await;
         client
@@ -182,7 +182,7 @@ fn slow_and_endless() -> Registry {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_duplicate_in_flight_id_is_refused_and_the_first_still_answers() {
-    let mut client = Client::connect(McpServer::new(slow_and_endless())).await;
+    let mut client = Client::connect(Server::new(slow_and_endless())).await;
     let call = |id: i64, name: &str| {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                "params": {"name": name, "arguments": {}}})
@@ -205,8 +205,7 @@ async fn a_duplicate_in_flight_id_is_refused_and_the_first_still_answers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endless_stream_is_capped_when_collected() {
-    let server =
-        McpServer::new(slow_and_endless()).collect_limit(CollectLimit::new(1_000, 1 << 20));
+    let server = Server::new(slow_and_endless()).collect_limit(CollectLimit::new(1_000, 1 << 20));
     let mut client = Client::connect(server).await;
     client
         .send(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
@@ -227,7 +226,7 @@ async fn an_endless_stream_is_capped_when_collected() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_requests_are_answered_with_their_id() {
-    let mut client = Client::connect(McpServer::new(registry())).await;
+    let mut client = Client::connect(Server::new(registry())).await;
     let cases = [
         // A bad version: invalid request, answered to the id.
         (
@@ -296,7 +295,7 @@ async fn malformed_requests_are_answered_with_their_id() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_without_a_usable_id_are_answered_with_a_null_id() {
-    let mut client = Client::connect(McpServer::new(registry())).await;
+    let mut client = Client::connect(Server::new(registry())).await;
     for line in [
         r#"{"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}"#,
         r#"{"jsonrpc": "2.0", "id": true, "method": "ping"}"#,
@@ -319,7 +318,7 @@ async fn requests_without_a_usable_id_are_answered_with_a_null_id() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unparsable_lines_are_parse_errors_with_a_null_id() {
-    let mut client = Client::connect(McpServer::new(registry())).await;
+    let mut client = Client::connect(Server::new(registry())).await;
     for line in [
         "this is not json {",
         r#"{"jsonrpc": "2.0", "id": 1, "method": "ping""#,
@@ -344,7 +343,7 @@ async fn unparsable_lines_are_parse_errors_with_a_null_id() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_requests_before_initialize_are_answered_too() {
-    let mut client = Client::spawn(McpServer::new(registry()));
+    let mut client = Client::spawn(Server::new(registry()));
     client
         .send_line(r#"{"jsonrpc": "1.0", "id": 9, "method": "initialize"}"#)
         .await;
@@ -361,7 +360,7 @@ async fn invalid_requests_before_initialize_are_answered_too() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_notification_first_does_not_stop_the_server() {
-    let mut client = Client::spawn(McpServer::new(registry()));
+    let mut client = Client::spawn(Server::new(registry()));
     client
         .send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         .await;
@@ -414,9 +413,9 @@ async fn a_notification_first_does_not_stop_the_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn input_ending_before_initialize_is_a_clean_end() {
-    let client = Client::spawn(McpServer::new(registry()));
+    let client = Client::spawn(Server::new(registry()));
     client.close().await;
-    let mut client = Client::spawn(McpServer::new(registry()));
+    let mut client = Client::spawn(Server::new(registry()));
     client
         .send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         .await;
@@ -428,7 +427,7 @@ async fn input_ending_before_initialize_is_a_clean_end() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batches_are_refused_per_request() {
-    let mut client = Client::connect(McpServer::new(registry())).await;
+    let mut client = Client::connect(Server::new(registry())).await;
     // An empty batch: one invalid request.
     client.send_line("[]").await;
     assert_error(&client.read().await, &Value::Null, -32600);
@@ -463,7 +462,7 @@ async fn batches_are_refused_per_request() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_overlong_line_is_refused_without_waiting_for_its_end() {
-    let server = McpServer::new(registry()).max_line_length(1024);
+    let server = Server::new(registry()).max_line_length(1024);
     let mut client = Client::connect(server).await;
     // Just within the limit (the newline not counted) is fine.
     let text = "a".repeat(1024 - 120);
@@ -504,7 +503,7 @@ async fn an_overlong_line_is_refused_without_waiting_for_its_end() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_never_interleave() {
-    let mut client = Client::connect(McpServer::new(registry())).await;
+    let mut client = Client::connect(Server::new(registry())).await;
     let mut burst = String::new();
     let text = "z".repeat(5000);
     for id in 0..200 {
@@ -645,7 +644,7 @@ impl Http {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn foreign_origins_are_refused() {
-    let http = Http::new(serve_http(McpServer::new(registry()).router()).await);
+    let http = Http::new(serve_http(Server::new(registry()).router()).await);
     for origin in [
         "http://evil.example",
         "https://evil.example:443",
@@ -690,7 +689,7 @@ async fn foreign_origins_are_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allowed_origins_are_configurable() {
-    let server = McpServer::new(registry()).allowed_origins(["https://app.example"]);
+    let server = Server::new(registry()).allowed_origins(["https://app.example"]);
     let http = Http::new(serve_http(server.router()).await);
     assert_eq!(
         http.open(&[("Origin", "https://app.example")]).await.status,
@@ -707,7 +706,7 @@ async fn allowed_origins_are_configurable() {
         403
     );
 
-    let server = McpServer::new(registry()).allow_any_origin();
+    let server = Server::new(registry()).allow_any_origin();
     let http = Http::new(serve_http(server.router()).await);
     assert_eq!(
         http.open(&[("Origin", "http://evil.example")]).await.status,
@@ -715,7 +714,7 @@ async fn allowed_origins_are_configurable() {
     );
 
     // The origin check also guards a service mounted by hand.
-    let service = McpServer::new(registry()).http_service(StreamableHttpServerConfig::default());
+    let service = Server::new(registry()).http_service(StreamableHttpServerConfig::default());
     let app = axum::Router::new().nest_service(toolfunc::mcp::PATH, service);
     let http = Http::new(serve_http(app).await);
     assert_eq!(
@@ -730,7 +729,7 @@ async fn allowed_origins_are_configurable() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_are_capped() {
-    let server = McpServer::new(registry()).max_sessions(3);
+    let server = Server::new(registry()).max_sessions(3);
     let http = Http::new(serve_http(server.router()).await);
     let mut sessions = Vec::new();
     for _ in 0..3 {
@@ -770,7 +769,7 @@ async fn sessions_are_capped() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_concurrent_initializes_stay_under_the_cap() {
-    let server = McpServer::new(registry()).max_sessions(10);
+    let server = Server::new(registry()).max_sessions(10);
     let http = Http::new(serve_http(server.router()).await);
     let answers = futures::future::join_all((0..40).map(|_| http.open(&[]))).await;
     let opened = answers.iter().filter(|a| a.status == 200).count();
@@ -780,7 +779,7 @@ async fn many_concurrent_initializes_stay_under_the_cap() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_that_never_finish_initializing_expire() {
-    let server = McpServer::new(registry())
+    let server = Server::new(registry())
         .max_sessions(2)
         .uninitialized_session_lifetime(Duration::from_millis(600));
     let http = Http::new(serve_http(server.router()).await);
@@ -804,7 +803,7 @@ async fn sessions_that_never_finish_initializing_expire() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_sessions_expire() {
-    let server = McpServer::new(registry())
+    let server = Server::new(registry())
         .max_sessions(1)
         .session_idle_lifetime(Duration::from_secs(1));
     let http = Http::new(serve_http(server.router()).await);
@@ -822,7 +821,7 @@ async fn idle_sessions_expire() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_json_rpc_errors_carry_an_id() {
-    let http = Http::new(serve_http(McpServer::new(registry()).router()).await);
+    let http = Http::new(serve_http(Server::new(registry()).router()).await);
     // A JSON-RPC response posted to a sessionless (2026-07-28) server: refused with
     // a JSON-RPC error, which must have an id member.
     let stray = json!({"jsonrpc": "2.0", "id": 5, "result": {}});

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{Value, json};
-use toolfunc::mcp::McpServer;
+use toolfunc::mcp::Server;
 use toolfunc::{CallOptions, Ctx, LogLevel, LogMessage, Registry, ToolError, ToolFunc, tool};
 
 use mcp_support::{Answer, Events, LIMIT, Pipe, modern_request, serve_http, with_method};
@@ -173,7 +173,7 @@ fn levels_are_ordered_and_spelled_as_mcp_spells_them() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_hears_every_level_until_it_sets_one() {
-    let (mut pipe, init) = Pipe::connect(McpServer::new(registry())).await;
+    let (mut pipe, init) = Pipe::connect(Server::new(registry())).await;
     assert_eq!(init["capabilities"]["logging"], json!({}), "{init}");
 
     let response = pipe
@@ -246,7 +246,7 @@ async fn a_session_hears_every_level_until_it_sets_one() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streaming_tool_logs_beside_its_progress() {
-    let (mut pipe, _) = Pipe::connect(McpServer::new(registry())).await;
+    let (mut pipe, _) = Pipe::connect(Server::new(registry())).await;
     let response = pipe
         .request(
             "tools/call",
@@ -279,7 +279,7 @@ async fn a_streaming_tool_logs_beside_its_progress() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sessionless_request_hears_what_its_meta_asks_for() {
-    let mut pipe = Pipe::spawn(McpServer::new(registry()));
+    let mut pipe = Pipe::spawn(Server::new(registry()));
     let call = |meta: Value| json!({"name": "chatty", "arguments": {}, "_meta": meta});
 
     let response = pipe
@@ -326,7 +326,7 @@ async fn a_sessionless_request_hears_what_its_meta_asks_for() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessionless_http_calls_carry_their_messages_on_the_response_stream() {
-    let url = serve_http(McpServer::new(registry()).router()).await;
+    let url = serve_http(Server::new(registry()).router()).await;
     let client = reqwest::Client::builder()
         .no_proxy()
         .build()
@@ -390,7 +390,7 @@ async fn sessionless_http_calls_carry_their_messages_on_the_response_stream() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http_session_hears_its_level_on_its_get_stream() {
-    let url = serve_http(McpServer::new(registry()).router()).await;
+    let url = serve_http(Server::new(registry()).router()).await;
     let client = reqwest::Client::builder()
         .no_proxy()
         .build()

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio::process::Command;
-use toolfunc::mcp::McpServer;
+use toolfunc::mcp::Server;
 use toolfunc::{CallStatus, RegistryEvent, SubscriptionError, ToolFunc};
 
 use process::Running;
@@ -103,7 +103,7 @@ async fn over_http(mode: &str) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let served = registry.clone();
-    tokio::spawn(McpServer::new(served).serve_http(listener));
+    tokio::spawn(Server::new(served).serve_http(listener));
     let mut client = Running::start(
         Command::new(python())
             .arg("mcp_client.py")

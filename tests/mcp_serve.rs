@@ -2,7 +2,7 @@
 //! short SSE stream written in pieces, and on a connection with Nagle's algorithm on
 //! (a plain `axum::serve`) the last piece waits for a delayed ACK. `mcp::NoDelay`
 //! sets `TCP_NODELAY` on every connection it accepts; `mcp::serve` and
-//! `McpServer::serve_http` take their listener only through it. The tests check
+//! `mcp::Server::serve_http` take their listener only through it. The tests check
 //! what `NoDelay` accepts, and (on Linux) the server's own end of a live connection
 //! of `mcp::serve`, found among this process's file descriptors, against a plain
 //! `axum::serve`. No timing is measured.
@@ -14,7 +14,7 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use toolfunc::mcp::axum::serve::Listener;
-use toolfunc::mcp::{self, McpServer, NoDelay, axum};
+use toolfunc::mcp::{self, NoDelay, Server, axum};
 use toolfunc::{Registry, ToolFunc};
 
 use mcp_support::{Answer, LIMIT, modern_request};
@@ -95,7 +95,7 @@ async fn the_serve_helpers_answer_over_a_real_socket() {
         listener.local_addr().expect("bound"),
         mcp::PATH
     );
-    tokio::spawn(McpServer::new(registry()).serve_http(listener));
+    tokio::spawn(Server::new(registry()).serve_http(listener));
     assert_eq!(echo(&url).await, "hi");
 
     // A `NoDelay` listener works with `axum::serve` and its options too.
@@ -192,7 +192,7 @@ async fn the_server_end_of_an_mcp_serve_connection_has_tcp_nodelay() {
 
     let listener = loopback().await;
     let addr = listener.local_addr().expect("bound");
-    tokio::spawn(McpServer::new(registry()).serve_http(listener));
+    tokio::spawn(Server::new(registry()).serve_http(listener));
     let client = call_on_raw_connection(addr).await;
     assert!(server_side_nodelay(&client));
 }

@@ -11,7 +11,7 @@ mod mcp_support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolfunc::mcp::McpServer;
+use toolfunc::mcp::Server;
 use toolfunc::{Registry, ToolFunc};
 
 use mcp_support::{Answer, Events, LIMIT, Pipe, modern_request, serve_http, with_method};
@@ -65,7 +65,7 @@ async fn listen(client: &reqwest::Client, url: &str, id: i64, filter: Value) -> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_listen_for_tool_changes_hears_each_change_tagged_with_its_id() {
     let registry = registry();
-    let url = serve_http(McpServer::new(registry.clone()).router()).await;
+    let url = serve_http(Server::new(&registry).router()).await;
     let client = http_client();
     let (mut events, ack) = listen(&client, &url, 7, json!({"toolsListChanged": true})).await;
     assert_eq!(
@@ -103,7 +103,7 @@ async fn a_listen_for_tool_changes_hears_each_change_tagged_with_its_id() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listens_for_what_toolfunc_does_not_serve_stay_open_and_silent() {
     let registry = registry();
-    let url = serve_http(McpServer::new(registry.clone()).router()).await;
+    let url = serve_http(Server::new(&registry).router()).await;
     let client = http_client();
     for (id, filter) in [
         (1, json!({"promptsListChanged": true})),
@@ -139,7 +139,7 @@ async fn listens_for_what_toolfunc_does_not_serve_stay_open_and_silent() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_listens_are_invalid_params() {
-    let url = serve_http(McpServer::new(registry()).router()).await;
+    let url = serve_http(Server::new(registry()).router()).await;
     let client = http_client();
     for (id, params) in [
         (1, json!({"notifications": {"toolsListChanged": "yes"}})),
@@ -162,7 +162,7 @@ async fn malformed_listens_are_invalid_params() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn discovery_declares_list_changed() {
-    let url = serve_http(McpServer::new(registry()).router()).await;
+    let url = serve_http(Server::new(registry()).router()).await;
     let request = modern_request(&http_client(), &url, 1, "server/discover", json!({}));
     let answer = Answer::read(request, LIMIT).await;
     let capabilities = &answer.response(1)["result"]["capabilities"];
@@ -177,7 +177,7 @@ async fn discovery_declares_list_changed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_listen_over_stdio_lasts_until_it_is_cancelled() {
     let registry = registry();
-    let mut pipe = Pipe::spawn(McpServer::new(registry.clone()));
+    let mut pipe = Pipe::spawn(Server::new(&registry));
     let listen = json!({"jsonrpc": "2.0", "id": 40, "method": "subscriptions/listen",
         "params": {"notifications": {"toolsListChanged": true},
                    "_meta": mcp_support::modern_meta(Value::Null)}});
@@ -209,7 +209,7 @@ async fn a_listen_over_stdio_lasts_until_it_is_cancelled() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_hears_changes_on_its_get_stream_and_cannot_listen() {
     let registry = registry();
-    let url = serve_http(McpServer::new(registry.clone()).router()).await;
+    let url = serve_http(Server::new(&registry).router()).await;
     let client = http_client();
     let post = |session: Option<&str>, message: Value| {
         let mut request = client

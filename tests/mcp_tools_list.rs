@@ -15,7 +15,7 @@ mod mcp_support;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use toolfunc::mcp::McpServer;
+use toolfunc::mcp::Server;
 use toolfunc::mcp::rmcp::ServerHandler;
 use toolfunc::{Registry, ToolFunc, tool, tool_service};
 
@@ -174,7 +174,7 @@ async fn pages_follow_each_other_in_name_order() {
             .register(tool_named(&format!("t{i:02}")))
             .expect("registers");
     }
-    let (mut pipe, _) = Pipe::connect(McpServer::new(registry.clone()).page_size(3)).await;
+    let (mut pipe, _) = Pipe::connect(Server::new(&registry).page_size(3)).await;
     let (tools, pages) = all_pages(&mut pipe).await;
     assert_eq!(pages, [3, 3, 3, 1]);
     let expected: Vec<String> = (0..10).map(|i| format!("t{i:02}")).collect();
@@ -197,7 +197,7 @@ async fn pages_follow_each_other_in_name_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_default_page_keeps_small_registries_whole() {
-    let (mut pipe, _) = Pipe::connect(McpServer::new(registry())).await;
+    let (mut pipe, _) = Pipe::connect(Server::new(registry())).await;
     let response = pipe.request("tools/list", json!({})).await;
     assert!(response["result"].get("nextCursor").is_none(), "{response}");
     assert_eq!(
@@ -212,7 +212,7 @@ async fn the_default_page_keeps_small_registries_whole() {
             .expect("registers");
     }
     assert_eq!(toolfunc::mcp::DEFAULT_PAGE_SIZE, 1000);
-    let (mut pipe, _) = Pipe::connect(McpServer::new(big)).await;
+    let (mut pipe, _) = Pipe::connect(Server::new(big)).await;
     let (tools, pages) = all_pages(&mut pipe).await;
     assert_eq!(pages, [1000, 1]);
     assert_eq!(tools.len(), 1001);
@@ -221,7 +221,7 @@ async fn the_default_page_keeps_small_registries_whole() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cursor_this_server_did_not_give_is_invalid_params() {
-    let (mut pipe, _) = Pipe::connect(McpServer::new(registry()).page_size(2)).await;
+    let (mut pipe, _) = Pipe::connect(Server::new(registry()).page_size(2)).await;
     for cursor in [json!("garbage"), json!(""), json!("n6"), json!("n2020")] {
         let response = pipe
             .request("tools/list", json!({"cursor": cursor.clone()}))
@@ -238,7 +238,7 @@ async fn a_cursor_this_server_did_not_give_is_invalid_params() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn schemas_are_passed_through_as_written() {
     let registry = registry();
-    let (mut pipe, _) = Pipe::connect(McpServer::new(registry.clone())).await;
+    let (mut pipe, _) = Pipe::connect(Server::new(&registry)).await;
     let (tools, _) = all_pages(&mut pipe).await;
 
     // A schema given as JSON: exactly as given ($schema, $defs with $anchor, $ref,
@@ -266,7 +266,7 @@ async fn output_schemas_and_structured_content_follow_the_revision() {
     let registry = registry();
 
     // 2025-11-25: output schemas of objects only, structured content of objects only.
-    let (mut pipe, _) = Pipe::connect(McpServer::new(registry.clone())).await;
+    let (mut pipe, _) = Pipe::connect(Server::new(&registry)).await;
     let (tools, _) = all_pages(&mut pipe).await;
     assert_eq!(listed(&tools, "locate")["outputSchema"]["type"], "object");
     for name in ["plus", "yell", "ship", "launch"] {
@@ -283,7 +283,7 @@ async fn output_schemas_and_structured_content_follow_the_revision() {
     pipe.close().await;
 
     // 2026-07-28: every result schema, and structured content of any type.
-    let mut pipe = Pipe::spawn(McpServer::new(registry.clone()));
+    let mut pipe = Pipe::spawn(Server::new(&registry));
     let list = pipe.request_modern("tools/list", json!({})).await;
     let tools = list["result"]["tools"].as_array().expect("tools").clone();
     for name in ["plus", "yell", "locate"] {
@@ -336,7 +336,7 @@ async fn get_tool_is_the_listed_entry() {
     registry
         .register(tool_named("depot_check"))
         .expect("a fresh registry");
-    let server = McpServer::new(registry.clone());
+    let server = Server::new(&registry);
     // Listed as 2026-07-28 clients see the tools (older ones get only object output
     // schemas; `get_tool` is the entry before that cut).
     let mut pipe = Pipe::spawn(server.session());

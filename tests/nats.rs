@@ -67,6 +67,10 @@ async fn remote_tools_run_by_name_with_their_errors() {
         client.get("add").unwrap().definition().params["properties"]["a"]["type"],
         "number"
     );
+    assert!(client.has("plus") && !client.has("nope"));
+    assert_eq!(client.definitions().len(), 7);
+    // The client converts into its registry: what takes a registry takes a client.
+    assert!(Registry::from(&client).ptr_eq(client.registry()));
     assert_eq!(
         client.run("add", json!({"a": 1, "b": 2})).await.unwrap(),
         json!(3.0)
@@ -116,10 +120,7 @@ async fn remote_tools_run_by_name_with_their_errors() {
     // `toolfunc::connect` takes a nats:// URL too.
     let transport = toolfunc::connect(&server.url()).await.unwrap();
     assert_eq!(
-        transport
-            .call("add", json!({"a": 5, "b": 5}))
-            .await
-            .unwrap(),
+        transport.run("add", json!({"a": 5, "b": 5})).await.unwrap(),
         json!(10.0)
     );
 }
@@ -241,7 +242,7 @@ async fn bad_input_gets_clean_errors() {
     let err = client.run("big", json!({})).await.unwrap_err();
     assert_eq!((err.code(), err.status()), ("TOO_LARGE", 413));
     // A non-object argument is refused before it is sent.
-    let err = Transport::call(&client, "add", json!([1, 2]))
+    let err = Transport::run(&client, "add", json!([1, 2]))
         .await
         .unwrap_err();
     assert_eq!(err.code(), "ARGUMENTS");

@@ -1,4 +1,4 @@
-//! MCP JSON-RPC over `McpServer::serve_io` on in-memory pipes: the handshake
+//! MCP JSON-RPC over `mcp::Server::serve_io` on in-memory pipes: the handshake
 //! (`initialize`, `notifications/initialized`), then the input as one or more
 //! lines, then the answers are read until the server ends or a short deadline
 //! passes. Any answer is fine; a panic is the bug, and so is a `PANICKED` tool
@@ -16,7 +16,7 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use toolfunc::Registry;
-use toolfunc::mcp::McpServer;
+use toolfunc::mcp::Server;
 
 /// Inputs past this are skipped: a run must stay fast.
 const MAX_INPUT: usize = 16 * 1024;
@@ -73,7 +73,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let harness = harness();
-    let server = McpServer::new(harness.registry.clone());
+    let server = Server::new(&harness.registry);
     harness.runtime.block_on(async move {
         let (mut to_server, server_in) = tokio::io::duplex(1 << 16);
         let (server_out, from_server) = tokio::io::duplex(1 << 16);

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use tokio::task::JoinHandle;
 use toolfunc::ToolError;
-use toolfunc::mcp::{McpServer, axum};
+use toolfunc::mcp::{Server, axum};
 
 /// Hang guard for every read: a healthy exchange takes milliseconds.
 pub const LIMIT: Duration = Duration::from_secs(10);
@@ -243,7 +243,7 @@ pub struct Pipe {
 
 impl Pipe {
     /// Starts `server`; no handshake yet.
-    pub fn spawn(server: McpServer) -> Self {
+    pub fn spawn(server: Server) -> Self {
         let (writer, server_in) = tokio::io::duplex(1 << 16);
         let (server_out, reader) = tokio::io::duplex(1 << 16);
         let server = tokio::spawn(server.serve_io(server_in, server_out));
@@ -257,7 +257,7 @@ impl Pipe {
     }
 
     /// Starts `server` and completes a 2025-11-25 handshake; the `initialize` result.
-    pub async fn connect(server: McpServer) -> (Self, Value) {
+    pub async fn connect(server: Server) -> (Self, Value) {
         let mut pipe = Self::spawn(server);
         let init = pipe
             .request(

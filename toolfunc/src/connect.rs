@@ -16,9 +16,11 @@ use crate::{Registry, ToolError, Transport};
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let local = toolfunc::connect("local:").await.unwrap();
-/// let err = local.call("no_such_tool", serde_json::json!({})).await.unwrap_err();
+/// let err = local.run("no_such_tool", serde_json::json!({})).await.unwrap_err();
 /// assert_eq!(err.code(), "NOT_FOUND");
-/// assert_eq!(toolfunc::connect("ftp://x").await.err().unwrap().code(), "BAD_URL");
+/// let err = toolfunc::connect("ftp://x").await.err().unwrap();
+/// assert!(matches!(err, toolfunc::ToolError::BadUrl { .. }));
+/// assert_eq!((err.code(), err.status()), ("BAD_URL", 400));
 /// # });
 /// ```
 pub async fn connect(url: &str) -> Result<Arc<dyn Transport>, ToolError> {
@@ -50,5 +52,8 @@ pub async fn connect(url: &str) -> Result<Arc<dyn Transport>, ToolError> {
 }
 
 fn bad_url(url: &str, why: &str) -> ToolError {
-    ToolError::custom("BAD_URL", 400, format!("cannot open `{url}`: {why}"))
+    ToolError::BadUrl {
+        url: url.to_owned(),
+        reason: why.to_owned(),
+    }
 }

@@ -31,6 +31,7 @@ use serde_json::{Map, Value};
 /// | `AGGREGATE` | [`Aggregate`](ToolError::Aggregate) | first error's | several failures at once (a call and its cleanup, a `clear`) |
 /// | `DEFINITION` | [`Definition`](ToolError::Definition) | 500 | a tool definition is invalid (bad schema, no handler) |
 /// | `OUTPUT` | [`Output`](ToolError::Output) | 500 | a handler's result could not be serialised |
+/// | `BAD_URL` | [`BadUrl`](ToolError::BadUrl) | 400 | a URL given to a client or to [`connect`](crate::connect) cannot be opened |
 /// | any other | [`Custom`](ToolError::Custom) | chosen | an application-defined error |
 ///
 /// ```
@@ -159,6 +160,16 @@ pub enum ToolError {
         message: String,
     },
 
+    /// A URL given to a client (or to [`connect`](crate::connect)) cannot be opened:
+    /// it does not parse, its scheme is not one the client speaks, it names no
+    /// server.
+    BadUrl {
+        /// The URL as it was given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
     /// An application-defined error with its own code and HTTP status.
     Custom {
         /// A stable, upper-case code such as `USER_NOT_FOUND`.
@@ -247,6 +258,7 @@ impl fmt::Display for ToolError {
                     "tool result does not match its schema at {at}: {message}"
                 )
             }
+            Self::BadUrl { url, reason } => write!(f, "cannot open `{url}`: {reason}"),
         }
     }
 }
@@ -399,6 +411,7 @@ impl ToolError {
             Self::Aggregate { .. } => "AGGREGATE",
             Self::Definition { .. } => "DEFINITION",
             Self::Output { .. } => "OUTPUT",
+            Self::BadUrl { .. } => "BAD_URL",
             Self::Custom { code, .. } => code,
         }
     }
@@ -407,7 +420,7 @@ impl ToolError {
     pub fn status(&self) -> u16 {
         match self {
             Self::NotFound { .. } | Self::UnknownAct { .. } => 404,
-            Self::Arguments { .. } | Self::AsyncOnly { .. } => 400,
+            Self::Arguments { .. } | Self::AsyncOnly { .. } | Self::BadUrl { .. } => 400,
             Self::Cancelled { .. } => 499,
             Self::Timeout { .. } => 408,
             Self::Conflict { .. } => 409,
@@ -442,6 +455,7 @@ impl ToolError {
                 .as_ref()
                 .and_then(|r| one("reason", Value::String(r.clone()))),
             Self::Timeout { after_ms } => after_ms.and_then(|ms| one("afterMs", Value::from(ms))),
+            Self::BadUrl { url, reason } => Some(serde_json::json!({"url": url, "reason": reason})),
             Self::AsyncOnly { name }
             | Self::Sealed { name }
             | Self::NotReady { name }
@@ -580,6 +594,10 @@ impl From<Wire> for ToolError {
             "OUTPUT" => Self::Output {
                 path: field("path"),
                 message,
+            },
+            "BAD_URL" => Self::BadUrl {
+                url: field("url").unwrap_or_default(),
+                reason: field("reason").unwrap_or(message),
             },
             _ => {
                 let mut err = Self::custom(code, status.unwrap_or(500), message);

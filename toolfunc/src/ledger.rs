@@ -18,7 +18,7 @@
 //!     a + b
 //! }
 //!
-//! let ledger = Ledger::new(Registry::global().clone());
+//! let ledger = Ledger::new(Registry::global());
 //! let id = ledger.start("add", json!({"a": 1, "b": 2}))?;
 //! // ... later, anywhere:
 //! assert_eq!(ledger.wait(&id).await?, json!(3.0));
@@ -328,15 +328,15 @@ fn fresh_id() -> String {
 
 impl Ledger {
     /// A ledger on `registry` with the default settings.
-    pub fn new(registry: Registry) -> Self {
+    pub fn new(registry: impl Into<Registry>) -> Self {
         Self::with_settings(registry, LedgerSettings::default())
     }
 
     /// A ledger on `registry` with `settings`.
-    pub fn with_settings(registry: Registry, settings: LedgerSettings) -> Self {
+    pub fn with_settings(registry: impl Into<Registry>, settings: LedgerSettings) -> Self {
         Self {
             inner: Arc::new(Inner {
-                registry,
+                registry: registry.into(),
                 settings,
                 state: Mutex::new(State {
                     entries: HashMap::new(),

@@ -36,7 +36,7 @@
 //! | stream results and hook a stream's life | [`ToolStream`], [`stream::callbacks`] |
 //! | offer tools to an LLM, run its tool calls | [`llm`]: exports for OpenAI, Anthropic, Gemini and MCP; provider messages in and out |
 //! | serve tools over HTTP, call remote ones | [`http`] (feature `http`): [`http::Api`], [`http::Server`], [`http::Client`] |
-//! | serve tools to MCP clients | [`mcp`] (feature `mcp`): [`mcp::McpServer`] over stdio or streamable HTTP |
+//! | serve tools to MCP clients | [`mcp`] (feature `mcp`): [`mcp::Server`] over stdio or streamable HTTP |
 //! | run local or remote tools the same way | [`Transport`], [`connect`] |
 //!
 //! Every failure is a [`ToolError`] with a stable [`code`](ToolError::code), an HTTP

@@ -26,36 +26,38 @@ use crate::{Registry, ToolError};
 /// ).unwrap();
 /// let transport: &dyn Transport = &registry;
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// assert_eq!(transport.call("echo", json!({"x": 1})).await.unwrap(), json!({"x": 1}));
+/// assert_eq!(transport.run("echo", json!({"x": 1})).await.unwrap(), json!({"x": 1}));
 /// # });
 /// ```
 pub trait Transport: Send + Sync {
     /// Runs the tool `name` and returns its result.
-    fn call(&self, name: &str, args: Value) -> BoxFuture<'static, Result<Value, ToolError>>;
+    fn run(&self, name: &str, args: Value) -> BoxFuture<'static, Result<Value, ToolError>>;
 
     /// Runs the tool `name` and yields its items one by one (a tool that does not
     /// stream yields its one result).
-    fn call_stream(&self, name: &str, args: Value) -> BoxStream<'static, Result<Value, ToolError>>;
+    fn run_stream(&self, name: &str, args: Value) -> BoxStream<'static, Result<Value, ToolError>>;
 }
 
+// These forward to the inherent `Registry::run` and `Registry::run_stream`, which a
+// method call on a `Registry` finds first (an inherent method wins over a trait's).
 impl Transport for Registry {
-    fn call(&self, name: &str, args: Value) -> BoxFuture<'static, Result<Value, ToolError>> {
+    fn run(&self, name: &str, args: Value) -> BoxFuture<'static, Result<Value, ToolError>> {
         let registry = self.clone();
         let name = name.to_owned();
-        Box::pin(async move { registry.run(&name, args).await })
+        Box::pin(async move { Registry::run(&registry, &name, args).await })
     }
 
-    fn call_stream(&self, name: &str, args: Value) -> BoxStream<'static, Result<Value, ToolError>> {
-        self.run_stream(name, args).boxed()
+    fn run_stream(&self, name: &str, args: Value) -> BoxStream<'static, Result<Value, ToolError>> {
+        Registry::run_stream(self, name, args).boxed()
     }
 }
 
 impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
-    fn call(&self, name: &str, args: Value) -> BoxFuture<'static, Result<Value, ToolError>> {
-        (**self).call(name, args)
+    fn run(&self, name: &str, args: Value) -> BoxFuture<'static, Result<Value, ToolError>> {
+        (**self).run(name, args)
     }
 
-    fn call_stream(&self, name: &str, args: Value) -> BoxStream<'static, Result<Value, ToolError>> {
-        (**self).call_stream(name, args)
+    fn run_stream(&self, name: &str, args: Value) -> BoxStream<'static, Result<Value, ToolError>> {
+        (**self).run_stream(name, args)
     }
 }

@@ -346,7 +346,7 @@ fn client_method(method: &Method, name: &LitStr, p: &TokenStream, stub: bool) ->
                 quote! {
                     #arg_checks
                     match #build_args {
-                        #p::Ok(args) => #p::client_stream::<#item>(self.transport.call_stream(#name, args)),
+                        #p::Ok(args) => #p::client_stream::<#item>(self.transport.run_stream(#name, args)),
                         #p::Err(err) => #p::client_failed_stream(err),
                     }
                 }
@@ -371,7 +371,7 @@ fn client_method(method: &Method, name: &LitStr, p: &TokenStream, stub: bool) ->
                 quote! {
                     #arg_checks
                     let args = #build_args?;
-                    let #out = self.transport.call(#name, args).await?;
+                    let #out = self.transport.run(#name, args).await?;
                     #p::client_output::<#ty>(#out)
                 }
             };

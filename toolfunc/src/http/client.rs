@@ -13,7 +13,10 @@ use serde_json::{Map, Value};
 use super::wire::{self, NDJSON, REQ_ID, RPC_ACT, RPC_FN, RPC_RES_ID, request_id};
 use crate::tool::ItemStream;
 use crate::tool::service::REST_VERBS;
-use crate::{Registry, ToolDefinition, ToolError, ToolFunc, Transport};
+use crate::{
+    CallOptions, Registry, Runner, ToolDefinition, ToolError, ToolFunc, ToolRef, ToolStream,
+    Transport,
+};
 
 /// What `encodeURIComponent` leaves alone; everything else is percent-encoded
 /// (spaces as `%20`, never `+`).
@@ -31,13 +34,15 @@ const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
 /// A remote tool server (toolfunc's or a JavaScript `@isdk/tool-rpc` one) as a
 /// registry: every remote tool runs by name, like a local one.
 ///
-/// `Client` derefs to a [`Registry`] holding one tool per remote tool: `run`,
-/// `run_stream`, `with(CallOptions)` and aliases work as for local tools. Service
-/// acts and REST verbs are written in their wire form:
-/// `{"act": "$hello", "name": "Ann"}`, `{"act": "get", "id": "1"}`,
-/// `{"act": "post", "val": {..}}`. Errors come back as the [`ToolError`] the
-/// server raised (same `code()`). A timeout or a cancelled call aborts its HTTP
-/// request.
+/// The client holds a [`Registry`] ([`registry`](Self::registry)) with one tool per
+/// remote tool: [`run`](Self::run), [`run_stream`](Self::run_stream),
+/// [`with`](Self::with) and aliases work as for local tools, and a `&Client`
+/// converts into that registry, to serve the remote tools again
+/// (`http::Api::new(&client)`) or to isolate a child of them. Service acts and REST
+/// verbs are written in their wire form: `{"act": "$hello", "name": "Ann"}`,
+/// `{"act": "get", "id": "1"}`, `{"act": "post", "val": {..}}`. Errors come back as
+/// the [`ToolError`] the server raised (same `code()`). A timeout or a cancelled
+/// call aborts its HTTP request.
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), toolfunc::ToolError> {
@@ -45,7 +50,11 @@ const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
 /// let client = toolfunc::http::Client::connect("http://127.0.0.1:3000/api").await?;
 /// assert_eq!(client.run("add", json!({"a": 1, "b": 2})).await?, json!(3.0));
 /// let alice = client.run("users", json!({"act": "get", "id": "1"})).await?;
-/// # let _ = alice; Ok(()) }
+/// assert!(client.has("add"));
+///
+/// // The remote tools, served again under /api on another port.
+/// let api = toolfunc::http::Api::new(&client);
+/// # let _ = (alice, api); Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
 pub struct Client {
@@ -61,14 +70,6 @@ struct Remote {
     registry: Registry,
 }
 
-impl std::ops::Deref for Client {
-    type Target = Registry;
-
-    fn deref(&self) -> &Registry {
-        &self.registry
-    }
-}
-
 impl Client {
     /// Loads the discovery of the API at `url` (e.g. `http://host:3000/api`).
     pub async fn connect(url: &str) -> Result<Self, ToolError> {
@@ -78,8 +79,10 @@ impl Client {
     /// Like [`connect`](Self::connect), with a configured `reqwest::Client` (default
     /// headers such as `authorization`, proxies, timeouts).
     pub async fn connect_with(url: &str, http: reqwest::Client) -> Result<Self, ToolError> {
-        let base = Url::parse(url.trim_end_matches('/'))
-            .map_err(|e| ToolError::custom("BAD_URL", 400, format!("`{url}` is not a URL: {e}")))?;
+        let base = Url::parse(url.trim_end_matches('/')).map_err(|e| ToolError::BadUrl {
+            url: url.to_owned(),
+            reason: format!("it is not a URL: {e}"),
+        })?;
         let registry = Registry::new();
         let remote = Arc::new(Remote {
             base,
@@ -121,19 +124,73 @@ impl Client {
     pub fn url(&self) -> &str {
         self.remote.base.as_str()
     }
+
+    /// Runs the remote tool `name` (a name or an alias) with an arguments object, as
+    /// [`Registry::run`] does.
+    pub async fn run(&self, name: &str, args: Value) -> Result<Value, ToolError> {
+        self.registry.run(name, args).await
+    }
+
+    /// Runs the remote tool `name` and yields its items as the server sends them
+    /// (a tool that does not stream yields its one result), as
+    /// [`Registry::run_stream`] does.
+    pub fn run_stream(&self, name: &str, args: Value) -> ToolStream {
+        self.registry.run_stream(name, args)
+    }
+
+    /// A [`Runner`] over the remote tools whose calls all carry `options` (a
+    /// timeout, a cancellation token, a caller), as [`Registry::with`] makes.
+    pub fn with(&self, options: CallOptions) -> Runner {
+        self.registry.with(options)
+    }
+
+    /// The remote tool `name`, by name or alias.
+    pub fn get(&self, name: &str) -> Option<ToolRef> {
+        self.registry.get(name)
+    }
+
+    /// Whether the server offers a tool by `name` (a name or an alias).
+    pub fn has(&self, name: &str) -> bool {
+        self.registry.has(name)
+    }
+
+    /// The names of the remote tools, sorted.
+    pub fn names(&self) -> Vec<String> {
+        self.registry.names()
+    }
+
+    /// The definitions of the remote tools, sorted by name, as
+    /// [`Registry::definitions`] gives them.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        self.registry.definitions()
+    }
+}
+
+/// The registry of the client's remote tools (a handle to the same registry).
+impl From<&Client> for Registry {
+    fn from(client: &Client) -> Self {
+        client.registry.clone()
+    }
+}
+
+/// The registry of the client's remote tools.
+impl From<Client> for Registry {
+    fn from(client: Client) -> Self {
+        client.registry
+    }
 }
 
 impl Transport for Client {
-    fn call(
+    fn run(
         &self,
         name: &str,
         args: Value,
     ) -> futures::future::BoxFuture<'static, Result<Value, ToolError>> {
-        self.registry.call(name, args)
+        Transport::run(&self.registry, name, args)
     }
 
-    fn call_stream(&self, name: &str, args: Value) -> BoxStream<'static, Result<Value, ToolError>> {
-        self.registry.call_stream(name, args)
+    fn run_stream(&self, name: &str, args: Value) -> BoxStream<'static, Result<Value, ToolError>> {
+        Transport::run_stream(&self.registry, name, args)
     }
 }
 

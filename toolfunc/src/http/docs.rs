@@ -54,7 +54,7 @@ impl Api {
     /// use toolfunc::Registry;
     /// use toolfunc::http::Api;
     ///
-    /// let app = Api::new(Registry::global().clone()).docs(true).router();
+    /// let app = Api::new(Registry::global()).docs(true).router();
     /// # let _ = app;
     /// ```
     #[must_use]

@@ -50,7 +50,7 @@
 //!   - `GET` runs only REST `get`/`list` and tools or acts annotated `read_only`
 //!     (405 with `Allow: POST` otherwise), since any page can make a browser GET;
 //!   - `act` reaches only declared methods, and the auth hook
-//!     ([`Api::with_auth`]) is asked with the canonical tool and act that will run
+//!     ([`Api::auth`]) is asked with the canonical tool and act that will run
 //!     (`"$promote"` however the client spelled it), before the body is read when
 //!     the act is known without it; discovery carries no code;
 //!   - a streaming tool collected into one answer stops at a cap (413
@@ -68,7 +68,7 @@
 //! ```no_run
 //! # async fn run() -> std::io::Result<()> {
 //! // Every #[tool] and Default #[tool_service] of the program, under /api.
-//! toolfunc::http::serve("127.0.0.1:3000", toolfunc::Registry::global().clone()).await
+//! toolfunc::http::serve("127.0.0.1:3000", toolfunc::Registry::global()).await
 //! # }
 //! ```
 

@@ -189,7 +189,7 @@ impl Api {
         self
     }
 
-    /// Describes what the auth hook ([`Api::with_auth`]) checks, as an OpenAPI
+    /// Describes what the auth hook ([`Api::auth`]) checks, as an OpenAPI
     /// Security Scheme Object named `name`, which every operation then requires:
     /// `json!({"type": "apiKey", "in": "header", "name": "x-api-key"})`. Without
     /// it, an API with a hook says `{"type": "http", "scheme": "bearer"}` under the

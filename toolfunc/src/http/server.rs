@@ -49,10 +49,10 @@ type AuthFn = dyn Fn(&AuthRequest<'_>) -> Result<(), ToolError> + Send + Sync;
 /// use toolfunc::{Registry, ToolError};
 /// use toolfunc::http::Api;
 ///
-/// let api = Api::new(Registry::global().clone())
+/// let api = Api::new(Registry::global())
 ///     .prefix("/rpc")
 ///     .body_limit(64 * 1024)
-///     .with_auth(|req| {
+///     .auth(|req| {
 ///         match req.headers.get("authorization") {
 ///             Some(v) if v == "Bearer secret" => Ok(()),
 ///             _ => Err(ToolError::custom("UNAUTHORIZED", 401, "a bearer token is required")),
@@ -103,7 +103,10 @@ impl Api {
     /// Serves `registry` under `/api`, with a 1 MiB body limit, no auth hook, and
     /// the safe defaults: loopback `Host`s only ([`LOOPBACK_HOSTS`]), no
     /// cross-origin callers, JSON bodies only, and GET for read-only tools only.
-    pub fn new(registry: Registry) -> Self {
+    /// `registry` is a `Registry` or a `&Registry` (`Registry::global()`): a handle
+    /// to the same tools either way.
+    pub fn new(registry: impl Into<Registry>) -> Self {
+        let registry = registry.into();
         Self {
             prefix: "/api".to_owned(),
             body_limit: DEFAULT_BODY_LIMIT,
@@ -114,7 +117,7 @@ impl Api {
             writes_over_get: false,
             collect_limit: None,
             docs: false,
-            ledger: Ledger::new(registry.clone()),
+            ledger: Ledger::new(&registry),
             registry,
             openapi: super::openapi::Settings::default(),
         }
@@ -281,7 +284,7 @@ impl Api {
     /// error's status: `ToolError::custom("UNAUTHORIZED", 401, ..)` or
     /// `ToolError::custom("FORBIDDEN", 403, ..)`.
     #[must_use]
-    pub fn with_auth(
+    pub fn auth(
         mut self,
         hook: impl Fn(&AuthRequest<'_>) -> Result<(), ToolError> + Send + Sync + 'static,
     ) -> Self {
@@ -354,7 +357,7 @@ fn normalize(prefix: &str) -> String {
 
 /// The router serving `registry` under `/api` (see [`Api`] to choose the prefix,
 /// the body limit and an auth hook).
-pub fn router(registry: Registry) -> axum::Router {
+pub fn router(registry: impl Into<Registry>) -> axum::Router {
     Api::new(registry).router()
 }
 
@@ -496,13 +499,14 @@ impl Server {
 ///
 /// ```no_run
 /// # async fn run() -> std::io::Result<()> {
-/// toolfunc::http::serve("127.0.0.1:3000", toolfunc::Registry::global().clone()).await
+/// toolfunc::http::serve("127.0.0.1:3000", toolfunc::Registry::global()).await
 /// # }
 /// ```
 pub async fn serve(
     addr: impl tokio::net::ToSocketAddrs,
-    registry: Registry,
+    registry: impl Into<Registry>,
 ) -> std::io::Result<()> {
+    let registry = registry.into();
     let listener = tokio::net::TcpListener::bind(addr).await?;
     listen::serve(listener, router(registry), Limits::default()).await
 }

@@ -8,7 +8,7 @@
 //!   the result's schema: any schema for 2026-07-28 clients, object schemas only for
 //!   older ones. The list is made once per registry change and kept (the SDK asks
 //!   for one tool on every sessionless HTTP request), and comes in pages of
-//!   [`McpServer::page_size`] tools (default [`DEFAULT_PAGE_SIZE`]) with opaque
+//!   [`Server::page_size`] tools (default [`DEFAULT_PAGE_SIZE`]) with opaque
 //!   cursors; a cursor this server did not give is `-32602`. A tool MCP cannot take
 //!   (a name outside `[A-Za-z0-9_.-]{1,128}`) is left out with a `tracing` warning
 //!   naming it.
@@ -39,25 +39,25 @@
 //! not JSON, `-32600` for what is no valid request, `-32602` for positional params,
 //! with the request's id, or `null` when it has no valid one), batches are refused
 //! request by request (MCP has none), stray notifications and responses are
-//! dropped, and a line longer than [`McpServer::max_line_length`] is refused
-//! without being read into memory. Over HTTP, [`McpServer::max_sessions`] caps the
+//! dropped, and a line longer than [`Server::max_line_length`] is refused
+//! without being read into memory. Over HTTP, [`Server::max_sessions`] caps the
 //! open sessions (a refused `initialize` gets `503` with a JSON-RPC error),
 //! sessions that never send `notifications/initialized` end after
-//! [`McpServer::uninitialized_session_lifetime`] and idle ones after
-//! [`McpServer::session_idle_lifetime`]; requests from a browser page on a foreign
-//! origin are refused with `403` ([`McpServer::allowed_origins`]). Every JSON-RPC
+//! [`Server::uninitialized_session_lifetime`] and idle ones after
+//! [`Server::session_idle_lifetime`]; requests from a browser page on a foreign
+//! origin are refused with `403` ([`Server::allowed_origins`]). Every JSON-RPC
 //! error carries an `id` member.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use toolfunc::{mcp::McpServer, Registry};
+//! use toolfunc::{mcp::Server, Registry};
 //!
 //! // Over stdio, until the client closes the stream:
-//! McpServer::new(Registry::global().clone()).serve_stdio().await?;
+//! Server::new(Registry::global()).serve_stdio().await?;
 //!
 //! // Over streamable HTTP at `/mcp`, merged into any axum app, on connections
 //! // with TCP_NODELAY (a plain `axum::serve` makes each answer wait some 40 ms):
-//! let app = toolfunc::mcp::router(Registry::global().clone());
+//! let app = toolfunc::mcp::router(Registry::global());
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
 //! toolfunc::mcp::serve(listener, app).await?;
 //! # Ok(()) }
@@ -106,33 +106,33 @@ use catalog::Catalog;
 
 pub use serve::{NoDelay, serve};
 
-/// The web framework [`McpServer::router`] builds on, to serve and merge its router.
+/// The web framework [`Server::router`] builds on, to serve and merge its router.
 pub use axum;
 /// The SDK this module builds on, for transports and settings beyond the ones here.
 pub use rmcp;
 
-/// Where [`router`] and [`McpServer::router`] answer.
+/// Where [`router`] and [`Server::router`] answer.
 pub const PATH: &str = "/mcp";
 
-/// The default of [`McpServer::max_line_length`]: 4 MiB.
+/// The default of [`Server::max_line_length`]: 4 MiB.
 pub const DEFAULT_MAX_LINE_LENGTH: usize = 4 * 1024 * 1024;
-/// The default of [`McpServer::max_sessions`]: 1,000.
+/// The default of [`Server::max_sessions`]: 1,000.
 pub const DEFAULT_MAX_SESSIONS: usize = 1000;
-/// The default of [`McpServer::uninitialized_session_lifetime`]: 30 seconds.
+/// The default of [`Server::uninitialized_session_lifetime`]: 30 seconds.
 pub const DEFAULT_UNINITIALIZED_SESSION_LIFETIME: Duration = Duration::from_secs(30);
-/// The default of [`McpServer::session_idle_lifetime`]: 5 minutes.
+/// The default of [`Server::session_idle_lifetime`]: 5 minutes.
 pub const DEFAULT_SESSION_IDLE_LIFETIME: Duration = Duration::from_secs(300);
-/// The default of [`McpServer::page_size`]: 1,000 tools.
+/// The default of [`Server::page_size`]: 1,000 tools.
 pub const DEFAULT_PAGE_SIZE: usize = 1000;
 
 /// An MCP server over a [`Registry`].
 ///
 /// It implements [`rmcp::ServerHandler`], so it also runs on any transport of the
 /// SDK (`rmcp::ServiceExt::serve`). Each stdio connection and each HTTP session gets
-/// its own copy ([`McpServer::session`]); dropping it stops that session's
+/// its own copy ([`Server::session`]); dropping it stops that session's
 /// `list_changed` watch.
 #[derive(Clone)]
-pub struct McpServer {
+pub struct Server {
     shared: Arc<Shared>,
     session: Arc<Session>,
 }
@@ -166,24 +166,24 @@ fn program_name() -> String {
         .unwrap_or_else(|| "mcp-server".to_owned())
 }
 
-impl std::fmt::Debug for McpServer {
+impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpServer")
+        f.debug_struct("Server")
             .field("name", &self.shared.info.name)
             .field("version", &self.shared.info.version)
             .finish_non_exhaustive()
     }
 }
 
-impl McpServer {
+impl Server {
     /// A server for `registry`, introducing itself by the program's name (its
     /// executable's, without extension) and version `0.0.0` until
     /// [`name`](Self::name) says otherwise: pass your crate's with
     /// `.name(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"))`.
-    pub fn new(registry: Registry) -> Self {
+    pub fn new(registry: impl Into<Registry>) -> Self {
         Self {
             shared: Arc::new(Shared {
-                registry,
+                registry: registry.into(),
                 info: Implementation::new(program_name(), "0.0.0"),
                 instructions: None,
                 catalog: Arc::default(),
@@ -388,12 +388,12 @@ impl McpServer {
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), toolfunc::ToolError> {
-    /// use toolfunc::{mcp::McpServer, Registry};
+    /// use toolfunc::{mcp::Server, Registry};
     ///
     /// let listener = tokio::net::TcpListener::bind("127.0.0.1:3001")
     ///     .await
     ///     .map_err(|err| toolfunc::ToolError::failed(err.to_string()))?;
-    /// McpServer::new(Registry::global().clone()).serve_http(listener).await
+    /// Server::new(Registry::global()).serve_http(listener).await
     /// # }
     /// ```
     pub async fn serve_http(self, listener: tokio::net::TcpListener) -> Result<(), ToolError> {
@@ -491,7 +491,7 @@ pub struct ClientInfo {
     pub version: String,
 }
 
-impl McpServer {
+impl Server {
     /// The options every call of this request carries: the surface, the client,
     /// and (with layers to read them) the HTTP headers.
     fn caller_options(&self, context: &RequestContext<RoleServer>) -> CallOptions {
@@ -518,15 +518,15 @@ impl McpServer {
     }
 }
 
-/// Serves `registry` over this process's stdin and stdout (see [`McpServer`]).
-pub async fn serve_stdio(registry: Registry) -> Result<(), ToolError> {
-    McpServer::new(registry).serve_stdio().await
+/// Serves `registry` over this process's stdin and stdout (see [`Server`]).
+pub async fn serve_stdio(registry: impl Into<Registry>) -> Result<(), ToolError> {
+    Server::new(registry).serve_stdio().await
 }
 
 /// An axum router serving `registry` over streamable HTTP at `/mcp` (see
-/// [`McpServer::router`]); serve it with [`serve`].
-pub fn router(registry: Registry) -> axum::Router {
-    McpServer::new(registry).router()
+/// [`Server::router`]); serve it with [`serve`].
+pub fn router(registry: impl Into<Registry>) -> axum::Router {
+    Server::new(registry).router()
 }
 
 /// Adds the listeners that turn a call's progress and logs into reports.
@@ -601,7 +601,7 @@ fn refused(why: rounds::Refused) -> ErrorData {
     }
 }
 
-impl McpServer {
+impl Server {
     /// Starts a sessionless call: it runs in its own task, so that questions it asks
     /// can be answered by the client's next round.
     #[allow(clippy::too_many_arguments)]
@@ -956,7 +956,7 @@ fn error_data(err: &ToolError) -> Value {
     json!({"code": err.code(), "data": err.data()})
 }
 
-impl ServerHandler for McpServer {
+impl ServerHandler for Server {
     #[allow(deprecated)] // `logging`: deprecated in the SDK (SEP-2577), yet in both revisions.
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()

@@ -22,7 +22,7 @@ use tokio::net::{TcpListener, TcpStream};
 ///
 /// let stop = CancellationToken::new();
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:3001").await?;
-/// let app = mcp::router(Registry::global().clone());
+/// let app = mcp::router(Registry::global());
 /// mcp::axum::serve(NoDelay::new(listener), app)
 ///     .with_graceful_shutdown(stop.cancelled_owned())
 ///     .await

@@ -1,4 +1,4 @@
-//! The newline-delimited JSON-RPC transport behind [`McpServer::serve_io`]: a line
+//! The newline-delimited JSON-RPC transport behind [`Server::serve_io`]: a line
 //! screen in front of the SDK.
 //!
 //! The SDK's own stream transport answers malformed requests without their id, and
@@ -23,7 +23,7 @@
 //! takes both the screen's answers and the SDK's messages, a whole line at a time,
 //! and gives every JSON-RPC error an `id` member.
 //!
-//! [`McpServer::serve_io`]: super::McpServer::serve_io
+//! [`Server::serve_io`]: super::Server::serve_io
 
 use std::borrow::Cow;
 use std::collections::HashSet;

@@ -19,7 +19,10 @@ use super::wire::{
     self, Abort, CALL_ID, CALLER, CANCEL, CONTROL, CREDIT, HEARTBEAT, KIND, STREAM, lock,
 };
 use crate::tool::ItemStream;
-use crate::{Ctx, Registry, ToolDefinition, ToolError, ToolFunc, Transport, UnregisterOptions};
+use crate::{
+    CallOptions, Ctx, Registry, Runner, ToolDefinition, ToolError, ToolFunc, ToolRef, Transport,
+    UnregisterOptions,
+};
 
 /// Sets up a [`Client`]: the subject prefix, how often workers prove they are
 /// alive, how far a stream may run ahead, how often an idempotent call is tried.
@@ -130,9 +133,12 @@ impl ClientBuilder {
 /// A service served by NATS workers, as a registry: every remote tool runs by name
 /// like a local one, on whichever worker the queue group picks.
 ///
-/// `Client` derefs to a [`Registry`] holding one tool per remote tool, so `with`,
-/// aliases and the typed service clients work as for local tools. Errors come back
-/// as the [`ToolError`] the worker raised (same `code()`), plus:
+/// The client holds a [`Registry`] ([`registry`](Self::registry)) with one tool per
+/// remote tool, kept up to date while the client lives, so [`with`](Self::with),
+/// aliases and the typed service clients work as for local tools, and a `&Client`
+/// converts into that registry (`http::Api::new(&client)` serves the workers' tools
+/// over HTTP). Errors come back as the [`ToolError`] the worker raised (same
+/// `code()`), plus:
 ///
 /// | code | status | when |
 /// | --- | --- | --- |
@@ -147,6 +153,7 @@ impl ClientBuilder {
 /// use serde_json::json;
 /// let client = toolfunc::nats::Client::connect("nats://127.0.0.1:4222").await?;
 /// assert_eq!(client.run("add", json!({"a": 1, "b": 2})).await?, json!(3.0));
+/// assert!(client.names().iter().any(|name| name == "add"));
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
@@ -155,14 +162,6 @@ pub struct Client {
     remote: Arc<Remote>,
     tasks: super::durable::Tasks,
     _follow: Arc<Abort>,
-}
-
-impl std::ops::Deref for Client {
-    type Target = Registry;
-
-    fn deref(&self) -> &Registry {
-        &self.registry
-    }
 }
 
 impl Client {
@@ -176,9 +175,39 @@ impl Client {
         ClientBuilder::default()
     }
 
-    /// The registry of remote tools.
+    /// The registry of remote tools (its definitions follow the workers' catalogs
+    /// while this client, or a clone of it, lives).
     pub fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// A [`Runner`] over the remote tools whose calls all carry `options` (a
+    /// timeout, a cancellation token, a caller), as [`Registry::with`] makes. Only
+    /// tools this client has a definition for run through it.
+    pub fn with(&self, options: CallOptions) -> Runner {
+        self.registry.with(options)
+    }
+
+    /// The remote tool `name`, by name or alias, as last loaded.
+    pub fn get(&self, name: &str) -> Option<ToolRef> {
+        self.registry.get(name)
+    }
+
+    /// Whether a worker offered a tool by `name` (a name or an alias) when the
+    /// definitions were last loaded.
+    pub fn has(&self, name: &str) -> bool {
+        self.registry.has(name)
+    }
+
+    /// The names of the remote tools, sorted.
+    pub fn names(&self) -> Vec<String> {
+        self.registry.names()
+    }
+
+    /// The definitions of the remote tools, sorted by name, as
+    /// [`Registry::definitions`] gives them.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        self.registry.definitions()
     }
 
     /// The subject prefix of the service.
@@ -251,15 +280,25 @@ impl Client {
     }
 }
 
+/// The registry of the client's remote tools (a handle to the same registry). It
+/// follows the workers' catalogs while the client lives; once every clone of the
+/// client is dropped, its tools still call the workers, but no longer change.
+impl From<&Client> for Registry {
+    fn from(client: &Client) -> Self {
+        client.registry.clone()
+    }
+}
+
+// These forward to the inherent `Client::run` and `Client::run_stream`.
 impl Transport for Client {
-    fn call(&self, name: &str, args: Value) -> BoxFuture<'static, Result<Value, ToolError>> {
+    fn run(&self, name: &str, args: Value) -> BoxFuture<'static, Result<Value, ToolError>> {
         let client = self.clone();
         let name = name.to_owned();
-        Box::pin(async move { client.run(&name, args).await })
+        Box::pin(async move { Client::run(&client, &name, args).await })
     }
 
-    fn call_stream(&self, name: &str, args: Value) -> BoxStream<'static, Result<Value, ToolError>> {
-        self.run_stream(name, args)
+    fn run_stream(&self, name: &str, args: Value) -> BoxStream<'static, Result<Value, ToolError>> {
+        Client::run_stream(self, name, args)
     }
 }
 
@@ -334,19 +373,17 @@ fn split_url(url: &str) -> Result<(String, Option<String>), ToolError> {
             "nats" | "tls" | "ws" | "wss"
         )
     {
-        return Err(ToolError::custom(
-            "BAD_URL",
-            400,
-            format!("cannot open `{url}`: the scheme is not nats, tls, ws or wss"),
-        ));
+        return Err(ToolError::BadUrl {
+            url: url.to_owned(),
+            reason: "the scheme is not nats, tls, ws or wss".to_owned(),
+        });
     }
     let (servers, path) = rest.split_once('/').unwrap_or((rest, ""));
     if servers.is_empty() {
-        return Err(ToolError::custom(
-            "BAD_URL",
-            400,
-            format!("cannot open `{url}`: no server address"),
-        ));
+        return Err(ToolError::BadUrl {
+            url: url.to_owned(),
+            reason: "no server address".to_owned(),
+        });
     }
     let prefix = path.trim_matches('/');
     let servers = match scheme {

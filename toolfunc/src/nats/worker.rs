@@ -163,7 +163,7 @@ impl WorkerBuilder {
 /// ```no_run
 /// # async fn run() -> Result<(), toolfunc::ToolError> {
 /// let nats = async_nats::connect("127.0.0.1:4222").await.expect("nats-server");
-/// let worker = toolfunc::nats::Worker::builder(toolfunc::Registry::global().clone())
+/// let worker = toolfunc::nats::Worker::builder(toolfunc::Registry::global())
 ///     .start(nats)
 ///     .await?;
 /// println!("serving as {}", worker.id());
@@ -183,9 +183,9 @@ pub struct Worker {
 
 impl Worker {
     /// A worker for `registry` with the default settings.
-    pub fn builder(registry: Registry) -> WorkerBuilder {
+    pub fn builder(registry: impl Into<Registry>) -> WorkerBuilder {
         WorkerBuilder {
-            registry,
+            registry: registry.into(),
             name: wire::DEFAULT_PREFIX.to_owned(),
             prefix: None,
             version: env!("CARGO_PKG_VERSION").to_owned(),

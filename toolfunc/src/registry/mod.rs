@@ -26,7 +26,9 @@ use lifecycle::Ready;
 
 /// A set of tools, each reachable by its name and its aliases.
 ///
-/// `Registry` is a cheap handle (`Clone` shares the same tools). Use
+/// `Registry` is a cheap handle (`Clone` shares the same tools), and what takes
+/// `impl Into<Registry>` (the HTTP, MCP and NATS servers, a ledger) takes a
+/// `&Registry` such as `Registry::global()` as well. Use
 /// [`Registry::global`] for the tools declared with `#[tool]` anywhere in the program,
 /// [`Registry::new`] for an empty one, and [`Registry::isolate`] for a child that sees
 /// its parent's tools and may shadow them.
@@ -463,8 +465,8 @@ impl Registry {
         self.inner.parent.as_ref()
     }
 
-    /// Whether two handles are the same registry.
-    pub fn same(&self, other: &Registry) -> bool {
+    /// Whether two handles are the same registry (as `Arc::ptr_eq` asks of two `Arc`s).
+    pub fn ptr_eq(&self, other: &Registry) -> bool {
         std::ptr::eq::<Inner>(&raw const *self.inner, &raw const *other.inner)
     }
 
@@ -472,7 +474,7 @@ impl Registry {
     pub fn descends_from(&self, ancestor: &Registry) -> bool {
         let mut current = self.parent();
         while let Some(registry) = current {
-            if registry.same(ancestor) {
+            if registry.ptr_eq(ancestor) {
                 return true;
             }
             current = registry.parent();
@@ -1027,6 +1029,26 @@ enum Placed {
     New,
     Counted,
     Replaced { old: ToolRef, held: usize },
+}
+
+/// A handle to the same registry (a cheap clone), so that what takes
+/// `impl Into<Registry>` takes `Registry::global()` or `&registry` as it is.
+///
+/// ```
+/// use toolfunc::Registry;
+///
+/// fn serve(registry: impl Into<Registry>) -> Registry {
+///     registry.into()
+/// }
+///
+/// let registry = Registry::new();
+/// assert!(serve(&registry).ptr_eq(&registry));
+/// assert!(serve(Registry::global()).ptr_eq(Registry::global()));
+/// ```
+impl From<&Registry> for Registry {
+    fn from(registry: &Registry) -> Self {
+        registry.clone()
+    }
 }
 
 impl fmt::Debug for Registry {
