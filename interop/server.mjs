@@ -100,7 +100,7 @@ class Users extends ResServerTools {
 }
 new Users('users', { description: 'User resource.', isApi: true }).register();
 
-// --- countdown (can stream when called with stream: true) -------------------
+// --- countdown (streams when called with stream: true, else one value) ------
 class Countdown extends ServerTools {
   func({ count, stream }) {
     const ticks = [];
@@ -108,7 +108,8 @@ class Countdown extends ServerTools {
     // With `stream` truthy the transport pipes a returned Node stream into the
     // response (chunked, no Content-Type); otherwise the value is sent as JSON.
     if (stream) return Readable.from(ticks.map((t) => `${JSON.stringify(t)}\n`));
-    return ticks;
+    // Not streamed: the numbers alone, "completed in one go".
+    return ticks.map((t) => t.tick);
   }
 }
 new Countdown({

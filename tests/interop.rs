@@ -169,6 +169,12 @@ async fn toolfunc_client_drives_a_javascript_server() {
     let err = client.run("fail", json!({})).await.unwrap_err();
     assert_eq!(err.status(), 500);
     assert!(err.to_string().contains("boom"), "{err}");
+    // A stream-capable tool called for one value answers its own value, not its
+    // items collected.
+    assert_eq!(
+        client.run("countdown", json!({"count": 3})).await.unwrap(),
+        json!([3, 2, 1])
+    );
     // The stream, item by item.
     let items: Vec<Value> = client
         .run_stream("countdown", json!({"count": 3}))

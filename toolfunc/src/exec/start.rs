@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::task::{Call, Drive, Watch};
 use crate::options::{CollectLimit, json_size};
 use crate::panic::{Catching, panicked};
-use crate::tool::{Handler, ItemStream, SyncFn};
+use crate::tool::{Answer, Handler, ItemStream, SyncFn};
 use crate::{CancellationToken, Ctx, ToolError, ToolFunc};
 
 impl ToolFunc {
@@ -230,6 +230,30 @@ impl ToolFunc {
                     gated(limit, collect(f(ctx, args), bound, name)),
                     watch,
                 ))
+            }
+            Handler::Either(f) if as_stream => {
+                let answering = f(ctx, args);
+                let opening = Box::pin(async move {
+                    Ok(match answering.await? {
+                        Answer::Items(items) => items,
+                        Answer::Value(value) => futures::stream::once(async { Ok(value) }).boxed(),
+                    })
+                });
+                Started::Stream(gated_stream(limit, opening), watch)
+            }
+            Handler::Either(f) => {
+                let bound = ctx.scope().collect_limit();
+                let name = tool.name().to_owned();
+                let answering = f(ctx, args);
+                let answer = Box::pin(async move {
+                    match answering.await? {
+                        Answer::Value(value) => Ok(value),
+                        Answer::Items(items) => {
+                            collect(Box::pin(async { Ok(items) }), bound, name).await
+                        }
+                    }
+                });
+                Started::Value(Drive::new(gated(limit, answer), watch))
             }
             Handler::Sync(_) | Handler::Acts(_) => {
                 // Here to wait for a concurrency slot (which `gated` holds), or for a

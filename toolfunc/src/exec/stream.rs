@@ -18,6 +18,8 @@ use crate::panic::panicked;
 use crate::registry::{CallStatus, Observer};
 use crate::tool::ItemStream;
 
+pub use crate::tool::Answer;
+
 /// The items of one call, as `run_stream` returns them: `Ok` items, then at most one
 /// `Err` that ends the stream.
 ///

@@ -11,8 +11,8 @@ use reqwest::{Method, Url};
 use serde_json::{Map, Value};
 
 use super::wire::{self, NDJSON, REQ_ID, RPC_ACT, RPC_FN, RPC_RES_ID, request_id};
-use crate::tool::ItemStream;
 use crate::tool::service::REST_VERBS;
+use crate::tool::{Answer, ItemStream};
 use crate::{
     CallOptions, Registry, Runner, ToolDefinition, ToolError, ToolFunc, ToolRef, ToolStream,
     Transport,
@@ -201,10 +201,19 @@ fn remote_tool(remote: &Arc<Remote>, def: ToolDefinition) -> Result<ToolFunc, To
     let builder = ToolFunc::from_definition(def);
     let remote = Arc::clone(remote);
     let builder = if streams {
-        builder.stream_handler(move |_ctx, args| {
+        // Streamed only when the caller asks for a stream: otherwise the server
+        // answers one value, as it would any client (the JavaScript servers' stream
+        // tools give a value of their own then, not the items collected).
+        builder.stream_or_value_handler(move |ctx, args| {
             let remote = Arc::clone(&remote);
             let name = name.clone();
-            async move { remote.open_stream(&name, args).await }
+            async move {
+                if ctx.is_stream() {
+                    Ok(Answer::Items(remote.open_stream(&name, args).await?))
+                } else {
+                    Ok(Answer::Value(remote.call(&name, args).await?))
+                }
+            }
         })
     } else {
         builder.handler(move |_ctx, args| {

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::definition::{Annotations, ToolDefinition};
 use super::func::{
-    ArgCheck, Dependency, DependencyTarget, Handler, Hook, ToolFunc, ToolRef, to_output,
+    Answer, ArgCheck, Dependency, DependencyTarget, Handler, Hook, ToolFunc, ToolRef, to_output,
 };
 use super::service::{ActDefinition, Acts};
 use crate::schema::{
@@ -387,6 +387,51 @@ impl ToolBuilder {
         self
     }
 
+    /// Sets the handler of a tool that streams when asked to and may otherwise answer
+    /// with one value (the seed's `run(name, {stream: false})`, "Completed in one
+    /// go"): it reads [`Ctx::is_stream`] and returns an [`Answer`]. Items given to a
+    /// caller that wants one value are collected into an array, and a value given to
+    /// one that asked for a stream is its single item. The definition says
+    /// `"stream": true`.
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use serde_json::json;
+    /// use toolfunc::stream::Answer;
+    /// use toolfunc::{Registry, ToolFunc};
+    ///
+    /// let registry = Registry::new();
+    /// registry.register(
+    ///     ToolFunc::builder("ticks")
+    ///         .stream_or_value_handler(|ctx, _args| async move {
+    ///             if ctx.is_stream() {
+    ///                 let items = futures::stream::iter([1, 2].map(|n| Ok(json!({"tick": n}))));
+    ///                 Ok(Answer::Items(items.boxed()))
+    ///             } else {
+    ///                 Ok(Answer::Value(json!([1, 2])))
+    ///             }
+    ///         })
+    ///         .build()
+    ///         .unwrap(),
+    /// ).unwrap();
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// assert_eq!(registry.run("ticks", json!({})).await.unwrap(), json!([1, 2]));
+    /// let items: Vec<_> = registry.run_stream("ticks", json!({})).map(Result::unwrap).collect().await;
+    /// assert_eq!(items, [json!({"tick": 1}), json!({"tick": 2})]);
+    /// # });
+    /// ```
+    pub fn stream_or_value_handler<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(Ctx, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Answer, ToolError>> + Send + 'static,
+    {
+        self.handler = Some(Handler::Either(Box::new(move |ctx, args| {
+            Box::pin(f(ctx, args))
+        })));
+        self.typed = false;
+        self
+    }
+
     /// Sets an async handler over the raw JSON arguments object.
     pub fn handler<F, Fut>(mut self, f: F) -> Self
     where
@@ -671,6 +716,20 @@ fn checked(handler: Handler, schema: Option<&Value>) -> Result<Handler, String> 
                 Box::pin(async move {
                     let items = opening.await?;
                     Ok(items.map(move |item| item.and_then(|v| check(v))).boxed())
+                })
+            }))
+        }
+        Handler::Either(f) => {
+            let check = Arc::new(check);
+            Handler::Either(Box::new(move |ctx, args| {
+                let (answering, check) = (f(ctx, args), Arc::clone(&check));
+                Box::pin(async move {
+                    Ok(match answering.await? {
+                        Answer::Value(value) => Answer::Value(check(value)?),
+                        Answer::Items(items) => Answer::Items(
+                            items.map(move |item| item.and_then(|v| check(v))).boxed(),
+                        ),
+                    })
                 })
             }))
         }

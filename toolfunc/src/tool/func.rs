@@ -23,11 +23,37 @@ pub(crate) type AsyncFn =
 pub type ItemStream = BoxStream<'static, Result<Value, ToolError>>;
 pub(crate) type StreamFn =
     dyn Fn(Ctx, Value) -> BoxFuture<'static, Result<ItemStream, ToolError>> + Send + Sync;
+pub(crate) type EitherFn =
+    dyn Fn(Ctx, Value) -> BoxFuture<'static, Result<Answer, ToolError>> + Send + Sync;
+
+/// What a tool that can stream answers a call with: its items, or one value when
+/// the caller did not ask for a stream and the tool has it at once (the seed's
+/// "Completed in one go"). See
+/// [`ToolBuilder::stream_or_value_handler`](crate::ToolBuilder::stream_or_value_handler).
+pub enum Answer {
+    /// The items, one by one (collected into an array for a caller that wants one
+    /// value).
+    Items(ItemStream),
+    /// One value: sent as it is to a caller that wants one value, as a single item
+    /// to one that asked for a stream.
+    Value(Value),
+}
+
+impl fmt::Debug for Answer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Items(_) => f.debug_tuple("Items").finish_non_exhaustive(),
+            Self::Value(value) => f.debug_tuple("Value").field(value).finish(),
+        }
+    }
+}
 
 pub(crate) enum Handler {
     Sync(Box<SyncFn>),
     Async(Box<AsyncFn>),
     Stream(Box<StreamFn>),
+    /// A streaming tool that may answer with one value instead.
+    Either(Box<EitherFn>),
     /// A service: the `act` argument picks one of its methods' handlers (never
     /// `Acts` themselves).
     Acts(Box<Acts>),
@@ -36,7 +62,7 @@ pub(crate) enum Handler {
 impl Handler {
     pub(crate) fn can_stream(&self) -> bool {
         match self {
-            Handler::Stream(_) => true,
+            Handler::Stream(_) | Handler::Either(_) => true,
             Handler::Acts(acts) => acts.any_stream(),
             _ => false,
         }

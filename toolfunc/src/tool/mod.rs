@@ -9,6 +9,6 @@ mod spec;
 
 pub use builder::ToolBuilder;
 pub use definition::{Annotations, Hints, ToolDefinition};
+pub use func::{Answer, ItemStream, ToolFunc, ToolRef, to_output};
 pub(crate) use func::{Dependency, DependencyTarget, Handler, SyncFn};
-pub use func::{ItemStream, ToolFunc, ToolRef, to_output};
 pub use spec::{SpecHandler, ToolSpec};
