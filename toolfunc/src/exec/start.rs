@@ -143,10 +143,12 @@ impl ToolFunc {
         };
         let result = caught.unwrap_or_else(|p| Err(panicked(&*p)));
         // The clock is read only for a call with a deadline.
-        if let Some((deadline, timeout)) = ctx.deadline_and_timeout()
+        if let Some(deadline) = ctx.deadline()
             && std::time::Instant::now() >= deadline
         {
-            return Err(ToolError::timed_out(timeout));
+            return Err(ToolError::timed_out(
+                ctx.deadline_and_timeout().and_then(|(_, timeout)| timeout),
+            ));
         }
         result
     }
