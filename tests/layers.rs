@@ -674,3 +674,25 @@ async fn mcp_tools_list_and_calls_pass_the_layers() {
     assert_eq!(error["data"]["code"], "NOT_FOUND", "{error}");
     assert!(log.take().is_empty());
 }
+
+#[tokio::test]
+async fn a_refilled_bucket_makes_room_for_a_new_caller() {
+    let registry = Registry::global().isolate().layer(
+        RateLimit::new(1, Duration::from_millis(50))
+            .per_caller()
+            .max_callers(1),
+    );
+    let run = |caller: &str| {
+        registry
+            .with(CallOptions::new().caller(caller))
+            .run_sync("add", json!({"a": 1, "b": 1}))
+    };
+    assert!(run("a").is_ok());
+    assert_eq!(run("a").unwrap_err().code(), "RATE_LIMITED");
+    // `a` has refilled: as good as new, it is dropped to make room for `b`, who then
+    // has a bucket of its own (not the shared one past the cap).
+    tokio::time::sleep(Duration::from_millis(80)).await;
+    assert!(run("b").is_ok());
+    assert_eq!(run("b").unwrap_err().code(), "RATE_LIMITED");
+    assert!(run("nobody").is_ok(), "the shared allowance is untouched");
+}

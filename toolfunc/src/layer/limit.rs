@@ -18,6 +18,9 @@ use crate::ToolError;
 /// allowance.
 pub const DEFAULT_MAX_CALLERS: usize = 10_000;
 
+/// How often a full per-caller table is swept for buckets that refilled.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
 /// Whose allowance a call draws on.
 fn key(per_caller: bool, call: &Call) -> Option<&str> {
     if per_caller { call.caller() } else { None }
@@ -70,6 +73,9 @@ struct Buckets {
     /// For calls with no caller, for everyone (not per caller), and for callers past
     /// the cap.
     shared: Option<Bucket>,
+    /// When full buckets were last dropped to make room: at most once a second, so
+    /// a flood of new caller ids cannot make every call scan the table.
+    swept: Option<Instant>,
 }
 
 #[derive(Clone, Copy)]
@@ -138,12 +144,18 @@ impl RateLimit {
         let now = Instant::now();
         let (capacity, rate) = (self.capacity, self.rate);
         let mut buckets = self.buckets.lock().unwrap_or_else(PoisonError::into_inner);
-        let Buckets { by_caller, shared } = &mut *buckets;
+        let Buckets {
+            by_caller,
+            shared,
+            swept,
+        } = &mut *buckets;
         let bucket = match caller {
             Some(caller) if by_caller.contains_key(caller) => by_caller.get_mut(caller),
             Some(caller) => {
-                if by_caller.len() >= self.max_callers {
+                let due = swept.is_none_or(|at| now.saturating_duration_since(at) >= SWEEP_EVERY);
+                if by_caller.len() >= self.max_callers && due {
                     // Full buckets are as good as new ones: drop them to make room.
+                    *swept = Some(now);
                     by_caller.retain(|_, b| {
                         b.refill(capacity, rate, now);
                         b.tokens < capacity
