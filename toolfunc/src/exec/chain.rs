@@ -16,7 +16,7 @@ use super::stream::ToolStream;
 use super::task::Call as Running;
 use crate::layer::{self, Call, Layers, Mode, Next, Ready, Reply, ReplyFuture};
 use crate::registry::{CallStatus, Observer};
-use crate::{Registry, ToolError, ToolFunc};
+use crate::{Registry, ToolError, ToolFunc, ToolRef};
 
 /// The layers a call through `registry` with `scope` passes: the registry's (its
 /// ancestors' first), then the runner's. `None` when there are none.
@@ -85,11 +85,14 @@ pub(crate) async fn finish(mut running: ReplyFuture) -> Result<Reply, ToolError>
 pub(crate) async fn value_of(
     reply: Reply,
     bound: crate::CollectLimit,
-    tool: String,
+    tool: &ToolRef,
 ) -> Result<Value, ToolError> {
     match reply {
         Reply::Value(value) => Ok(value),
-        Reply::Stream(items) => collect(Box::pin(std::future::ready(Ok(items))), bound, tool).await,
+        Reply::Stream(items) => {
+            let name = tool.name().to_owned();
+            collect(Box::pin(std::future::ready(Ok(items))), bound, name).await
+        }
     }
 }
 

@@ -419,9 +419,7 @@ impl Ctx {
         let found = self
             .resolve_nested(name)
             .ok_or_else(|| ToolError::not_found(name))?;
-        let args = args
-            .into()
-            .into_named(|values| found.tool.positional_to_named(values))?;
+        let args = found.tool.named_args(args.into())?;
         self.with(CallOptions::new())
             .run_resolved(found, args)
             .await

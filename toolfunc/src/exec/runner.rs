@@ -165,7 +165,7 @@ impl Future for Run<'_> {
             let Some(found) = calls.registry.resolve(name) else {
                 return std::task::Poll::Ready(Err(crate::tool::service::not_found(name)));
             };
-            let args = match args.into_named(|values| found.tool.positional_to_named(values)) {
+            let args = match found.tool.named_args(args) {
                 Ok(args) => args,
                 Err(err) => return std::task::Poll::Ready(Err(err)),
             };
@@ -216,8 +216,9 @@ impl Future for Run<'_> {
                 Err(err) => return std::task::Poll::Ready(Err(err)),
                 Ok(stream) => {
                     // A layer answered a value call with a stream: collect it.
-                    let name = tool.name().to_owned();
-                    *this = Run::Running(Box::pin(chain::value_of(stream, bound, name)));
+                    *this = Run::Running(Box::pin(async move {
+                        chain::value_of(stream, bound, &tool).await
+                    }));
                 }
             }
         }
@@ -263,12 +264,11 @@ impl<'a> Calls<'a> {
         call_id: Option<Arc<str>>,
         args: Value,
     ) -> Result<Value, ToolError> {
-        let ready = found.ready.clone();
+        let (ready, tool) = (found.ready.clone(), found.tool.clone());
         let ctx = self.ctx(found, call_id);
         chain::check_visible(&layers, &ctx, name)?;
-        let (bound, tool) = (self.scope.collect_limit(), ctx.tool_name().to_owned());
         let reply = chain::finish(chain::start(layers, ctx, ready, Mode::Value, args)).await?;
-        chain::value_of(reply, bound, tool).await
+        chain::value_of(reply, self.scope.collect_limit(), &tool).await
     }
 
     /// A sync call through `layers`: every layer must be done without waiting.
@@ -279,18 +279,20 @@ impl<'a> Calls<'a> {
         name: &str,
         args: Value,
     ) -> Result<Value, ToolError> {
-        let ready = found.ready.clone();
+        let (ready, tool) = (found.ready.clone(), found.tool.clone());
         let ctx = self.ctx(found, None);
         chain::check_visible(&layers, &ctx, name)?;
-        let tool = ctx.tool_name().to_owned();
-        let (bound, asked) = (self.scope.collect_limit(), tool.clone());
         let running = chain::start(layers, ctx, ready, Mode::Sync, args);
-        let call = async move {
+        let bound = self.scope.collect_limit();
+        let call = async {
             let reply = chain::finish(running).await?;
-            chain::value_of(reply, bound, asked).await
+            chain::value_of(reply, bound, &tool).await
         };
-        futures::FutureExt::now_or_never(call)
-            .unwrap_or_else(|| Err(ToolError::AsyncOnly { name: tool }))
+        futures::FutureExt::now_or_never(call).unwrap_or_else(|| {
+            Err(ToolError::AsyncOnly {
+                name: tool.name().to_owned(),
+            })
+        })
     }
 
     pub(super) fn run(self, name: &'a str, args: Args) -> Run<'a> {
@@ -308,8 +310,10 @@ impl<'a> Calls<'a> {
         args: Value,
     ) -> Result<Value, ToolError> {
         if let Some(layers) = self.layers() {
-            let name = found.tool.name().to_owned();
-            return self.layered(layers, found, &name, call_id, args).await;
+            let tool = found.tool.clone();
+            return self
+                .layered(layers, found, tool.name(), call_id, args)
+                .await;
         }
         if let Some(ready) = &found.ready {
             ready.clone().await?;
@@ -326,7 +330,7 @@ impl<'a> Calls<'a> {
         let Some(found) = self.registry.resolve(name) else {
             return Err(crate::tool::service::not_found(name));
         };
-        let args = args.into_named(|values| found.tool.positional_to_named(values))?;
+        let args = found.tool.named_args(args)?;
         if let Some(layers) = self.layers() {
             return self.layered_sync(layers, found, name, args);
         }
@@ -341,7 +345,7 @@ impl<'a> Calls<'a> {
             Ok(found) => found,
             Err(err) => return ToolStream::failed(err),
         };
-        let args = match args.into_named(|values| found.tool.positional_to_named(values)) {
+        let args = match found.tool.named_args(args) {
             Ok(args) => args,
             Err(err) => return ToolStream::failed(err),
         };
@@ -382,7 +386,7 @@ impl<'a> Calls<'a> {
             Ok(found) => found,
             Err(err) => return CallHandle::failed(err),
         };
-        let args = match args.into_named(|values| found.tool.positional_to_named(values)) {
+        let args = match found.tool.named_args(args) {
             Ok(args) => args,
             Err(err) => return CallHandle::failed(err),
         };
@@ -393,11 +397,11 @@ impl<'a> Calls<'a> {
             if let Err(err) = chain::check_visible(&layers, &ctx, name) {
                 return CallHandle::failed(err);
             }
-            let (bound, tool) = (self.scope.collect_limit(), ctx.tool_name().to_owned());
+            let (bound, tool) = (self.scope.collect_limit(), ctx.tool().clone());
             let join = runtime.spawn(async move {
                 let reply =
                     chain::finish(chain::start(layers, ctx, ready, Mode::Spawn, args)).await?;
-                chain::value_of(reply, bound, tool).await
+                chain::value_of(reply, bound, &tool).await
             });
             return CallHandle::spawned(state, join);
         }

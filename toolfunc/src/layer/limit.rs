@@ -339,20 +339,16 @@ impl Layer for ConcurrencyLimit {
 
 /// The reply, with `permit` held until a stream in it ends or is dropped.
 fn hold(reply: Result<Reply, ToolError>, permit: Permit) -> Result<Reply, ToolError> {
-    {
-        {
-            match reply? {
-                // The slot is held until the stream ends or is dropped.
-                Reply::Stream(items) => Ok(Reply::Stream(
-                    items
-                        .map(move |item| {
-                            let _held = &permit;
-                            item
-                        })
-                        .boxed(),
-                )),
-                value @ Reply::Value(_) => Ok(value),
-            }
-        }
+    match reply? {
+        // The slot is held until the stream ends or is dropped.
+        Reply::Stream(items) => Ok(Reply::Stream(
+            items
+                .map(move |item| {
+                    let _held = &permit;
+                    item
+                })
+                .boxed(),
+        )),
+        value @ Reply::Value(_) => Ok(value),
     }
 }

@@ -5,14 +5,13 @@
 use std::collections::HashMap;
 
 use futures::FutureExt;
-use futures::future::{BoxFuture, Shared};
+use futures::future::BoxFuture;
 
 use super::{Registry, RegistryEvent, UnregisterOptions};
 use crate::ToolError;
 use crate::tool::{DependencyTarget, ToolRef};
 
-/// A tool's asynchronous setup, shared by everyone waiting for it.
-pub(crate) type Ready = Shared<BoxFuture<'static, Result<(), ToolError>>>;
+pub(crate) use crate::layer::Ready;
 
 impl Registry {
     /// Runs the setup of the tool just placed under `name`. A setup that finishes at

@@ -585,7 +585,15 @@ impl Registry {
     /// Whether calls made through this registry pass any layer.
     #[cfg_attr(not(any(feature = "http", feature = "mcp")), allow(dead_code))]
     pub(crate) fn has_layers(&self) -> bool {
-        self.layers().is_some()
+        // Flags only: no lock, no list built.
+        let mut registry = Some(self);
+        while let Some(current) = registry {
+            if current.inner.layered.load(Ordering::Acquire) {
+                return true;
+            }
+            registry = current.parent();
+        }
+        false
     }
 
     /// The layers a call made through this registry passes, its ancestors' first.

@@ -362,6 +362,12 @@ impl ToolFunc {
     }
 
     /// Maps positional arguments onto named ones.
+    /// A call's arguments as the object the tool is called with: positional values
+    /// named after its parameters.
+    pub(crate) fn named_args(&self, args: crate::Args) -> Result<Value, ToolError> {
+        args.into_named(|values| self.positional_to_named(values))
+    }
+
     pub(crate) fn positional_to_named(&self, values: Vec<Value>) -> Result<Value, ToolError> {
         let names = &self.positional;
         if values.len() > names.len() {
