@@ -35,13 +35,20 @@ async fn main() -> std::io::Result<()> {
     }
     // The catalog's #[tool] functions and Default #[tool_service]s are in the global
     // registry already.
-    let api = Api::new(Registry::global()).prefix(prefix).docs(true);
+    // One ledger for both surfaces: a background call started over HTTP or as an
+    // MCP task is listed in one place.
+    let ledger = toolfunc::ledger::Ledger::new(Registry::global());
+    let api = Api::new(Registry::global())
+        .prefix(prefix)
+        .docs(true)
+        .ledger(ledger.clone());
     let base = format!("http://{addr}{}", api.path());
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     let mcp = format!("http://{addr}{}", toolfunc::mcp::PATH);
     let mut server = Server::new().mount(api).map_err(std::io::Error::other)?;
     if base != mcp {
-        server = server.merge(toolfunc::mcp::router(Registry::global()));
+        let mcp = toolfunc::mcp::Server::new(Registry::global()).ledger(ledger);
+        server = server.merge(mcp.router());
     }
     println!("toolfunc demo server listening on {base}");
     println!();

@@ -204,3 +204,57 @@ async fn the_document_describes_the_background_and_rpc_task() {
     assert!(discovery.get("rpcTask").is_none());
     assert!(discovery["report"]["background"] == true);
 }
+
+#[tokio::test]
+async fn only_its_caller_polls_or_cancels_a_background_call() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let hide = Arc::new(AtomicBool::new(false));
+    let hiding = hide.clone();
+    let registry =
+        demo::catalog()
+            .isolate()
+            .layer(toolfunc::layer::visibility(move |tool, _viewer| {
+                !(tool.name == "report" && hiding.load(Ordering::Relaxed))
+            }));
+    let addr = start(Api::new(&registry)).await;
+    let json = ("content-type", "application/json");
+    let slow = call(
+        addr,
+        "POST",
+        "/api/report",
+        &[json, ("req-id", "alices-job"), ("rpc-client-id", "alice")],
+        Some(r#"{"ms":30000}"#),
+    )
+    .await;
+    assert_eq!(slow.status, 202, "{}", slow.text());
+    let path = "/api/rpcTask/alices-job";
+    // Someone else, or nobody in particular: as if there were no such call.
+    for asker in [vec![("rpc-client-id", "bob")], vec![]] {
+        call(addr, "GET", path, &asker, None)
+            .await
+            .error(404, "NOT_FOUND");
+        let mut cancelling = asker.clone();
+        cancelling.push(("rpc-act", "$cancel"));
+        call(addr, "POST", path, &cancelling, None)
+            .await
+            .error(404, "NOT_FOUND");
+    }
+    let alice = [("rpc-client-id", "alice")];
+    assert_eq!(call(addr, "GET", path, &alice, None).await.status, 202);
+    // While a layer hides the tool, its caller cannot read it either.
+    hide.store(true, Ordering::Relaxed);
+    call(addr, "GET", path, &alice, None)
+        .await
+        .error(404, "NOT_FOUND");
+    hide.store(false, Ordering::Relaxed);
+    let cancelled = call(
+        addr,
+        "POST",
+        path,
+        &[("rpc-client-id", "alice"), ("rpc-act", "$cancel")],
+        None,
+    )
+    .await;
+    assert_eq!(cancelled.ok(), json!({"success": true}));
+}

@@ -201,3 +201,83 @@ fn outside_a_runtime_a_tracked_call_is_refused_clearly() {
     assert_eq!(err.code(), "FAILED");
     assert!(err.to_string().contains("tokio runtime"), "{err}");
 }
+
+#[tokio::test]
+async fn a_tracked_call_waits_for_the_answers_to_its_questions() {
+    let registry = Registry::new();
+    registry
+        .register(
+            ToolFunc::builder("ask")
+                .handler(|ctx: Ctx, _args: Value| async move {
+                    let schema = json!({"type": "object"});
+                    let first = ctx.elicit("First?", schema.clone()).await?;
+                    let second = ctx.elicit_named("second", "Second?", schema).await?;
+                    Ok(json!([first.content, second.content]))
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let ledger = Ledger::new(registry);
+    let track = Track::new()
+        .park_questions()
+        .options(CallOptions::new().caller("ann"));
+    let id = ledger.start_with("ask", json!({}), track).unwrap();
+    // `settle` returns once the call asks.
+    let info = ledger.settle(&id, Duration::from_secs(10)).await.unwrap();
+    assert_eq!(info.status, TaskStatus::InputRequired);
+    assert_eq!(info.questions.len(), 1);
+    assert_eq!(info.questions[0].key, "elicitation_1");
+    assert!(matches!(
+        &info.questions[0].request,
+        toolfunc::ask::ClientRequest::Elicit { message, .. } if message == "First?"
+    ));
+    // A key it does not wait on is no answer.
+    assert!(!ledger.answer(&id, "nope", json!({})).unwrap());
+    let accept = |n: u8| json!({"action": "accept", "content": {"n": n}});
+    assert!(ledger.answer(&id, "elicitation_1", accept(1)).unwrap());
+    let info = ledger.settle(&id, Duration::from_secs(10)).await.unwrap();
+    assert_eq!(info.questions[0].key, "second");
+    assert!(ledger.answer(&id, "second", accept(2)).unwrap());
+    assert_eq!(ledger.wait(&id).await.unwrap(), json!([{"n": 1}, {"n": 2}]));
+    // Only its caller may read it.
+    assert!(ledger.visible_to(&id, Some("ann")));
+    assert!(!ledger.visible_to(&id, Some("bob")));
+    assert!(!ledger.visible_to(&id, None));
+    assert!(!ledger.visible_to("unknown", Some("ann")));
+}
+
+#[tokio::test]
+async fn a_call_cancelled_while_it_waits_for_an_answer_ends() {
+    let registry = Registry::new();
+    registry
+        .register(
+            ToolFunc::builder("ask")
+                .handler(|ctx: Ctx, _args: Value| async move {
+                    ctx.elicit("Never answered?", json!({"type": "object"}))
+                        .await?;
+                    Ok(json!("answered"))
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let ledger = Ledger::new(registry);
+    let id = ledger
+        .start_with("ask", json!({}), Track::new().park_questions())
+        .unwrap();
+    let info = ledger.settle(&id, Duration::from_secs(10)).await.unwrap();
+    assert_eq!(info.status, TaskStatus::InputRequired);
+    // Anyone may read a call started for no named caller.
+    assert!(ledger.visible_to(&id, None));
+    assert!(ledger.visible_to(&id, Some("anyone")));
+    ledger.cancel(&id).unwrap();
+    let err = ledger.wait(&id).await.unwrap_err();
+    assert_eq!(err.code(), "CANCELLED");
+    let info = ledger.status(&id).unwrap();
+    assert_eq!(info.status, TaskStatus::Cancelled);
+    assert!(info.questions.is_empty());
+    // `settle` of a call that is done returns at once.
+    let info = ledger.settle(&id, Duration::from_secs(60)).await.unwrap();
+    assert!(info.status.is_finished());
+}

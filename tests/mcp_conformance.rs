@@ -3,7 +3,8 @@
 //! `examples/conformance/`, served over streamable HTTP: both dated requirement
 //! sets, each with `interop/conformance/baseline.yml` as its expected failures. The
 //! suite fails the run when a scenario outside that file fails, and when one listed
-//! there passes (the file must then shrink).
+//! there passes (the file must then shrink). Then each scenario of the tasks
+//! extension, which the requirement sets run but do not score, on its own.
 
 #[path = "../examples/conformance/mod.rs"]
 #[allow(dead_code)]
@@ -37,24 +38,55 @@ async fn the_conformance_suite_passes_outside_its_baseline() {
             .merge(server.router())
             .serve(listener),
     );
-    let dir = interop::dir().join("conformance");
-    let results = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("conformance");
     for requirements in ["2025-11-25", "2026-07-28"] {
-        let out = results.join(requirements);
-        let _ = std::fs::remove_dir_all(&out);
-        process::run(
-            Command::new("bash")
-                .arg("run.sh")
-                .arg(&url)
-                .args(["--requirements", requirements])
-                .args(["--expected-failures", "baseline.yml"])
-                .arg("-o")
-                .arg(&out)
-                .current_dir(&dir),
-            &format!("the MCP conformance suite, requirements {requirements}"),
+        suite(
+            &url,
+            ["--requirements", requirements],
             Duration::from_secs(300),
         )
-        .await
-        .assert_printed("Baseline check passed", &[]);
+        .await;
+    }
+    // The tasks extension's scenarios are not scored in a requirements run: each is
+    // run on its own, where any failing check fails it.
+    for scenario in TASKS_SCENARIOS {
+        suite(&url, ["--scenario", scenario], Duration::from_secs(120)).await;
     }
 }
+
+/// Runs the suite against `url` with `which` (`--requirements <set>` or
+/// `--scenario <id>`) and the baseline, and checks it passed.
+async fn suite(url: &str, which: [&str; 2], limit: Duration) {
+    let dir = interop::dir().join("conformance");
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("conformance")
+        .join(which[1]);
+    let _ = std::fs::remove_dir_all(&out);
+    process::run(
+        Command::new("bash")
+            .arg("run.sh")
+            .arg(url)
+            .args(which)
+            .args(["--expected-failures", "baseline.yml"])
+            .arg("-o")
+            .arg(&out)
+            .current_dir(&dir),
+        &format!("the MCP conformance suite, {} {}", which[0], which[1]),
+        limit,
+    )
+    .await
+    .assert_printed("Baseline check passed", &[]);
+}
+
+/// The scenarios of the tasks extension (SEP-2663).
+const TASKS_SCENARIOS: [&str; 10] = [
+    "tasks-lifecycle",
+    "tasks-capability-negotiation",
+    "tasks-wire-fields",
+    "tasks-request-state-removal",
+    "tasks-mrtr-input",
+    "tasks-request-headers",
+    "tasks-dispatch-and-envelope",
+    "tasks-status-notifications",
+    "tasks-required-task-error",
+    "tasks-mrtr-composition",
+];

@@ -393,6 +393,98 @@ pub(crate) fn json_schema_2020_12_tool() -> Result<ToolFunc, ToolError> {
         .build()
 }
 
+// The tasks extension (SEP-2663): `background` tools, which a client that takes
+// tasks reads with `tasks/get`.
+
+/// Greets `name`; never a task.
+#[tool]
+pub(crate) fn greet(name: String) -> String {
+    format!("Hello, {name}!")
+}
+
+/// Works for `seconds` (at most 60), then says it is done; a task for a client
+/// that takes tasks, once it runs past 100 ms.
+#[tool(timeout = "100ms", background)]
+pub(crate) async fn slow_compute(ctx: &Ctx, seconds: f64, label: String) -> String {
+    let seconds = seconds.clamp(0.0, 60.0);
+    ctx.progress(0.0, Some(seconds), Some(&format!("{label}: working")));
+    tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+    format!("slow_compute {label} done after {seconds}s")
+}
+
+/// Fails after a second, always as a task: the failure is the task's result, with
+/// `isError: true`.
+#[tool(timeout = "100ms", background = "only")]
+pub(crate) async fn failing_job() -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    Err(ToolError::failed("failing_job failed, as it always does"))
+}
+
+/// Panics after a moment, always as a task: the task fails with a protocol error.
+#[tool(timeout = "100ms", background = "only")]
+pub(crate) async fn protocol_error_job() -> String {
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    panic!("protocol_error_job panics, as it always does")
+}
+
+/// Asks before deleting `filename`, from inside its task.
+#[tool(timeout = "0s", background)]
+pub(crate) async fn confirm_delete(ctx: &Ctx, filename: String) -> Result<String, ToolError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {"confirm": {"type": "boolean"}},
+        "required": ["confirm"]
+    });
+    let answer = ctx
+        .elicit_named("confirm", format!("Delete {filename}?"), schema)
+        .await?;
+    let confirmed = answer.action == ask::ElicitAction::Accept
+        && answer
+            .content
+            .as_ref()
+            .and_then(|c| c.get("confirm"))
+            .and_then(serde_json::Value::as_bool)
+            == Some(true);
+    Ok(if confirmed {
+        format!("Deleted {filename}")
+    } else {
+        format!("Kept {filename}")
+    })
+}
+
+/// Asks two questions at once, from inside its task.
+#[tool(timeout = "0s", background)]
+pub(crate) async fn multi_input(ctx: &Ctx) -> Result<String, ToolError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "confirm": {"type": "boolean"}}
+    });
+    let (first, second) = tokio::join!(
+        ctx.elicit_named("first", "First input?", schema.clone()),
+        ctx.elicit_named("second", "Second input?", schema.clone()),
+    );
+    let name = |answer: ask::Elicitation| {
+        answer
+            .content
+            .and_then(|c| c.get("name").and_then(|n| n.as_str().map(str::to_owned)))
+            .unwrap_or_default()
+    };
+    Ok(format!("Got {} and {}", name(first?), name(second?)))
+}
+
+/// Asks for a name in a round of its `tools/call`, then greets it in a task.
+#[tool(timeout = "1s", background = "only")]
+pub(crate) async fn test_tool_with_task(ctx: &Ctx) -> Result<String, ToolError> {
+    let answer = ctx
+        .elicit_named("user_name", "What is your name?", one_string("name"))
+        .await?;
+    let name = answer
+        .content
+        .and_then(|c| c.get("name").and_then(|n| n.as_str().map(str::to_owned)))
+        .unwrap_or_else(|| "stranger".to_owned());
+    Ok(format!("Hello, {name}!"))
+}
+
 /// The global registry with every conformance tool: the `#[tool]`s are there
 /// already; the builder tools are added.
 pub(crate) fn registry() -> Result<Registry, ToolError> {

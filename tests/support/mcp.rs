@@ -103,7 +103,7 @@ pub fn modern_meta(extra: Value) -> Value {
 
 /// A sessionless (2026-07-28) request to `url`: `params._meta` gets the per-request
 /// keys (and keeps the ones `params` has), with the `MCP-Protocol-Version`,
-/// `Mcp-Method` and (for `tools/call`) `Mcp-Name` headers.
+/// `Mcp-Method` and (for `tools/call` and `tasks/*`) `Mcp-Name` headers.
 pub fn modern_request(
     client: &reqwest::Client,
     url: &str,
@@ -117,8 +117,14 @@ pub fn modern_request(
     };
     let extra = params.remove("_meta").unwrap_or(Value::Null);
     params.insert("_meta".into(), modern_meta(extra));
+    // The routing header names the tool of a call and the task of a tasks request.
+    let routed = match method {
+        "tools/call" => "name",
+        "tasks/get" | "tasks/update" | "tasks/cancel" => "taskId",
+        _ => "",
+    };
     let name = params
-        .get("name")
+        .get(routed)
         .and_then(Value::as_str)
         .map(str::to_owned);
     let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
@@ -129,7 +135,7 @@ pub fn modern_request(
         .header("MCP-Protocol-Version", MODERN)
         .header("Mcp-Method", method)
         .body(body.to_string());
-    if let Some(name) = name.filter(|_| method == "tools/call") {
+    if let Some(name) = name {
         request = request.header("Mcp-Name", name);
     }
     request

@@ -146,8 +146,9 @@ pub(crate) struct ToolAttrs {
     /// `local` (async functions): the future need not be `Send`; calls run on the
     /// local executor.
     pub(crate) local: Option<Span>,
-    /// `background`: the timeout is a soft deadline.
-    pub(crate) background: Option<Span>,
+    /// `background` (the timeout is a soft deadline) or `background = "only"`
+    /// (and a remote call is always tracked): its span, and whether `only`.
+    pub(crate) background: Option<(Span, bool)>,
     /// `check_output`: each result is checked against the result schema.
     pub(crate) check_output: Option<Span>,
     /// `dispose` (methods): the service's dispose, run when it is removed; not an act.
@@ -281,7 +282,8 @@ impl ToolAttrs {
             // local
             "local" => set(&mut self.local, &key, flag(&key, &value)?),
             // background (with timeout = "2s": past it, remote callers poll)
-            "background" => set(&mut self.background, &key, flag(&key, &value)?),
+            // background = "only" (every remote call is tracked: an MCP task)
+            "background" => set(&mut self.background, &key, background(&key, value)?),
             // check_output (each result checked against the result schema: OUTPUT)
             "check_output" => set(&mut self.check_output, &key, flag(&key, &value)?),
             // dispose
@@ -551,10 +553,7 @@ fn timeout(key: &Key<'_>, value: Value) -> syn::Result<(u64, Span)> {
         _ => None,
     };
     match millis {
-        Some(0) => Err(syn::Error::new_spanned(
-            expr,
-            format!("{} must be longer than zero", key.what()),
-        )),
+        // Zero is a soft deadline of `background` tools only: checked with the keys.
         Some(ms) => Ok((ms, syn::spanned::Spanned::span(&expr))),
         None => Err(syn::Error::new_spanned(expr, hint)),
     }
@@ -603,6 +602,25 @@ fn flag(key: &Key<'_>, value: &Value) -> syn::Result<Span> {
             key.name
         ))),
     }
+}
+
+/// `background` or `background = "only"`.
+fn background(key: &Key<'_>, value: Value) -> syn::Result<(Span, bool)> {
+    if let Value::None = value {
+        return Ok((key.path.require_ident()?.span(), false));
+    }
+    if let Value::Expr(expr) = &value
+        && let Some(lit) = as_lit_str(expr)
+        && lit.value() == "only"
+    {
+        return Ok((lit.span(), true));
+    }
+    let message = format!(
+        "{} is a flag (`background`: past the timeout a remote call moves to the \
+         background) or `background = \"only\"` (every remote call is tracked)",
+        key.what()
+    );
+    Err(at_value(key, value, message))
 }
 
 /// `"a"` or `["a", "b"]`.

@@ -292,7 +292,16 @@ fn signature(tool: &ToolFn, errors: &mut Errors) {
             ));
         }
     }
-    if let Some(span) = tool.attrs.background
+    if let Some((0, span)) = tool.attrs.timeout
+        && tool.attrs.background.is_none()
+    {
+        errors.push(syn::Error::new(
+            span,
+            "#[tool] key `timeout` must be longer than zero (a zero soft deadline, \
+             `timeout = \"0s\", background`, makes every remote call a task at once)",
+        ));
+    }
+    if let Some((span, _)) = tool.attrs.background
         && tool.attrs.timeout.is_none()
     {
         errors.push(syn::Error::new(

@@ -77,6 +77,16 @@ impl ClientRequest {
             Self::ListRoots => "for its roots",
         }
     }
+
+    /// The capability a caller needs to answer it, as MCP names it: `elicitation`,
+    /// `sampling` or `roots`.
+    pub fn capability(&self) -> &'static str {
+        match self {
+            Self::Elicit { .. } => "elicitation",
+            Self::Sample(_) => "sampling",
+            Self::ListRoots => "roots",
+        }
+    }
 }
 
 /// The user's answer to an elicitation.

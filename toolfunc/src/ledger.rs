@@ -28,15 +28,20 @@
 //!
 //! Expired entries are swept when the ledger is used (at most once a second), so an
 //! idle ledger holds what it held; its size is bounded either way.
+//!
+//! A call started for a named [`caller`](CallOptions::caller) belongs to it: a
+//! surface that reads the ledger for others (HTTP `rpcTask`, MCP `tasks/get`) asks
+//! [`Ledger::visible_to`] first and answers as for an unknown id when the asker is
+//! someone else. Ids the ledger makes are 128 random bits, so they cannot be guessed.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 
+use crate::ask::ClientRequest;
 use crate::{CallOptions, CancellationToken, Progress, Registry, ToolError};
 
 /// How long a finished call's result is kept.
@@ -126,6 +131,7 @@ pub struct Track {
     id: Option<String>,
     retention: Option<Retention>,
     options: Option<CallOptions>,
+    park_questions: bool,
 }
 
 impl Track {
@@ -157,6 +163,17 @@ impl Track {
         self.options = Some(options);
         self
     }
+
+    /// Keeps what the call asks its caller ([`Ctx::elicit`](crate::Ctx::elicit),
+    /// [`Ctx::sample`](crate::Ctx::sample), ..) in the ledger: the call waits,
+    /// [`TaskStatus::InputRequired`], with its [`questions`](TaskInfo::questions) to
+    /// read, until [`Ledger::answer`] answers them. This replaces an answering
+    /// function set in the options.
+    #[must_use]
+    pub fn park_questions(mut self) -> Self {
+        self.park_questions = true;
+        self
+    }
 }
 
 /// Where a tracked call stands.
@@ -165,12 +182,34 @@ impl Track {
 pub enum TaskStatus {
     /// Still running.
     Working,
+    /// Waiting for its caller to answer its [`questions`](TaskInfo::questions)
+    /// ([`Track::park_questions`]).
+    InputRequired,
     /// Finished with a result.
     Completed,
     /// Finished with an error.
     Failed,
     /// Cancelled (by [`Ledger::cancel`], its token, or for going unpolled).
     Cancelled,
+}
+
+impl TaskStatus {
+    /// Whether the call has ended.
+    pub fn is_finished(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
+    }
+}
+
+/// A question a tracked call waits on ([`Track::park_questions`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Question {
+    /// What [`Ledger::answer`] answers it under: the name the tool gave it
+    /// ([`Ctx::ask_named`](crate::Ctx::ask_named)), else the capability it needs and
+    /// a number (`elicitation_1`).
+    pub key: String,
+    /// What it asks.
+    pub request: ClientRequest,
 }
 
 /// What the ledger knows of one tracked call.
@@ -181,23 +220,31 @@ pub struct TaskInfo {
     pub id: String,
     /// The tool it runs.
     pub tool: String,
+    /// The act it runs, when its arguments name one (a service method).
+    pub act: Option<String>,
     /// Who started it, when the options said.
     pub caller: Option<String>,
     /// Where it stands.
     pub status: TaskStatus,
     /// When it started.
     pub started: SystemTime,
+    /// When its status, progress or questions last changed.
+    pub updated: SystemTime,
     /// How long it has run (until it finished).
     pub running_for: Duration,
     /// Its last progress report.
     pub progress: Option<Progress>,
+    /// What it waits for its caller to answer, oldest first.
+    pub questions: Vec<Question>,
+    /// How long its result is kept.
+    pub retention: Retention,
 }
 
 /// A poll's answer.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum TaskPoll {
-    /// The call is still running.
+    /// The call is still running (or waiting for answers).
     Working(TaskInfo),
     /// The call is done: its result.
     Done(Result<Value, ToolError>),
@@ -229,36 +276,57 @@ struct State {
     last_sweep: Instant,
 }
 
+/// A question waiting for its answer.
+struct Waiting {
+    question: Question,
+    answer: oneshot::Sender<Result<Value, ToolError>>,
+}
+
 struct Entry {
     tool: String,
+    act: Option<String>,
     caller: Option<String>,
     started: SystemTime,
     started_at: Instant,
+    updated: SystemTime,
     last_polled: Instant,
     retention: Retention,
     progress: Option<Progress>,
     token: CancellationToken,
     outcome: Option<(Result<Value, ToolError>, Instant)>,
-    done: watch::Receiver<bool>,
+    waiting: Vec<Waiting>,
+    /// Questions asked so far, for their keys.
+    asked: usize,
+    /// Bumped on every change a waiter may want: a question, an answer, the end.
+    changed: watch::Sender<u64>,
 }
 
 impl Entry {
+    fn status(&self) -> TaskStatus {
+        match &self.outcome {
+            Some((result, _)) => status_of(result),
+            None if self.waiting.is_empty() => TaskStatus::Working,
+            None => TaskStatus::InputRequired,
+        }
+    }
+
     fn info(&self, id: &str) -> TaskInfo {
-        let (status, running_for) = match &self.outcome {
-            None => (TaskStatus::Working, self.started_at.elapsed()),
-            Some((result, at)) => (
-                status_of(result),
-                at.saturating_duration_since(self.started_at),
-            ),
+        let running_for = match &self.outcome {
+            None => self.started_at.elapsed(),
+            Some((_, at)) => at.saturating_duration_since(self.started_at),
         };
         TaskInfo {
             id: id.to_owned(),
             tool: self.tool.clone(),
+            act: self.act.clone(),
             caller: self.caller.clone(),
-            status,
+            status: self.status(),
             started: self.started,
+            updated: self.updated,
             running_for,
             progress: self.progress.clone(),
+            questions: self.waiting.iter().map(|w| w.question.clone()).collect(),
+            retention: self.retention,
         }
     }
 
@@ -267,6 +335,12 @@ impl Entry {
             (Some((_, at)), Retention::KeepFor(keep)) => now.saturating_duration_since(*at) > keep,
             _ => false,
         }
+    }
+
+    /// Marks a change and wakes whoever waits on the entry.
+    fn touch(&mut self) {
+        self.updated = SystemTime::now();
+        self.changed.send_modify(|n| *n = n.wrapping_add(1));
     }
 }
 
@@ -319,11 +393,7 @@ fn unknown(id: &str) -> ToolError {
 }
 
 fn fresh_id() -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("task-{nanos:x}-{:x}", NEXT.fetch_add(1, Ordering::Relaxed))
+    format!("task-{}", crate::id::random_hex())
 }
 
 impl Ledger {
@@ -349,6 +419,11 @@ impl Ledger {
     /// The ledger's settings.
     pub fn settings(&self) -> &LedgerSettings {
         &self.inner.settings
+    }
+
+    /// The registry its calls run on.
+    pub fn registry(&self) -> &Registry {
+        &self.inner.registry
     }
 
     /// Starts `name` with `args` and returns its id at once.
@@ -387,9 +462,13 @@ impl Ledger {
                 && let Some(entry) = inner.lock().entries.get_mut(&progress_id)
             {
                 entry.progress = Some(progress);
+                entry.touch();
             }
         });
-        let (done_tx, done_rx) = watch::channel(false);
+        if track.park_questions {
+            options = self.parking(options, &id);
+        }
+        let act = args.get("act").and_then(Value::as_str).map(str::to_owned);
         {
             let mut state = self.inner.lock();
             state.sweep(settings, false);
@@ -413,19 +492,24 @@ impl Ledger {
                 ));
             }
             let now = Instant::now();
+            let started = SystemTime::now();
             state.entries.insert(
                 id.clone(),
                 Entry {
                     tool: name.to_owned(),
+                    act,
                     caller,
-                    started: SystemTime::now(),
+                    started,
                     started_at: now,
+                    updated: started,
                     last_polled: now,
                     retention,
                     progress: None,
                     token,
                     outcome: None,
-                    done: done_rx,
+                    waiting: Vec::new(),
+                    asked: 0,
+                    changed: watch::Sender::new(0),
                 },
             );
         }
@@ -438,10 +522,48 @@ impl Ledger {
                 && let Some(entry) = inner.lock().entries.get_mut(&entry_id)
             {
                 entry.outcome = Some((result, Instant::now()));
+                // Questions left unanswered are moot now.
+                entry.waiting.clear();
+                entry.touch();
             }
-            let _ = done_tx.send(true);
         });
         Ok(id)
+    }
+
+    /// `options` whose questions wait in this ledger, on the call `id`.
+    fn parking(&self, options: CallOptions, id: &str) -> CallOptions {
+        let ledger = Arc::downgrade(&self.inner);
+        let id = id.to_owned();
+        options.on_named_client_request(move |name, request| {
+            let asked = ledger
+                .upgrade()
+                .map(|inner| Ledger { inner }.ask(&id, name, request));
+            async move {
+                match asked {
+                    Some(answer) => answer.await,
+                    None => Err(ToolError::Cancelled {
+                        reason: Some("the ledger is gone".into()),
+                    }),
+                }
+            }
+        })
+    }
+
+    /// Whether `caller` may read or cancel the call `id`: it is tracked, and it was
+    /// started for no named caller or for `caller`. Surfaces that read the ledger
+    /// for others answer as for an unknown id when it is not.
+    pub fn visible_to(&self, id: &str, caller: Option<&str>) -> bool {
+        self.inner
+            .lock()
+            .entries
+            .get(id)
+            .is_some_and(|entry| entry.caller.is_none() || entry.caller.as_deref() == caller)
+    }
+
+    /// The tool the call `id` runs (`None` when it is not tracked), without
+    /// counting as a poll: what a surface checks its caller may see.
+    pub fn tool_of(&self, id: &str) -> Option<String> {
+        self.inner.lock().entries.get(id).map(|e| e.tool.clone())
     }
 
     /// What the ledger knows of `id`; `None` when it tracks no such call. Counts as
@@ -475,20 +597,119 @@ impl Ledger {
     /// Waits for the call to finish and returns its result, as [`poll`](Self::poll)
     /// reads it. `NOT_FOUND` for an id the ledger does not track.
     pub async fn wait(&self, id: &str) -> Result<Value, ToolError> {
-        let mut done = {
-            let mut state = self.inner.lock();
-            let entry = state.entries.get_mut(id).ok_or_else(|| unknown(id))?;
-            entry.last_polled = Instant::now();
-            entry.done.clone()
-        };
-        // The sender goes away once the outcome is stored, whichever way it ended.
-        let _ = done.wait_for(|finished| *finished).await;
+        self.wait_until(id, None, |entry| entry.outcome.is_some())
+            .await?;
         match self.poll(id)? {
             TaskPoll::Done(result) => result,
             TaskPoll::Working(_) => Err(ToolError::failed(
                 "the tracked call stopped without a result",
             )),
         }
+    }
+
+    /// Waits at most `within` for the call to finish or to ask its caller
+    /// something ([`Track::park_questions`]), and tells where it stands then
+    /// (its result stays to be read). `NOT_FOUND` for an id the ledger does not
+    /// track. Counts as a poll.
+    pub async fn settle(&self, id: &str, within: Duration) -> Result<TaskInfo, ToolError> {
+        self.wait_until(id, Some(within), |entry| {
+            entry.outcome.is_some() || !entry.waiting.is_empty()
+        })
+        .await?;
+        self.status(id).ok_or_else(|| unknown(id))
+    }
+
+    /// Waits (at most `within`) until `done` holds of the entry, or it is gone.
+    async fn wait_until(
+        &self,
+        id: &str,
+        within: Option<Duration>,
+        done: impl Fn(&Entry) -> bool,
+    ) -> Result<(), ToolError> {
+        let deadline = within.map(|within| tokio::time::Instant::now() + within);
+        loop {
+            let mut changed = {
+                let mut state = self.inner.lock();
+                let entry = state.entries.get_mut(id).ok_or_else(|| unknown(id))?;
+                entry.last_polled = Instant::now();
+                if done(entry) {
+                    return Ok(());
+                }
+                // Subscribed under the lock every change is made under: none is missed.
+                entry.changed.subscribe()
+            };
+            let next = changed.changed();
+            match deadline {
+                Some(deadline) => {
+                    if tokio::time::timeout_at(deadline, next).await.is_err() {
+                        return Ok(());
+                    }
+                }
+                None => {
+                    // The entry was removed: the next look says so.
+                    let _ = next.await;
+                }
+            }
+        }
+    }
+
+    /// Parks a question of the call `id` until [`answer`](Self::answer) answers
+    /// it, or the call is cancelled or removed. [`Track::park_questions`] routes a
+    /// call's questions here; a surface that answers for the caller may too.
+    pub fn ask(
+        &self,
+        id: &str,
+        name: Option<String>,
+        request: ClientRequest,
+    ) -> impl Future<Output = Result<Value, ToolError>> + Send + use<> {
+        let (answer, answered) = oneshot::channel();
+        let token = {
+            let mut state = self.inner.lock();
+            state.entries.get_mut(id).map(|entry| {
+                entry.asked += 1;
+                let key =
+                    name.unwrap_or_else(|| format!("{}_{}", request.capability(), entry.asked));
+                // A name asked again replaces the older question.
+                entry.waiting.retain(|w| w.question.key != key);
+                entry.waiting.push(Waiting {
+                    question: Question { key, request },
+                    answer,
+                });
+                entry.touch();
+                entry.token.clone()
+            })
+        };
+        async move {
+            let Some(token) = token else {
+                return Err(ToolError::failed("the call asking is not tracked"));
+            };
+            match token.run_until_cancelled(answered).await {
+                Some(Ok(answer)) => answer,
+                Some(Err(_)) => Err(ToolError::Cancelled {
+                    reason: Some("the question was not answered".into()),
+                }),
+                None => Err(ToolError::Cancelled {
+                    reason: Some("the call was cancelled while it waited for an answer".into()),
+                }),
+            }
+        }
+    }
+
+    /// Answers the question `key` of the call `id` (see [`TaskInfo::questions`]).
+    /// Whether such a question was waiting; `NOT_FOUND` for an id the ledger does
+    /// not track. The answer is what the caller would have answered the tool's
+    /// [`Ctx::ask`](crate::Ctx::ask): for an elicitation, `{"action", "content"}`.
+    pub fn answer(&self, id: &str, key: &str, answer: Value) -> Result<bool, ToolError> {
+        let mut state = self.inner.lock();
+        let entry = state.entries.get_mut(id).ok_or_else(|| unknown(id))?;
+        entry.last_polled = Instant::now();
+        let Some(at) = entry.waiting.iter().position(|w| w.question.key == key) else {
+            return Ok(false);
+        };
+        let waiting = entry.waiting.remove(at);
+        let _ = waiting.answer.send(Ok(answer));
+        entry.touch();
+        Ok(true)
     }
 
     /// Cancels a running call (its token fires, its cleanups run; its result becomes

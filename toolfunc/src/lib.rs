@@ -59,6 +59,7 @@ mod error;
 mod exec;
 #[cfg(feature = "http")]
 pub mod http;
+mod id;
 pub mod layer;
 pub mod ledger;
 pub mod llm;

@@ -241,7 +241,6 @@ impl CallOptions {
 
     /// [`on_client_request`](Self::on_client_request) for answerers that also want
     /// the name the tool gave its question.
-    #[cfg(feature = "mcp")]
     pub(crate) fn on_named_client_request<F, Fut>(mut self, answer: F) -> Self
     where
         F: Fn(Option<String>, crate::ask::ClientRequest) -> Fut + Send + Sync + 'static,

@@ -1275,7 +1275,10 @@ async fn run_in_background(
     response
 }
 
-/// A poll (`get`) or a cancel (`$cancel`) of a background call.
+/// A poll (`get`) or a cancel (`$cancel`) of a background call. Only its caller
+/// (when it was started for a named one) may read or cancel it, and only while the
+/// layers let that caller see its tool; anyone else is answered as for an unknown
+/// id.
 async fn tasks(
     api: &Api,
     parts: &axum::http::request::Parts,
@@ -1322,6 +1325,25 @@ async fn tasks(
             ),
         );
     };
+    let poller = call_options(api, &parts.headers, header_str).ok();
+    let shown = shown_to(api, poller.as_ref());
+    let readable = api
+        .ledger
+        .visible_to(&id, poller.as_ref().and_then(CallOptions::caller_name))
+        && api
+            .ledger
+            .tool_of(&id)
+            .and_then(|tool| api.registry.get(&tool))
+            .is_none_or(|tool| shown(tool.definition()));
+    if !readable {
+        return error_response(
+            Some(TASKS),
+            &ToolError::not_found_because(
+                &id,
+                "no tracked call has this id: it is unknown, or its result expired or was read",
+            ),
+        );
+    }
     if act == "$cancel" {
         return match api.ledger.cancel(&id) {
             Ok(()) => json_response(StatusCode::OK, &serde_json::json!({"success": true})),

@@ -120,6 +120,17 @@ fn tool(definition: &ToolDefinition) -> Result<Tool, String> {
     if let Some(annotations) = crate::llm::mcp_annotations(definition) {
         tool.insert("annotations".into(), annotations);
     }
+    if definition.background {
+        let support = if definition.background_only {
+            "required"
+        } else {
+            "optional"
+        };
+        tool.insert(
+            "_meta".into(),
+            json!({ super::tasks::TASK_SUPPORT_KEY: support }),
+        );
+    }
     serde_json::from_value(Value::Object(tool)).map_err(|err| format!("not an MCP tool: {err}"))
 }
 

@@ -27,6 +27,11 @@
 //!   a session's `logging/setLevel` (everything until it sets one), or a sessionless
 //!   request's `_meta["io.modelcontextprotocol/logLevel"]` (nothing without it). Over
 //!   HTTP sessions they travel on the session's GET stream, as the SDK routes them.
+//! - A `background` tool called by a client that declares the tasks extension
+//!   (SEP-2663) may answer with a task, read with `tasks/get`, answered with
+//!   `tasks/update` and stopped with `tasks/cancel`, on the server's
+//!   [`Ledger`](crate::ledger::Ledger) ([`Server::ledger`]); `tools/list` says which
+//!   tools do under `_meta["io.github.toolfunc/taskSupport"]`. See [`tasks`].
 //! - Registry changes (tools added or removed) send
 //!   `notifications/tools/list_changed`: to sessions that began with `initialize`
 //!   (over HTTP on their GET stream), and on every open `subscriptions/listen` stream
@@ -74,6 +79,7 @@ mod http;
 mod rounds;
 mod serve;
 mod stdio;
+pub mod tasks;
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -81,10 +87,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, ErrorCode, Implementation, InitializeRequestParams, InitializeResult,
-    ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ServerCapabilities, ServerConfig, SetLevelRequestMethod, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    CustomRequest, CustomResult, ErrorCode, GetTaskParams, GetTaskResult, Implementation,
+    InitializeRequestParams, InitializeResult, ListToolsResult, MetaObject, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig,
+    SetLevelRequestMethod, SubscriptionFilter, Tool, UpdateTaskParams,
 };
 #[allow(deprecated)] // Logging is deprecated in the SDK (SEP-2577), yet in both revisions.
 use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, SetLevelRequestParams};
@@ -151,6 +158,8 @@ struct Shared {
     collect_limit: CollectLimit,
     /// Sessionless calls waiting for their client's answers.
     rounds: Arc<rounds::Rounds>,
+    /// Where calls that became tasks are tracked.
+    ledger: crate::ledger::Ledger,
 }
 
 /// The running program's name: its executable's file name without extension.
@@ -181,9 +190,11 @@ impl Server {
     /// [`name`](Self::name) says otherwise: pass your crate's with
     /// `.name(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"))`.
     pub fn new(registry: impl Into<Registry>) -> Self {
+        let registry = registry.into();
         Self {
             shared: Arc::new(Shared {
-                registry: registry.into(),
+                ledger: crate::ledger::Ledger::new(&registry),
+                registry,
                 info: Implementation::new(program_name(), "0.0.0"),
                 instructions: None,
                 catalog: Arc::default(),
@@ -200,6 +211,17 @@ impl Server {
             }),
             session: Arc::default(),
         }
+    }
+
+    /// The ledger calls that become tasks are tracked in (by default one of this
+    /// server's own, with [`LedgerSettings`](crate::ledger::LedgerSettings)'
+    /// defaults: results kept 5 minutes, at most 10,000 tracked calls). Give an
+    /// HTTP [`Api`](crate::http::Api) the same ledger to list every surface's
+    /// calls in one place. It must run calls on this server's registry.
+    #[must_use]
+    pub fn ledger(mut self, ledger: crate::ledger::Ledger) -> Self {
+        Arc::make_mut(&mut self.shared).ledger = ledger;
+        self
     }
 
     /// The name and version the server gives clients in `initialize`.
@@ -705,6 +727,22 @@ impl Server {
         self.ask_round(running)
     }
 
+    /// A retry of `name` with the `state` of a round: its answers go to the call
+    /// that round parked.
+    async fn resume_round(
+        &self,
+        name: &str,
+        state: &str,
+        answers: &rmcp::model::InputResponses,
+        gate: LogGate,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        match self.shared.rounds.resume(name, state).map_err(refused)? {
+            rounds::Held::Call(running) => self.answer_round(running, answers, gate, context).await,
+            rounds::Held::Task(parked) => self.resume_task(name, parked, answers).await,
+        }
+    }
+
     /// Whether the tool or method a client calls by `name` is annotated
     /// `needs_confirmation`: then the user is asked before it runs.
     fn needs_confirmation(&self, name: &str) -> bool {
@@ -963,6 +1001,7 @@ impl ServerHandler for Server {
             .enable_logging()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_tasks()
             .build();
         let mut config = ServerConfig::new(capabilities).with_server_info(self.shared.info.clone());
         if let Some(instructions) = &self.shared.instructions {
@@ -1040,35 +1079,35 @@ impl ServerHandler for Server {
         if let Some(state) = request.request_state.as_deref()
             && sessionless(&context)
         {
-            let running = self
-                .shared
-                .rounds
-                .resume(&request.name, state)
-                .map_err(refused)?;
             let answers = request.input_responses.unwrap_or_default();
-            return self.answer_round(running, &answers, gate, &context).await;
+            return self
+                .resume_round(&request.name, state, &answers, gate, &context)
+                .await;
         }
         missing_capabilities(def, &context)?;
+        let takes_tasks = tasks::client_takes_tasks(&context);
+        if def.background_only && !takes_tasks {
+            return Err(tasks::tasks_required(&request.name));
+        }
         let mut arguments = request.arguments.unwrap_or_default();
-        let (stream, result) = match act {
-            Some(act) => {
-                let act = &def.acts[act];
-                arguments.insert("act".into(), Value::from(act.name.clone()));
-                (act.stream, act.result.as_ref())
-            }
-            None => (def.stream, def.result.as_ref()),
-        };
-        let shape = Shape {
-            content: crate::content::is_content_schema(result),
-            // A listed output schema: 2026-07-28 clients take a value of any type.
-            any_structured: sessionless(&context)
-                && !stream
-                && matches!(result, Some(Value::Object(_))),
-        };
+        if let Some(act) = act {
+            arguments.insert("act".into(), Value::from(def.acts[act].name.clone()));
+        }
+        let (stream, shape) = shape_of(def, act, &context);
         let (tool, args) = (found.name().to_owned(), Value::Object(arguments));
         let token = context.meta.get_progress_token();
         let limit = self.shared.collect_limit;
         let mut options = options.collect_limit(limit);
+        if takes_tasks
+            && sessionless(&context)
+            && let Some(soft) = found.soft_deadline()
+            && !self.needs_confirmation(&request.name)
+        {
+            let plan = tasks::Plan::new(soft, def.background_only, shape);
+            return self
+                .start_task(&request.name, (tool, args), options, plan, &context)
+                .await;
+        }
         let logs = !matches!(gate, LogGate::Off);
         if sessionless(&context) {
             return self
@@ -1150,6 +1189,30 @@ impl ServerHandler for Server {
             }
         });
         Ok(result)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.get_task_result(&request, &context)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.update_task_answers(&request, &context)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.cancel_task_now(&request, &context)
     }
 
     async fn on_initialized(&self, _context: NotificationContext<RoleServer>) {
@@ -1329,6 +1392,25 @@ impl Step {
             }
         }
     }
+}
+
+/// Whether the function `act` of `def` (or the tool itself) streams, and how its
+/// result is answered to this request's client.
+fn shape_of(
+    def: &crate::ToolDefinition,
+    act: Option<usize>,
+    context: &RequestContext<RoleServer>,
+) -> (bool, Shape) {
+    let (stream, result) = match act.and_then(|act| def.acts.get(act)) {
+        Some(act) => (act.stream, act.result.as_ref()),
+        None => (def.stream, def.result.as_ref()),
+    };
+    let shape = Shape {
+        content: crate::content::is_content_schema(result),
+        // A listed output schema: 2026-07-28 clients take a value of any type.
+        any_structured: sessionless(context) && !stream && matches!(result, Some(Value::Object(_))),
+    };
+    (stream, shape)
 }
 
 /// What a tool's result is, for its `tools/call` answer.

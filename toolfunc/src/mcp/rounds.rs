@@ -16,7 +16,6 @@
 //! past that the call is cancelled and its state is refused.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -68,8 +67,16 @@ impl Drop for Running {
     }
 }
 
+/// What waits for a client's next round.
+pub(super) enum Held {
+    /// A call that is no task.
+    Call(Running),
+    /// A tracked call, before it became a task.
+    Task(super::tasks::Parked),
+}
+
 struct Parked {
-    running: Running,
+    held: Held,
     since: Instant,
 }
 
@@ -100,7 +107,7 @@ impl Rounds {
     /// Parked calls under a fresh random key.
     pub(super) fn new() -> Self {
         let mut key = [0u8; 32];
-        random_bytes(&mut key);
+        crate::id::random_bytes(&mut key);
         Self {
             // 32 bytes meets the codec's minimum, so `try_new` accepts it.
             codec: RequestStateCodec::try_new(key.to_vec())
@@ -111,29 +118,38 @@ impl Rounds {
 
     /// Parks `running` until the client's next round; the sealed state to send.
     pub(super) fn park(&self, running: Running) -> Result<String, Refused> {
+        let tool = running.tool.clone();
+        self.hold(&tool, Held::Call(running))
+    }
+
+    /// Parks a tracked call of `tool` (by the name the client called) until the
+    /// client's next round.
+    pub(super) fn park_task(
+        &self,
+        tool: &str,
+        parked: super::tasks::Parked,
+    ) -> Result<String, Refused> {
+        self.hold(tool, Held::Task(parked))
+    }
+
+    fn hold(&self, tool: &str, held: Held) -> Result<String, Refused> {
         let mut parked = self.parked.lock().unwrap_or_else(PoisonError::into_inner);
         let now = Instant::now();
         parked.retain(|_, p| now.saturating_duration_since(p.since) <= PARK_TTL);
         if parked.len() >= MAX_PARKED {
             return Err(Refused::Full);
         }
-        let id = fresh_id();
+        let id = crate::id::random_hex();
         let state = self.codec.seal_with(
             id.as_bytes(),
-            &SealOptions::new().associated_data(running.tool.as_bytes()),
+            &SealOptions::new().associated_data(tool.as_bytes()),
         );
-        parked.insert(
-            id,
-            Parked {
-                running,
-                since: now,
-            },
-        );
+        parked.insert(id, Parked { held, since: now });
         Ok(state)
     }
 
     /// The call a retry of `tool` resumes, from its `requestState`.
-    pub(super) fn resume(&self, tool: &str, state: &str) -> Result<Running, Refused> {
+    pub(super) fn resume(&self, tool: &str, state: &str) -> Result<Held, Refused> {
         let id = self
             .codec
             .open_with(state, tool.as_bytes())
@@ -144,37 +160,7 @@ impl Rounds {
         if entry.since.elapsed() > PARK_TTL {
             return Err(Refused::Gone);
         }
-        Ok(entry.running)
-    }
-}
-
-fn fresh_id() -> String {
-    let mut bytes = [0u8; 16];
-    random_bytes(&mut bytes);
-    let mut id = String::with_capacity(32);
-    for byte in bytes {
-        let _ = write!(id, "{byte:02x}");
-    }
-    id
-}
-
-/// Unpredictable bytes: the standard library's hasher keys are seeded from the
-/// operating system's randomness, and each `RandomState` hashes a counter and the
-/// time under keys of its own.
-fn random_bytes(out: &mut [u8]) {
-    use std::hash::{BuildHasher, Hasher};
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    for chunk in out.chunks_mut(8) {
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u64(NEXT.fetch_add(1, Ordering::Relaxed));
-        hasher.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos()),
-        );
-        let bytes = hasher.finish().to_le_bytes();
-        chunk.copy_from_slice(&bytes[..chunk.len()]);
+        Ok(entry.held)
     }
 }
 
@@ -184,7 +170,7 @@ pub(super) fn key(n: usize, request: &ClientRequest) -> String {
 }
 
 /// The request the client gets for a question.
-fn input_request(request: &ClientRequest) -> Option<InputRequest> {
+pub(super) fn input_request(request: &ClientRequest) -> Option<InputRequest> {
     let (method, params) = match request {
         ClientRequest::Elicit { message, schema } => (
             "elicitation/create",
@@ -212,11 +198,7 @@ pub(super) fn fits(request: &ClientRequest, answer: &Value) -> bool {
 
 /// The capability a question needs the client to have declared.
 pub(super) fn capability(request: &ClientRequest) -> &'static str {
-    match request {
-        ClientRequest::Elicit { .. } => "elicitation",
-        ClientRequest::Sample(_) => "sampling",
-        ClientRequest::ListRoots => "roots",
-    }
+    request.capability()
 }
 
 /// The questions of a round, as the client gets them.

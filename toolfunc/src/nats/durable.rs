@@ -602,13 +602,17 @@ fn decode(id: &str, bytes: &[u8]) -> TaskPoll {
             TaskPoll::Working(TaskInfo {
                 id: id.to_owned(),
                 tool: text("tool").unwrap_or_default(),
+                act: None,
                 caller: text("caller"),
                 status: TaskStatus::Working,
                 started,
+                updated: started,
                 running_for: SystemTime::now()
                     .duration_since(started)
                     .unwrap_or_default(),
                 progress: None,
+                questions: Vec::new(),
+                retention: crate::ledger::Retention::UntilRemoved,
             })
         }
     }

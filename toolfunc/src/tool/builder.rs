@@ -46,6 +46,7 @@ pub struct ToolBuilder {
     pub(crate) param_order: Option<Vec<String>>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) background: bool,
+    pub(crate) background_only: bool,
     /// Whether each result is checked against the result schema.
     pub(crate) check_output: bool,
     pub(crate) needs_client: Vec<String>,
@@ -89,6 +90,7 @@ impl ToolBuilder {
             param_order: None,
             timeout: None,
             background: false,
+            background_only: false,
             check_output: false,
             needs_client: Vec::new(),
             annotations: Annotations::default(),
@@ -336,6 +338,18 @@ impl ToolBuilder {
     /// ```
     pub fn background(mut self, yes: bool) -> Self {
         self.background = yes;
+        self
+    }
+
+    /// A [`background`](Self::background) tool whose every remote call is tracked,
+    /// however soon it ends: over MCP a `tools/call` always answers with a task (a
+    /// client that did not declare the tasks extension is refused with `-32021`);
+    /// over HTTP it is a `background` tool. Implies `background`.
+    pub fn background_only(mut self, yes: bool) -> Self {
+        self.background_only = yes;
+        if yes {
+            self.background = true;
+        }
         self
     }
 
@@ -634,6 +648,7 @@ impl ToolBuilder {
                     .timeout
                     .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
                 background: self.background,
+                background_only: self.background_only,
                 needs_client: self.needs_client,
                 annotations: self.annotations,
                 action: self.action,

@@ -24,6 +24,10 @@ use crate::schema::empty_object;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "independent facts of the definition, each its own field on the wire"
+)]
 pub struct ToolDefinition {
     /// The unique name the tool is run by.
     pub name: String,
@@ -61,6 +65,11 @@ pub struct ToolDefinition {
     /// in process the call runs on. Bounded by the ledger's maximum run time.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub background: bool,
+    /// Whether every remote call of this `background` tool is tracked, however soon
+    /// it ends: over MCP it always answers with a task, and a client that cannot
+    /// take tasks is refused (`-32021`). Over HTTP it is a `background` tool.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub background_only: bool,
     /// What the tool needs its caller to be able to answer (`"sampling"`,
     /// `"elicitation"`, `"roots"`): an MCP client that did not declare one of these
     /// capabilities is refused before the tool runs (`-32021`).

@@ -12,6 +12,10 @@ use crate::{Ctx, ToolError};
 /// What `#[tool]` submits to the global registry: const data only, turned into a
 /// [`ToolFunc`] through [`ToolBuilder`] when the global registry is first used.
 #[doc(hidden)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "one field per key of the attribute, as the macro wrote it"
+)]
 pub struct ToolSpec {
     pub name: &'static str,
     pub title: Option<&'static str>,
@@ -27,6 +31,8 @@ pub struct ToolSpec {
     pub timeout_ms: Option<u64>,
     /// `background`: the timeout is a soft deadline.
     pub background: bool,
+    /// `background = "only"`: every remote call is tracked.
+    pub background_only: bool,
     /// `check_output`: each result is checked against the result schema.
     pub check_output: bool,
     /// `needs_client`: what the caller must be able to answer.
@@ -71,6 +77,7 @@ impl ToolSpec {
         });
         builder.timeout = self.timeout_ms.map(Duration::from_millis);
         builder.background = self.background;
+        builder.background_only = self.background_only;
         builder.check_output = self.check_output;
         builder.needs_client = self.needs_client.iter().map(|s| (*s).to_owned()).collect();
         builder.concurrency = self.concurrency;

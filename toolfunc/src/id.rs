@@ -1,0 +1,35 @@
+//! Unguessable ids: for tracked calls and parked rounds, which a caller names to
+//! read or resume, so one caller cannot guess another's.
+
+use std::fmt::Write as _;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Unpredictable bytes: the standard library's hasher keys are seeded from the
+/// operating system's randomness, and each `RandomState` hashes a counter and the
+/// time under keys of its own.
+pub(crate) fn random_bytes(out: &mut [u8]) {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    for chunk in out.chunks_mut(8) {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u64(NEXT.fetch_add(1, Ordering::Relaxed));
+        hasher.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        let bytes = hasher.finish().to_le_bytes();
+        chunk.copy_from_slice(&bytes[..chunk.len()]);
+    }
+}
+
+/// 128 random bits in hex.
+pub(crate) fn random_hex() -> String {
+    let mut bytes = [0u8; 16];
+    random_bytes(&mut bytes);
+    let mut id = String::with_capacity(32);
+    for byte in bytes {
+        let _ = write!(id, "{byte:02x}");
+    }
+    id
+}

@@ -1,0 +1,388 @@
+//! The MCP tasks extension (SEP-2663, `io.modelcontextprotocol/tasks`), on the
+//! server's [`Ledger`].
+//!
+//! The server declares the extension in its capabilities. A `background` tool
+//! called by a client that declares it too (in the request's
+//! `clientCapabilities`, or at `initialize`) runs as a tracked call:
+//!
+//! - up to its soft deadline the call runs as any other: what it asks its caller
+//!   comes back as an input-required round (`requestState` sealed as for other
+//!   rounds), and an answer that comes in time is the `tools/call` result;
+//! - past the soft deadline (at once for a deadline of zero, and always for a
+//!   `background = "only"` tool) the `tools/call` answers `resultType: "task"` with
+//!   the ledger's id, and the client reads the call with `tasks/get`, answers what
+//!   it asks with `tasks/update`, and stops it with `tasks/cancel`.
+//!
+//! A tool error is a `completed` task whose result has `isError: true`; a panic is
+//! a `failed` task (`-32603`); a cancelled call is `cancelled`. A task belongs to
+//! the client that started it (its `clientInfo.name`) and is read only while the
+//! layers let that client see its tool: anyone else gets `-32602`, as for an id
+//! that does not exist. A client that does not declare the extension runs
+//! `background` tools to the end in one round, and is refused `background = "only"`
+//! tools with `-32021`.
+
+use std::time::{Duration, SystemTime};
+
+use rmcp::model::{
+    CallToolResponse, CancelTaskParams, ClientCapabilities, CreateTaskResult, DetailedTask,
+    GetTaskParams, GetTaskResult, InputRequests, JsonObject, Task, TaskPayload, UpdateTaskParams,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
+use serde_json::{Value, json};
+
+use crate::ledger::{Ledger, Question, Retention, TaskInfo, TaskPoll, TaskStatus, Track};
+use crate::{CallOptions, ToolError};
+
+use super::{Server, Shape, into_result, rounds};
+
+/// How often a client is asked to poll `tasks/get`, in milliseconds.
+pub(super) const POLL_INTERVAL_MS: u64 = 1000;
+
+/// The `tools/list` `_meta` key that says how a tool takes tasks: `"optional"`
+/// (a `background` tool) or `"required"` (`background = "only"`).
+pub const TASK_SUPPORT_KEY: &str = "io.github.toolfunc/taskSupport";
+
+/// Whether the client of this request takes tasks.
+pub(super) fn client_takes_tasks(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .is_some_and(|caps| caps.supports_tasks())
+}
+
+/// `-32021`: the tool runs only as a task, and this client takes none.
+pub(super) fn tasks_required(tool: &str) -> ErrorData {
+    let mut error = ErrorData::missing_required_client_capability(
+        ClientCapabilities::builder().enable_tasks().build(),
+    );
+    error.message = format!(
+        "`{tool}` runs only as a task: declare the `{}` extension in the client's \
+         capabilities",
+        rmcp::model::TASKS_EXTENSION_ID
+    )
+    .into();
+    error
+}
+
+/// A call answering its client's questions before it became a task, parked between
+/// rounds. Dropped unresumed (expired, or the server's table full), it stops the
+/// call.
+pub(super) struct Parked {
+    pub(super) id: String,
+    pub(super) ledger: Option<Ledger>,
+    pub(super) plan: Plan,
+}
+
+impl Drop for Parked {
+    fn drop(&mut self) {
+        if let Some(ledger) = self.ledger.take() {
+            ledger.remove(&self.id);
+        }
+    }
+}
+
+/// How a tracked call answers its `tools/call`.
+#[derive(Clone, Copy)]
+pub(super) struct Plan {
+    /// How long it may run before it becomes a task.
+    pub(super) soft: Duration,
+    /// `background = "only"`: a task however soon it ends.
+    pub(super) only: bool,
+    pub(super) shape: Shape,
+}
+
+impl Plan {
+    pub(super) fn new(soft: Duration, only: bool, shape: Shape) -> Self {
+        Self { soft, only, shape }
+    }
+}
+
+fn timestamp(at: SystemTime) -> String {
+    chrono::DateTime::<chrono::Utc>::from(at).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+fn task_of(info: &TaskInfo) -> Task {
+    let status = match info.status {
+        TaskStatus::InputRequired => rmcp::model::TaskStatus::InputRequired,
+        TaskStatus::Completed => rmcp::model::TaskStatus::Completed,
+        TaskStatus::Failed => rmcp::model::TaskStatus::Failed,
+        TaskStatus::Cancelled => rmcp::model::TaskStatus::Cancelled,
+        _ => rmcp::model::TaskStatus::Working,
+    };
+    let mut task = Task::new(
+        info.id.clone(),
+        status,
+        timestamp(info.started),
+        timestamp(info.updated),
+    )
+    .with_poll_interval_ms(POLL_INTERVAL_MS);
+    if let Retention::KeepFor(keep) = info.retention {
+        let ms = u64::try_from(keep.as_millis()).unwrap_or(u64::MAX).max(1);
+        task = task.with_ttl_ms(ms);
+    }
+    if let Some(message) = info.progress.as_ref().and_then(|p| p.message.clone()) {
+        task = task.with_status_message(message);
+    }
+    task
+}
+
+/// The questions a call waits on, as the client gets them.
+fn requests_of(questions: &[Question]) -> InputRequests {
+    questions
+        .iter()
+        .filter_map(|q| rounds::input_request(&q.request).map(|r| (q.key.clone(), r)))
+        .collect()
+}
+
+fn object(value: Value) -> JsonObject {
+    match value {
+        Value::Object(object) => object,
+        other => {
+            let mut object = JsonObject::new();
+            object.insert("value".into(), other);
+            object
+        }
+    }
+}
+
+/// A finished call as `tasks/get` inlines it.
+fn payload_of(outcome: Result<Value, ToolError>, shape: Shape) -> TaskPayload {
+    match outcome {
+        Err(ToolError::Cancelled { .. }) => TaskPayload::Cancelled,
+        Err(err @ ToolError::Panicked { .. }) => TaskPayload::Failed {
+            error: object(json!({
+                "code": rmcp::model::ErrorCode::INTERNAL_ERROR.0,
+                "message": err.to_string(),
+                "data": {"code": err.code()},
+            })),
+        },
+        outcome => TaskPayload::Completed {
+            result: object(serde_json::to_value(into_result(outcome, shape)).unwrap_or_default()),
+        },
+    }
+}
+
+fn unknown_task(id: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("unknown task: {id}"), Some(json!({"taskId": id})))
+}
+
+fn refused(err: &ToolError) -> ErrorData {
+    ErrorData::internal_error(err.to_string(), Some(super::error_data(err)))
+}
+
+impl Server {
+    /// Starts `tool` as a tracked call for a client that takes tasks, and answers
+    /// as its [`Plan`] says.
+    pub(super) async fn start_task(
+        &self,
+        called: &str,
+        (tool, args): (String, Value),
+        options: CallOptions,
+        plan: Plan,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let ledger = self.shared.ledger.clone();
+        let id = format!("task-{}", crate::id::random_hex());
+        let declared = context
+            .client_capabilities()
+            .and_then(|c| serde_json::to_value(c).ok())
+            .unwrap_or(Value::Null);
+        // What the call asks waits in the ledger, for a round or a `tasks/update`.
+        let asking = (ledger.clone(), id.clone(), tool.clone());
+        let options = options.on_named_client_request(move |name, request| {
+            let (ledger, id, tool) = &asking;
+            let capability = request.capability();
+            let answer = declared
+                .get(capability)
+                .is_some_and(|c| !c.is_null())
+                .then(|| ledger.ask(id, name, request.clone()));
+            let tool = tool.clone();
+            async move {
+                match answer {
+                    Some(answer) => answer.await,
+                    None => Err(ToolError::custom(
+                        "CLIENT_CANNOT_ANSWER",
+                        501,
+                        format!(
+                            "`{tool}` asked the MCP client {}, and this client did not \
+                             declare `{capability}`",
+                            request.kind()
+                        ),
+                    )),
+                }
+            }
+        });
+        let track = Track::new().id(id.clone()).options(options);
+        ledger
+            .start_with(&tool, args, track)
+            .map_err(|err| refused(&err))?;
+        self.settle_task(called, id, plan).await
+    }
+
+    /// Waits up to the soft deadline, then answers: a round of questions, the
+    /// call's own result, or the task.
+    pub(super) async fn settle_task(
+        &self,
+        called: &str,
+        id: String,
+        plan: Plan,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let ledger = &self.shared.ledger;
+        let info = if plan.soft.is_zero() {
+            ledger.status(&id)
+        } else {
+            ledger.settle(&id, plan.soft).await.ok()
+        };
+        let Some(info) = info else {
+            return Err(unknown_task(&id));
+        };
+        if !plan.soft.is_zero() && info.status == TaskStatus::InputRequired {
+            // Asked before it became a task: a round, as for any call.
+            let requests = requests_of(&info.questions);
+            let parked = Parked {
+                id,
+                ledger: Some(ledger.clone()),
+                plan,
+            };
+            let state = self
+                .shared
+                .rounds
+                .park_task(called, parked)
+                .map_err(super::refused)?;
+            return Ok(CallToolResponse::InputRequired(
+                rmcp::model::InputRequiredResult::new(Some(requests), Some(state)),
+            ));
+        }
+        if info.status.is_finished() && !plan.only {
+            // Done within the soft deadline: the answer itself.
+            if let Ok(TaskPoll::Done(outcome)) = ledger.poll(&id) {
+                ledger.remove(&id);
+                return Ok(into_result(outcome, plan.shape).into());
+            }
+        }
+        Ok(CallToolResponse::Task(CreateTaskResult::new(task_of(
+            &info,
+        ))))
+    }
+
+    /// A retry answering the questions a call asked before it became a task.
+    pub(super) async fn resume_task(
+        &self,
+        called: &str,
+        mut parked: Parked,
+        answers: &rmcp::model::InputResponses,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let id = parked.id.clone();
+        let plan = parked.plan;
+        let ledger = parked
+            .ledger
+            .take()
+            .unwrap_or_else(|| self.shared.ledger.clone());
+        answer(&ledger, &id, answers);
+        self.settle_task(called, id, plan).await
+    }
+
+    /// The task `id` if this client may see it, else `-32602` as for an unknown id.
+    fn task_for(
+        &self,
+        id: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<TaskInfo, ErrorData> {
+        let ledger = &self.shared.ledger;
+        let options = self.caller_options(context);
+        if !ledger.visible_to(id, options.caller_name()) {
+            return Err(unknown_task(id));
+        }
+        let info = ledger.status(id).ok_or_else(|| unknown_task(id))?;
+        let hidden = self
+            .shared
+            .registry
+            .layers()
+            .is_some_and(|layers| self.hidden(&layers, &info.tool, &options));
+        if hidden {
+            return Err(unknown_task(id));
+        }
+        Ok(info)
+    }
+
+    /// `tasks/get`: where the task stands, with its questions or its result.
+    pub(super) fn get_task_result(
+        &self,
+        params: &GetTaskParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let info = self.task_for(&params.task_id, context)?;
+        let payload = match info.status {
+            TaskStatus::InputRequired => TaskPayload::InputRequired {
+                input_requests: requests_of(&info.questions),
+            },
+            TaskStatus::Cancelled => TaskPayload::Cancelled,
+            status if status.is_finished() => match self.shared.ledger.poll(&info.id) {
+                Ok(TaskPoll::Done(outcome)) => payload_of(outcome, self.task_shape(&info, context)),
+                _ => TaskPayload::Working,
+            },
+            _ => TaskPayload::Working,
+        };
+        Ok(GetTaskResult::new(DetailedTask::new(
+            task_of(&info),
+            payload,
+        )))
+    }
+
+    /// `tasks/update`: answers the task's questions; keys it does not wait on, and
+    /// answers of the wrong kind, are left alone.
+    pub(super) fn update_task_answers(
+        &self,
+        params: &UpdateTaskParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let info = self.task_for(&params.task_id, context)?;
+        answer(&self.shared.ledger, &info.id, &params.input_responses);
+        Ok(())
+    }
+
+    /// `tasks/cancel`: stops the task; a finished one stays as it was.
+    pub(super) fn cancel_task_now(
+        &self,
+        params: &CancelTaskParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let info = self.task_for(&params.task_id, context)?;
+        self.shared
+            .ledger
+            .cancel(&info.id)
+            .map_err(|_| unknown_task(&info.id))
+    }
+
+    /// How the result of the task's tool is answered.
+    fn task_shape(&self, info: &TaskInfo, context: &RequestContext<RoleServer>) -> Shape {
+        match self.shared.registry.get(&info.tool) {
+            Some(tool) => {
+                let def = tool.definition();
+                let act = info
+                    .act
+                    .as_ref()
+                    .and_then(|act| def.acts.iter().position(|a| &a.name == act));
+                super::shape_of(def, act, context).1
+            }
+            None => Shape {
+                content: false,
+                any_structured: false,
+            },
+        }
+    }
+}
+
+/// Hands each answer to the question it answers, when it is of the right kind.
+fn answer(ledger: &Ledger, id: &str, answers: &rmcp::model::InputResponses) {
+    let Some(info) = ledger.status(id) else {
+        return;
+    };
+    for question in &info.questions {
+        if let Some(answer) = answers.get(&question.key)
+            && rounds::fits(&question.request, answer)
+        {
+            let _ = ledger.answer(id, &question.key, answer.clone());
+        }
+    }
+}
