@@ -258,3 +258,81 @@ async fn only_its_caller_polls_or_cancels_a_background_call() {
     .await;
     assert_eq!(cancelled.ok(), json!({"success": true}));
 }
+
+/// A streaming background tool: `n` items, `ms` apart; background past 150 ms.
+fn ticking() -> toolfunc::Registry {
+    let registry = toolfunc::Registry::new();
+    let tool = toolfunc::ToolFunc::builder("ticks")
+        .timeout(Duration::from_millis(150))
+        .background(true)
+        .stream_handler(|_ctx, args: Value| async move {
+            let n = args["n"].as_u64().unwrap_or(3);
+            let ms = args["ms"].as_u64().unwrap_or(0);
+            Ok(futures::stream::unfold(0, move |i| async move {
+                if i == n {
+                    return None;
+                }
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                Some((Ok(json!({"tick": i})), i + 1))
+            }))
+        })
+        .build()
+        .unwrap();
+    registry.register(tool).unwrap();
+    registry
+}
+
+#[tokio::test]
+async fn a_stream_past_its_soft_deadline_is_polled_for_its_items() {
+    let addr = start(Api::new(ticking())).await;
+    let ndjson = [
+        ("content-type", "application/json"),
+        ("accept", "application/x-ndjson"),
+    ];
+    // Within the deadline: the items at once, one per line.
+    let quick = call(
+        addr,
+        "POST",
+        "/api/ticks",
+        &ndjson,
+        Some(r#"{"n":2,"stream":true}"#),
+    )
+    .await;
+    assert_eq!(quick.status, 200, "{}", quick.text());
+    assert_eq!(quick.header("content-type"), Some("application/x-ndjson"));
+    assert_eq!(quick.text(), "{\"tick\":0}\n{\"tick\":1}\n");
+    // Past it: 202, then the items from the poll that finds it done.
+    let mut headers = ndjson.to_vec();
+    headers.push(("req-id", "ticking"));
+    let slow = call(
+        addr,
+        "POST",
+        "/api/ticks",
+        &headers,
+        Some(r#"{"n":3,"ms":100,"stream":true}"#),
+    )
+    .await;
+    assert_eq!(slow.status, 202, "{}", slow.text());
+    let done = poll_until_done(addr, "ticking").await;
+    assert_eq!(done.status, 200, "{}", done.text());
+    assert_eq!(done.header("content-type"), Some("application/x-ndjson"));
+    assert_eq!(done.text(), "{\"tick\":0}\n{\"tick\":1}\n{\"tick\":2}\n");
+}
+
+#[tokio::test]
+async fn the_client_streams_a_background_call_once_it_is_done() {
+    use futures::StreamExt;
+    let addr = start(Api::new(ticking())).await;
+    let client = Client::connect(&format!("http://{addr}/api"))
+        .await
+        .unwrap();
+    let items: Vec<Value> = client
+        .run_stream("ticks", json!({"n": 3, "ms": 100}))
+        .map(|item| item.unwrap())
+        .collect()
+        .await;
+    assert_eq!(
+        items,
+        vec![json!({"tick": 0}), json!({"tick": 1}), json!({"tick": 2})]
+    );
+}

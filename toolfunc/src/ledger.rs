@@ -132,6 +132,7 @@ pub struct Track {
     retention: Option<Retention>,
     options: Option<CallOptions>,
     park_questions: bool,
+    streamed: bool,
 }
 
 impl Track {
@@ -172,6 +173,16 @@ impl Track {
     #[must_use]
     pub fn park_questions(mut self) -> Self {
         self.park_questions = true;
+        self
+    }
+
+    /// Runs the call for its items ([`run_stream`](Registry::run_stream)), gathered
+    /// into an array within the options' [`CollectLimit`](crate::CollectLimit), and
+    /// marks it so ([`TaskInfo::streamed`]): a surface whose caller asked for a
+    /// stream answers the result as one (HTTP: NDJSON).
+    #[must_use]
+    pub fn streamed(mut self) -> Self {
+        self.streamed = true;
         self
     }
 }
@@ -238,6 +249,9 @@ pub struct TaskInfo {
     pub questions: Vec<Question>,
     /// How long its result is kept.
     pub retention: Retention,
+    /// Whether it runs for its items ([`Track::streamed`]): its result is their
+    /// array.
+    pub streamed: bool,
 }
 
 /// A poll's answer.
@@ -299,6 +313,7 @@ struct Entry {
     asked: usize,
     /// Bumped on every change a waiter may want: a question, an answer, the end.
     changed: watch::Sender<u64>,
+    streamed: bool,
 }
 
 impl Entry {
@@ -327,6 +342,7 @@ impl Entry {
             progress: self.progress.clone(),
             questions: self.waiting.iter().map(|w| w.question.clone()).collect(),
             retention: self.retention,
+            streamed: self.streamed,
         }
     }
 
@@ -510,14 +526,15 @@ impl Ledger {
                     waiting: Vec::new(),
                     asked: 0,
                     changed: watch::Sender::new(0),
+                    streamed: track.streamed,
                 },
             );
         }
-        let handle = self.inner.registry.with(options).spawn(name, args);
+        let call = self.run(name, args, options, track.streamed);
         let weak: Weak<Inner> = Arc::downgrade(&self.inner);
         let entry_id = id.clone();
         runtime.spawn(async move {
-            let result = handle.await;
+            let result = call.await;
             if let Some(inner) = weak.upgrade()
                 && let Some(entry) = inner.lock().entries.get_mut(&entry_id)
             {
@@ -528,6 +545,28 @@ impl Ledger {
             }
         });
         Ok(id)
+    }
+
+    /// The call itself: its result, or the array of its items.
+    fn run(
+        &self,
+        name: &str,
+        args: Value,
+        options: CallOptions,
+        streamed: bool,
+    ) -> futures::future::BoxFuture<'static, Result<Value, ToolError>> {
+        let bound = options.collect_limit.unwrap_or_default();
+        let runner = self.inner.registry.with(options);
+        if streamed {
+            let items = runner.run_stream(name, args);
+            crate::exec::start::collect(
+                Box::pin(std::future::ready(Ok(Box::pin(items) as _))),
+                bound,
+                name.to_owned(),
+            )
+        } else {
+            Box::pin(runner.spawn(name, args))
+        }
     }
 
     /// `options` whose questions wait in this ledger, on the call `id`.

@@ -293,7 +293,17 @@ impl Remote {
     /// Polls a background call until it answers (`GET <base>/rpcTask/<id>`, as
     /// both JavaScript client generations do), waiting what `rpc-retry-after` says.
     /// Dropping the future cancels the remote call.
-    async fn follow(&self, name: &str, id: &str, mut wait: Duration) -> Result<Value, ToolError> {
+    async fn follow(&self, name: &str, id: &str, wait: Duration) -> Result<Value, ToolError> {
+        let response = self.follow_to_end(id, wait).await?;
+        self.json(response, name).await
+    }
+
+    /// The answer of the poll that found the background call `id` done.
+    async fn follow_to_end(
+        &self,
+        id: &str,
+        mut wait: Duration,
+    ) -> Result<reqwest::Response, ToolError> {
         let mut url = self.base.clone();
         if let Ok(mut segments) = url.path_segments_mut() {
             segments.pop_if_empty().push(TASKS).push(id);
@@ -319,7 +329,7 @@ impl Remote {
                 continue;
             }
             cancel.armed = false;
-            return self.json(response, name).await;
+            return Ok(response);
         }
     }
 
@@ -335,10 +345,43 @@ impl Remote {
                     .header(reqwest::header::ACCEPT, NDJSON),
             )
             .await?;
+        let mut response = response;
+        if response.status() == reqwest::StatusCode::ACCEPTED {
+            // Moved to the background: its items come with the poll that finds it
+            // done.
+            let id = header_text(&response, REQ_ID);
+            let wait = retry_after(&response);
+            let bytes = response
+                .bytes()
+                .await
+                .map_err(|e| unreachable(&self.base, &e))?;
+            let processing = serde_json::from_slice::<Value>(&bytes)
+                .is_ok_and(|body| body.get("status") == Some(&Value::from(102)));
+            let Some(id) = id.filter(|_| processing) else {
+                return Err(ToolError::failed(format!(
+                    "{name}: the server answered 202 without a background call to follow"
+                )));
+            };
+            response = self.follow_to_end(&id, wait).await?;
+        }
         let status = response.status().as_u16();
         if !(200..300).contains(&status) {
             let bytes = response.bytes().await.unwrap_or_default();
             return Err(wire::error_from_body(status, &bytes, name));
+        }
+        let is_json = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        if is_json {
+            // One JSON value (a server that gathered the items): its items.
+            let value = self.json(response, name).await?;
+            let items = match value {
+                Value::Array(items) => items,
+                other => vec![other],
+            };
+            return Ok(Box::pin(futures::stream::iter(items.into_iter().map(Ok))));
         }
         Ok(ndjson(
             response.bytes_stream(),

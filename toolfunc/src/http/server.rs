@@ -1167,9 +1167,7 @@ fn wants_stream(call: &Call) -> bool {
 
 async fn run(api: &Api, call: Call, options: CallOptions, req_id: Option<String>) -> Response {
     let name = call.tool.name().to_owned();
-    if let Some(soft) = call.tool.soft_deadline()
-        && !wants_stream(&call)
-    {
+    if let Some(soft) = call.tool.soft_deadline() {
         return run_in_background(api, call, options, soft, req_id).await;
     }
     if !wants_stream(&call) {
@@ -1221,6 +1219,26 @@ fn json_response(status: StatusCode, value: &Value) -> Response {
     response
 }
 
+/// The items of a call that ran for them, gathered, as the NDJSON stream its
+/// caller asked for.
+fn ndjson_response(items: &Value) -> Response {
+    let mut body = Vec::new();
+    for item in items
+        .as_array()
+        .map_or(std::slice::from_ref(items), Vec::as_slice)
+    {
+        if serde_json::to_writer(&mut body, item).is_ok() {
+            body.push(b'\n');
+        }
+    }
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, NDJSON)
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from(body))
+        .unwrap_or_default()
+}
+
 fn error_response(tool: Option<&str>, err: &ToolError) -> Response {
     let status = StatusCode::from_u16(err.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     json_response(status, &wire::error_body(tool, err))
@@ -1245,7 +1263,11 @@ async fn run_in_background(
     req_id: Option<String>,
 ) -> Response {
     let name = call.tool.name().to_owned();
+    let streamed = wants_stream(&call);
     let mut track = Track::new().options(options);
+    if streamed {
+        track = track.streamed();
+    }
     if let Some(id) = req_id {
         track = track.id(id);
     }
@@ -1256,6 +1278,7 @@ async fn run_in_background(
     if let Ok(result) = tokio::time::timeout(soft, api.ledger.wait(&id)).await {
         api.ledger.remove(&id);
         return match result {
+            Ok(items) if streamed => ndjson_response(&items),
             Ok(value) => json_response(StatusCode::OK, &value),
             Err(err) => error_response(Some(&name), &err),
         };
@@ -1350,11 +1373,13 @@ async fn tasks(
             Err(err) => error_response(Some(TASKS), &err),
         };
     }
+    let streamed = api.ledger.status(&id).is_some_and(|info| info.streamed);
     match api.ledger.poll(&id) {
         Ok(TaskPoll::Working(_)) => json_response(
             StatusCode::ACCEPTED,
             &serde_json::json!({"status": 102, "code": 102, "message": "Keep Polling"}),
         ),
+        Ok(TaskPoll::Done(Ok(items))) if streamed => ndjson_response(&items),
         Ok(TaskPoll::Done(Ok(value))) => json_response(StatusCode::OK, &value),
         Ok(TaskPoll::Done(Err(err))) | Err(err) => error_response(Some(TASKS), &err),
     }

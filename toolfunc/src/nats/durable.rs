@@ -613,6 +613,7 @@ fn decode(id: &str, bytes: &[u8]) -> TaskPoll {
                 progress: None,
                 questions: Vec::new(),
                 retention: crate::ledger::Retention::UntilRemoved,
+                streamed: false,
             })
         }
     }
