@@ -4,7 +4,9 @@
 //! loop (one request line out, lines in until the response).
 //!
 //! `cargo bench --bench mcp`. Calls per second relative to the bare handler = bare
-//! time / toolfunc time. `list_1000` is `tools/list` of a 1,000-tool registry.
+//! time / toolfunc time. Both run on one current-thread runtime: the figure is the
+//! work of a call, not how two worker threads happen to wake each other (on a
+//! multi-thread runtime the wake-ups dominate and vary run to run). `list_1000` is `tools/list` of a 1,000-tool registry.
 //! `mcp_get_tool` is `ServerHandler::get_tool`, which the SDK's HTTP server asks on
 //! every sessionless (2026-07-28) request to check its headers.
 
@@ -128,7 +130,7 @@ fn registry(count: usize) -> Registry {
 }
 
 fn mcp(c: &mut Criterion) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a tokio runtime");

@@ -389,3 +389,46 @@ async fn calls_need_no_subscriber() {
     registry.register(plain("later")).unwrap();
     assert!(registry.unregister("later"));
 }
+
+#[tokio::test]
+async fn a_tool_change_subscriber_hears_of_the_catalog_only() {
+    let registry = Registry::new();
+    let mut changes = registry.subscribe_tool_changes();
+    registry.register(plain("a")).unwrap();
+    registry.run("a", json!({})).await.unwrap();
+    registry.unregister("a");
+    registry.register(plain("b")).unwrap();
+    registry.clear().await.unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        let event = timeout(LIMIT, changes.recv()).await.unwrap().unwrap();
+        seen.push(event);
+    }
+    assert!(
+        matches!(&seen[0], RegistryEvent::Added { name } if name == "a"),
+        "{seen:?}"
+    );
+    assert!(
+        matches!(&seen[1], RegistryEvent::Removed { name, .. } if name == "a"),
+        "{seen:?}"
+    );
+    assert!(
+        matches!(&seen[2], RegistryEvent::Added { name } if name == "b"),
+        "{seen:?}"
+    );
+    // `clear` tells each removal, then that the registry was cleared; never a call.
+    let rest: Vec<RegistryEvent> = std::iter::once(seen.remove(3))
+        .chain(std::iter::from_fn(|| {
+            changes.try_recv().and_then(Result::ok)
+        }))
+        .collect();
+    assert!(
+        rest.iter()
+            .all(|e| matches!(e, RegistryEvent::Removed { .. } | RegistryEvent::Cleared)),
+        "{rest:?}"
+    );
+    assert!(
+        matches!(rest.last(), Some(RegistryEvent::Cleared)),
+        "{rest:?}"
+    );
+}

@@ -372,3 +372,64 @@ async fn get_tool_is_the_listed_entry() {
     assert!(server.get_tool("late").is_none());
     pipe.close().await;
 }
+
+/// Echoes `region`, which 2026-07-28 clients also send as `Mcp-Param-Region`.
+#[tool]
+fn regional(#[schemars(extend("x-mcp-header" = "Region"))] region: String) -> String {
+    format!("region: {region}")
+}
+
+#[tokio::test]
+async fn an_x_mcp_header_parameter_is_listed_and_checked_against_its_header() {
+    use mcp_support::{Answer, LIMIT, modern_request, serve_http};
+    let registry = Registry::new();
+    registry
+        .register(Registry::global().get("regional").unwrap())
+        .unwrap();
+    let url = serve_http(Server::new(registry).router()).await;
+    let http = reqwest::Client::new();
+    let listed = Answer::read(
+        modern_request(&http, &url, 1, "tools/list", json!({})),
+        LIMIT,
+    )
+    .await
+    .response(1);
+    let schema = &listed["result"]["tools"][0]["inputSchema"];
+    assert_eq!(
+        schema["properties"]["region"]["x-mcp-header"], "Region",
+        "{listed}"
+    );
+    let call = |id: i64, header: Option<&str>| {
+        let mut request = modern_request(
+            &http,
+            &url,
+            id,
+            "tools/call",
+            json!({"name": "regional", "arguments": {"region": "eu-west"}}),
+        );
+        if let Some(value) = header {
+            request = request.header("Mcp-Param-Region", value);
+        }
+        Answer::read(request, LIMIT)
+    };
+    // The header agrees (as sent, or in its Base64 form): the call runs.
+    for (id, header) in [(2, "eu-west"), (3, "=?base64?ZXUtd2VzdA==?=")] {
+        let answer = call(id, Some(header)).await;
+        let response = answer.response(id);
+        assert_eq!(
+            response["result"]["content"][0]["text"], "region: eu-west",
+            "{response}"
+        );
+    }
+    // It disagrees, or is missing: refused before the tool runs.
+    for (id, header) in [(4, Some("us-east")), (5, None)] {
+        let answer = call(id, header).await;
+        assert_eq!(answer.status, 400, "{}", answer.body);
+        assert_eq!(
+            answer.response(id)["error"]["code"],
+            -32020,
+            "{}",
+            answer.body
+        );
+    }
+}

@@ -393,6 +393,17 @@ pub(crate) fn json_schema_2020_12_tool() -> Result<ToolFunc, ToolError> {
         .build()
 }
 
+/// Echoes `region`, which a 2026-07-28 client also sends as the
+/// `Mcp-Param-Region` header (SEP-2243): the server checks that the two agree.
+#[tool]
+pub(crate) fn test_header_param(
+    /// Where to look.
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    region: String,
+) -> String {
+    format!("region: {region}")
+}
+
 // The tasks extension (SEP-2663): `background` tools, which a client that takes
 // tasks reads with `tasks/get`.
 

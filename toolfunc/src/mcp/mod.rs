@@ -1080,8 +1080,8 @@ impl ServerHandler for Server {
             && sessionless(&context)
         {
             let answers = request.input_responses.unwrap_or_default();
-            return self
-                .resume_round(&request.name, state, &answers, gate, &context)
+            // Boxed, as the other rarer paths: the common call's future stays small.
+            return Box::pin(self.resume_round(&request.name, state, &answers, gate, &context))
                 .await;
         }
         missing_capabilities(def, &context)?;
@@ -1104,30 +1104,29 @@ impl ServerHandler for Server {
             && !self.needs_confirmation(&request.name)
         {
             let plan = tasks::Plan::new(soft, def.background_only, shape);
-            return self
-                .start_task(&request.name, (tool, args), options, plan, &context)
+            return Box::pin(self.start_task(&request.name, (tool, args), options, plan, &context))
                 .await;
         }
         let logs = !matches!(gate, LogGate::Off);
         if sessionless(&context) {
-            return self
-                .first_round(
-                    &request.name,
-                    (tool, args, stream),
-                    options,
-                    token,
-                    gate,
-                    shape,
-                    request.input_responses.unwrap_or_default(),
-                    &context,
-                )
-                .await;
+            return Box::pin(self.first_round(
+                &request.name,
+                (tool, args, stream),
+                options,
+                token,
+                gate,
+                shape,
+                request.input_responses.unwrap_or_default(),
+                &context,
+            ))
+            .await;
         }
         options = options.cancel_on(context.ct.clone());
         // Questions the tool asks go back to this client, on its session.
         let asker = ask::through(context.peer.clone(), tool.clone());
         if self.needs_confirmation(&request.name) {
-            let confirmed = ask::confirm(|_, question| asker(question), &tool, &args).await;
+            let confirmed =
+                Box::pin(ask::confirm(|_, question| asker(question), &tool, &args)).await;
             if let Err(err) = confirmed {
                 return Ok(into_result(Err(err), shape).into());
             }
@@ -1176,7 +1175,7 @@ impl ServerHandler for Server {
         let peer = context.peer;
         let initialized = self.session.initialized.clone();
         let closed = self.session.closed.clone();
-        let mut changes = self.shared.registry.subscribe();
+        let mut changes = self.shared.registry.subscribe_tool_changes();
         tokio::spawn(async move {
             tokio::select! {
                 () = initialized.cancelled() => {}
@@ -1266,7 +1265,7 @@ impl ServerHandler for Server {
         if listening.len() >= 8 {
             listening.remove(0);
         }
-        listening.push(self.shared.registry.subscribe());
+        listening.push(self.shared.registry.subscribe_tool_changes());
         Some(SubscriptionFilter::builder().tools_list_changed().build())
     }
 
@@ -1284,7 +1283,7 @@ impl ServerHandler for Server {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .pop();
-        let mut changes = taken.unwrap_or_else(|| self.shared.registry.subscribe());
+        let mut changes = taken.unwrap_or_else(|| self.shared.registry.subscribe_tool_changes());
         let closed = CancellationToken::new();
         loop {
             tokio::select! {

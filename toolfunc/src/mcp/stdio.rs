@@ -19,9 +19,10 @@
 //!   that id (the SDK would answer only one of the two); the first still gets its
 //!   answer.
 //!
-//! Everything else goes to the SDK as a typed message. One writer, behind a lock,
-//! takes both the screen's answers and the SDK's messages, a whole line at a time,
-//! and gives every JSON-RPC error an `id` member.
+//! Everything else goes to the SDK as a typed message. The screen runs inside the
+//! SDK's own `receive`, so a request reaches the handler without a hop between
+//! tasks. One writer, behind a lock, takes both the screen's answers and the SDK's
+//! messages, a whole line at a time, and gives every JSON-RPC error an `id` member.
 //!
 //! [`Server::serve_io`]: super::Server::serve_io
 
@@ -38,10 +39,7 @@ use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{Mutex, mpsc};
-
-/// How many screened messages wait for the SDK before reading pauses.
-const QUEUE: usize = 32;
+use tokio::sync::Mutex;
 
 /// The read buffer; a line may be longer (up to the limit), it is collected.
 const READ_BUFFER: usize = 64 * 1024;
@@ -50,8 +48,8 @@ const READ_BUFFER: usize = 64 * 1024;
 const KEEP_CAPACITY: usize = 1024 * 1024;
 
 /// The SDK's transport: screened messages in, whole lines out.
-pub(super) struct LineTransport<W> {
-    incoming: mpsc::Receiver<ClientJsonRpcMessage>,
+pub(super) struct LineTransport<R, W> {
+    lines: LineReader<R>,
     writer: Arc<LineWriter<W>>,
     /// The ids of the requests forwarded and not answered yet.
     in_flight: InFlight,
@@ -60,43 +58,82 @@ pub(super) struct LineTransport<W> {
     /// The protocol versions the server accepts (for requests that begin a
     /// sessionless lifecycle).
     versions: Cow<'static, [ProtocolVersion]>,
-    reader: tokio::task::JoinHandle<()>,
 }
 
-impl<W> LineTransport<W>
+impl<R, W> LineTransport<R, W>
 where
+    R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
-    /// Starts reading `reader` (on a task of its own, stopped when the transport is
-    /// dropped).
-    pub(super) fn new<R>(
+    /// Reads `reader` as the SDK asks for messages.
+    pub(super) fn new(
         reader: R,
         writer: W,
         max_line_length: usize,
         versions: Cow<'static, [ProtocolVersion]>,
-    ) -> Self
-    where
-        R: AsyncRead + Send + Unpin + 'static,
-    {
+    ) -> Self {
         let writer = Arc::new(LineWriter {
             inner: Mutex::new(Some(writer)),
         });
-        let (tx, incoming) = mpsc::channel(QUEUE);
-        let in_flight = InFlight::default();
         let lines = LineReader {
             reader: BufReader::with_capacity(READ_BUFFER, reader),
             line: Vec::new(),
             max: max_line_length,
             skipping: false,
         };
-        let reader = tokio::spawn(read_loop(lines, tx, Arc::clone(&writer), in_flight.clone()));
         Self {
-            incoming,
+            lines,
             writer,
-            in_flight,
+            in_flight: InFlight::default(),
             started: false,
             versions,
-            reader,
+        }
+    }
+
+    /// The next message for the SDK: lines are read and screened, and the screen's
+    /// answers written, until one is, or the input ends.
+    ///
+    /// Cancel safe: the only wait is for input (the line read so far is kept), and
+    /// an answer is written on a task of its own, so none is lost or cut when the
+    /// SDK stops waiting for a message.
+    async fn next_message(&mut self) -> Option<ClientJsonRpcMessage> {
+        loop {
+            let screened = match self.lines.next().await {
+                Ok(Read::Line) => screen(&self.lines.line),
+                Ok(Read::TooLong) => Screened::Answer(error_response(
+                    &Value::Null,
+                    ErrorCode::INVALID_REQUEST,
+                    &format!(
+                        "Invalid request: the message is longer than {} bytes",
+                        self.lines.max
+                    ),
+                )),
+                Ok(Read::Eof) => return None,
+                Err(err) => {
+                    tracing::debug!("MCP: reading the input failed: {err}");
+                    return None;
+                }
+            };
+            self.lines.line.clear();
+            if self.lines.line.capacity() > KEEP_CAPACITY {
+                self.lines.line.shrink_to(READ_BUFFER);
+            }
+            match admit(screened, &self.in_flight) {
+                Screened::Forward(message) => return Some(*message),
+                Screened::Answer(answer) => {
+                    let Ok(mut line) = serde_json::to_vec(&answer) else {
+                        continue;
+                    };
+                    line.push(b'\n');
+                    let writer = Arc::clone(&self.writer);
+                    tokio::spawn(async move {
+                        if let Err(err) = writer.write_line(&line).await {
+                            tracing::debug!("MCP: writing an answer failed: {err}");
+                        }
+                    });
+                }
+                Screened::Ignore => {}
+            }
         }
     }
 
@@ -120,14 +157,9 @@ where
     }
 }
 
-impl<W> Drop for LineTransport<W> {
-    fn drop(&mut self) {
-        self.reader.abort();
-    }
-}
-
-impl<W> Transport<RoleServer> for LineTransport<W>
+impl<R, W> Transport<RoleServer> for LineTransport<R, W>
 where
+    R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
     type Error = io::Error;
@@ -153,9 +185,9 @@ where
     }
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
-        // Cancel safe: `recv` is, and nothing after it awaits.
+        // Cancel safe: `next_message` is, and nothing after it awaits.
         loop {
-            let message = self.incoming.recv().await?;
+            let message = self.next_message().await?;
             if self.started {
                 return Some(message);
             }
@@ -227,77 +259,30 @@ fn encode(message: &ServerJsonRpcMessage) -> io::Result<Vec<u8>> {
     Ok(line)
 }
 
-/// Reads lines into the screen until the input ends, the SDK is gone or the
-/// output fails.
-async fn read_loop<R, W>(
-    mut lines: LineReader<R>,
-    tx: mpsc::Sender<ClientJsonRpcMessage>,
-    writer: Arc<LineWriter<W>>,
-    in_flight: InFlight,
-) where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    loop {
-        let screened = match lines.next().await {
-            Ok(Read::Line) => screen(&lines.line),
-            Ok(Read::TooLong) => Screened::Answer(error_response(
-                &Value::Null,
-                ErrorCode::INVALID_REQUEST,
-                &format!(
-                    "Invalid request: the message is longer than {} bytes",
-                    lines.max
-                ),
-            )),
-            Ok(Read::Eof) => break,
-            Err(err) => {
-                tracing::debug!("MCP: reading the input failed: {err}");
-                break;
-            }
-        };
-        lines.line.clear();
-        if lines.line.capacity() > KEEP_CAPACITY {
-            lines.line.shrink_to(READ_BUFFER);
+/// A screened message as the SDK may take it: a request whose id is still being
+/// answered is refused; a cancellation frees its request's id.
+fn admit(screened: Screened, in_flight: &InFlight) -> Screened {
+    let Screened::Forward(message) = screened else {
+        return screened;
+    };
+    match &*message {
+        JsonRpcMessage::Request(request) if !in_flight.start(&request.id) => {
+            let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
+            Screened::Answer(invalid_request(
+                &id,
+                "a request with this id is still being answered",
+            ))
         }
-        let screened = match screened {
-            Screened::Forward(message) => match &*message {
-                JsonRpcMessage::Request(request) if !in_flight.start(&request.id) => {
-                    let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
-                    Screened::Answer(invalid_request(
-                        &id,
-                        "a request with this id is still being answered",
-                    ))
-                }
-                JsonRpcMessage::Notification(note) => {
-                    // A cancelled request may never be answered: its id is free again.
-                    if let ClientNotification::CancelledNotification(cancelled) = &note.notification
-                        && let Some(id) = &cancelled.params.request_id
-                    {
-                        in_flight.settle(id);
-                    }
-                    Screened::Forward(message)
-                }
-                _ => Screened::Forward(message),
-            },
-            other => other,
-        };
-        match screened {
-            Screened::Forward(message) => {
-                if tx.send(*message).await.is_err() {
-                    break;
-                }
+        JsonRpcMessage::Notification(note) => {
+            // A cancelled request may never be answered: its id is free again.
+            if let ClientNotification::CancelledNotification(cancelled) = &note.notification
+                && let Some(id) = &cancelled.params.request_id
+            {
+                in_flight.settle(id);
             }
-            Screened::Answer(answer) => {
-                let Ok(mut line) = serde_json::to_vec(&answer) else {
-                    continue;
-                };
-                line.push(b'\n');
-                if writer.write_line(&line).await.is_err() {
-                    break;
-                }
-            }
-            Screened::Ignore => {}
+            Screened::Forward(message)
         }
+        _ => Screened::Forward(message),
     }
 }
 
@@ -372,6 +357,9 @@ fn screen(line: &[u8]) -> Screened {
     if line.is_empty() {
         return Screened::Ignore;
     }
+    if let Some(request) = well_formed_request(line) {
+        return Screened::Forward(Box::new(request));
+    }
     let Ok(value) = serde_json::from_slice::<Value>(line) else {
         return Screened::Answer(error_response(
             &Value::Null,
@@ -387,6 +375,24 @@ fn screen(line: &[u8]) -> Screened {
         },
         Value::Array(items) => batch(items),
         _ => Screened::Answer(invalid_request(&Value::Null, "a message must be an object")),
+    }
+}
+
+/// The common case read once, straight into the SDK's type: a request the checks
+/// below would forward unchanged. Anything else (notifications, responses, custom
+/// methods with params that are no object) takes the careful path.
+fn well_formed_request(line: &[u8]) -> Option<ClientJsonRpcMessage> {
+    let message: ClientJsonRpcMessage = serde_json::from_slice(line).ok()?;
+    let JsonRpcMessage::Request(request) = &message else {
+        return None;
+    };
+    match &request.request {
+        ClientRequest::CustomRequest(custom)
+            if !matches!(custom.params, None | Some(Value::Object(_) | Value::Null)) =>
+        {
+            None
+        }
+        _ => Some(message),
     }
 }
 

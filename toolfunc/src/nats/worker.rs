@@ -145,7 +145,7 @@ impl WorkerBuilder {
                 .await?,
             );
         }
-        let events = self.registry.subscribe();
+        let events = self.registry.subscribe_tool_changes();
         sync(&shared).await;
         tasks.push(tokio::spawn(watch(Arc::clone(&shared), events)));
         Ok(Worker {

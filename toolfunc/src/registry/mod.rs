@@ -85,6 +85,10 @@ struct Inner {
     events: broadcast::Sender<RegistryEvent>,
     /// Live subscriptions: calls check this (one load) before building events.
     subscribers: Arc<AtomicUsize>,
+    /// The tool list's changes alone, for subscribers that want no call events.
+    changes: broadcast::Sender<RegistryEvent>,
+    /// Live subscriptions to `changes`, which calls never look at.
+    change_subscribers: Arc<AtomicUsize>,
     /// How many tools this registry holds (kept under the write lock), so a lookup
     /// passes an empty registry without locking it.
     len: AtomicUsize,
@@ -112,6 +116,8 @@ impl Inner {
             sealed: AtomicBool::new(false),
             events: broadcast::channel(EVENT_BUFFER).0,
             subscribers: Arc::new(AtomicUsize::new(0)),
+            changes: broadcast::channel(EVENT_BUFFER).0,
+            change_subscribers: Arc::new(AtomicUsize::new(0)),
             len: AtomicUsize::new(0),
             derived: std::sync::Mutex::default(),
             layers: RwLock::default(),
@@ -929,11 +935,30 @@ impl Registry {
         Subscription::new(self.inner.events.subscribe(), &self.inner.subscribers)
     }
 
+    /// Subscribes to the tool list's changes only: tools added, removed and
+    /// cleared, as [`subscribe`](Self::subscribe) tells them. Calls pay nothing for
+    /// such a subscriber (no call events are made for it, and it is not woken by
+    /// calls), so a long-lived watcher of the catalog (an MCP session, a NATS
+    /// worker) should take this one.
+    pub fn subscribe_tool_changes(&self) -> Subscription {
+        Subscription::new(
+            self.inner.changes.subscribe(),
+            &self.inner.change_subscribers,
+        )
+    }
+
     pub(crate) fn has_subscribers(&self) -> bool {
         self.inner.subscribers.load(Ordering::Relaxed) > 0
     }
 
     pub(crate) fn emit(&self, event: RegistryEvent) {
+        let change = matches!(
+            event,
+            RegistryEvent::Added { .. } | RegistryEvent::Removed { .. } | RegistryEvent::Cleared
+        );
+        if change && self.inner.change_subscribers.load(Ordering::Relaxed) > 0 {
+            let _ = self.inner.changes.send(event.clone());
+        }
         if self.has_subscribers() {
             // No receiver left between the check and the send is fine: nobody to tell.
             let _ = self.inner.events.send(event);
