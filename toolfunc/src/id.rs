@@ -1,7 +1,6 @@
 //! Unguessable ids: for tracked calls and parked rounds, which a caller names to
 //! read or resume, so one caller cannot guess another's.
 
-use std::fmt::Write as _;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -25,11 +24,27 @@ pub(crate) fn random_bytes(out: &mut [u8]) {
 
 /// 128 random bits in hex.
 pub(crate) fn random_hex() -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut bytes = [0u8; 16];
     random_bytes(&mut bytes);
     let mut id = String::with_capacity(32);
     for byte in bytes {
-        let _ = write!(id, "{byte:02x}");
+        id.push(char::from(HEX[usize::from(byte >> 4)]));
+        id.push(char::from(HEX[usize::from(byte & 0xf)]));
     }
     id
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ids_are_32_hex_digits_and_differ() {
+        let (a, b) = (super::random_hex(), super::random_hex());
+        assert_eq!(a.len(), 32);
+        assert!(
+            a.bytes()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
+        assert_ne!(a, b);
+    }
 }

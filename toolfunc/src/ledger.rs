@@ -409,7 +409,9 @@ fn unknown(id: &str) -> ToolError {
 }
 
 fn fresh_id() -> String {
-    format!("task-{}", crate::id::random_hex())
+    let mut id = String::from("task-");
+    id.push_str(&crate::id::random_hex());
+    id
 }
 
 impl Ledger {
