@@ -170,6 +170,35 @@ impl Track {
     /// [`TaskStatus::InputRequired`], with its [`questions`](TaskInfo::questions) to
     /// read, until [`Ledger::answer`] answers them. This replaces an answering
     /// function set in the options.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use std::time::Duration;
+    /// use serde_json::json;
+    /// use toolfunc::ledger::{Ledger, TaskStatus, Track};
+    /// use toolfunc::{tool, Ctx, Registry, ToolError};
+    ///
+    /// /// Deletes a file, once the user says so.
+    /// #[tool]
+    /// async fn delete_file(ctx: &Ctx, path: String) -> Result<String, ToolError> {
+    ///     let schema = json!({"type": "object", "properties": {"sure": {"type": "boolean"}}});
+    ///     let answer = ctx.elicit_named("sure", format!("Delete {path}?"), schema).await?;
+    ///     let sure = answer.content.is_some_and(|c| c["sure"] == true);
+    ///     Ok(if sure { format!("deleted {path}") } else { format!("kept {path}") })
+    /// }
+    ///
+    /// let ledger = Ledger::new(Registry::global());
+    /// let track = Track::new().park_questions();
+    /// let id = ledger.start_with("delete_file", json!({"path": "a.txt"}), track)?;
+    /// // Wait until it asks (or ends), then answer what it asked.
+    /// let info = ledger.settle(&id, Duration::from_secs(5)).await?;
+    /// assert_eq!(info.status, TaskStatus::InputRequired);
+    /// assert_eq!(info.questions[0].key, "sure");
+    /// ledger.answer(&id, "sure", json!({"action": "accept", "content": {"sure": true}}))?;
+    /// assert_eq!(ledger.wait(&id).await?, json!("deleted a.txt"));
+    /// # Ok::<(), ToolError>(())
+    /// # }).unwrap();
+    /// ```
     #[must_use]
     pub fn park_questions(mut self) -> Self {
         self.park_questions = true;
