@@ -1,6 +1,7 @@
 //! Execution-control overhead: a call carrying a context and a timeout against a plain
 //! call, nested runners (no deep copies), and the stream callbacks adaptor against the
-//! bare stream, a `#[tool(local)]` call against a plain async one, and a tracked call
+//! bare stream, a `#[tool(local)]` call (sent to the local executor, or run in place
+//! with `run_local`) against a plain async one, and a tracked call
 //! (the ledger) against an untracked spawn.
 
 use std::hint::black_box;
@@ -74,6 +75,16 @@ fn context(c: &mut Criterion) {
     group.bench_function("async/local", |b| {
         b.to_async(&runtime)
             .iter(|| registry.run(black_box("add_local"), black_box(args.clone())));
+    });
+    // The local call run in place, on the caller's thread (`run_local`).
+    group.bench_function("async/local_in_place", |b| {
+        b.to_async(&runtime)
+            .iter(|| registry.run_local(black_box("add_local"), black_box(args.clone())));
+    });
+    // `run_local` of a plain async tool: what polling in place adds by itself.
+    group.bench_function("async/plain_in_place", |b| {
+        b.to_async(&runtime)
+            .iter(|| registry.run_local(black_box("add_async"), black_box(args.clone())));
     });
     // A tracked call (started in a ledger, read back by id) against the same call
     // spawned and awaited untracked.

@@ -160,3 +160,170 @@ async fn a_panicking_local_tool_is_panicked() {
         json!(2)
     );
 }
+
+/// Names the thread a call ran on.
+fn thread_tool(name: &'static str, nested: Option<&'static str>) -> ToolFunc {
+    ToolFunc::builder(name)
+        .local_handler(move |ctx: Ctx, _: Value| async move {
+            let here = Rc::new(format!("{:?}", std::thread::current().id()));
+            tokio::task::yield_now().await;
+            let inner = match nested {
+                Some(inner) => ctx.run(inner, json!({})).await?,
+                None => Value::Null,
+            };
+            Ok(json!({"thread": *here, "inner": inner}))
+        })
+        .build()
+        .unwrap()
+}
+
+fn thread_registry() -> Registry {
+    let registry = Registry::new();
+    registry.register(thread_tool("where_inner", None)).unwrap();
+    registry
+        .register(thread_tool("where_outer", Some("where_inner")))
+        .unwrap();
+    registry
+}
+
+fn current_thread_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn run_local_runs_local_tools_on_the_callers_thread_nested_calls_too() {
+    let registry = thread_registry();
+    let me = format!("{:?}", std::thread::current().id());
+    let runtime = current_thread_runtime();
+    let out = runtime
+        .block_on(registry.run_local("where_outer", json!({})))
+        .unwrap();
+    assert_eq!(out["thread"], json!(me));
+    assert_eq!(out["inner"]["thread"], json!(me));
+    // `run` sends the same calls to the local executor's thread instead.
+    let out = runtime
+        .block_on(registry.run("where_outer", json!({})))
+        .unwrap();
+    assert_ne!(out["thread"], json!(me));
+    assert_eq!(out["inner"]["thread"], out["thread"]);
+}
+
+#[test]
+fn run_local_keeps_options_timeouts_errors_and_cleanups() {
+    let runtime = current_thread_runtime();
+    let registry = Registry::global();
+    // Options reach the call (a runner's run_local).
+    let runner = registry.with(CallOptions::new().caller("ann"));
+    assert_eq!(
+        runtime
+            .block_on(runner.run_local("count_words", json!({"text": "a b c"})))
+            .unwrap(),
+        json!(3)
+    );
+    // Bad arguments, unknown tools and non-local tools are as under `run`.
+    let err = runtime
+        .block_on(registry.run_local("count_words", json!({"text": 5})))
+        .unwrap_err();
+    assert_eq!(err.code(), "ARGUMENTS");
+    let err = runtime
+        .block_on(registry.run_local("no_such_tool", json!({})))
+        .unwrap_err();
+    assert_eq!(err.code(), "NOT_FOUND");
+    let plain = Registry::new();
+    plain
+        .register(
+            ToolFunc::builder("double")
+                .handler_sync(|_, args: Value| Ok(json!(args["n"].as_i64().unwrap_or(0) * 2)))
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    assert_eq!(
+        runtime
+            .block_on(plain.run_local("double", json!({"n": 4})))
+            .unwrap(),
+        json!(8)
+    );
+    // A local tool's own timeout strikes in place too; its future is dropped here
+    // and the call's cleanup runs.
+    let cleanups = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&cleanups);
+    plain
+        .register(
+            ToolFunc::builder("local_slow")
+                .timeout(Duration::from_millis(50))
+                .local_handler(move |ctx: Ctx, _: Value| {
+                    let counted = Arc::clone(&counted);
+                    async move {
+                        ctx.on_cleanup(move || {
+                            counted.fetch_add(1, Ordering::SeqCst);
+                        });
+                        let held = Rc::new(());
+                        tokio::time::sleep(Duration::from_secs(30)).await;
+                        drop(held);
+                        Ok(json!("late"))
+                    }
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let err = runtime
+        .block_on(plain.run_local("local_slow", json!({})))
+        .unwrap_err();
+    assert_eq!(err.code(), "TIMEOUT");
+    assert_eq!(cleanups.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn run_local_panics_and_drops_are_the_callers() {
+    let registry = Registry::new();
+    registry
+        .register(
+            ToolFunc::builder("local_boom")
+                .local_handler(|_, _: Value| async {
+                    let cell = Rc::new(0);
+                    tokio::task::yield_now().await;
+                    assert_eq!(*cell, 1, "local boom");
+                    Ok(json!(null))
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let dropped = Arc::new(AtomicBool::new(false));
+    let seen = Arc::clone(&dropped);
+    registry
+        .register(
+            ToolFunc::builder("local_wait")
+                .local_handler(move |_, _: Value| {
+                    let guard = Rc::new(Dropped(Arc::clone(&seen)));
+                    async move {
+                        tokio::time::sleep(Duration::from_secs(30)).await;
+                        drop(guard);
+                        Ok(json!("late"))
+                    }
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let runtime = current_thread_runtime();
+    let err = runtime
+        .block_on(registry.run_local("local_boom", json!({})))
+        .unwrap_err();
+    assert_eq!(err.code(), "PANICKED");
+    // A caller that gives up drops the local future at once, on its own thread.
+    let gave_up = runtime.block_on(async {
+        tokio::time::timeout(
+            Duration::from_millis(50),
+            registry.run_local("local_wait", json!({})),
+        )
+        .await
+    });
+    assert!(gave_up.is_err());
+    assert!(dropped.load(Ordering::SeqCst), "the local future lives on");
+}

@@ -161,6 +161,11 @@ pub use transport::Transport;
 /// | `stream` | flag | the return type is a named stream type (`impl Stream<Item = T>` needs no flag) |
 /// | `args` | flag | the single (non-context) parameter is the whole arguments object; its type derives `Deserialize` + `JsonSchema` |
 /// | `deny_unknown_fields` | flag | unknown argument names are an `ARGUMENTS` error (default: ignored) |
+/// | `local` | flag | an `async fn` whose future is not `Send`: each call runs on the local executor thread, or in place under [`Registry::run_local`] |
+/// | `background` | flag, or `"only"` | the `timeout` is a soft deadline past which a call moves to the background ([`ledger`]); `"only"`: always |
+/// | `needs_client` | string or list | MCP client capabilities the tool needs (`"sampling"`, `"elicitation"`, `"roots"`) |
+/// | `check_output` | flag | results are checked against the result schema (`OUTPUT` with the JSON path) |
+/// | `api` | `false` | not offered to remote callers (HTTP, MCP); in-process calls still run it |
 /// | `crate` | path | where to find this crate, when it is renamed or re-exported (default `::toolfunc`) |
 ///
 /// # Parameters

@@ -9,10 +9,22 @@
 //! cleanups): when the caller gives up (a timeout, a cancel, a dropped request), the
 //! local future is dropped on its thread.
 //!
+//! A caller that is itself on one thread (a current-thread runtime, a `LocalSet`,
+//! `block_on`) can skip the hop: [`Registry::run_local`] polls the call in place and
+//! any local tool it reaches (the call itself, or nested calls made while it is
+//! polled) runs inside that same future, on the caller's thread. Handing a local
+//! call over is then a push onto the driver's queue instead of two thread
+//! wake-ups.
+//!
 //! [`ToolBuilder::local_handler`]: crate::ToolBuilder::local_handler
+//! [`Registry::run_local`]: crate::Registry::run_local
 
+use std::cell::RefCell;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::rc::Rc;
 use std::sync::OnceLock;
+use std::task::Poll;
 
 use futures::FutureExt;
 use futures::future::Either;
@@ -29,6 +41,85 @@ pub(crate) type MakeLocal =
 
 /// Work for the local thread: makes the call's future there.
 type Job = Box<dyn FnOnce() -> LocalBoxFuture<'static, ()> + Send>;
+
+thread_local! {
+    /// The in-place driver polling on this thread right now ([`inline`]), if any:
+    /// local calls started while it polls are handed to it.
+    static DRIVER: RefCell<Option<Rc<Driver>>> = const { RefCell::new(None) };
+}
+
+/// The local calls handed to an in-place driver, not yet started.
+#[derive(Default)]
+struct Driver {
+    incoming: RefCell<Vec<Job>>,
+}
+
+/// Marks `driver` as this thread's in-place driver until dropped, restoring the
+/// one before (drivers nest: a local tool may `run_local` again).
+struct Entered(Option<Rc<Driver>>);
+
+impl Entered {
+    fn new(driver: &Rc<Driver>) -> Self {
+        Self(DRIVER.with(|slot| slot.replace(Some(Rc::clone(driver)))))
+    }
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        let before = self.0.take();
+        DRIVER.with(|slot| *slot.borrow_mut() = before);
+    }
+}
+
+/// Hands `job` to this thread's in-place driver; gives it back when there is none.
+fn hand_over(job: Job) -> Result<(), Job> {
+    DRIVER.with(|slot| match &*slot.borrow() {
+        Some(driver) => {
+            driver.incoming.borrow_mut().push(job);
+            Ok(())
+        }
+        None => Err(job),
+    })
+}
+
+/// Polls `call` on this thread, running every local call it starts (its own, or a
+/// nested one) in place beside it instead of on the local executor. The future is
+/// not `Send`: it stays on the thread that polls it, as the local calls must.
+///
+/// When `call` ends, local calls still running are dropped with it: they belong
+/// to it (its timeout or cancellation already gave up on them).
+pub(crate) async fn inline<F: Future>(call: F) -> F::Output {
+    let driver = Rc::new(Driver::default());
+    let mut call = std::pin::pin!(call);
+    let mut running: Vec<LocalBoxFuture<'static, ()>> = Vec::new();
+    std::future::poll_fn(move |cx| {
+        let _entered = Entered::new(&driver);
+        loop {
+            if let Poll::Ready(out) = call.as_mut().poll(cx) {
+                return Poll::Ready(out);
+            }
+            let started = std::mem::take(&mut *driver.incoming.borrow_mut());
+            let mut progressed = !started.is_empty();
+            running.extend(started.into_iter().map(|job| job()));
+            // Every local call shares this future's waker: any wake polls them all.
+            let mut i = 0;
+            while i < running.len() {
+                if running[i].as_mut().poll(cx).is_ready() {
+                    drop(running.swap_remove(i));
+                    progressed = true;
+                } else {
+                    i += 1;
+                }
+            }
+            // A local call that answered (or one that started another) may let
+            // the call go on now: poll it again rather than wait for the wake.
+            if !progressed && driver.incoming.borrow().is_empty() {
+                return Poll::Pending;
+            }
+        }
+    })
+    .await
+}
 
 static EXECUTOR: OnceLock<Option<mpsc::UnboundedSender<Job>>> = OnceLock::new();
 
@@ -110,7 +201,10 @@ pub(crate) fn run(
             let _ = answer.send(out);
         })
     });
-    let sent = executor().is_some_and(|jobs| jobs.send(job).is_ok());
+    let sent = match hand_over(job) {
+        Ok(()) => true,
+        Err(job) => executor().is_some_and(|jobs| jobs.send(job).is_ok()),
+    };
     Box::pin(async move {
         if !sent {
             return Err(ToolError::failed(

@@ -36,6 +36,43 @@ macro_rules! run_methods {
             self.calls().run(name, args.into())
         }
 
+        /// Runs a tool like [`run`](Self::run), polling it on the calling thread: a
+        /// `local` tool (`#[tool(local)]`, whose future is not `Send`) that the call
+        /// reaches, directly or through nested calls, runs in place inside the
+        /// returned future instead of on toolfunc's local executor thread, so no
+        /// thread wake-up is paid. Any other tool runs as under `run`.
+        ///
+        /// The returned future is not `Send`: await it where futures stay on one
+        /// thread (a current-thread runtime, a `LocalSet`, `block_on`). Dropping it
+        /// cancels the call and drops its local futures on this thread.
+        ///
+        /// ```
+        /// use std::rc::Rc;
+        /// use serde_json::{json, Value};
+        /// use toolfunc::{Registry, ToolFunc};
+        ///
+        /// let shout = ToolFunc::builder("shout")
+        ///     .local_handler(|_, args: Value| async move {
+        ///         let text = Rc::new(args["text"].as_str().unwrap_or("").to_uppercase());
+        ///         tokio::task::yield_now().await; // `text` lives across the await
+        ///         Ok(json!(*text))
+        ///     })
+        ///     .build()
+        ///     .unwrap();
+        /// let registry = Registry::new();
+        /// registry.register(shout).unwrap();
+        /// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        /// let out = runtime.block_on(registry.run_local("shout", json!({"text": "hi"})));
+        /// assert_eq!(out.unwrap(), json!("HI"));
+        /// ```
+        pub fn run_local<'a>(
+            &'a self,
+            name: &'a str,
+            args: impl Into<Args>,
+        ) -> impl Future<Output = Result<Value, ToolError>> + 'a {
+            crate::local::inline(self.calls().run(name, args.into()))
+        }
+
         /// Runs a sync tool on the calling thread. An async or streaming tool gives
         /// `ASYNC_ONLY`, one still setting up `NOT_READY`, one at its concurrency
         /// limit `BUSY`.
