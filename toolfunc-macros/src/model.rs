@@ -54,6 +54,10 @@ pub(crate) enum Output {
     /// `-> impl Stream<Item = T>` (or `Result<impl Stream<..>, E>`), or any stream type
     /// with `#[tool(stream)]`: a streaming tool.
     Stream(StreamOutput),
+    /// `-> Answer` (or `toolfunc::Answer`, or `Result<Answer, E>`): a tool that answers
+    /// a stream or one value, as the caller asked: `ty` as written, `open_result` for
+    /// the `Result`.
+    Answer { ty: Type, open_result: bool },
 }
 
 pub(crate) struct StreamOutput {
@@ -246,9 +250,45 @@ fn stream_output(ty: &Type) -> Option<StreamOutput> {
     })
 }
 
+/// Whether `ty` is written `Answer`, `toolfunc::Answer` or `stream::Answer` (the
+/// crate's stream-or-value answer). Another path to a type of that name
+/// (`self::Answer`) is an ordinary value.
+fn is_answer(ty: &Type) -> bool {
+    let Type::Path(path) = ty else {
+        return false;
+    };
+    if path.qself.is_some() {
+        return false;
+    }
+    let segments: Vec<_> = path.path.segments.iter().collect();
+    if segments.iter().any(|segment| !segment.arguments.is_none()) {
+        return false;
+    }
+    let names: Vec<String> = segments.iter().map(|s| s.ident.to_string()).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    matches!(
+        names.as_slice(),
+        ["Answer"] | ["toolfunc" | "stream", "Answer"] | ["toolfunc", "stream", "Answer"]
+    )
+}
+
 fn output_of(ty: &Type) -> Output {
     if let Some(stream) = stream_output(ty) {
         return Output::Stream(stream);
+    }
+    if is_answer(ty) {
+        return Output::Answer {
+            ty: ty.clone(),
+            open_result: false,
+        };
+    }
+    if let Some(ok) = result_ok(ty)
+        && is_answer(ok)
+    {
+        return Output::Answer {
+            ty: ok.clone(),
+            open_result: true,
+        };
     }
     if let Type::Tuple(tuple) = ty
         && tuple.elems.is_empty()
@@ -574,6 +614,41 @@ mod tests {
             panic!()
         };
         assert!(s.item_result && s.open_result);
+    }
+
+    #[test]
+    fn answers() {
+        for (item, open) in [
+            (
+                parse_quote!(
+                    fn f() -> Answer {}
+                ),
+                false,
+            ),
+            (
+                parse_quote!(
+                    fn f() -> toolfunc::stream::Answer {}
+                ),
+                false,
+            ),
+            (
+                parse_quote!(
+                    async fn f() -> Result<stream::Answer, E> {}
+                ),
+                true,
+            ),
+        ] {
+            let (f, _) = model(item);
+            let Output::Answer { open_result, .. } = f.output else {
+                panic!()
+            };
+            assert_eq!(open_result, open);
+        }
+        // Another path to a type named `Answer` is a value.
+        let (f, _) = model(parse_quote!(
+            fn f() -> self::Answer {}
+        ));
+        assert!(matches!(f.output, Output::Value(_)));
     }
 
     #[test]

@@ -317,7 +317,7 @@ fn signature(tool: &ToolFn, errors: &mut Errors) {
                 "#[tool] key `local` applies to `async fn` tools (a sync tool runs where it \
                  is called and never moves between threads)",
             ));
-        } else if matches!(tool.output, Output::Stream(_)) {
+        } else if matches!(tool.output, Output::Stream(_) | Output::Answer { .. }) {
             errors.push(syn::Error::new(
                 span,
                 "#[tool] key `local` does not apply to streaming tools yet: collect the \

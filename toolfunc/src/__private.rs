@@ -12,10 +12,44 @@ pub use crate::schema::{field_order, parse_args, result_schema_of, schema_of};
 pub use crate::tool::service::{
     HookHandler, MethodHandler, MethodSpec, ServiceEntry, ServiceSpec, ToolService,
 };
-pub use crate::tool::{Hints, ItemStream, SpecHandler, ToolSpec, to_output};
+pub use crate::tool::{Answer, Hints, ItemStream, SpecHandler, ToolSpec, to_output};
 pub use ::futures::future::LocalBoxFuture;
 pub use ::futures::stream::BoxStream;
 pub use ::std::sync::Arc;
+
+/// The `Answer` a `#[tool]` returns: only the crate's own.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not `toolfunc::Answer`",
+    label = "a #[tool] returning `Answer` answers a stream or one value",
+    note = "to return a type of your own named `Answer` as a value, name it by another path (`self::Answer`)"
+)]
+pub trait IsAnswer {}
+impl IsAnswer for Answer {}
+
+/// Checks, at the return type, that an `Answer` is toolfunc's.
+pub const fn assert_answer<T: IsAnswer + ?Sized>() {}
+
+/// Chosen for `toolfunc::Answer`.
+pub trait ViaAnswer<T> {
+    fn answer(&self, value: T) -> Answer;
+}
+
+impl ViaAnswer<Answer> for &Checked<Answer> {
+    fn answer(&self, value: Answer) -> Answer {
+        value
+    }
+}
+
+/// Chosen for the others (a compile error is reported already).
+pub trait FallbackAnswer<T> {
+    fn answer(&self, value: T) -> Answer;
+}
+
+impl<T> FallbackAnswer<T> for Checked<T> {
+    fn answer(&self, _: T) -> Answer {
+        ::core::unreachable!("reported at compile time by assert_answer")
+    }
+}
 
 /// The arguments object of a client call: `args` serialised, with `act`.
 pub fn client_args<T: ClientArg + ?Sized>(args: &T, act: &str) -> Result<Value, ToolError> {

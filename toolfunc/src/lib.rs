@@ -89,7 +89,7 @@ pub use error::ToolError;
 pub use exec::ctx::Ctx;
 pub use exec::runner::Runner;
 pub use exec::stream;
-pub use exec::stream::ToolStream;
+pub use exec::stream::{Answer, ToolStream};
 pub use exec::task::CallHandle;
 pub use log::{LogLevel, LogMessage};
 pub use options::{Binding, CallOptions, CollectLimit, Progress, Surface};

@@ -51,7 +51,7 @@ fn output_type(model: &ToolFn, p: &TokenStream) -> Option<TokenStream> {
     match &model.output {
         Output::Value(ty) | Output::Result { ok: Some(ty), .. } => Some(ty.to_token_stream()),
         Output::Stream(stream) => Some(stream_item_type(stream, p)),
-        Output::Unit | Output::Result { ok: None, .. } => None,
+        Output::Unit | Output::Result { ok: None, .. } | Output::Answer { .. } => None,
     }
 }
 
@@ -164,6 +164,8 @@ pub(crate) fn prelude(p: &TokenStream) -> TokenStream {
         use ::core::convert::Into as _;
         #[allow(unused_imports)]
         use #p::{FallbackOutput as _, FallbackParams as _, ViaOutput as _, ViaParams as _};
+        #[allow(unused_imports)]
+        use #p::{FallbackAnswer as _, ViaAnswer as _};
     }
 }
 
@@ -313,10 +315,16 @@ pub(crate) fn checks(model: &ToolFn, p: &TokenStream) -> TokenStream {
         }
         _ => quote!(),
     };
-    let output = output_type(model, p).map(|ty| {
-        let assert = respan(quote!(#p::assert_output), ty.span());
-        quote_spanned!(ty.span()=> #assert::<#ty>();)
-    });
+    let output = match &model.output {
+        Output::Answer { ty, .. } => {
+            let assert = respan(quote!(#p::assert_answer), ty.span());
+            Some(quote_spanned!(ty.span()=> #assert::<#ty>();))
+        }
+        _ => output_type(model, p).map(|ty| {
+            let assert = respan(quote!(#p::assert_output), ty.span());
+            quote_spanned!(ty.span()=> #assert::<#ty>();)
+        }),
+    };
     quote! {
         #[allow(dead_code)]
         fn __toolfunc_checks() {
@@ -380,8 +388,10 @@ pub(crate) fn handler(
     } = Locals::new();
     let is_async = model.is_async();
     let is_stream = matches!(model.output, Output::Stream(_));
-    // Async and streaming handlers own their context; sync ones borrow it.
-    let owns_ctx = is_async || is_stream;
+    let is_answer = matches!(model.output, Output::Answer { .. });
+    // Async, streaming and stream-or-value handlers own their context; sync ones
+    // borrow it.
+    let owns_ctx = is_async || is_stream || is_answer;
     let whole = model.attrs.args.is_some();
     let call_args = model.params.iter().map(|param| match param.kind {
         ParamKind::Ctx { by_ref } => match (by_ref, owns_ctx) {
@@ -398,28 +408,7 @@ pub(crate) fn handler(
     let fn_ident = &model.item.sig.ident;
     let (callee, self_arg, svc_param) = service_parts(fn_ident, receiver, owns_ctx, p);
     let await_ = is_async.then(|| quote!(.await));
-    let convert = match &model.output {
-        Output::Unit => quote! {
-            let () = #out;
-            #p::Ok(#p::Value::Null)
-        },
-        Output::Value(ty) => quote!((&&#p::Checked::<#ty>::new()).output(#out)),
-        Output::Result { ok: ok_ty, .. } => {
-            let ty = ok_ty
-                .as_ref()
-                .map_or_else(|| quote!(()), ToTokens::to_token_stream);
-            let ok = Ident::new("__toolfunc_ok", Span::mixed_site());
-            let err = Ident::new("__toolfunc_err", Span::mixed_site());
-            let error = tool_error(p, &err);
-            quote! {
-                match #out {
-                    #p::Ok(#ok) => (&&#p::Checked::<#ty>::new()).output(#ok),
-                    #p::Err(#err) => #p::Err(#error),
-                }
-            }
-        }
-        Output::Stream(stream) => stream_conversion(stream, p, &out),
-    };
+    let convert = conversion(model, p, &out);
     let body = quote! {
         let #params: #params_type = match (&&#p::Checked::<#params_type>::new()).parse_args(#raw) {
             #p::Ok(v) => v,
@@ -435,6 +424,16 @@ pub(crate) fn handler(
                 #ctx: #p::Ctx,
                 #raw: #p::Value,
             ) -> #p::BoxFuture<'static, #p::Result<#p::ItemStream, #p::ToolError>> {
+                #p::box_future(async move { #body })
+            }
+        }
+    } else if is_answer {
+        quote! {
+            fn __toolfunc_handler(
+                #svc_param
+                #ctx: #p::Ctx,
+                #raw: #p::Value,
+            ) -> #p::BoxFuture<'static, #p::Result<#p::Answer, #p::ToolError>> {
                 #p::box_future(async move { #body })
             }
         }
@@ -463,10 +462,54 @@ pub(crate) fn handler(
     }
 }
 
-/// The runtime's handler variant for `model`: `Stream`, `Async` or `Sync`.
+/// Turns the user's function's output (held in `out`) into the handler's result.
+fn conversion(model: &ToolFn, p: &TokenStream, out: &Ident) -> TokenStream {
+    match &model.output {
+        Output::Unit => quote! {
+            let () = #out;
+            #p::Ok(#p::Value::Null)
+        },
+        Output::Value(ty) => quote!((&&#p::Checked::<#ty>::new()).output(#out)),
+        Output::Result { ok: ok_ty, .. } => {
+            let ty = ok_ty
+                .as_ref()
+                .map_or_else(|| quote!(()), ToTokens::to_token_stream);
+            let ok = Ident::new("__toolfunc_ok", Span::mixed_site());
+            let err = Ident::new("__toolfunc_err", Span::mixed_site());
+            let error = tool_error(p, &err);
+            quote! {
+                match #out {
+                    #p::Ok(#ok) => (&&#p::Checked::<#ty>::new()).output(#ok),
+                    #p::Err(#err) => #p::Err(#error),
+                }
+            }
+        }
+        Output::Stream(stream) => stream_conversion(stream, p, out),
+        Output::Answer { ty, open_result } => {
+            let answer = quote!((&&#p::Checked::<#ty>::new()).answer);
+            if *open_result {
+                let ok = Ident::new("__toolfunc_ok", Span::mixed_site());
+                let err = Ident::new("__toolfunc_err", Span::mixed_site());
+                let error = tool_error(p, &err);
+                quote! {
+                    match #out {
+                        #p::Ok(#ok) => #p::Ok(#answer(#ok)),
+                        #p::Err(#err) => #p::Err(#error),
+                    }
+                }
+            } else {
+                quote!(#p::Ok(#answer(#out)))
+            }
+        }
+    }
+}
+
+/// The runtime's handler variant for `model`: `Stream`, `Either`, `Async` or `Sync`.
 pub(crate) fn handler_kind(model: &ToolFn) -> TokenStream {
     if matches!(model.output, Output::Stream(_)) {
         quote!(Stream)
+    } else if matches!(model.output, Output::Answer { .. }) {
+        quote!(Either)
     } else if model.is_async() {
         quote!(Async)
     } else {

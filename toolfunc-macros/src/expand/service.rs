@@ -361,6 +361,8 @@ fn client_method(method: &Method, name: &LitStr, p: &TokenStream, stub: bool) ->
         output => {
             let ty = match output {
                 Output::Value(ty) | Output::Result { ok: Some(ty), .. } => quote!(#ty),
+                // A stream-or-value method: its one value, or its items collected.
+                Output::Answer { .. } => quote!(#p::Value),
                 _ => quote!(()),
             };
             let span = Span::mixed_site();

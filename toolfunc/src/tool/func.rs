@@ -39,6 +39,46 @@ pub enum Answer {
     Value(Value),
 }
 
+impl Answer {
+    /// One value, serialised (`OUTPUT` when serde cannot write it).
+    ///
+    /// ```
+    /// use toolfunc::Answer;
+    ///
+    /// let answer = Answer::value(&[3, 2, 1]).unwrap();
+    /// assert!(matches!(answer, Answer::Value(v) if v == serde_json::json!([3, 2, 1])));
+    /// ```
+    pub fn value<T: Serialize + ?Sized>(value: &T) -> Result<Self, ToolError> {
+        to_output(value).map(Self::Value)
+    }
+
+    /// The items of `items`, each serialised as it comes (an item serde cannot write
+    /// ends the stream with `OUTPUT`).
+    pub fn items<S, T>(items: S) -> Self
+    where
+        S: futures::Stream<Item = T> + Send + 'static,
+        T: Serialize,
+    {
+        use futures::StreamExt;
+        Self::Items(items.map(|item| to_output(&item)).boxed())
+    }
+
+    /// The items of a fallible stream: each `Ok` serialised, an `Err` sent as the
+    /// call's error.
+    pub fn try_items<S, T>(items: S) -> Self
+    where
+        S: futures::Stream<Item = Result<T, ToolError>> + Send + 'static,
+        T: Serialize,
+    {
+        use futures::StreamExt;
+        Self::Items(
+            items
+                .map(|item| item.and_then(|item| to_output(&item)))
+                .boxed(),
+        )
+    }
+}
+
 impl fmt::Debug for Answer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

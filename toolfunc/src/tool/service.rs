@@ -117,6 +117,7 @@ pub struct MethodSpec<S: 'static> {
 
 type ValueFuture = BoxFuture<'static, Result<Value, ToolError>>;
 type StreamFuture = BoxFuture<'static, Result<ItemStream, ToolError>>;
+type AnswerFuture = BoxFuture<'static, Result<super::Answer, ToolError>>;
 
 /// The handler of a [`MethodSpec`].
 #[doc(hidden)]
@@ -124,6 +125,8 @@ pub enum MethodHandler<S: 'static> {
     Sync(fn(&Arc<S>, &Ctx, Value) -> Result<Value, ToolError>),
     Async(fn(Arc<S>, Ctx, Value) -> ValueFuture),
     Stream(fn(Arc<S>, Ctx, Value) -> StreamFuture),
+    /// A method answering a stream or one value, as the caller asked.
+    Either(fn(Arc<S>, Ctx, Value) -> AnswerFuture),
 }
 
 /// A service that registers itself in the global registry (one whose type is
@@ -220,7 +223,7 @@ impl Acts {
     pub(crate) fn any_stream(&self) -> bool {
         self.acts
             .iter()
-            .any(|a| matches!(a.handler, Handler::Stream(_)))
+            .any(|a| matches!(a.handler, Handler::Stream(_) | Handler::Either(_)))
     }
 }
 
@@ -255,6 +258,10 @@ fn bind<S: Send + Sync + 'static>(state: &Arc<S>, handler: &MethodHandler<S>) ->
         MethodHandler::Stream(f) => {
             let state = Arc::clone(state);
             Handler::Stream(Box::new(move |ctx, args| f(Arc::clone(&state), ctx, args)))
+        }
+        MethodHandler::Either(f) => {
+            let state = Arc::clone(state);
+            Handler::Either(Box::new(move |ctx, args| f(Arc::clone(&state), ctx, args)))
         }
     }
 }
@@ -332,7 +339,10 @@ impl<S: Send + Sync + 'static> ServiceSpec<S> {
                 description: owned(method.description),
                 params,
                 result: method.result.map(|f| f()),
-                stream: matches!(method.handler, MethodHandler::Stream(_)),
+                stream: matches!(
+                    method.handler,
+                    MethodHandler::Stream(_) | MethodHandler::Either(_)
+                ),
                 timeout: method.timeout_ms,
                 annotations: Annotations::from_hints(method.annotations),
             });

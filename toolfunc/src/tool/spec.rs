@@ -6,7 +6,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::definition::{Annotations, Hints};
-use super::func::{Handler, ItemStream, ToolFunc};
+use super::func::{Answer, Handler, ItemStream, ToolFunc};
 use crate::{Ctx, ToolError};
 
 /// What `#[tool]` submits to the global registry: const data only, turned into a
@@ -55,6 +55,8 @@ pub enum SpecHandler {
     Sync(fn(&Ctx, Value) -> Result<Value, ToolError>),
     Async(fn(Ctx, Value) -> BoxFuture<'static, Result<Value, ToolError>>),
     Stream(fn(Ctx, Value) -> BoxFuture<'static, Result<ItemStream, ToolError>>),
+    /// A tool that answers a stream or one value, as the caller asked.
+    Either(fn(Ctx, Value) -> BoxFuture<'static, Result<Answer, ToolError>>),
 }
 
 inventory::collect!(ToolSpec);
@@ -74,6 +76,7 @@ impl ToolSpec {
             SpecHandler::Sync(f) => Handler::Sync(Box::new(f)),
             SpecHandler::Async(f) => Handler::Async(Box::new(f)),
             SpecHandler::Stream(f) => Handler::Stream(Box::new(f)),
+            SpecHandler::Either(f) => Handler::Either(Box::new(f)),
         });
         builder.timeout = self.timeout_ms.map(Duration::from_millis);
         builder.background = self.background;
