@@ -763,8 +763,10 @@ pub(crate) struct CallState {
     parent: Option<CancellationToken>,
     /// Set by `abort` before any token exists; a token made later starts cancelled.
     aborted: AtomicBool,
-    /// What stopped the call, as the caller will see it (the first stop wins).
-    stop: OnceLock<ToolError>,
+    /// What stopped the call, as the caller will see it (the first stop wins);
+    /// boxed, as most calls are never stopped and the state of each call in flight
+    /// stays small.
+    stop: OnceLock<Box<ToolError>>,
     /// `OPEN` (no cleanup yet), `USED` (some registered) or `CLOSED` (the call ended
     /// with none): most calls have none, and never take the lock.
     cleanup_state: AtomicU8,
@@ -816,7 +818,9 @@ impl CallState {
 
     /// Stops the call with `error` (`CANCELLED` or `TIMEOUT`); the first stop wins.
     pub(crate) fn stop(&self, error: ToolError) {
-        let _ = self.stop.set(error);
+        if self.stop.get().is_none() {
+            let _ = self.stop.set(Box::new(error));
+        }
         self.aborted.store(true, Ordering::SeqCst);
         if let Some(token) = self.token.get() {
             token.cancel();
@@ -832,8 +836,7 @@ impl CallState {
     pub(crate) fn stop_error(&self) -> ToolError {
         self.stop
             .get()
-            .cloned()
-            .unwrap_or_else(|| ToolError::cancelled(None))
+            .map_or_else(|| ToolError::cancelled(None), |error| (**error).clone())
     }
 
     fn push_cleanup(&self, cleanup: Cleanup) {

@@ -159,8 +159,11 @@ impl CallStatus {
 }
 
 /// Watches one call for the registry's subscribers and for `tracing`. Made only when
-/// someone listens: a call nobody watches pays one check.
-pub(crate) struct Observer {
+/// someone listens: a call nobody watches pays one check, and holds one word for it
+/// (the watch itself is boxed, so a call that no one observes stays small).
+pub(crate) struct Observer(Box<Watching>);
+
+struct Watching {
     registry: Registry,
     tool: String,
     call_id: Option<String>,
@@ -192,24 +195,26 @@ impl Observer {
                 call_id: call_id.clone(),
             });
         }
-        Some(Self {
+        Some(Self(Box::new(Watching {
             registry: registry.clone(),
             tool: tool.to_owned(),
             call_id,
             started: Instant::now(),
             span,
             finished: false,
-        })
+        })))
     }
 
     pub(crate) fn span(&self) -> &tracing::Span {
-        &self.span
+        &self.0.span
     }
 
     pub(crate) fn finish(mut self, status: CallStatus) {
-        self.report(status);
+        self.0.report(status);
     }
+}
 
+impl Watching {
     fn report(&mut self, status: CallStatus) {
         if self.finished {
             return;
@@ -233,6 +238,6 @@ impl Observer {
 impl Drop for Observer {
     /// A call whose future was dropped before it finished was cancelled.
     fn drop(&mut self) {
-        self.report(CallStatus::Cancelled);
+        self.0.report(CallStatus::Cancelled);
     }
 }
