@@ -12,7 +12,8 @@
 //! Cases: `direct` (the floor: the same JSON work by hand, owned `Value` in and out),
 //! `run`, `run_sync`, `layer` (`run` through one pass-through layer), `layer_none`
 //! (`run` through a child registry with no layer, once layers exist in the program),
-//! `refused` (`run` refused by an authorisation layer).
+//! `refused` (`run` refused by an authorisation layer), `allowed` (the same call let
+//! through by the same layer: the call the refusal spares).
 
 use std::hint::black_box;
 
@@ -69,6 +70,12 @@ fn main() {
         "refused" => global.isolate().layer(layer::authorize(|_: &Call| {
             Err(ToolError::custom("FORBIDDEN", 403, "no"))
         })),
+        "allowed" => global
+            .isolate()
+            .layer(layer::authorize(|call: &Call| match call.caller() {
+                Some("mallory") => Err(ToolError::custom("FORBIDDEN", 403, "no")),
+                _ => Ok(()),
+            })),
         _ => global.clone(),
     };
     // Warm the registry (built on first use) before counting.
@@ -80,7 +87,7 @@ fn main() {
             "direct" => Ok(direct(input)),
             "run" => run(global, input),
             "run_sync" => global.run_sync(black_box("add"), input),
-            "layer" | "layer_none" | "refused" => run(&registry, input),
+            "layer" | "layer_none" | "refused" | "allowed" => run(&registry, input),
             other => panic!("unknown case `{other}`"),
         };
         sink += usize::from(out.is_ok());
