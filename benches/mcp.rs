@@ -9,6 +9,11 @@
 //! multi-thread runtime the wake-ups dominate and vary run to run). `list_1000` is `tools/list` of a 1,000-tool registry.
 //! `mcp_get_tool` is `ServerHandler::get_tool`, which the SDK's HTTP server asks on
 //! every sessionless (2026-07-28) request to check its headers.
+//!
+//! `mcp_http_add` is the same call as a sessionless (2026-07-28) streamable HTTP
+//! request: toolfunc's `Server::router()` against the bare handler behind the SDK's
+//! own `StreamableHttpService` with the same (default) config, both served with
+//! `TCP_NODELAY` and driven by the same keep-alive client, one request at a time.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -196,5 +201,80 @@ fn get_tool(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, mcp, get_tool);
+/// A sessionless `tools/call` of `add` over streamable HTTP.
+fn http_call(client: &reqwest::Client, url: &str) -> reqwest::RequestBuilder {
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {
+            "name": "add", "arguments": {"a": 1, "b": 2},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {},
+            },
+        },
+    });
+    client
+        .post(url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", "add")
+        .body(body.to_string())
+}
+
+async fn serve_http(app: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let addr = listener.local_addr().expect("a bound address");
+    tokio::spawn(toolfunc::mcp::serve(listener, app));
+    format!("http://{addr}/mcp")
+}
+
+fn http(c: &mut Criterion) {
+    use toolfunc::mcp::rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use toolfunc::mcp::rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let (bare, ours) = runtime.block_on(async {
+        let service = StreamableHttpService::new(
+            || Ok(BareAdd),
+            std::sync::Arc::new(LocalSessionManager::default()),
+            StreamableHttpServerConfig::default(),
+        );
+        let bare = serve_http(axum::Router::new().nest_service("/mcp", service)).await;
+        let ours = serve_http(Server::new(Registry::global()).router()).await;
+        (bare, ours)
+    });
+    let client = reqwest::Client::new();
+    let mut group = c.benchmark_group("mcp_http_add");
+    for (name, url) in [("bare_rmcp", &bare), ("toolfunc", &ours)] {
+        // Both answer the call, with the same text.
+        let answer = runtime.block_on(async {
+            let response = http_call(&client, url).send().await.expect("an answer");
+            assert!(
+                response.status().is_success(),
+                "{name}: {}",
+                response.status()
+            );
+            response.text().await.expect("a body")
+        });
+        assert!(answer.contains("\"text\":\"3.0\""), "{name}: {answer}");
+        group.bench_function(name, |b| {
+            b.to_async(&runtime).iter(|| async {
+                let response = http_call(&client, url).send().await.expect("an answer");
+                black_box(response.bytes().await.expect("a body"))
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, mcp, get_tool, http);
 criterion_main!(benches);

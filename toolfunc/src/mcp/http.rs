@@ -10,18 +10,17 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::Response;
 use futures::Stream;
 use rmcp::model::{ClientJsonRpcMessage, ClientNotification, JsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::WorkerTransport;
-use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
 use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError, LocalSessionWorker,
 };
 use rmcp::transport::streamable_http_server::session::{
     EventStore, RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
 };
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 
 /// Which browser origins may call the endpoint.
@@ -262,9 +261,18 @@ pub(super) struct Guard {
 /// The largest error body the SDK writes that is checked for an `id`.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
+/// The SDK's streamable HTTP service behind [`guard`]: served as an axum handler,
+/// so a request costs no middleware layer of its own (no boxed clone of the service
+/// and its future per request).
+pub(super) struct Guarded {
+    pub(super) service: StreamableHttpService<super::Server, Sessions>,
+    pub(super) guard: Guard,
+}
+
 /// Answers an `initialize` the session cap refuses with 503 and a JSON-RPC error,
 /// and gives each JSON-RPC error body from the SDK an `id`.
-pub(super) async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
+pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request) -> Response {
+    let guard = &guarded.guard;
     let opens_session =
         request.method() == Method::POST && !request.headers().contains_key("mcp-session-id");
     let mut request = request;
@@ -279,18 +287,18 @@ pub(super) async fn guard(State(guard): State<Guard>, request: Request, next: Ne
             && message.get("method").and_then(Value::as_str) == Some("initialize")
         {
             let id = message.get("id").cloned().unwrap_or(Value::Null);
-            return refused(&guard, &id);
+            return refused(guard, &id);
         }
         request = Request::from_parts(parts, Body::from(bytes));
     }
     let (response, was_refused) = REFUSED
         .scope(Cell::new(false), async {
-            let response = next.run(request).await;
+            let response = guarded.service.handle(request).await.map(Body::new);
             (response, REFUSED.with(Cell::get))
         })
         .await;
     if was_refused {
-        return refused(&guard, &Value::Null);
+        return refused(guard, &Value::Null);
     }
     with_error_ids(response).await
 }

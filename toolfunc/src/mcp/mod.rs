@@ -390,8 +390,8 @@ impl Server {
         };
         let service = StreamableHttpService::new(move || Ok(self.session()), sessions, config);
         axum::Router::new()
-            .fallback_service(service)
-            .layer(axum::middleware::from_fn_with_state(guard, http::guard))
+            .fallback(http::guard)
+            .with_state(Arc::new(http::Guarded { service, guard }))
     }
 
     /// An axum router answering streamable HTTP at [`PATH`] (`/mcp`), with the
@@ -673,17 +673,15 @@ impl Server {
         let runner = self.shared.registry.with(options);
         let items = token.is_some().then(|| report_tx.clone());
         drop(report_tx);
-        let (outcome_tx, outcome) = tokio::sync::oneshot::channel();
         let limit = self.shared.collect_limit;
-        tokio::spawn(async move {
-            let outcome = async {
-                if confirm {
-                    ask::confirm(asker, &tool, &args).await?;
-                }
-                collected(runner, tool, args, stream, limit, items).await
-            };
-            let _ = outcome_tx.send(outcome.await);
-        });
+        // Polled by this request until it asks its caller something (then it is
+        // detached onto a task of its own, to run on while parked).
+        let outcome = rounds::Outcome::InPlace(Box::pin(async move {
+            if confirm {
+                ask::confirm(asker, &tool, &args).await?;
+            }
+            collected(runner, tool, args, stream, limit, items).await
+        }));
         let running = rounds::Running {
             tool: name.to_owned(),
             outcome,
@@ -773,18 +771,14 @@ impl Server {
         gate: LogGate,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let declared = context
-            .client_capabilities()
-            .and_then(|c| serde_json::to_value(c).ok())
-            .unwrap_or(Value::Null);
+        // The client's capabilities, read when the call first asks it something.
+        let mut declared: Option<Value> = None;
         let peer = &context.peer;
         loop {
             let step = tokio::select! {
                 biased;
                 Some(report) = running.reports.recv() => Round::Report(report),
-                outcome = &mut running.outcome => Round::Done(outcome.unwrap_or_else(|_| {
-                    Err(ToolError::failed("the call ended without an answer"))
-                })),
+                outcome = &mut running.outcome => Round::Done(outcome),
                 Some(question) = running.questions.recv() => Round::Asked(question),
                 () = context.ct.cancelled() => Round::Cancelled,
             };
@@ -811,6 +805,8 @@ impl Server {
                     .into());
                 }
                 Round::Asked(question) => {
+                    // The call runs on by itself from here: it may be parked.
+                    running.outcome.detach();
                     let mut asked = vec![question];
                     // Questions asked together (`join!`) arrive together.
                     for _ in 0..4 {
@@ -819,6 +815,12 @@ impl Server {
                             asked.push(question);
                         }
                     }
+                    let declared = declared.get_or_insert_with(|| {
+                        context
+                            .client_capabilities()
+                            .and_then(|c| serde_json::to_value(c).ok())
+                            .unwrap_or(Value::Null)
+                    });
                     for question in asked {
                         let capability = rounds::capability(&question.request);
                         if declared.get(capability).is_none_or(Value::is_null) {

@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
 use rmcp::model::{InputRequest, InputRequests, RequestStateCodec, SealOptions};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
@@ -46,7 +47,7 @@ pub(super) struct Question {
 /// A call running across rounds.
 pub(super) struct Running {
     pub(super) tool: String,
-    pub(super) outcome: oneshot::Receiver<Result<Value, ToolError>>,
+    pub(super) outcome: Outcome,
     pub(super) questions: mpsc::UnboundedReceiver<Question>,
     pub(super) reports: mpsc::UnboundedReceiver<Report>,
     pub(super) progress: Monotonic,
@@ -64,6 +65,49 @@ impl Drop for Running {
     /// answers that will not come; a finished call is not affected.
     fn drop(&mut self) {
         self.cancel.cancel();
+    }
+}
+
+/// A call's result still to come: the call itself, polled by the request that
+/// started it, until it asks a question and must run on while it is parked.
+pub(super) enum Outcome {
+    /// Polled in place (no task of its own, so the common call that asks nothing
+    /// pays no spawn).
+    InPlace(BoxFuture<'static, Result<Value, ToolError>>),
+    /// Running on as its own task, its result sent here.
+    Detached(oneshot::Receiver<Result<Value, ToolError>>),
+}
+
+impl Outcome {
+    /// Moves a call polled in place onto a task of its own, so that it runs on
+    /// between rounds (its deadline, its other work) while no request polls it.
+    pub(super) fn detach(&mut self) {
+        let Self::InPlace(_) = self else {
+            return;
+        };
+        let (sent, receiver) = oneshot::channel();
+        let Self::InPlace(call) = std::mem::replace(self, Self::Detached(receiver)) else {
+            return;
+        };
+        tokio::spawn(async move {
+            let _ = sent.send(call.await);
+        });
+    }
+}
+
+impl Future for Outcome {
+    type Output = Result<Value, ToolError>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        match self.get_mut() {
+            Self::InPlace(call) => call.as_mut().poll(cx),
+            Self::Detached(receiver) => std::pin::Pin::new(receiver).poll(cx).map(|sent| {
+                sent.unwrap_or_else(|_| Err(ToolError::failed("the call ended without an answer")))
+            }),
+        }
     }
 }
 
