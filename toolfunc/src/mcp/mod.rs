@@ -1110,6 +1110,23 @@ impl ServerHandler for Server {
                 .await;
         }
         let logs = !matches!(gate, LogGate::Off);
+        if sessionless(&context)
+            && found.runs_inline()
+            && act.is_none()
+            && token.is_none()
+            && !logs
+            && !self.shared.registry.has_layers()
+            && !self.needs_confirmation(&request.name)
+        {
+            // A sync tool cannot ask its client anything (asking awaits), and this
+            // request wants no progress or logs: nothing can be parked or reported,
+            // so the call just runs.
+            let runner = self
+                .shared
+                .registry
+                .with(options.cancel_on(context.ct.clone()));
+            return Ok(into_result(runner.run(&tool, args).await, shape).into());
+        }
         if sessionless(&context) {
             return Box::pin(self.first_round(
                 &request.name,
