@@ -487,6 +487,17 @@ impl Server {
 
     /// What an MCP tool name stands for: a visible tool, or one method (the index of
     /// its act) of a visible service, named `{service}_{method}`.
+    /// Whether a sessionless call of `tool` that wants no progress and no logs can
+    /// run straight through the registry: a sync tool cannot ask its client
+    /// anything (asking awaits), and with no layer to ask in its place nothing can
+    /// be parked or reported.
+    fn runs_straight(&self, tool: &ToolRef, act: Option<usize>) -> bool {
+        tool.runs_inline()
+            && act.is_none()
+            && !self.shared.registry.has_layers()
+            && tool.definition().annotations.needs_confirmation != Some(true)
+    }
+
     fn function(&self, name: &str) -> Option<(ToolRef, Option<usize>)> {
         let registry = &self.shared.registry;
         let (tool, act) = match registry.get(name) {
@@ -530,6 +541,15 @@ impl Server {
             options = options.insert(parts.headers.clone());
         }
         options
+    }
+
+    /// Whether a layer of the registry hides the function `name` from a caller with
+    /// `options`.
+    fn hidden_by_layers(&self, name: &str, options: &CallOptions) -> bool {
+        self.shared
+            .registry
+            .layers()
+            .is_some_and(|layers| self.hidden(&layers, name, options))
     }
 
     /// Whether a layer hides the function `name` from a caller with `options`.
@@ -1064,11 +1084,7 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let options = self.caller_options(&context);
-        let hidden = self
-            .shared
-            .registry
-            .layers()
-            .is_some_and(|layers| self.hidden(&layers, &request.name, &options));
+        let hidden = self.hidden_by_layers(&request.name, &options);
         let Some((found, act)) = self.function(&request.name).filter(|_| !hidden) else {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool: {}", request.name),
@@ -1110,17 +1126,7 @@ impl ServerHandler for Server {
                 .await;
         }
         let logs = !matches!(gate, LogGate::Off);
-        if sessionless(&context)
-            && found.runs_inline()
-            && act.is_none()
-            && token.is_none()
-            && !logs
-            && !self.shared.registry.has_layers()
-            && !self.needs_confirmation(&request.name)
-        {
-            // A sync tool cannot ask its client anything (asking awaits), and this
-            // request wants no progress or logs: nothing can be parked or reported,
-            // so the call just runs.
+        if sessionless(&context) && token.is_none() && !logs && self.runs_straight(&found, act) {
             let runner = self
                 .shared
                 .registry

@@ -294,12 +294,7 @@ impl Server {
             return Err(unknown_task(id));
         }
         let info = ledger.status(id).ok_or_else(|| unknown_task(id))?;
-        let hidden = self
-            .shared
-            .registry
-            .layers()
-            .is_some_and(|layers| self.hidden(&layers, &info.tool, &options));
-        if hidden {
+        if self.hidden_by_layers(&info.tool, &options) {
             return Err(unknown_task(id));
         }
         Ok(info)
