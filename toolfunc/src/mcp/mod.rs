@@ -1092,10 +1092,11 @@ impl ServerHandler for Server {
             ));
         };
         let gate = log_gate(&context)?;
+        let modern = sessionless(&context);
         let def = found.definition();
         // A retry answering a parked call's questions (2026-07-28).
         if let Some(state) = request.request_state.as_deref()
-            && sessionless(&context)
+            && modern
         {
             let answers = request.input_responses.unwrap_or_default();
             // Boxed, as the other rarer paths: the common call's future stays small.
@@ -1103,7 +1104,7 @@ impl ServerHandler for Server {
                 .await;
         }
         missing_capabilities(def, &context)?;
-        let takes_tasks = tasks::client_takes_tasks(&context);
+        let takes_tasks = tasks::may_take(&found, &context);
         if def.background_only && !takes_tasks {
             return Err(tasks::tasks_required(&request.name));
         }
@@ -1111,13 +1112,13 @@ impl ServerHandler for Server {
         if let Some(act) = act {
             arguments.insert("act".into(), Value::from(def.acts[act].name.clone()));
         }
-        let (stream, shape) = shape_of(def, act, &context);
+        let (stream, shape) = shape_of(def, act, modern);
         let (tool, args) = (found.name().to_owned(), Value::Object(arguments));
         let token = context.meta.get_progress_token();
         let limit = self.shared.collect_limit;
         let mut options = options.collect_limit(limit);
         if takes_tasks
-            && sessionless(&context)
+            && modern
             && let Some(soft) = found.soft_deadline()
             && !self.needs_confirmation(&request.name)
         {
@@ -1126,14 +1127,14 @@ impl ServerHandler for Server {
                 .await;
         }
         let logs = !matches!(gate, LogGate::Off);
-        if sessionless(&context) && token.is_none() && !logs && self.runs_straight(&found, act) {
+        if modern && token.is_none() && !logs && self.runs_straight(&found, act) {
             let runner = self
                 .shared
                 .registry
                 .with(options.cancel_on(context.ct.clone()));
             return Ok(into_result(runner.run(&tool, args).await, shape).into());
         }
-        if sessionless(&context) {
+        if modern {
             return Box::pin(self.first_round(
                 &request.name,
                 (tool, args, stream),
@@ -1420,11 +1421,7 @@ impl Step {
 
 /// Whether the function `act` of `def` (or the tool itself) streams, and how its
 /// result is answered to this request's client.
-fn shape_of(
-    def: &crate::ToolDefinition,
-    act: Option<usize>,
-    context: &RequestContext<RoleServer>,
-) -> (bool, Shape) {
+fn shape_of(def: &crate::ToolDefinition, act: Option<usize>, modern: bool) -> (bool, Shape) {
     let (stream, result) = match act.and_then(|act| def.acts.get(act)) {
         Some(act) => (act.stream, act.result.as_ref()),
         None => (def.stream, def.result.as_ref()),
@@ -1432,7 +1429,7 @@ fn shape_of(
     let shape = Shape {
         content: crate::content::is_content_schema(result),
         // A listed output schema: 2026-07-28 clients take a value of any type.
-        any_structured: sessionless(context) && !stream && matches!(result, Some(Value::Object(_))),
+        any_structured: modern && !stream && matches!(result, Some(Value::Object(_))),
     };
     (stream, shape)
 }

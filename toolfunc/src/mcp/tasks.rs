@@ -44,6 +44,15 @@ pub(super) const POLL_INTERVAL_MS: u64 = 1000;
 pub const TASK_SUPPORT_KEY: &str = "io.github.toolfunc/taskSupport";
 
 /// Whether the client of this request takes tasks.
+/// Whether a call of `tool` may become a task for this client: the tool can (it is
+/// `background`) and the client declared the extension. The client's capabilities
+/// are read only for such tools, as each read copies them (or parses them from the
+/// request's `_meta`).
+pub(super) fn may_take(tool: &crate::ToolRef, context: &RequestContext<RoleServer>) -> bool {
+    (tool.definition().background_only || tool.soft_deadline().is_some())
+        && client_takes_tasks(context)
+}
+
 pub(super) fn client_takes_tasks(context: &RequestContext<RoleServer>) -> bool {
     context
         .client_capabilities()
@@ -358,7 +367,7 @@ impl Server {
                     .act
                     .as_ref()
                     .and_then(|act| def.acts.iter().position(|a| &a.name == act));
-                super::shape_of(def, act, context).1
+                super::shape_of(def, act, super::sessionless(context)).1
             }
             None => Shape {
                 content: false,
