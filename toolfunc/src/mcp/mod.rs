@@ -498,6 +498,38 @@ impl Server {
             && tool.definition().annotations.needs_confirmation != Some(true)
     }
 
+    /// A session call with nothing to report while it runs: a tool that wants no
+    /// progress and either logs nothing the client hears or is sync (it cannot be
+    /// waited on, so its log messages are gathered and sent before its answer).
+    async fn run_reporting_after(
+        &self,
+        (tool, args): (String, Value),
+        options: CallOptions,
+        gate: LogGate,
+        context: &RequestContext<RoleServer>,
+        shape: Shape,
+    ) -> CallToolResponse {
+        if matches!(gate, LogGate::Off) {
+            let outcome = self.shared.registry.with(options).run(&tool, args).await;
+            return into_result(outcome, shape).into();
+        }
+        let logged = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&logged);
+        let options = options.on_log(move |message| {
+            sink.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(message);
+        });
+        let outcome = self.shared.registry.with(options).run(&tool, args).await;
+        let messages = std::mem::take(&mut *logged.lock().unwrap_or_else(PoisonError::into_inner));
+        let mut progress = Monotonic::new(None);
+        for message in messages {
+            self.deliver(Report::Log(message), &mut progress, gate, &context.peer)
+                .await;
+        }
+        into_result(outcome, shape).into()
+    }
+
     fn function(&self, name: &str) -> Option<(ToolRef, Option<usize>)> {
         let registry = &self.shared.registry;
         let (tool, act) = match registry.get(name) {
@@ -1158,10 +1190,11 @@ impl ServerHandler for Server {
             }
         }
         options = options.on_client_request(asker);
-        if token.is_none() && !stream && !logs {
-            // Nothing to report while it runs.
-            let runner = self.shared.registry.with(options);
-            return Ok(into_result(runner.run(&tool, args).await, shape).into());
+        if token.is_none() && !stream && (!logs || self.runs_straight(&found, act)) {
+            // Nothing to report while it runs (a sync tool's logs wait for its end).
+            return Ok(self
+                .run_reporting_after((tool, args), options, gate, &context, shape)
+                .await);
         }
         let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
         options = reporting(options, token.is_some(), logs, &progress_tx);
