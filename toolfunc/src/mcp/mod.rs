@@ -1160,11 +1160,9 @@ impl ServerHandler for Server {
         }
         let logs = !matches!(gate, LogGate::Off);
         if modern && token.is_none() && !logs && self.runs_straight(&found, act) {
-            let runner = self
-                .shared
-                .registry
-                .with(options.cancel_on(context.ct.clone()));
-            return Ok(into_result(runner.run(&tool, args).await, shape).into());
+            let options = options.cancel_on(context.ct.clone());
+            let outcome = self.shared.registry.with(options).run(&tool, args).await;
+            return Ok(into_result(outcome, shape).into());
         }
         if modern {
             return Box::pin(self.first_round(
