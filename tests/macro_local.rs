@@ -49,6 +49,36 @@ async fn local_nap(ctx: &Ctx) -> String {
     "woke".to_owned()
 }
 
+/// A local tool that panics after an await.
+fn boom_tool() -> ToolFunc {
+    ToolFunc::builder("local_boom")
+        .local_handler(|_, _: Value| async {
+            let cell = Rc::new(0);
+            tokio::task::yield_now().await;
+            assert_eq!(*cell, 1, "local boom");
+            Ok(json!(null))
+        })
+        .build()
+        .unwrap()
+}
+
+/// A local tool that sleeps for long, holding an `Rc` that sets `dropped` when the
+/// call's future is dropped.
+fn waiting_tool(dropped: &Arc<AtomicBool>) -> ToolFunc {
+    let seen = Arc::clone(dropped);
+    ToolFunc::builder("local_wait")
+        .local_handler(move |_, _: Value| {
+            let guard = Rc::new(Dropped(Arc::clone(&seen)));
+            async move {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                drop(guard);
+                Ok(json!("late"))
+            }
+        })
+        .build()
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_local_tool_runs_by_name_from_any_thread() {
     let registry = Registry::global();
@@ -98,20 +128,8 @@ async fn a_local_tool_times_out_and_is_dropped_on_its_thread() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_built_local_tool_is_cancelled_like_any_other() {
     let dropped = Arc::new(AtomicBool::new(false));
-    let seen = Arc::clone(&dropped);
-    let tool = ToolFunc::builder("local_wait")
-        .local_handler(move |_, _: Value| {
-            let guard = Rc::new(Dropped(Arc::clone(&seen)));
-            async move {
-                tokio::time::sleep(Duration::from_secs(30)).await;
-                drop(guard);
-                Ok(json!("late"))
-            }
-        })
-        .build()
-        .unwrap();
     let registry = Registry::new();
-    registry.register(tool).unwrap();
+    registry.register(waiting_tool(&dropped)).unwrap();
     let token = CancellationToken::new();
     let call = registry
         .with(CallOptions::new().cancel_on(token.clone()))
@@ -138,17 +156,8 @@ async fn a_built_local_tool_is_cancelled_like_any_other() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_local_tool_is_panicked() {
-    let tool = ToolFunc::builder("local_boom")
-        .local_handler(|_, _: Value| async {
-            let cell = Rc::new(0);
-            tokio::task::yield_now().await;
-            assert_eq!(*cell, 1, "local boom");
-            Ok(json!(null))
-        })
-        .build()
-        .unwrap();
     let registry = Registry::new();
-    registry.register(tool).unwrap();
+    registry.register(boom_tool()).unwrap();
     let err = registry.run("local_boom", json!({})).await.unwrap_err();
     assert_eq!(err.code(), "PANICKED");
     // The executor survives it.
@@ -281,36 +290,9 @@ fn run_local_keeps_options_timeouts_errors_and_cleanups() {
 #[test]
 fn run_local_panics_and_drops_are_the_callers() {
     let registry = Registry::new();
-    registry
-        .register(
-            ToolFunc::builder("local_boom")
-                .local_handler(|_, _: Value| async {
-                    let cell = Rc::new(0);
-                    tokio::task::yield_now().await;
-                    assert_eq!(*cell, 1, "local boom");
-                    Ok(json!(null))
-                })
-                .build()
-                .unwrap(),
-        )
-        .unwrap();
+    registry.register(boom_tool()).unwrap();
     let dropped = Arc::new(AtomicBool::new(false));
-    let seen = Arc::clone(&dropped);
-    registry
-        .register(
-            ToolFunc::builder("local_wait")
-                .local_handler(move |_, _: Value| {
-                    let guard = Rc::new(Dropped(Arc::clone(&seen)));
-                    async move {
-                        tokio::time::sleep(Duration::from_secs(30)).await;
-                        drop(guard);
-                        Ok(json!("late"))
-                    }
-                })
-                .build()
-                .unwrap(),
-        )
-        .unwrap();
+    registry.register(waiting_tool(&dropped)).unwrap();
     let runtime = current_thread_runtime();
     let err = runtime
         .block_on(registry.run_local("local_boom", json!({})))
