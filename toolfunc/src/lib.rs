@@ -187,6 +187,12 @@ pub use transport::Transport;
 ///   `ToolError` passes through unchanged; any other `std::error::Error` becomes
 ///   `FAILED` keeping it as the source; any other `Display` becomes `FAILED` with its
 ///   message.
+/// * `impl Stream<Item = T>` (or `Result<impl Stream<Item = Result<T, E>>, E>`): a
+///   streaming tool; `T` is the item schema.
+/// * [`Answer`] (or `Result<Answer, E>`): a stream for a caller that asked for one
+///   ([`Ctx::is_stream`]), one value for the others; no result schema. A type of
+///   your own named `Answer` is a value when written by another path
+///   (`self::Answer`).
 /// * `async fn` tools run with [`Registry::run`]; [`Registry::run_sync`] refuses them
 ///   with `ASYNC_ONLY`.
 ///
