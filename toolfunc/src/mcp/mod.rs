@@ -82,7 +82,7 @@ mod stdio;
 pub mod tasks;
 
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -1023,9 +1023,11 @@ fn log_param(message: LogMessage) -> LoggingMessageNotificationParam {
 /// is dropped.
 #[derive(Default)]
 struct Session {
-    closed: CancellationToken,
+    /// Cancelled when the session ends. Made on first use, as the two tokens are:
+    /// the SDK makes a handler per sessionless request too, which needs neither.
+    closed: OnceLock<CancellationToken>,
     /// Cancelled (as a one-shot flag) when the client says `initialized`.
-    initialized: CancellationToken,
+    initialized: OnceLock<CancellationToken>,
     /// Registry subscriptions taken when a `subscriptions/listen` was accepted, so no
     /// change between the client's acknowledgement and [`ServerHandler::listen`] is
     /// missed.
@@ -1034,9 +1036,21 @@ struct Session {
     log_level: AtomicU8,
 }
 
+impl Session {
+    fn closed(&self) -> &CancellationToken {
+        self.closed.get_or_init(CancellationToken::new)
+    }
+
+    fn initialized(&self) -> &CancellationToken {
+        self.initialized.get_or_init(CancellationToken::new)
+    }
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
-        self.closed.cancel();
+        if let Some(closed) = self.closed.get() {
+            closed.cancel();
+        }
     }
 }
 
@@ -1230,8 +1244,8 @@ impl ServerHandler for Server {
         // handler) ends. Subscribing now misses no change made in between.
         // The task holds only the session's tokens, never the session itself.
         let peer = context.peer;
-        let initialized = self.session.initialized.clone();
-        let closed = self.session.closed.clone();
+        let initialized = self.session.initialized().clone();
+        let closed = self.session.closed().clone();
         let mut changes = self.shared.registry.subscribe_tool_changes();
         tokio::spawn(async move {
             tokio::select! {
@@ -1272,7 +1286,7 @@ impl ServerHandler for Server {
     }
 
     async fn on_initialized(&self, _context: NotificationContext<RoleServer>) {
-        self.session.initialized.cancel();
+        self.session.initialized().cancel();
     }
 
     async fn on_custom_request(
