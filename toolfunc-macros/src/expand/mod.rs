@@ -315,16 +315,15 @@ pub(crate) fn checks(model: &ToolFn, p: &TokenStream) -> TokenStream {
         }
         _ => quote!(),
     };
+    // An `Answer` is checked to be toolfunc's; any other result to be a result.
     let output = match &model.output {
-        Output::Answer { ty, .. } => {
-            let assert = respan(quote!(#p::assert_answer), ty.span());
-            Some(quote_spanned!(ty.span()=> #assert::<#ty>();))
-        }
-        _ => output_type(model, p).map(|ty| {
-            let assert = respan(quote!(#p::assert_output), ty.span());
-            quote_spanned!(ty.span()=> #assert::<#ty>();)
-        }),
-    };
+        Output::Answer { ty, .. } => Some((quote!(#p::assert_answer), ty.to_token_stream())),
+        _ => output_type(model, p).map(|ty| (quote!(#p::assert_output), ty)),
+    }
+    .map(|(assert, ty)| {
+        let assert = respan(assert, ty.span());
+        quote_spanned!(ty.span()=> #assert::<#ty>();)
+    });
     quote! {
         #[allow(dead_code)]
         fn __toolfunc_checks() {
@@ -474,32 +473,35 @@ fn conversion(model: &ToolFn, p: &TokenStream, out: &Ident) -> TokenStream {
             let ty = ok_ty
                 .as_ref()
                 .map_or_else(|| quote!(()), ToTokens::to_token_stream);
-            let ok = Ident::new("__toolfunc_ok", Span::mixed_site());
-            let err = Ident::new("__toolfunc_err", Span::mixed_site());
-            let error = tool_error(p, &err);
-            quote! {
-                match #out {
-                    #p::Ok(#ok) => (&&#p::Checked::<#ty>::new()).output(#ok),
-                    #p::Err(#err) => #p::Err(#error),
-                }
-            }
+            on_ok(
+                p,
+                out,
+                |ok| quote!((&&#p::Checked::<#ty>::new()).output(#ok)),
+            )
         }
         Output::Stream(stream) => stream_conversion(stream, p, out),
         Output::Answer { ty, open_result } => {
             let answer = quote!((&&#p::Checked::<#ty>::new()).answer);
             if *open_result {
-                let ok = Ident::new("__toolfunc_ok", Span::mixed_site());
-                let err = Ident::new("__toolfunc_err", Span::mixed_site());
-                let error = tool_error(p, &err);
-                quote! {
-                    match #out {
-                        #p::Ok(#ok) => #p::Ok(#answer(#ok)),
-                        #p::Err(#err) => #p::Err(#error),
-                    }
-                }
+                on_ok(p, out, |ok| quote!(#p::Ok(#answer(#ok))))
             } else {
                 quote!(#p::Ok(#answer(#out)))
             }
+        }
+    }
+}
+
+/// `out` (a `Result`) matched: its `Ok` value goes through `ok` (which gives the
+/// handler's result), its `Err` becomes a `ToolError`.
+fn on_ok(p: &TokenStream, out: &Ident, ok: impl FnOnce(&Ident) -> TokenStream) -> TokenStream {
+    let value = Ident::new("__toolfunc_ok", Span::mixed_site());
+    let err = Ident::new("__toolfunc_err", Span::mixed_site());
+    let error = tool_error(p, &err);
+    let ok = ok(&value);
+    quote! {
+        match #out {
+            #p::Ok(#value) => #ok,
+            #p::Err(#err) => #p::Err(#error),
         }
     }
 }

@@ -485,8 +485,6 @@ impl Server {
         }
     }
 
-    /// What an MCP tool name stands for: a visible tool, or one method (the index of
-    /// its act) of a visible service, named `{service}_{method}`.
     /// Whether a sessionless call of `tool` that wants no progress and no logs can
     /// run straight through the registry: a sync tool cannot ask its client
     /// anything (asking awaits), and with no layer to ask in its place nothing can
@@ -498,9 +496,10 @@ impl Server {
             && tool.definition().annotations.needs_confirmation != Some(true)
     }
 
-    /// A session call with nothing to report while it runs: a tool that wants no
-    /// progress and either logs nothing the client hears or is sync (it cannot be
-    /// waited on, so its log messages are gathered and sent before its answer).
+    /// A call with nothing to report while it runs: a tool that wants no progress
+    /// and either logs nothing the client hears (a sessionless request without a
+    /// level, or `gate` off) or is sync (it cannot be waited on, so its log messages
+    /// are gathered and sent before its answer).
     async fn run_reporting_after(
         &self,
         (tool, args): (String, Value),
@@ -530,6 +529,8 @@ impl Server {
         into_result(outcome, shape).into()
     }
 
+    /// What an MCP tool name stands for: a visible tool, or one method (the index of
+    /// its act) of a visible service, named `{service}_{method}`.
     fn function(&self, name: &str) -> Option<(ToolRef, Option<usize>)> {
         let registry = &self.shared.registry;
         let (tool, act) = match registry.get(name) {
@@ -1175,8 +1176,9 @@ impl ServerHandler for Server {
         let logs = !matches!(gate, LogGate::Off);
         if modern && token.is_none() && !logs && self.runs_straight(&found, act) {
             let options = options.cancel_on(context.ct.clone());
-            let outcome = self.shared.registry.with(options).run(&tool, args).await;
-            return Ok(into_result(outcome, shape).into());
+            return Ok(self
+                .run_reporting_after((tool, args), options, gate, &context, shape)
+                .await);
         }
         if modern {
             return Box::pin(self.first_round(

@@ -82,16 +82,15 @@ impl Outcome {
     /// Moves a call polled in place onto a task of its own, so that it runs on
     /// between rounds (its deadline, its other work) while no request polls it.
     pub(super) fn detach(&mut self) {
-        let Self::InPlace(_) = self else {
+        if matches!(self, Self::Detached(_)) {
             return;
-        };
+        }
         let (sent, receiver) = oneshot::channel();
-        let Self::InPlace(call) = std::mem::replace(self, Self::Detached(receiver)) else {
-            return;
-        };
-        tokio::spawn(async move {
-            let _ = sent.send(call.await);
-        });
+        if let Self::InPlace(call) = std::mem::replace(self, Self::Detached(receiver)) {
+            tokio::spawn(async move {
+                let _ = sent.send(call.await);
+            });
+        }
     }
 }
 
