@@ -27,6 +27,12 @@ fn direct(args: Value) -> Value {
     serde_json::to_value(add(args.a, args.b)).expect("an f64 serialises")
 }
 
+/// The borrowed floor: the arguments read in place from a `&Value` the caller keeps.
+fn direct_borrowed(args: &Value) -> Value {
+    let args = <AddArgs as serde::Deserialize>::deserialize(args).expect("valid");
+    serde_json::to_value(add(args.a, args.b)).expect("an f64 serialises")
+}
+
 fn dispatch(c: &mut Criterion) {
     let args = json!({"a": 1, "b": 2});
     let registry = Registry::global();
@@ -42,6 +48,20 @@ fn dispatch(c: &mut Criterion) {
     });
     group.bench_function("run_sync", |b| {
         b.iter(|| registry.run_sync(black_box("add"), black_box(args.clone())));
+    });
+    group.bench_function("direct_borrowed", |b| {
+        b.iter(|| direct_borrowed(black_box(&args)));
+    });
+    group.bench_function("run_borrowed", |b| {
+        b.iter(|| {
+            registry
+                .run(black_box("add"), black_box(&args))
+                .now_or_never()
+                .expect("a sync tool completes on the first poll")
+        });
+    });
+    group.bench_function("run_sync_borrowed", |b| {
+        b.iter(|| registry.run_sync(black_box("add"), black_box(&args)));
     });
     group.finish();
 }

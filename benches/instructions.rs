@@ -13,14 +13,16 @@
 //! `run`, `run_sync`, `layer` (`run` through one pass-through layer), `layer_none`
 //! (`run` through a child registry with no layer, once layers exist in the program),
 //! `refused` (`run` refused by an authorisation layer), `allowed` (the same call let
-//! through by the same layer: the call the refusal spares).
+//! through by the same layer: the call the refusal spares), and `direct_borrowed`,
+//! `run_borrowed`, `run_sync_borrowed` (the same calls from a `&Value` the caller
+//! keeps: the borrowed floor reads it in place, nothing is cloned).
 
 use std::hint::black_box;
 
 use futures::FutureExt;
 use serde_json::{Value, json};
 use toolfunc::layer::{self, Call, Layer, Next, ReplyFuture};
-use toolfunc::{Registry, ToolError, tool};
+use toolfunc::{Args, Registry, ToolError, tool};
 
 /// Adds two numbers.
 #[tool]
@@ -39,6 +41,12 @@ fn direct(args: Value) -> Value {
     serde_json::to_value(add(args.a, args.b)).expect("an f64 serialises")
 }
 
+/// The borrowed floor: the arguments read in place from a `&Value` the caller keeps.
+fn direct_borrowed(args: &Value) -> Value {
+    let args = <AddArgs as serde::Deserialize>::deserialize(args).expect("valid");
+    serde_json::to_value(add(args.a, args.b)).expect("an f64 serialises")
+}
+
 struct Pass;
 
 impl Layer for Pass {
@@ -47,7 +55,7 @@ impl Layer for Pass {
     }
 }
 
-fn run(registry: &Registry, args: Value) -> Result<Value, ToolError> {
+fn run<'a>(registry: &'a Registry, args: impl Into<Args<'a>>) -> Result<Value, ToolError> {
     registry
         .run(black_box("add"), args)
         .now_or_never()
@@ -81,6 +89,21 @@ fn main() {
     // Warm the registry (built on first use) before counting.
     let _ = run(&registry, args.clone());
     let mut sink = 0usize;
+    if let Some(borrowed) = case.strip_suffix("_borrowed") {
+        // The caller keeps its arguments: nothing is cloned per call.
+        for _ in 0..count {
+            let input = black_box(&args);
+            let out = match borrowed {
+                "direct" => Ok(direct_borrowed(input)),
+                "run" => run(global, input),
+                "run_sync" => global.run_sync(black_box("add"), input),
+                other => panic!("unknown case `{other}_borrowed`"),
+            };
+            sink += usize::from(out.is_ok());
+        }
+        black_box(sink);
+        return;
+    }
     for _ in 0..count {
         let input = black_box(args.clone());
         let out = match case.as_str() {

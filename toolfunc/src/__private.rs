@@ -15,6 +15,7 @@ pub use crate::tool::service::{
 pub use crate::tool::{Answer, Hints, ItemStream, SpecHandler, ToolSpec, to_output};
 pub use ::futures::future::LocalBoxFuture;
 pub use ::futures::stream::BoxStream;
+pub use ::std::borrow::Cow;
 pub use ::std::sync::Arc;
 
 /// The `Answer` a `#[tool]` returns: only the crate's own.
@@ -273,13 +274,13 @@ impl<T> Checked<T> {
 
 /// Chosen for parameters types that are `Deserialize` and `JsonSchema`.
 pub trait ViaParams<T> {
-    fn parse_args(&self, args: Value) -> Result<T, ToolError>;
+    fn parse_args(&self, args: &Value) -> Result<T, ToolError>;
     fn params_schema(&self) -> Value;
     fn param_order(&self, schema: &Value) -> ::std::vec::Vec<::std::string::String>;
 }
 
 impl<T: ::serde::de::DeserializeOwned + ::schemars::JsonSchema> ViaParams<T> for &Checked<T> {
-    fn parse_args(&self, args: Value) -> Result<T, ToolError> {
+    fn parse_args(&self, args: &Value) -> Result<T, ToolError> {
         parse_args::<T>(args)
     }
     fn params_schema(&self) -> Value {
@@ -292,13 +293,13 @@ impl<T: ::serde::de::DeserializeOwned + ::schemars::JsonSchema> ViaParams<T> for
 
 /// Chosen for the others (a compile error is reported already).
 pub trait FallbackParams<T> {
-    fn parse_args(&self, args: Value) -> Result<T, ToolError>;
+    fn parse_args(&self, args: &Value) -> Result<T, ToolError>;
     fn params_schema(&self) -> Value;
     fn param_order(&self, schema: &Value) -> ::std::vec::Vec<::std::string::String>;
 }
 
 impl<T> FallbackParams<T> for Checked<T> {
-    fn parse_args(&self, _: Value) -> Result<T, ToolError> {
+    fn parse_args(&self, _: &Value) -> Result<T, ToolError> {
         ::core::unreachable!("reported at compile time by assert_param")
     }
     fn params_schema(&self) -> Value {

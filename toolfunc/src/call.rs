@@ -1,6 +1,8 @@
 //! `Args`, what a call passes; `ToolCall` and `ToolResult`: correlated calls for
 //! batch execution with per-call error isolation.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
@@ -10,7 +12,7 @@ use crate::ToolError;
 /// (mapped onto the tool's parameters in declaration order, see
 /// [`ToolBuilder::param_order`](crate::ToolBuilder::param_order)). Every run method
 /// takes `impl Into<Args>`: a `serde_json::Value` or `Map` is named arguments, a
-/// `Vec<Value>` positional ones.
+/// `&Value` named arguments the caller keeps, a `Vec<Value>` positional ones.
 ///
 /// ```rust,standalone_crate
 /// use serde_json::json;
@@ -27,25 +29,66 @@ use crate::ToolError;
 /// assert_eq!(registry.run_sync("sub", vec![json!(5), json!(2)]).unwrap(), json!(3.0));
 /// assert_eq!(registry.run_sync("sub", Args::positional([json!(5), json!(2)])).unwrap(), json!(3.0));
 /// ```
+///
+/// # Borrowed arguments
+///
+/// A caller that keeps its arguments passes them by reference: a sync tool with
+/// typed parameters (a `#[tool]` function, a [`typed_sync`](crate::ToolBuilder::typed_sync)
+/// handler) or a JSON Schema check reads them in place, and nothing is copied. A
+/// handler that owns its arguments (async and streaming tools, raw
+/// [`handler_sync`](crate::ToolBuilder::handler_sync)s, services, which take `act`
+/// out), a call through [call middleware](crate::layer) and a spawned call copy them
+/// once, when they need them.
+///
+/// ```rust,standalone_crate
+/// use serde_json::json;
+/// use toolfunc::{tool, Registry};
+///
+/// /// Multiplies `a` by `b`.
+/// #[tool]
+/// fn mul(a: f64, b: f64) -> f64 {
+///     a * b
+/// }
+///
+/// let args = json!({"a": 6, "b": 7});
+/// for _ in 0..3 {
+///     assert_eq!(Registry::global().run_sync("mul", &args).unwrap(), json!(42.0));
+/// }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
-pub struct Args(Given);
+pub struct Args<'a>(Given<'a>);
 
 #[derive(Debug, Clone, PartialEq)]
-enum Given {
-    Named(Value),
+enum Given<'a> {
+    Named(Cow<'a, Value>),
     Positional(Vec<Value>),
 }
 
-impl Args {
+impl<'a> Args<'a> {
     /// Named arguments: an object (`null` is none; anything else is refused with
     /// `ARGUMENTS` when the call is checked).
     pub fn named(arguments: impl Into<Value>) -> Self {
-        Self(Given::Named(arguments.into()))
+        Self(Given::Named(Cow::Owned(arguments.into())))
+    }
+
+    /// Named arguments the caller keeps: read in place where the tool allows it (see
+    /// [Borrowed arguments](Args#borrowed-arguments)).
+    pub fn borrowed(arguments: &'a Value) -> Self {
+        Self(Given::Named(Cow::Borrowed(arguments)))
     }
 
     /// Positional arguments, mapped onto the parameters in declaration order.
     pub fn positional(values: impl IntoIterator<Item = Value>) -> Self {
         Self(Given::Positional(values.into_iter().collect()))
+    }
+
+    /// These arguments, owning what they borrowed.
+    #[must_use]
+    pub fn into_owned(self) -> Args<'static> {
+        Args(match self.0 {
+            Given::Named(value) => Given::Named(Cow::Owned(value.into_owned())),
+            Given::Positional(values) => Given::Positional(values),
+        })
     }
 
     /// The arguments as an object for a tool whose parameters, in order, are
@@ -54,28 +97,35 @@ impl Args {
     pub(crate) fn into_named(
         self,
         name: impl FnOnce(Vec<Value>) -> Result<Value, ToolError>,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<Cow<'a, Value>, ToolError> {
         match self.0 {
             Given::Named(value) => Ok(value),
-            Given::Positional(values) => name(values),
+            Given::Positional(values) => name(values).map(Cow::Owned),
         }
     }
 }
 
-impl From<Value> for Args {
+impl From<Value> for Args<'_> {
     fn from(arguments: Value) -> Self {
-        Self(Given::Named(arguments))
+        Self(Given::Named(Cow::Owned(arguments)))
     }
 }
 
-impl From<serde_json::Map<String, Value>> for Args {
+/// Named arguments the caller keeps (see [Borrowed arguments](Args#borrowed-arguments)).
+impl<'a> From<&'a Value> for Args<'a> {
+    fn from(arguments: &'a Value) -> Self {
+        Self::borrowed(arguments)
+    }
+}
+
+impl From<serde_json::Map<String, Value>> for Args<'_> {
     fn from(arguments: serde_json::Map<String, Value>) -> Self {
-        Self(Given::Named(Value::Object(arguments)))
+        Self(Given::Named(Cow::Owned(Value::Object(arguments))))
     }
 }
 
 /// Positional arguments.
-impl From<Vec<Value>> for Args {
+impl From<Vec<Value>> for Args<'_> {
     fn from(values: Vec<Value>) -> Self {
         Self(Given::Positional(values))
     }

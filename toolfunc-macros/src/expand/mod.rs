@@ -409,10 +409,12 @@ pub(crate) fn handler(
     let await_ = is_async.then(|| quote!(.await));
     let convert = conversion(model, p, &out);
     let body = quote! {
-        let #params: #params_type = match (&&#p::Checked::<#params_type>::new()).parse_args(#raw) {
+        let #params: #params_type = match (&&#p::Checked::<#params_type>::new()).parse_args(&#raw) {
             #p::Ok(v) => v,
             #p::Err(e) => return #p::Err(e),
         };
+        // Parsed: the JSON is not kept while the function runs.
+        ::core::mem::drop(#raw);
         let #out = #callee(#self_arg #(#call_args),*) #await_;
         #convert
     };
@@ -453,7 +455,7 @@ pub(crate) fn handler(
             fn __toolfunc_handler(
                 #svc_param
                 #ctx: &#p::Ctx,
-                #raw: #p::Value,
+                #raw: #p::Cow<'_, #p::Value>,
             ) -> #p::Result<#p::Value, #p::ToolError> {
                 #body
             }

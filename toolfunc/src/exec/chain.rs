@@ -2,6 +2,7 @@
 //! layers in order, then the call's own steps (admission, argument check, handler)
 //! at the end of the chain.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use std::future::Future;
@@ -124,7 +125,7 @@ fn observe(ctx: &Ctx) -> Option<Observer> {
 pub(crate) fn call_inline(
     ctx: &Ctx,
     observer: Option<Observer>,
-    args: Value,
+    args: Cow<'_, Value>,
 ) -> Result<Value, ToolError> {
     let result = ctx.tool().call_sync(ctx, args);
     if let Some(observer) = observer {
@@ -135,7 +136,11 @@ pub(crate) fn call_inline(
 
 /// A sync tool's call for an async caller: done, or (when it registered async
 /// cleanups) a future that waits for them and joins their failures to the call's.
-pub(crate) fn call_inline_awaiting(ctx: &Ctx, observer: Option<Observer>, args: Value) -> Running {
+pub(crate) fn call_inline_awaiting(
+    ctx: &Ctx,
+    observer: Option<Observer>,
+    args: Cow<'_, Value>,
+) -> Running {
     let (result, cleanups) = ctx.tool().call_sync_awaiting(ctx, args);
     match cleanups {
         None => {
@@ -180,7 +185,7 @@ fn end(call: Call) -> ReplyFuture {
     if mode == Mode::Sync {
         let result = check_ready(ready.as_ref(), ctx.tool_name()).and_then(|()| {
             let observer = observe(&ctx);
-            call_inline(&ctx, observer, args)
+            call_inline(&ctx, observer, Cow::Owned(args))
         });
         return ReplyFuture::ready(result.map(Reply::Value));
     }
@@ -189,7 +194,7 @@ fn end(call: Call) -> ReplyFuture {
             return ReplyFuture::ready(Err(err));
         }
         let observer = observe(&ctx);
-        return match call_inline_awaiting(&ctx, observer, args) {
+        return match call_inline_awaiting(&ctx, observer, Cow::Owned(args)) {
             Running::Ready(result) => ReplyFuture::ready(
                 result
                     .unwrap_or_else(|| Err(ToolError::failed("call polled after completion")))
@@ -224,13 +229,13 @@ fn end(call: Call) -> ReplyFuture {
             }
             if mode == Mode::Spawn {
                 // A sync tool may block: keep it off the async workers.
-                let blocking = move || call_inline_awaiting(&ctx, observer, args);
+                let blocking = move || call_inline_awaiting(&ctx, observer, Cow::Owned(args));
                 return match tokio::task::spawn_blocking(blocking).await {
                     Ok(call) => call.await,
                     Err(err) => Err(ToolError::failed(err)),
                 };
             }
-            call_inline_awaiting(&ctx, observer, args).await
+            call_inline_awaiting(&ctx, observer, Cow::Owned(args)).await
         }
         .map(|result| result.map(Reply::Value)),
     )

@@ -415,11 +415,15 @@ impl Ctx {
     /// calling registry wins when that registry descends from the one holding the
     /// running tool; `Early` keeps to the holding registry; `Late` always resolves in
     /// the calling registry.
-    pub async fn run(&self, name: &str, args: impl Into<crate::Args>) -> Result<Value, ToolError> {
+    pub async fn run<'v>(
+        &self,
+        name: &str,
+        args: impl Into<crate::Args<'v>>,
+    ) -> Result<Value, ToolError> {
         let found = self
             .resolve_nested(name)
             .ok_or_else(|| ToolError::not_found(name))?;
-        let args = found.tool.named_args(args.into())?;
+        let args = found.tool.named_args(args.into())?.into_owned();
         self.with(CallOptions::new())
             .run_resolved(found, args)
             .await
@@ -448,7 +452,11 @@ impl Ctx {
     }
 
     /// Streams another tool as part of this call (see [`Ctx::run`]).
-    pub fn run_stream(&self, name: &str, args: impl Into<crate::Args>) -> crate::ToolStream {
+    pub fn run_stream<'v>(
+        &self,
+        name: &str,
+        args: impl Into<crate::Args<'v>>,
+    ) -> crate::ToolStream {
         self.with(CallOptions::new()).run_stream(name, args)
     }
 

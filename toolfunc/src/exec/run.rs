@@ -31,7 +31,7 @@ macro_rules! run_methods {
         pub fn run<'a>(
             &'a self,
             name: &'a str,
-            args: impl Into<Args>,
+            args: impl Into<Args<'a>>,
         ) -> impl Future<Output = Result<Value, ToolError>> + Send + 'a {
             self.calls().run(name, args.into())
         }
@@ -68,7 +68,7 @@ macro_rules! run_methods {
         pub fn run_local<'a>(
             &'a self,
             name: &'a str,
-            args: impl Into<Args>,
+            args: impl Into<Args<'a>>,
         ) -> impl Future<Output = Result<Value, ToolError>> + 'a {
             crate::local::inline(self.calls().run(name, args.into()))
         }
@@ -76,13 +76,17 @@ macro_rules! run_methods {
         /// Runs a sync tool on the calling thread. An async or streaming tool gives
         /// `ASYNC_ONLY`, one still setting up `NOT_READY`, one at its concurrency
         /// limit `BUSY`.
-        pub fn run_sync(&self, name: &str, args: impl Into<Args>) -> Result<Value, ToolError> {
+        pub fn run_sync<'v>(
+            &self,
+            name: &str,
+            args: impl Into<Args<'v>>,
+        ) -> Result<Value, ToolError> {
             self.calls().run_sync(name, args.into())
         }
 
         /// Runs a tool as a stream of results: a streaming tool's items one by one,
         /// any other tool's single result. See [`ToolStream`].
-        pub fn run_stream(&self, name: &str, args: impl Into<Args>) -> ToolStream {
+        pub fn run_stream<'v>(&self, name: &str, args: impl Into<Args<'v>>) -> ToolStream {
             self.calls().run_stream(name, args.into())
         }
 
@@ -90,7 +94,7 @@ macro_rules! run_methods {
         /// the result, or [`abort`](CallHandle::abort) it (a call aborted before its
         /// handler was entered never enters it). Outside a tokio runtime the handle
         /// resolves to a `FAILED` error.
-        pub fn spawn(&self, name: &str, args: impl Into<Args>) -> CallHandle {
+        pub fn spawn<'v>(&self, name: &str, args: impl Into<Args<'v>>) -> CallHandle {
             self.calls().spawn(name, args.into())
         }
 

@@ -1,6 +1,7 @@
 //! Running tools: [`Runner`] (a registry with a context) and the run methods, written
 //! once for a registry with or without a context.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -134,7 +135,7 @@ pub(crate) enum Run<'a> {
     Start {
         calls: Calls<'a>,
         name: &'a str,
-        args: Args,
+        args: Args<'a>,
     },
     Running(futures::future::BoxFuture<'a, Result<Value, ToolError>>),
     /// A call in its layers, still to answer; `tool` names it if a stream comes
@@ -176,7 +177,7 @@ impl Future for Run<'_> {
                 if let Err(err) = chain::check_visible(&layers, &ctx, name) {
                     return std::task::Poll::Ready(Err(err));
                 }
-                let mut running = chain::start(layers, ctx, ready, Mode::Value, args);
+                let mut running = chain::start(layers, ctx, ready, Mode::Value, args.into_owned());
                 match running.take_ready() {
                     // Decided at once (a refusal, a sync tool): nothing to poll.
                     Some(Ok(Reply::Value(value))) => return std::task::Poll::Ready(Ok(value)),
@@ -201,9 +202,11 @@ impl Future for Run<'_> {
                 // The call future itself goes in the box: nothing wraps it.
                 let ctx = calls.ctx(found, None);
                 let observer = calls.observe(&ctx);
-                *this = Run::Running(Box::pin(ToolFunc::call(ctx, args).observed(observer)));
+                *this = Run::Running(Box::pin(
+                    ToolFunc::call(ctx, args.into_owned()).observed(observer),
+                ));
             } else {
-                *this = Run::Running(Box::pin(calls.run_found(found, None, args)));
+                *this = Run::Running(Box::pin(calls.run_found(found, None, args.into_owned())));
             }
         }
         if let Run::Layered { running, .. } = this {
@@ -295,7 +298,7 @@ impl<'a> Calls<'a> {
         })
     }
 
-    pub(super) fn run(self, name: &'a str, args: Args) -> Run<'a> {
+    pub(super) fn run(self, name: &'a str, args: Args<'a>) -> Run<'a> {
         Run::Start {
             calls: self,
             name,
@@ -321,18 +324,18 @@ impl<'a> Calls<'a> {
         let ctx = self.ctx(found, call_id);
         let observer = self.observe(&ctx);
         if ctx.tool().runs_inline() {
-            return call_inline_awaiting(&ctx, observer, args).await;
+            return call_inline_awaiting(&ctx, observer, Cow::Owned(args)).await;
         }
         ToolFunc::call(ctx, args).observed(observer).await
     }
 
-    pub(super) fn run_sync(self, name: &str, args: Args) -> Result<Value, ToolError> {
+    pub(super) fn run_sync(self, name: &str, args: Args<'_>) -> Result<Value, ToolError> {
         let Some(found) = self.registry.resolve(name) else {
             return Err(crate::tool::service::not_found(name));
         };
         let args = found.tool.named_args(args)?;
         if let Some(layers) = self.layers() {
-            return self.layered_sync(layers, found, name, args);
+            return self.layered_sync(layers, found, name, args.into_owned());
         }
         check_ready(found.ready.as_ref(), name)?;
         let ctx = self.ctx(found, None);
@@ -340,13 +343,13 @@ impl<'a> Calls<'a> {
         call_inline(&ctx, observer, args)
     }
 
-    pub(super) fn run_stream(self, name: &str, args: Args) -> ToolStream {
+    pub(super) fn run_stream(self, name: &str, args: Args<'_>) -> ToolStream {
         let found = match self.find(name) {
             Ok(found) => found,
             Err(err) => return ToolStream::failed(err),
         };
         let args = match found.tool.named_args(args) {
-            Ok(args) => args,
+            Ok(args) => args.into_owned(),
             Err(err) => return ToolStream::failed(err),
         };
         if let Some(layers) = self.layers() {
@@ -378,7 +381,7 @@ impl<'a> Calls<'a> {
         chain::start_stream(self.ctx(found, None).streaming(), args)
     }
 
-    pub(super) fn spawn(self, name: &str, args: Args) -> CallHandle {
+    pub(super) fn spawn(self, name: &str, args: Args<'_>) -> CallHandle {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return CallHandle::failed(ToolError::failed("spawn needs a running tokio runtime"));
         };
@@ -387,7 +390,7 @@ impl<'a> Calls<'a> {
             Err(err) => return CallHandle::failed(err),
         };
         let args = match found.tool.named_args(args) {
-            Ok(args) => args,
+            Ok(args) => args.into_owned(),
             Err(err) => return CallHandle::failed(err),
         };
         let ready = found.ready.clone();
@@ -409,8 +412,8 @@ impl<'a> Calls<'a> {
         let join = if ctx.tool().runs_inline() && ready.is_none() {
             // A sync tool may block: keep it off the async workers; its async
             // cleanups are awaited back on them.
-            let blocking =
-                runtime.spawn_blocking(move || call_inline_awaiting(&ctx, observer, args));
+            let blocking = runtime
+                .spawn_blocking(move || call_inline_awaiting(&ctx, observer, Cow::Owned(args)));
             runtime.spawn(async move {
                 match blocking.await {
                     Ok(call) => call.await,

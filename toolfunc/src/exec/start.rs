@@ -3,6 +3,7 @@
 //! thread or an async one in a [`Drive`] watched for its deadline and cancellation,
 //! and a stream collected within its bound.
 
+use std::borrow::Cow;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
@@ -49,7 +50,7 @@ impl ToolFunc {
     /// A sync handler cannot be interrupted: a call that is already cancelled or out
     /// of time does not start, and one that starts runs to its end (a late value is
     /// `TIMEOUT`).
-    pub(crate) fn call_sync(&self, ctx: &Ctx, args: Value) -> Result<Value, ToolError> {
+    pub(crate) fn call_sync(&self, ctx: &Ctx, args: Cow<'_, Value>) -> Result<Value, ToolError> {
         let result = self.call_sync_body(ctx, args);
         if let Some(state) = ctx.state_if_created() {
             state.run_cleanups();
@@ -63,7 +64,7 @@ impl ToolFunc {
     pub(crate) fn call_sync_awaiting(
         &self,
         ctx: &Ctx,
-        args: Value,
+        args: Cow<'_, Value>,
     ) -> (
         Result<Value, ToolError>,
         Option<BoxFuture<'static, Vec<ToolError>>>,
@@ -76,7 +77,7 @@ impl ToolFunc {
     }
 
     /// A sync call up to its cleanups.
-    fn call_sync_body(&self, ctx: &Ctx, args: Value) -> Result<Value, ToolError> {
+    fn call_sync_body(&self, ctx: &Ctx, args: Cow<'_, Value>) -> Result<Value, ToolError> {
         if !matches!(self.handler, Handler::Sync(_) | Handler::Acts(_)) {
             return Err(self.async_only());
         }
@@ -104,7 +105,7 @@ impl ToolFunc {
 
     /// A sync handler's call (a plain tool's, or the sync method a service's `act`
     /// picks), once any concurrency slot is held.
-    fn sync_body(&self, ctx: &Ctx, args: Value) -> Result<Value, ToolError> {
+    fn sync_body(&self, ctx: &Ctx, args: Cow<'_, Value>) -> Result<Value, ToolError> {
         if let Some(err) = Self::stopped_before_start(ctx) {
             return Err(err);
         }
@@ -112,7 +113,8 @@ impl ToolFunc {
         let f = match &self.handler {
             Handler::Sync(f) => f,
             Handler::Acts(acts) => {
-                let index = acts.select(self.name(), &mut args)?;
+                // `act` is taken out: a borrowed object is copied here.
+                let index = acts.select(self.name(), args.to_mut())?;
                 let act = &acts.acts[index];
                 let Handler::Sync(f) = &act.handler else {
                     return Err(self.async_only());
@@ -136,7 +138,7 @@ impl ToolFunc {
     /// Runs a sync handler on checked arguments, catching a panic. A body that
     /// returns after the call's deadline is a `TIMEOUT` (it cannot be interrupted; its
     /// late value is dropped). The caller runs the cleanups.
-    fn sync_invoke(f: &SyncFn, ctx: &Ctx, args: Value) -> Result<Value, ToolError> {
+    fn sync_invoke(f: &SyncFn, ctx: &Ctx, args: Cow<'_, Value>) -> Result<Value, ToolError> {
         let caught = {
             let _catching = Catching::enter();
             catch_unwind(AssertUnwindSafe(|| f(ctx, args)))
@@ -173,7 +175,7 @@ impl ToolFunc {
     /// call's handle can abort it).
     pub(crate) fn call_with(ctx: Ctx, args: Value, abortable: bool) -> Call {
         if ctx.tool().runs_inline() {
-            let (result, cleanups) = ctx.tool().call_sync_awaiting(&ctx, args);
+            let (result, cleanups) = ctx.tool().call_sync_awaiting(&ctx, Cow::Owned(args));
             return match cleanups {
                 None => Call::Ready(Some(result)),
                 Some(cleanups) => Call::Cleaning(Some(result), cleanups, None),
@@ -200,7 +202,7 @@ impl ToolFunc {
         }
         // The handler borrows the tool while `ctx` moves into it: hold the tool apart.
         let tool = ctx.tool().clone();
-        let mut args = tool.prepare(args)?;
+        let mut args = tool.prepare(Cow::Owned(args))?.into_owned();
         let act = match &tool.handler {
             Handler::Acts(acts) => Some(acts.select(tool.name(), &mut args)?),
             _ => None,
@@ -266,7 +268,7 @@ impl ToolFunc {
                         return Err(err);
                     }
                     match tool.handler_at(act) {
-                        Handler::Sync(f) => Self::sync_invoke(f, &ctx, args),
+                        Handler::Sync(f) => Self::sync_invoke(f, &ctx, Cow::Owned(args)),
                         _ => Err(ToolError::failed("the handler changed kind")),
                     }
                 });

@@ -2,6 +2,8 @@
 //! parsing with JSON-Pointer error paths, and the check of tools whose schema is given
 //! as JSON (the `jsonschema` crate, with bounds on the work of one call).
 
+use std::borrow::Borrow;
+
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde::de::DeserializeOwned;
@@ -93,6 +95,9 @@ pub(crate) fn check_params_root(schema: &Value) -> Result<(), String> {
 /// [`ToolError::Arguments`] with the JSON Pointer of the failing value and serde's
 /// description of what was expected.
 ///
+/// `args` may be owned or borrowed (`Value`, `&Value`): it is read in place, never
+/// copied, unless the first reading fails.
+///
 /// ```
 /// #[derive(Debug, serde::Deserialize)]
 /// struct Item { id: u64 }
@@ -104,10 +109,11 @@ pub(crate) fn check_params_root(schema: &Value) -> Result<(), String> {
 /// })).unwrap_err();
 /// assert!(matches!(err, toolfunc::ToolError::Arguments { ref path, .. } if path == "/items/2/id"));
 /// ```
-pub fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
+pub fn parse_args<T: DeserializeOwned>(args: impl Borrow<Value>) -> Result<T, ToolError> {
+    let args = args.borrow();
     // Fast path: plain serde. Path tracking allocates for every map key it passes,
     // so it only runs again, on the same value, when this fails.
-    match T::deserialize(&args) {
+    match T::deserialize(args) {
         Ok(value) => Ok(value),
         Err(_) => retry_whole_floats::<T>(args),
     }
@@ -118,7 +124,7 @@ pub fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
 /// integer are read as integers and the parse is tried once more; the error, when
 /// there still is one, is that of the value as sent.
 #[cold]
-fn retry_whole_floats<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
+fn retry_whole_floats<T: DeserializeOwned>(args: &Value) -> Result<T, ToolError> {
     let mut whole = args.clone();
     if integers_for_whole_floats(&mut whole, 0)
         && let Ok(value) = T::deserialize(&whole)
@@ -171,7 +177,7 @@ fn integers_for_whole_floats(value: &mut Value, depth: usize) -> bool {
 }
 
 #[cold]
-fn locate_error<T: DeserializeOwned>(args: Value) -> ToolError {
+fn locate_error<T: DeserializeOwned>(args: &Value) -> ToolError {
     match serde_path_to_error::deserialize::<_, T>(args) {
         Ok(_) => ToolError::arguments("", "the arguments could not be deserialised"),
         Err(err) => {

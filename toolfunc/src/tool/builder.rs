@@ -503,7 +503,9 @@ impl ToolBuilder {
     where
         F: Fn(&Ctx, Value) -> Result<Value, ToolError> + Send + Sync + 'static,
     {
-        self.handler = Some(Handler::Sync(Box::new(f)));
+        self.handler = Some(Handler::Sync(Box::new(move |ctx, args| {
+            f(ctx, args.into_owned())
+        })));
         self.typed = false;
         self
     }
@@ -558,7 +560,7 @@ impl ToolBuilder {
     {
         self.set_typed_schemas::<A, R>();
         self.handler = Some(Handler::Sync(Box::new(move |ctx, args| {
-            to_output(&f(ctx, parse_args::<A>(args)?)?)
+            to_output(&f(ctx, parse_args::<A>(&*args)?)?)
         })));
         self
     }

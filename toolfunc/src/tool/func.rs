@@ -1,6 +1,7 @@
 //! `ToolFunc`: one tool, its definition and handler; `ToolRef`, the shared handle
 //! registries hold; the handler kinds and dependencies.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +17,9 @@ use super::service::Acts;
 use crate::schema::Validator;
 use crate::{Ctx, ToolError};
 
-pub(crate) type SyncFn = dyn Fn(&Ctx, Value) -> Result<Value, ToolError> + Send + Sync;
+/// A sync handler: it reads its arguments in place, or takes them when they are
+/// owned (`Cow::into_owned` copies only a borrowed object).
+pub(crate) type SyncFn = dyn Fn(&Ctx, Cow<'_, Value>) -> Result<Value, ToolError> + Send + Sync;
 pub(crate) type AsyncFn =
     dyn Fn(Ctx, Value) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
 /// The stream of a streaming tool's items.
@@ -383,16 +386,16 @@ impl ToolFunc {
 
     /// Normalises and checks the arguments: `null` means no arguments; anything else
     /// must be an object.
-    pub(crate) fn prepare(&self, args: Value) -> Result<Value, ToolError> {
-        let args = match args {
-            Value::Null => Value::Object(serde_json::Map::new()),
+    pub(crate) fn prepare<'a>(&self, args: Cow<'a, Value>) -> Result<Cow<'a, Value>, ToolError> {
+        let args = match &*args {
+            Value::Null => Cow::Owned(Value::Object(serde_json::Map::new())),
             Value::Object(_) => args,
             other => {
                 return Err(ToolError::arguments(
                     "",
                     format!(
                         "expected an object of named arguments, found {}",
-                        kind_of(&other)
+                        kind_of(other)
                     ),
                 ));
             }
@@ -406,7 +409,10 @@ impl ToolFunc {
     /// Maps positional arguments onto named ones.
     /// A call's arguments as the object the tool is called with: positional values
     /// named after its parameters.
-    pub(crate) fn named_args(&self, args: crate::Args) -> Result<Value, ToolError> {
+    pub(crate) fn named_args<'a>(
+        &self,
+        args: crate::Args<'a>,
+    ) -> Result<Cow<'a, Value>, ToolError> {
         args.into_named(|values| self.positional_to_named(values))
     }
 

@@ -6,6 +6,7 @@
 //! bare verb) and make the service a REST resource, which the HTTP layer maps onto
 //! `GET /prefix/users/1`, `PUT /prefix/users/1` and so on.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -116,13 +117,15 @@ pub struct MethodSpec<S: 'static> {
 }
 
 type ValueFuture = BoxFuture<'static, Result<Value, ToolError>>;
+/// The arguments of a sync method: read in place, or owned.
+type SyncArgs<'a> = Cow<'a, Value>;
 type StreamFuture = BoxFuture<'static, Result<ItemStream, ToolError>>;
 type AnswerFuture = BoxFuture<'static, Result<super::Answer, ToolError>>;
 
 /// The handler of a [`MethodSpec`].
 #[doc(hidden)]
 pub enum MethodHandler<S: 'static> {
-    Sync(fn(&Arc<S>, &Ctx, Value) -> Result<Value, ToolError>),
+    Sync(fn(&Arc<S>, &Ctx, SyncArgs<'_>) -> Result<Value, ToolError>),
     Async(fn(Arc<S>, Ctx, Value) -> ValueFuture),
     Stream(fn(Arc<S>, Ctx, Value) -> StreamFuture),
     /// A method answering a stream or one value, as the caller asked.

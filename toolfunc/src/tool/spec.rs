@@ -1,5 +1,6 @@
 //! `ToolSpec`: what `#[tool]` submits to the global registry (const data only).
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -52,7 +53,7 @@ pub struct ToolSpec {
 /// The handler of a [`ToolSpec`].
 #[doc(hidden)]
 pub enum SpecHandler {
-    Sync(fn(&Ctx, Value) -> Result<Value, ToolError>),
+    Sync(fn(&Ctx, Cow<'_, Value>) -> Result<Value, ToolError>),
     Async(fn(Ctx, Value) -> BoxFuture<'static, Result<Value, ToolError>>),
     Stream(fn(Ctx, Value) -> BoxFuture<'static, Result<ItemStream, ToolError>>),
     /// A tool that answers a stream or one value, as the caller asked.
