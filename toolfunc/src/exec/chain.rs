@@ -21,8 +21,23 @@ use crate::{Registry, ToolError, ToolFunc, ToolRef};
 
 /// The layers a call through `registry` with `scope` passes: the registry's (its
 /// ancestors' first), then the runner's. `None` when there are none.
+/// The check for none is inlined into every run path.
+#[expect(
+    clippy::inline_always,
+    reason = "the run hot path, counted in benches/instructions.rs"
+)]
+#[inline(always)]
 pub(crate) fn layers(registry: &Registry, scope: &Scope) -> Option<Layers> {
-    match (registry.layers(), scope.layers()) {
+    let own = registry.layers();
+    if own.is_none() && scope.layers().is_none() {
+        return None;
+    }
+    layers_of(own, scope)
+}
+
+#[inline(never)]
+fn layers_of(own: Option<Layers>, scope: &Scope) -> Option<Layers> {
+    match (own, scope.layers()) {
         (None, None) => None,
         (Some(own), None) => Some(own),
         (None, Some(runner)) => Some(Arc::clone(runner)),
@@ -136,6 +151,11 @@ pub(crate) fn call_inline(
 
 /// A sync tool's call for an async caller: done, or (when it registered async
 /// cleanups) a future that waits for them and joins their failures to the call's.
+#[expect(
+    clippy::inline_always,
+    reason = "the run hot path, counted in benches/instructions.rs"
+)]
+#[inline(always)]
 pub(crate) fn call_inline_awaiting(
     ctx: &Ctx,
     observer: Option<Observer>,

@@ -98,6 +98,11 @@ impl Clone for Ctx {
 }
 
 impl Ctx {
+    #[expect(
+        clippy::inline_always,
+        reason = "the run hot path, counted in benches/instructions.rs"
+    )]
+    #[inline(always)]
     pub(crate) fn new(
         registry: Registry,
         owner: Registry,

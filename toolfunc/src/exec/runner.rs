@@ -15,7 +15,7 @@ use super::task::Call as Running;
 use super::task::CallHandle;
 use crate::Registry;
 use crate::layer::{Layer, Layers, Mode, Reply, ReplyFuture};
-use crate::registry::{Observer, Resolved};
+use crate::registry::{CallStatus, Observer, Resolved};
 use crate::{
     Args, CallOptions, CollectLimit, Ctx, ToolCall, ToolDefinition, ToolError, ToolFunc, ToolRef,
     ToolResult,
@@ -193,11 +193,16 @@ impl Future for Run<'_> {
             } else if found.ready.is_none() && found.tool.runs_inline() {
                 let ctx = calls.ctx(found, None);
                 let observer = calls.observe(&ctx);
-                match call_inline_awaiting(&ctx, observer, args) {
-                    Running::Ready(Some(result)) => return std::task::Poll::Ready(result),
-                    // Its async cleanups still to wait for.
-                    cleaning => *this = Run::Running(Box::pin(cleaning)),
-                }
+                let (result, cleanups) = ctx.tool().call_sync_awaiting(&ctx, args);
+                let Some(cleanups) = cleanups else {
+                    if let Some(observer) = observer {
+                        observer.finish(CallStatus::of(&result));
+                    }
+                    return std::task::Poll::Ready(result);
+                };
+                // Its async cleanups still to wait for.
+                let cleaning = Running::Cleaning(Some(result), cleanups, observer);
+                *this = Run::Running(Box::pin(cleaning));
             } else if found.ready.is_none() {
                 // The call future itself goes in the box: nothing wraps it.
                 let ctx = calls.ctx(found, None);
@@ -239,6 +244,11 @@ impl<'a> Calls<'a> {
             .ok_or_else(|| crate::tool::service::not_found(name))
     }
 
+    #[expect(
+        clippy::inline_always,
+        reason = "the run hot path, counted in benches/instructions.rs"
+    )]
+    #[inline(always)]
     fn ctx(self, found: Resolved, call_id: Option<Arc<str>>) -> Ctx {
         Ctx::new(
             self.registry.clone(),
@@ -249,11 +259,21 @@ impl<'a> Calls<'a> {
         )
     }
 
+    #[expect(
+        clippy::inline_always,
+        reason = "the run hot path, counted in benches/instructions.rs"
+    )]
+    #[inline(always)]
     fn observe(self, ctx: &Ctx) -> Option<Observer> {
         Observer::start(self.registry, ctx.tool_name(), ctx.call_id())
     }
 
     /// The call middleware these calls pass, if any.
+    #[expect(
+        clippy::inline_always,
+        reason = "the run hot path, counted in benches/instructions.rs"
+    )]
+    #[inline(always)]
     fn layers(self) -> Option<Layers> {
         chain::layers(self.registry, self.scope)
     }

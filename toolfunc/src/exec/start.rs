@@ -20,6 +20,11 @@ use crate::{CancellationToken, Ctx, ToolError, ToolFunc};
 impl ToolFunc {
     /// Why a call must not start: a caller's token already fired, or an enclosing
     /// call's deadline has passed.
+    #[expect(
+        clippy::inline_always,
+        reason = "the run hot path, counted in benches/instructions.rs"
+    )]
+    #[inline(always)]
     fn stopped_before_start(ctx: &Ctx) -> Option<ToolError> {
         // A deadline of the call's own starts now and cannot have passed; only one
         // inherited from an enclosing call can (so only then is the clock read).
@@ -61,6 +66,11 @@ impl ToolFunc {
     /// [`call_sync`](Self::call_sync) for an async caller: the cleanups' sync hooks run
     /// now, and their async ones are returned to be awaited (their failures join the
     /// call's) instead of being left to run on their own.
+    #[expect(
+        clippy::inline_always,
+        reason = "the run hot path, counted in benches/instructions.rs"
+    )]
+    #[inline(always)]
     pub(crate) fn call_sync_awaiting(
         &self,
         ctx: &Ctx,
@@ -77,6 +87,11 @@ impl ToolFunc {
     }
 
     /// A sync call up to its cleanups.
+    #[expect(
+        clippy::inline_always,
+        reason = "the run hot path, counted in benches/instructions.rs"
+    )]
+    #[inline(always)]
     fn call_sync_body(&self, ctx: &Ctx, args: Cow<'_, Value>) -> Result<Value, ToolError> {
         if !matches!(self.handler, Handler::Sync(_) | Handler::Acts(_)) {
             return Err(self.async_only());
@@ -105,6 +120,11 @@ impl ToolFunc {
 
     /// A sync handler's call (a plain tool's, or the sync method a service's `act`
     /// picks), once any concurrency slot is held.
+    #[expect(
+        clippy::inline_always,
+        reason = "the run hot path, counted in benches/instructions.rs"
+    )]
+    #[inline(always)]
     fn sync_body(&self, ctx: &Ctx, args: Cow<'_, Value>) -> Result<Value, ToolError> {
         if let Some(err) = Self::stopped_before_start(ctx) {
             return Err(err);
@@ -138,6 +158,11 @@ impl ToolFunc {
     /// Runs a sync handler on checked arguments, catching a panic. A body that
     /// returns after the call's deadline is a `TIMEOUT` (it cannot be interrupted; its
     /// late value is dropped). The caller runs the cleanups.
+    #[expect(
+        clippy::inline_always,
+        reason = "the run hot path, counted in benches/instructions.rs"
+    )]
+    #[inline(always)]
     fn sync_invoke(f: &SyncFn, ctx: &Ctx, args: Cow<'_, Value>) -> Result<Value, ToolError> {
         let caught = {
             let _catching = Catching::enter();

@@ -173,11 +173,28 @@ struct Watching {
 }
 
 impl Observer {
+    /// A watch of the call when anyone listens: the check is inlined into every run
+    /// path, the watch itself is made out of line.
+    #[expect(
+        clippy::inline_always,
+        reason = "the run hot path, counted in benches/instructions.rs"
+    )]
+    #[inline(always)]
     pub(crate) fn start(registry: &Registry, tool: &str, call_id: Option<&str>) -> Option<Self> {
         let subscribed = registry.has_subscribers();
         if !subscribed && !tracing::enabled!(tracing::Level::INFO) {
             return None;
         }
+        Self::watch(registry, tool, call_id, subscribed)
+    }
+
+    #[inline(never)]
+    fn watch(
+        registry: &Registry,
+        tool: &str,
+        call_id: Option<&str>,
+        subscribed: bool,
+    ) -> Option<Self> {
         let span = tracing::info_span!(
             "tool_call",
             tool = tool,

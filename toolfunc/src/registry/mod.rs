@@ -603,10 +603,21 @@ impl Registry {
     }
 
     /// The layers a call made through this registry passes, its ancestors' first.
+    #[expect(
+        clippy::inline_always,
+        reason = "the run hot path, counted in benches/instructions.rs"
+    )]
+    #[inline(always)]
     pub(crate) fn layers(&self) -> Option<Layers> {
         if !LAYERED.load(Ordering::Acquire) {
             return None;
         }
+        self.layers_here_and_up()
+    }
+
+    /// The layers once any exist in the program: this registry's ancestors' first.
+    #[inline(never)]
+    fn layers_here_and_up(&self) -> Option<Layers> {
         let mut found: Option<Layers> = None;
         let mut registry = Some(self);
         while let Some(current) = registry {

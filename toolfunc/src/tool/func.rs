@@ -386,6 +386,11 @@ impl ToolFunc {
 
     /// Normalises and checks the arguments: `null` means no arguments; anything else
     /// must be an object.
+    #[expect(
+        clippy::inline_always,
+        reason = "the run hot path, counted in benches/instructions.rs"
+    )]
+    #[inline(always)]
     pub(crate) fn prepare<'a>(&self, args: Cow<'a, Value>) -> Result<Cow<'a, Value>, ToolError> {
         let args = match &*args {
             Value::Null => Cow::Owned(Value::Object(serde_json::Map::new())),
