@@ -19,104 +19,15 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+use serde_json::json;
 use toolfunc::mcp::Server;
-use toolfunc::mcp::rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ServerCapabilities,
-    ServerConfig,
-};
-use toolfunc::mcp::rmcp::service::RequestContext;
-use toolfunc::mcp::rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use toolfunc::{Registry, ToolFunc, tool};
+use toolfunc::mcp::rmcp::ServerHandler;
+use toolfunc::{Registry, ToolFunc};
 
-/// Adds two numbers.
-#[tool]
-fn add(a: f64, b: f64) -> f64 {
-    a + b
-}
+#[path = "support/mcp.rs"]
+mod peers;
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct AddArgs {
-    a: f64,
-    b: f64,
-}
-
-/// The floor: `add` written directly against the SDK.
-struct BareAdd;
-
-impl ServerHandler for BareAdd {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let args: AddArgs =
-            serde_json::from_value(Value::Object(request.arguments.unwrap_or_default()))
-                .map_err(|err| ErrorData::invalid_params(err.to_string(), None))?;
-        let sum = serde_json::to_string(&add(args.a, args.b)).unwrap_or_default();
-        Ok(CallToolResult::success(vec![ContentBlock::text(sum)]).into())
-    }
-}
-
-/// One client connection: request lines out, response lines in.
-struct Session {
-    writer: DuplexStream,
-    lines: Lines<BufReader<DuplexStream>>,
-    next_id: u64,
-}
-
-impl Session {
-    async fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        let mut line = serde_json::to_vec(
-            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
-        )
-        .expect("a request");
-        line.push(b'\n');
-        self.writer
-            .write_all(&line)
-            .await
-            .expect("the server reads");
-        loop {
-            let line = self.lines.next_line().await.expect("the server writes");
-            let message: Value = serde_json::from_str(&line.expect("an open pipe")).expect("JSON");
-            if message["id"] == json!(id) {
-                return message;
-            }
-        }
-    }
-
-    async fn open(serve: impl FnOnce(DuplexStream, DuplexStream)) -> Self {
-        let (client_out, server_in) = tokio::io::duplex(1 << 16);
-        let (server_out, client_in) = tokio::io::duplex(1 << 16);
-        serve(server_in, server_out);
-        let mut session = Self {
-            writer: client_out,
-            lines: BufReader::new(client_in).lines(),
-            next_id: 0,
-        };
-        let init = session
-            .request(
-                "initialize",
-                json!({"protocolVersion": "2025-11-25", "capabilities": {},
-                       "clientInfo": {"name": "bench", "version": "1"}}),
-            )
-            .await;
-        assert!(init.get("result").is_some(), "{init}");
-        session
-            .writer
-            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
-            .await
-            .expect("the server reads");
-        session
-    }
-}
+use peers::{AddArgs, BareAdd, Session, http_call, serve_http};
 
 fn registry(count: usize) -> Registry {
     let registry = Registry::new();
@@ -140,17 +51,7 @@ fn mcp(c: &mut Criterion) {
         .build()
         .expect("a tokio runtime");
     let (mut bare, mut ours, mut big) = runtime.block_on(async {
-        let bare = Session::open(|r, w| {
-            tokio::spawn(async move {
-                let running = BareAdd.serve((r, w)).await.expect("a session");
-                running.waiting().await
-            });
-        })
-        .await;
-        let ours = Session::open(|r, w| {
-            tokio::spawn(Server::new(Registry::global()).serve_io(r, w));
-        })
-        .await;
+        let [bare, ours] = peers::stdio_sessions().await;
         let big = Session::open(|r, w| {
             tokio::spawn(Server::new(registry(1_000)).serve_io(r, w));
         })
@@ -199,38 +100,6 @@ fn get_tool(c: &mut Criterion) {
         b.iter(|| black_box(big.get_tool(black_box("tool_500"))));
     });
     group.finish();
-}
-
-/// A sessionless `tools/call` of `add` over streamable HTTP.
-fn http_call(client: &reqwest::Client, url: &str) -> reqwest::RequestBuilder {
-    let body = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {
-            "name": "add", "arguments": {"a": 1, "b": 2},
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
-                "io.modelcontextprotocol/clientCapabilities": {},
-            },
-        },
-    });
-    client
-        .post(url)
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, text/event-stream")
-        .header("MCP-Protocol-Version", "2026-07-28")
-        .header("Mcp-Method", "tools/call")
-        .header("Mcp-Name", "add")
-        .body(body.to_string())
-}
-
-async fn serve_http(app: axum::Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a loopback port");
-    let addr = listener.local_addr().expect("a bound address");
-    tokio::spawn(toolfunc::mcp::serve(listener, app));
-    format!("http://{addr}/mcp")
 }
 
 fn http(c: &mut Criterion) {

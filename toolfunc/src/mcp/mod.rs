@@ -557,16 +557,38 @@ pub struct ClientInfo {
     pub version: String,
 }
 
+impl ClientInfo {
+    /// The client of `context`, read in place (the SDK's `client_info` copies the
+    /// whole `Implementation`, icons and all): the request's `_meta` entry, else,
+    /// for a request that may lean on its session (not a 2026-07-28 one), the
+    /// session's `initialize`.
+    fn of(context: &RequestContext<RoleServer>) -> Option<Self> {
+        let named = |name: &str, version: &str| Self {
+            name: name.to_owned(),
+            version: version.to_owned(),
+        };
+        let from_meta = context.meta.get(CLIENT_INFO_KEY).and_then(|info| {
+            Some(named(
+                info.get("name")?.as_str()?,
+                info.get("version")?.as_str()?,
+            ))
+        });
+        if from_meta.is_some() || sessionless(context) {
+            return from_meta;
+        }
+        let session = context.peer.peer_info()?;
+        let client = &session.client_info;
+        Some(named(&client.name, &client.version))
+    }
+}
+
 impl Server {
     /// The options every call of this request carries: the surface, the client,
     /// and (with layers to read them) the HTTP headers.
     fn caller_options(&self, context: &RequestContext<RoleServer>) -> CallOptions {
         let mut options = CallOptions::new().surface(Surface::Mcp);
-        if let Some(client) = context.client_info() {
-            options = options.caller(client.name.clone()).insert(ClientInfo {
-                name: client.name,
-                version: client.version,
-            });
+        if let Some(client) = ClientInfo::of(context) {
+            options = options.caller(client.name.as_str()).insert(client);
         }
         if self.shared.registry.has_layers()
             && let Some(parts) = context.extensions.get::<axum::http::request::Parts>()
@@ -981,6 +1003,8 @@ fn missing_capabilities(
 
 /// The `_meta` key of a request's log level.
 const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
+/// The `_meta` key of a 2026-07-28 request's client.
+const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
 
 /// The level names, for error messages.
 const LOG_LEVELS: &str = "debug, info, notice, warning, error, critical, alert, emergency";
@@ -1063,6 +1087,123 @@ fn error_data(err: &ToolError) -> Value {
     json!({"code": err.code(), "data": err.data()})
 }
 
+impl Server {
+    /// `tools/call`: the tool, the protocol era and what the client can answer pick
+    /// the path (a straight run, rounds of questions, a task, a session call that
+    /// reports progress and logs as it runs).
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let options = self.caller_options(&context);
+
+        let hidden = self.hidden_by_layers(&request.name, &options);
+        let Some((found, act)) = self.function(&request.name).filter(|_| !hidden) else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool: {}", request.name),
+                Some(json!({"code": "NOT_FOUND", "name": request.name})),
+            ));
+        };
+        let gate = log_gate(&context)?;
+        let modern = sessionless(&context);
+        let def = found.definition();
+        // A retry answering a parked call's questions (2026-07-28).
+        if let Some(state) = request.request_state.as_deref()
+            && modern
+        {
+            let answers = request.input_responses.unwrap_or_default();
+            // Boxed, as the other rarer paths: the common call's future stays small.
+            return Box::pin(self.resume_round(&request.name, state, &answers, gate, &context))
+                .await;
+        }
+        missing_capabilities(def, &context)?;
+        let takes_tasks = tasks::may_take(&found, &context);
+        if def.background_only && !takes_tasks {
+            return Err(tasks::tasks_required(&request.name));
+        }
+        let mut arguments = request.arguments.unwrap_or_default();
+        if let Some(act) = act {
+            arguments.insert("act".into(), Value::from(def.acts[act].name.clone()));
+        }
+        let (stream, shape) = shape_of(def, act, modern);
+        let (tool, args) = (found.name().to_owned(), Value::Object(arguments));
+        let token = context.meta.get_progress_token();
+        let limit = self.shared.collect_limit;
+        let mut options = options.collect_limit(limit);
+        if takes_tasks
+            && modern
+            && let Some(soft) = found.soft_deadline()
+            && !self.needs_confirmation(&request.name)
+        {
+            let plan = tasks::Plan::new(soft, def.background_only, shape);
+            return Box::pin(self.start_task(&request.name, (tool, args), options, plan, &context))
+                .await;
+        }
+        let logs = !matches!(gate, LogGate::Off);
+        // A sync tool runs to its end within this poll: nothing can cancel it or be
+        // asked of the client (asking awaits), so it needs neither.
+        let straight = token.is_none() && !stream && self.runs_straight(&found, act);
+        if straight && (!modern || !logs) {
+            return Ok(self
+                .run_reporting_after((tool, args), options, gate, &context, shape)
+                .await);
+        }
+        if modern {
+            return Box::pin(self.first_round(
+                &request.name,
+                (tool, args, stream),
+                options,
+                token,
+                gate,
+                shape,
+                request.input_responses.unwrap_or_default(),
+                &context,
+            ))
+            .await;
+        }
+        options = options.cancel_on(context.ct.clone());
+        // Questions the tool asks go back to this client, on its session.
+        let asker = ask::through(context.peer.clone(), tool.clone());
+        if self.needs_confirmation(&request.name) {
+            let confirmed =
+                Box::pin(ask::confirm(|_, question| asker(question), &tool, &args)).await;
+            if let Err(err) = confirmed {
+                return Ok(into_result(Err(err), shape).into());
+            }
+        }
+        options = options.on_client_request(asker);
+        if token.is_none() && !stream && (!logs || self.runs_straight(&found, act)) {
+            // Nothing to report while it runs (a sync tool's logs wait for its end).
+            return Ok(self
+                .run_reporting_after((tool, args), options, gate, &context, shape)
+                .await);
+        }
+        let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
+        options = reporting(options, token.is_some(), logs, &progress_tx);
+        let runner = self.shared.registry.with(options);
+        let items = token.is_some().then(|| progress_tx.clone());
+        drop(progress_tx);
+        let call = collected(runner, tool, args, stream, limit, items);
+        let mut progress = Monotonic::new(token.clone());
+        let peer = &context.peer;
+        let mut call = std::pin::pin!(call);
+        let outcome = loop {
+            tokio::select! {
+                biased;
+                Some(report) = progress_rx.recv() => {
+                    self.deliver(report, &mut progress, gate, peer).await;
+                }
+                outcome = &mut call => break outcome,
+            }
+        };
+        while let Ok(report) = progress_rx.try_recv() {
+            self.deliver(report, &mut progress, gate, peer).await;
+        }
+        Ok(into_result(outcome, shape).into())
+    }
+}
+
 impl ServerHandler for Server {
     #[allow(deprecated)] // `logging`: deprecated in the SDK (SEP-2577), yet in both revisions.
     fn get_info(&self) -> ServerConfig {
@@ -1125,113 +1266,15 @@ impl ServerHandler for Server {
         Ok(())
     }
 
-    async fn call_tool(
+    fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let options = self.caller_options(&context);
-        let hidden = self.hidden_by_layers(&request.name, &options);
-        let Some((found, act)) = self.function(&request.name).filter(|_| !hidden) else {
-            return Err(ErrorData::invalid_params(
-                format!("unknown tool: {}", request.name),
-                Some(json!({"code": "NOT_FOUND", "name": request.name})),
-            ));
-        };
-        let gate = log_gate(&context)?;
-        let modern = sessionless(&context);
-        let def = found.definition();
-        // A retry answering a parked call's questions (2026-07-28).
-        if let Some(state) = request.request_state.as_deref()
-            && modern
-        {
-            let answers = request.input_responses.unwrap_or_default();
-            // Boxed, as the other rarer paths: the common call's future stays small.
-            return Box::pin(self.resume_round(&request.name, state, &answers, gate, &context))
-                .await;
-        }
-        missing_capabilities(def, &context)?;
-        let takes_tasks = tasks::may_take(&found, &context);
-        if def.background_only && !takes_tasks {
-            return Err(tasks::tasks_required(&request.name));
-        }
-        let mut arguments = request.arguments.unwrap_or_default();
-        if let Some(act) = act {
-            arguments.insert("act".into(), Value::from(def.acts[act].name.clone()));
-        }
-        let (stream, shape) = shape_of(def, act, modern);
-        let (tool, args) = (found.name().to_owned(), Value::Object(arguments));
-        let token = context.meta.get_progress_token();
-        let limit = self.shared.collect_limit;
-        let mut options = options.collect_limit(limit);
-        if takes_tasks
-            && modern
-            && let Some(soft) = found.soft_deadline()
-            && !self.needs_confirmation(&request.name)
-        {
-            let plan = tasks::Plan::new(soft, def.background_only, shape);
-            return Box::pin(self.start_task(&request.name, (tool, args), options, plan, &context))
-                .await;
-        }
-        let logs = !matches!(gate, LogGate::Off);
-        if modern && token.is_none() && !logs && self.runs_straight(&found, act) {
-            let options = options.cancel_on(context.ct.clone());
-            return Ok(self
-                .run_reporting_after((tool, args), options, gate, &context, shape)
-                .await);
-        }
-        if modern {
-            return Box::pin(self.first_round(
-                &request.name,
-                (tool, args, stream),
-                options,
-                token,
-                gate,
-                shape,
-                request.input_responses.unwrap_or_default(),
-                &context,
-            ))
-            .await;
-        }
-        options = options.cancel_on(context.ct.clone());
-        // Questions the tool asks go back to this client, on its session.
-        let asker = ask::through(context.peer.clone(), tool.clone());
-        if self.needs_confirmation(&request.name) {
-            let confirmed =
-                Box::pin(ask::confirm(|_, question| asker(question), &tool, &args)).await;
-            if let Err(err) = confirmed {
-                return Ok(into_result(Err(err), shape).into());
-            }
-        }
-        options = options.on_client_request(asker);
-        if token.is_none() && !stream && (!logs || self.runs_straight(&found, act)) {
-            // Nothing to report while it runs (a sync tool's logs wait for its end).
-            return Ok(self
-                .run_reporting_after((tool, args), options, gate, &context, shape)
-                .await);
-        }
-        let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
-        options = reporting(options, token.is_some(), logs, &progress_tx);
-        let runner = self.shared.registry.with(options);
-        let items = token.is_some().then(|| progress_tx.clone());
-        drop(progress_tx);
-        let call = collected(runner, tool, args, stream, limit, items);
-        let mut progress = Monotonic::new(token.clone());
-        let peer = &context.peer;
-        let mut call = std::pin::pin!(call);
-        let outcome = loop {
-            tokio::select! {
-                biased;
-                Some(report) = progress_rx.recv() => {
-                    self.deliver(report, &mut progress, gate, peer).await;
-                }
-                outcome = &mut call => break outcome,
-            }
-        };
-        while let Ok(report) = progress_rx.try_recv() {
-            self.deliver(report, &mut progress, gate, peer).await;
-        }
-        Ok(into_result(outcome, shape).into())
+    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + Send + '_ {
+        // Boxed: the SDK moves the future of every request it serves (into its
+        // task, between its stages), so the call's large state machine stays out of
+        // those moves.
+        Box::pin(self.call(request, context))
     }
 
     async fn initialize(
