@@ -149,6 +149,9 @@ struct Shared {
     registry: Registry,
     info: Implementation,
     instructions: Option<String>,
+    /// What `get_info` answers, made from the two above when they change (the SDK
+    /// asks for it on every sessionless request).
+    config: ServerConfig,
     /// The tool list of the last registry generation it was asked at.
     catalog: Arc<Mutex<Option<Arc<Catalog>>>>,
     page_size: usize,
@@ -197,6 +200,7 @@ impl Server {
                 registry,
                 info: Implementation::new(program_name(), "0.0.0"),
                 instructions: None,
+                config: ServerConfig::default(),
                 catalog: Arc::default(),
                 page_size: DEFAULT_PAGE_SIZE,
                 max_line_length: DEFAULT_MAX_LINE_LENGTH,
@@ -211,6 +215,25 @@ impl Server {
             }),
             session: Arc::default(),
         }
+        .configured()
+    }
+
+    /// This server with its `get_info` answer made anew.
+    #[allow(deprecated)] // Logging: deprecated in the SDK (SEP-2577), yet in 2025-11-25.
+    fn configured(mut self) -> Self {
+        let shared = Arc::make_mut(&mut self.shared);
+        let capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_tasks()
+            .build();
+        let mut config = ServerConfig::new(capabilities).with_server_info(shared.info.clone());
+        if let Some(instructions) = &shared.instructions {
+            config = config.with_instructions(instructions.clone());
+        }
+        shared.config = config;
+        self
     }
 
     /// The ledger calls that become tasks are tracked in (by default one of this
@@ -228,14 +251,14 @@ impl Server {
     #[must_use]
     pub fn name(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
         Arc::make_mut(&mut self.shared).info = Implementation::new(name, version);
-        self
+        self.configured()
     }
 
     /// Instructions for the client's model, sent in `initialize`.
     #[must_use]
     pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
         Arc::make_mut(&mut self.shared).instructions = Some(instructions.into());
-        self
+        self.configured()
     }
 
     /// Bounds what a streaming tool gathers into one `tools/call` result (default
@@ -503,23 +526,23 @@ impl Server {
     async fn run_reporting_after(
         &self,
         (tool, args): (String, Value),
-        options: CallOptions,
+        runner: crate::Runner,
         gate: LogGate,
         context: &RequestContext<RoleServer>,
         shape: Shape,
     ) -> CallToolResponse {
         if matches!(gate, LogGate::Off) {
-            let outcome = self.shared.registry.with(options).run(&tool, args).await;
+            let outcome = runner.run(&tool, args).await;
             return into_result(outcome, shape).into();
         }
         let logged = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&logged);
-        let options = options.on_log(move |message| {
+        let logging = CallOptions::new().on_log(move |message| {
             sink.lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .push(message);
         });
-        let outcome = self.shared.registry.with(options).run(&tool, args).await;
+        let outcome = runner.with(logging).run(&tool, args).await;
         let messages = std::mem::take(&mut *logged.lock().unwrap_or_else(PoisonError::into_inner));
         let mut progress = Monotonic::new(None);
         for message in messages {
@@ -563,22 +586,36 @@ impl ClientInfo {
     /// for a request that may lean on its session (not a 2026-07-28 one), the
     /// session's `initialize`.
     fn of(context: &RequestContext<RoleServer>) -> Option<Self> {
-        let named = |name: &str, version: &str| Self {
-            name: name.to_owned(),
-            version: version.to_owned(),
-        };
-        let from_meta = context.meta.get(CLIENT_INFO_KEY).and_then(|info| {
-            Some(named(
-                info.get("name")?.as_str()?,
-                info.get("version")?.as_str()?,
-            ))
-        });
+        Self::read(context, |client| {
+            client.map(|(name, version)| Self {
+                name: name.to_owned(),
+                version: version.to_owned(),
+            })
+        })
+    }
+
+    /// `with` the client's name and version, borrowed.
+    fn read<R>(
+        context: &RequestContext<RoleServer>,
+        with: impl FnOnce(Option<(&str, &str)>) -> R,
+    ) -> R {
+        let from_meta = context
+            .meta
+            .get(CLIENT_INFO_KEY)
+            .and_then(|info| Some((info.get("name")?.as_str()?, info.get("version")?.as_str()?)));
         if from_meta.is_some() || sessionless(context) {
-            return from_meta;
+            return with(from_meta);
         }
-        let session = context.peer.peer_info()?;
-        let client = &session.client_info;
-        Some(named(&client.name, &client.version))
+        let session = context.peer.peer_info();
+        with(
+            session
+                .as_deref()
+                .map(|s| (s.client_info.name.as_str(), s.client_info.version.as_str())),
+        )
+    }
+
+    fn is(&self, client: Option<(&str, &str)>) -> bool {
+        client.is_some_and(|(name, version)| self.name == name && self.version == version)
     }
 }
 
@@ -586,16 +623,47 @@ impl Server {
     /// The options every call of this request carries: the surface, the client,
     /// and (with layers to read them) the HTTP headers.
     fn caller_options(&self, context: &RequestContext<RoleServer>) -> CallOptions {
-        let mut options = CallOptions::new().surface(Surface::Mcp);
-        if let Some(client) = ClientInfo::of(context) {
-            options = options.caller(client.name.as_str()).insert(client);
-        }
+        let mut options = client_options(ClientInfo::of(context));
         if self.shared.registry.has_layers()
             && let Some(parts) = context.extensions.get::<axum::http::request::Parts>()
         {
             options = options.insert(parts.headers.clone());
         }
         options
+    }
+
+    /// The runner of a straight call (no layers: see [`runs_straight`](Self::runs_straight)):
+    /// the client's options and the collect limit, made once per session for the
+    /// client it names.
+    fn caller_runner(&self, context: &RequestContext<RoleServer>, modern: bool) -> crate::Runner {
+        let limit = self.shared.collect_limit;
+        if modern {
+            // A sessionless request is a session of its own: nothing to keep.
+            let options = client_options(ClientInfo::of(context)).collect_limit(limit);
+            return self.shared.registry.with(options);
+        }
+        ClientInfo::read(context, |client| {
+            let mut kept = self
+                .session
+                .caller
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if let Some((info, runner)) = kept.as_ref()
+                && info
+                    .as_ref()
+                    .map_or(client.is_none(), |info| info.is(client))
+            {
+                return runner.clone();
+            }
+            let info = client.map(|(name, version)| ClientInfo {
+                name: name.to_owned(),
+                version: version.to_owned(),
+            });
+            let options = client_options(info.clone()).collect_limit(limit);
+            let runner = self.shared.registry.with(options);
+            *kept = Some((info, runner.clone()));
+            runner
+        })
     }
 
     /// Whether a layer of the registry hides the function `name` from a caller with
@@ -612,6 +680,16 @@ impl Server {
         self.function(name).is_some_and(|(tool, _)| {
             !crate::layer::visible(layers, tool.definition(), &crate::layer::viewer_of(options))
         })
+    }
+}
+
+/// The options of every call from `client`: the surface, and the client as caller
+/// and in the context.
+fn client_options(client: Option<ClientInfo>) -> CallOptions {
+    let options = CallOptions::new().surface(Surface::Mcp);
+    match client {
+        Some(client) => options.caller(client.name.as_str()).insert(client),
+        None => options,
     }
 }
 
@@ -960,8 +1038,9 @@ fn sessionless(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|version| !version.has_initialize())
 }
 
-/// Where the log messages of the call `context` asks for go.
-fn log_gate(context: &RequestContext<RoleServer>) -> Result<LogGate, ErrorData> {
+/// Where the log messages of the call `context` asks for go; `modern` for a
+/// sessionless request.
+fn log_gate(context: &RequestContext<RoleServer>, modern: bool) -> Result<LogGate, ErrorData> {
     Ok(match context.meta.get(LOG_LEVEL_KEY) {
         Some(level) => LogGate::Request(serde_json::from_value(level.clone()).map_err(|_| {
             ErrorData::invalid_params(
@@ -969,7 +1048,7 @@ fn log_gate(context: &RequestContext<RoleServer>) -> Result<LogGate, ErrorData> 
                 Some(json!({"logLevel": level})),
             )
         })?),
-        None if sessionless(context) => LogGate::Off,
+        None if modern => LogGate::Off,
         None => LogGate::Session,
     })
 }
@@ -1059,6 +1138,8 @@ struct Session {
     listening: Mutex<Vec<crate::Subscription>>,
     /// The index in [`LogLevel::ALL`] of the level `logging/setLevel` asked for.
     log_level: AtomicU8,
+    /// The runner of the session's straight calls, with the client it was made for.
+    caller: Mutex<Option<(Option<ClientInfo>, crate::Runner)>>,
 }
 
 impl Session {
@@ -1088,6 +1169,31 @@ fn error_data(err: &ToolError) -> Value {
 }
 
 impl Server {
+    /// The function `name` calls, unless it is unknown or a layer hides it from
+    /// this caller (`NOT_FOUND`), with the caller's options when layers made them.
+    fn callable(
+        &self,
+        name: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(ToolRef, Option<usize>, Option<CallOptions>), ErrorData> {
+        // Made at once only for layers to judge; a straight call takes its session's.
+        let early = self
+            .shared
+            .registry
+            .has_layers()
+            .then(|| self.caller_options(context));
+        let hidden = early
+            .as_ref()
+            .is_some_and(|options| self.hidden_by_layers(name, options));
+        match self.function(name).filter(|_| !hidden) {
+            Some((found, act)) => Ok((found, act, early)),
+            None => Err(ErrorData::invalid_params(
+                format!("unknown tool: {name}"),
+                Some(json!({"code": "NOT_FOUND", "name": name})),
+            )),
+        }
+    }
+
     /// `tools/call`: the tool, the protocol era and what the client can answer pick
     /// the path (a straight run, rounds of questions, a task, a session call that
     /// reports progress and logs as it runs).
@@ -1096,17 +1202,10 @@ impl Server {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let options = self.caller_options(&context);
-
-        let hidden = self.hidden_by_layers(&request.name, &options);
-        let Some((found, act)) = self.function(&request.name).filter(|_| !hidden) else {
-            return Err(ErrorData::invalid_params(
-                format!("unknown tool: {}", request.name),
-                Some(json!({"code": "NOT_FOUND", "name": request.name})),
-            ));
-        };
-        let gate = log_gate(&context)?;
+        let (found, act, early) = self.callable(&request.name, &context)?;
+        // Read once: the SDK parses the version out of `_meta` on every ask.
         let modern = sessionless(&context);
+        let gate = log_gate(&context, modern)?;
         let def = found.definition();
         // A retry answering a parked call's questions (2026-07-28).
         if let Some(state) = request.request_state.as_deref()
@@ -1130,6 +1229,18 @@ impl Server {
         let (tool, args) = (found.name().to_owned(), Value::Object(arguments));
         let token = context.meta.get_progress_token();
         let limit = self.shared.collect_limit;
+        let logs = !matches!(gate, LogGate::Off);
+        // A sync tool runs to its end within this poll: nothing can cancel it or be
+        // asked of the client (asking awaits), so it needs neither.
+        let straight = token.is_none() && !stream && self.runs_straight(&found, act);
+        let may_be_task = takes_tasks && found.soft_deadline().is_some();
+        if straight && !(modern && (logs || may_be_task)) {
+            let runner = self.caller_runner(&context, modern);
+            return Ok(self
+                .run_reporting_after((tool, args), runner, gate, &context, shape)
+                .await);
+        }
+        let options = early.unwrap_or_else(|| self.caller_options(&context));
         let mut options = options.collect_limit(limit);
         if takes_tasks
             && modern
@@ -1139,15 +1250,6 @@ impl Server {
             let plan = tasks::Plan::new(soft, def.background_only, shape);
             return Box::pin(self.start_task(&request.name, (tool, args), options, plan, &context))
                 .await;
-        }
-        let logs = !matches!(gate, LogGate::Off);
-        // A sync tool runs to its end within this poll: nothing can cancel it or be
-        // asked of the client (asking awaits), so it needs neither.
-        let straight = token.is_none() && !stream && self.runs_straight(&found, act);
-        if straight && (!modern || !logs) {
-            return Ok(self
-                .run_reporting_after((tool, args), options, gate, &context, shape)
-                .await);
         }
         if modern {
             return Box::pin(self.first_round(
@@ -1175,8 +1277,9 @@ impl Server {
         options = options.on_client_request(asker);
         if token.is_none() && !stream && (!logs || self.runs_straight(&found, act)) {
             // Nothing to report while it runs (a sync tool's logs wait for its end).
+            let runner = self.shared.registry.with(options);
             return Ok(self
-                .run_reporting_after((tool, args), options, gate, &context, shape)
+                .run_reporting_after((tool, args), runner, gate, &context, shape)
                 .await);
         }
         let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
@@ -1207,17 +1310,7 @@ impl Server {
 impl ServerHandler for Server {
     #[allow(deprecated)] // `logging`: deprecated in the SDK (SEP-2577), yet in both revisions.
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
-            .enable_logging()
-            .enable_tools()
-            .enable_tool_list_changed()
-            .enable_tasks()
-            .build();
-        let mut config = ServerConfig::new(capabilities).with_server_info(self.shared.info.clone());
-        if let Some(instructions) = &self.shared.instructions {
-            config = config.with_instructions(instructions.clone());
-        }
-        config
+        self.shared.config.clone()
     }
 
     async fn list_tools(
