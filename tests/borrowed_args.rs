@@ -1,7 +1,8 @@
 //! Borrowed arguments: a caller that keeps its `&Value` runs a tool without giving
-//! it up. Typed sync tools and schema checks read it in place (no copy, measured by
-//! counting this thread's allocations); handlers that own their arguments, services,
-//! layers and spawned calls get a copy; the caller's value is never changed.
+//! it up. Typed tools, sync and async, and schema checks read it in place (no copy,
+//! measured by counting this thread's allocations); handlers that own their
+//! arguments, services, layers and spawned calls get a copy; the caller's value is
+//! never changed.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -115,6 +116,50 @@ fn a_typed_sync_tool_reads_borrowed_arguments_in_place() {
     assert_eq!(out.unwrap(), json!(5.0));
     assert!(bytes > 1 << 20, "a copy allocated only {bytes} bytes");
     assert_eq!(args, padded(2.0, 3.0), "the caller's value is unchanged");
+}
+
+#[test]
+fn typed_async_tools_parse_borrowed_arguments_before_their_future() {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Pair {
+        a: f64,
+        b: f64,
+    }
+    let registry = Registry::global().isolate();
+    registry
+        .register(
+            ToolFunc::builder("typed_async_sub")
+                .typed(|_ctx, p: Pair| async move { Ok::<_, ToolError>(p.a - p.b) })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let args = padded(5.0, 3.0);
+    for (tool, answer) in [("borrowed_add_later", 8.0), ("typed_async_sub", 2.0)] {
+        runtime.block_on(registry.run(tool, &args)).unwrap();
+        let (bytes, out) = allocated(|| runtime.block_on(registry.run(tool, &args)));
+        assert_eq!(out.unwrap(), json!(answer));
+        assert!(
+            bytes < 64 * 1024,
+            "{tool}: a borrowed call allocated {bytes} bytes"
+        );
+    }
+    // A bad argument fails before any future runs, with its path.
+    let bad = json!({"a": "five", "b": 3});
+    let err = runtime
+        .block_on(registry.run("borrowed_add_later", &bad))
+        .unwrap_err();
+    assert_eq!(err.code(), "ARGUMENTS");
+    assert_eq!(err.data().unwrap()["path"], "/a");
+    let err = runtime
+        .block_on(registry.run("typed_async_sub", &bad))
+        .unwrap_err();
+    assert_eq!(err.data().unwrap()["path"], "/a");
+    assert_eq!(args, padded(5.0, 3.0));
 }
 
 #[test]

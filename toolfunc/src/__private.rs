@@ -217,6 +217,13 @@ where
     ::std::boxed::Box::pin(future)
 }
 
+/// A handler's future that fails at once (its arguments did not parse).
+pub fn failed_future<T: Send + 'static>(
+    err: ToolError,
+) -> BoxFuture<'static, Result<T, ToolError>> {
+    ::std::boxed::Box::pin(::core::future::ready(Err(err)))
+}
+
 /// A `#[tool(local)]` handler's call: `make` builds the (not `Send`) future on
 /// the local executor.
 pub fn run_local(

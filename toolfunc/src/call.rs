@@ -32,13 +32,15 @@ use crate::ToolError;
 ///
 /// # Borrowed arguments
 ///
-/// A caller that keeps its arguments passes them by reference: a sync tool with
-/// typed parameters (a `#[tool]` function, a [`typed_sync`](crate::ToolBuilder::typed_sync)
-/// handler) or a JSON Schema check reads them in place, and nothing is copied. A
-/// handler that owns its arguments (async and streaming tools, raw
-/// [`handler_sync`](crate::ToolBuilder::handler_sync)s, services, which take `act`
-/// out), a call through [call middleware](crate::layer) and a spawned call copy them
-/// once, when they need them.
+/// A caller that keeps its arguments passes them by reference: a tool with typed
+/// parameters (a `#[tool]` function, sync, async or streaming, and a
+/// [`typed`](crate::ToolBuilder::typed) or [`typed_sync`](crate::ToolBuilder::typed_sync)
+/// handler) reads them in place before its body starts, as does a JSON Schema
+/// check, and nothing is copied. A handler over the raw JSON (`handler`,
+/// `handler_sync`, `stream_handler`, `local_handler`), a service (which takes `act`
+/// out), a `local` tool (parsed on its executor's thread), a call through
+/// [call middleware](crate::layer) and a spawned call copy them once, when they need
+/// them.
 ///
 /// ```rust,standalone_crate
 /// use serde_json::json;

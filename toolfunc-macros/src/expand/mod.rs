@@ -408,48 +408,47 @@ pub(crate) fn handler(
     let (callee, self_arg, svc_param) = service_parts(fn_ident, receiver, owns_ctx, p);
     let await_ = is_async.then(|| quote!(.await));
     let convert = conversion(model, p, &out);
-    let body = quote! {
-        let #params: #params_type = match (&&#p::Checked::<#params_type>::new()).parse_args(&#raw) {
-            #p::Ok(v) => v,
-            #p::Err(e) => return #p::Err(e),
-        };
-        // Parsed: the JSON is not kept while the function runs.
-        ::core::mem::drop(#raw);
+    // The arguments are parsed where the handler is called (read in place when the
+    // caller lent them), then dropped: the JSON is not kept while the function runs.
+    let parse = |fail: TokenStream| {
+        quote! {
+            let #params: #params_type = match (&&#p::Checked::<#params_type>::new()).parse_args(&#raw) {
+                #p::Ok(v) => v,
+                #p::Err(e) => return #fail,
+            };
+            ::core::mem::drop(#raw);
+        }
+    };
+    let run = quote! {
         let #out = #callee(#self_arg #(#call_args),*) #await_;
         #convert
     };
+    // A future's handler parses before its future: only the parsed values go in it.
+    let future_handler = |item: TokenStream| {
+        let parse = parse(quote!(#p::failed_future(e)));
+        quote! {
+            fn __toolfunc_handler(
+                #svc_param
+                #ctx: #p::Ctx,
+                #raw: #p::Cow<'_, #p::Value>,
+            ) -> #p::BoxFuture<'static, #p::Result<#item, #p::ToolError>> {
+                #parse
+                #p::box_future(async move { #run })
+            }
+        }
+    };
+    let body = {
+        let parse = parse(quote!(#p::Err(e)));
+        quote!(#parse #run)
+    };
     if is_stream {
-        quote! {
-            fn __toolfunc_handler(
-                #svc_param
-                #ctx: #p::Ctx,
-                #raw: #p::Value,
-            ) -> #p::BoxFuture<'static, #p::Result<#p::ItemStream, #p::ToolError>> {
-                #p::box_future(async move { #body })
-            }
-        }
+        future_handler(quote!(#p::ItemStream))
     } else if is_answer {
-        quote! {
-            fn __toolfunc_handler(
-                #svc_param
-                #ctx: #p::Ctx,
-                #raw: #p::Value,
-            ) -> #p::BoxFuture<'static, #p::Result<#p::Answer, #p::ToolError>> {
-                #p::box_future(async move { #body })
-            }
-        }
+        future_handler(quote!(#p::Answer))
     } else if is_async && model.attrs.local.is_some() && receiver.is_none() {
         local_handler(&ctx, &raw, &body, p)
     } else if is_async {
-        quote! {
-            fn __toolfunc_handler(
-                #svc_param
-                #ctx: #p::Ctx,
-                #raw: #p::Value,
-            ) -> #p::BoxFuture<'static, #p::Result<#p::Value, #p::ToolError>> {
-                #p::box_future(async move { #body })
-            }
-        }
+        future_handler(quote!(#p::Value))
     } else {
         quote! {
             fn __toolfunc_handler(
@@ -527,7 +526,7 @@ fn local_handler(ctx: &Ident, raw: &Ident, body: &TokenStream, p: &TokenStream) 
     quote! {
         fn __toolfunc_handler(
             #ctx: #p::Ctx,
-            #raw: #p::Value,
+            #raw: #p::Cow<'_, #p::Value>,
         ) -> #p::BoxFuture<'static, #p::Result<#p::Value, #p::ToolError>> {
             fn __toolfunc_local(
                 #ctx: #p::Ctx,
@@ -535,7 +534,8 @@ fn local_handler(ctx: &Ident, raw: &Ident, body: &TokenStream, p: &TokenStream) 
             ) -> #p::LocalBoxFuture<'static, #p::Result<#p::Value, #p::ToolError>> {
                 #p::box_local(async move { #body })
             }
-            #p::run_local(#ctx, #raw, __toolfunc_local)
+            // Parsed on the local executor's thread, which needs the JSON owned.
+            #p::run_local(#ctx, #p::Cow::into_owned(#raw), __toolfunc_local)
         }
     }
 }

@@ -178,9 +178,9 @@ pub(crate) fn call_inline_awaiting(
 pub(crate) fn start_stream(ctx: Ctx, args: Value) -> ToolStream {
     let observer = observe(&ctx);
     if !ctx.tool().is_stream() {
-        return ToolStream::single(ToolFunc::call(ctx, args).observed(observer));
+        return ToolStream::single(ToolFunc::call(ctx, Cow::Owned(args)).observed(observer));
     }
-    match ToolFunc::start(ctx, args, true, false) {
+    match ToolFunc::start(ctx, Cow::Owned(args), true, false) {
         Ok(Started::Stream(opening, watch)) => ToolStream::items(opening, watch).observed(observer),
         Ok(Started::Value(drive)) => ToolStream::single(Running::Running(drive).observed(observer)),
         Err(err) => {
@@ -243,7 +243,7 @@ fn end(call: Call) -> ReplyFuture {
             }
             let observer = observe(&ctx);
             if !ctx.tool().runs_inline() {
-                return ToolFunc::call_with(ctx, args, mode == Mode::Spawn)
+                return ToolFunc::call_with(ctx, Cow::Owned(args), mode == Mode::Spawn)
                     .observed(observer)
                     .await;
             }

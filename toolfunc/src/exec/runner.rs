@@ -207,9 +207,7 @@ impl Future for Run<'_> {
                 // The call future itself goes in the box: nothing wraps it.
                 let ctx = calls.ctx(found, None);
                 let observer = calls.observe(&ctx);
-                *this = Run::Running(Box::pin(
-                    ToolFunc::call(ctx, args.into_owned()).observed(observer),
-                ));
+                *this = Run::Running(Box::pin(ToolFunc::call(ctx, args).observed(observer)));
             } else {
                 *this = Run::Running(Box::pin(calls.run_found(found, None, args.into_owned())));
             }
@@ -346,7 +344,9 @@ impl<'a> Calls<'a> {
         if ctx.tool().runs_inline() {
             return call_inline_awaiting(&ctx, observer, Cow::Owned(args)).await;
         }
-        ToolFunc::call(ctx, args).observed(observer).await
+        ToolFunc::call(ctx, Cow::Owned(args))
+            .observed(observer)
+            .await
     }
 
     pub(super) fn run_sync(self, name: &str, args: Args<'_>) -> Result<Value, ToolError> {
@@ -445,7 +445,7 @@ impl<'a> Calls<'a> {
                 if let Some(ready) = ready {
                     ready.await?;
                 }
-                ToolFunc::call_with(ctx, args, true)
+                ToolFunc::call_with(ctx, Cow::Owned(args), true)
                     .observed(observer)
                     .await
             })

@@ -192,15 +192,15 @@ impl ToolFunc {
     /// Starts the tool of `ctx`. Sync handlers run at once; async and streaming ones
     /// (collected) run as the returned future is polled, raced against cancellation
     /// and the deadline. A panic anywhere becomes `PANICKED`.
-    pub(crate) fn call(ctx: Ctx, args: Value) -> Call {
+    pub(crate) fn call(ctx: Ctx, args: Cow<'_, Value>) -> Call {
         Self::call_with(ctx, args, false)
     }
 
     /// [`call`](Self::call), watching the call's own token when `abortable` (a spawned
     /// call's handle can abort it).
-    pub(crate) fn call_with(ctx: Ctx, args: Value, abortable: bool) -> Call {
+    pub(crate) fn call_with(ctx: Ctx, args: Cow<'_, Value>, abortable: bool) -> Call {
         if ctx.tool().runs_inline() {
-            let (result, cleanups) = ctx.tool().call_sync_awaiting(&ctx, Cow::Owned(args));
+            let (result, cleanups) = ctx.tool().call_sync_awaiting(&ctx, args);
             return match cleanups {
                 None => Call::Ready(Some(result)),
                 Some(cleanups) => Call::Cleaning(Some(result), cleanups, None),
@@ -218,7 +218,7 @@ impl ToolFunc {
     /// array unless `as_stream`.
     pub(crate) fn start(
         ctx: Ctx,
-        args: Value,
+        args: Cow<'_, Value>,
         as_stream: bool,
         abortable: bool,
     ) -> Result<Started, ToolError> {
@@ -227,9 +227,10 @@ impl ToolFunc {
         }
         // The handler borrows the tool while `ctx` moves into it: hold the tool apart.
         let tool = ctx.tool().clone();
-        let mut args = tool.prepare(Cow::Owned(args))?.into_owned();
+        let mut args = tool.prepare(args)?;
         let act = match &tool.handler {
-            Handler::Acts(acts) => Some(acts.select(tool.name(), &mut args)?),
+            // `act` is taken out: a borrowed object is copied here.
+            Handler::Acts(acts) => Some(acts.select(tool.name(), args.to_mut())?),
             _ => None,
         };
         let mut ctx = ctx;
@@ -288,6 +289,7 @@ impl ToolFunc {
                 // Here to wait for a concurrency slot (which `gated` holds), or for a
                 // service's sync method; then it runs inline.
                 let tool = tool.clone();
+                let args = args.into_owned();
                 let body = Box::pin(async move {
                     if let Some(err) = Self::stopped_before_start(&ctx) {
                         return Err(err);

@@ -394,7 +394,7 @@ impl ToolBuilder {
         S: futures::Stream<Item = Result<Value, ToolError>> + Send + 'static,
     {
         self.handler = Some(Handler::Stream(Box::new(move |ctx, args| {
-            let opening = f(ctx, args);
+            let opening = f(ctx, args.into_owned());
             Box::pin(async move { Ok(opening.await?.boxed()) })
         })));
         self.typed = false;
@@ -440,7 +440,7 @@ impl ToolBuilder {
         Fut: Future<Output = Result<Answer, ToolError>> + Send + 'static,
     {
         self.handler = Some(Handler::Either(Box::new(move |ctx, args| {
-            Box::pin(f(ctx, args))
+            Box::pin(f(ctx, args.into_owned()))
         })));
         self.typed = false;
         self
@@ -453,7 +453,7 @@ impl ToolBuilder {
         Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
     {
         self.handler = Some(Handler::Async(Box::new(move |ctx, args| {
-            Box::pin(f(ctx, args))
+            Box::pin(f(ctx, args.into_owned()))
         })));
         self.typed = false;
         self
@@ -492,6 +492,7 @@ impl ToolBuilder {
         let f = Arc::new(f);
         self.handler = Some(Handler::Async(Box::new(move |ctx, args| {
             let f = Arc::clone(&f);
+            let args = args.into_owned();
             crate::local::run(ctx, args, Box::new(move |ctx, args| Box::pin(f(ctx, args))))
         })));
         self.typed = false;
@@ -541,11 +542,13 @@ impl ToolBuilder {
         self.set_typed_schemas::<A, R>();
         let f = Arc::new(f);
         self.handler = Some(Handler::Async(Box::new(move |ctx, args| {
+            // Parsed before the future: read in place when the caller lent them.
+            let args = match parse_args::<A>(&*args) {
+                Ok(args) => args,
+                Err(err) => return Box::pin(std::future::ready(Err(err))),
+            };
             let f = Arc::clone(&f);
-            Box::pin(async move {
-                let args = parse_args::<A>(args)?;
-                to_output(&f(ctx, args).await?)
-            })
+            Box::pin(async move { to_output(&f(ctx, args).await?) })
         })));
         self
     }

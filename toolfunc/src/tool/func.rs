@@ -20,14 +20,16 @@ use crate::{Ctx, ToolError};
 /// A sync handler: it reads its arguments in place, or takes them when they are
 /// owned (`Cow::into_owned` copies only a borrowed object).
 pub(crate) type SyncFn = dyn Fn(&Ctx, Cow<'_, Value>) -> Result<Value, ToolError> + Send + Sync;
+/// An async handler: like a sync one, it reads its arguments before its future
+/// starts, so the future holds only what it parsed.
 pub(crate) type AsyncFn =
-    dyn Fn(Ctx, Value) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
+    dyn Fn(Ctx, Cow<'_, Value>) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
 /// The stream of a streaming tool's items.
 pub type ItemStream = BoxStream<'static, Result<Value, ToolError>>;
 pub(crate) type StreamFn =
-    dyn Fn(Ctx, Value) -> BoxFuture<'static, Result<ItemStream, ToolError>> + Send + Sync;
+    dyn Fn(Ctx, Cow<'_, Value>) -> BoxFuture<'static, Result<ItemStream, ToolError>> + Send + Sync;
 pub(crate) type EitherFn =
-    dyn Fn(Ctx, Value) -> BoxFuture<'static, Result<Answer, ToolError>> + Send + Sync;
+    dyn Fn(Ctx, Cow<'_, Value>) -> BoxFuture<'static, Result<Answer, ToolError>> + Send + Sync;
 
 /// What a tool that can stream answers a call with: its items, or one value when
 /// the caller did not ask for a stream and the tool has it at once (the seed's

@@ -117,7 +117,7 @@ pub struct MethodSpec<S: 'static> {
 }
 
 type ValueFuture = BoxFuture<'static, Result<Value, ToolError>>;
-/// The arguments of a sync method: read in place, or owned.
+/// The arguments of a method: read in place, or owned.
 type SyncArgs<'a> = Cow<'a, Value>;
 type StreamFuture = BoxFuture<'static, Result<ItemStream, ToolError>>;
 type AnswerFuture = BoxFuture<'static, Result<super::Answer, ToolError>>;
@@ -126,10 +126,10 @@ type AnswerFuture = BoxFuture<'static, Result<super::Answer, ToolError>>;
 #[doc(hidden)]
 pub enum MethodHandler<S: 'static> {
     Sync(fn(&Arc<S>, &Ctx, SyncArgs<'_>) -> Result<Value, ToolError>),
-    Async(fn(Arc<S>, Ctx, Value) -> ValueFuture),
-    Stream(fn(Arc<S>, Ctx, Value) -> StreamFuture),
+    Async(fn(Arc<S>, Ctx, SyncArgs<'_>) -> ValueFuture),
+    Stream(fn(Arc<S>, Ctx, SyncArgs<'_>) -> StreamFuture),
     /// A method answering a stream or one value, as the caller asked.
-    Either(fn(Arc<S>, Ctx, Value) -> AnswerFuture),
+    Either(fn(Arc<S>, Ctx, SyncArgs<'_>) -> AnswerFuture),
 }
 
 /// A service that registers itself in the global registry (one whose type is

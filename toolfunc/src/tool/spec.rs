@@ -54,10 +54,10 @@ pub struct ToolSpec {
 #[doc(hidden)]
 pub enum SpecHandler {
     Sync(fn(&Ctx, Cow<'_, Value>) -> Result<Value, ToolError>),
-    Async(fn(Ctx, Value) -> BoxFuture<'static, Result<Value, ToolError>>),
-    Stream(fn(Ctx, Value) -> BoxFuture<'static, Result<ItemStream, ToolError>>),
+    Async(fn(Ctx, Cow<'_, Value>) -> BoxFuture<'static, Result<Value, ToolError>>),
+    Stream(fn(Ctx, Cow<'_, Value>) -> BoxFuture<'static, Result<ItemStream, ToolError>>),
     /// A tool that answers a stream or one value, as the caller asked.
-    Either(fn(Ctx, Value) -> BoxFuture<'static, Result<Answer, ToolError>>),
+    Either(fn(Ctx, Cow<'_, Value>) -> BoxFuture<'static, Result<Answer, ToolError>>),
 }
 
 inventory::collect!(ToolSpec);
