@@ -16,10 +16,7 @@ use super::task::CallHandle;
 use crate::Registry;
 use crate::layer::{Layer, Layers, Mode, Reply, ReplyFuture};
 use crate::registry::{CallStatus, Observer, Resolved};
-use crate::{
-    Args, CallOptions, CollectLimit, Ctx, ToolCall, ToolDefinition, ToolError, ToolFunc, ToolRef,
-    ToolResult,
-};
+use crate::{Args, CallOptions, Ctx, ToolCall, ToolDefinition, ToolError, ToolFunc, ToolResult};
 
 /// Runs tools of a registry with a context: made by [`Registry::with`] or
 /// [`Ctx::with`], it offers the registry's run methods, and every call it makes
@@ -138,13 +135,6 @@ pub(crate) enum Run<'a> {
         args: Args<'a>,
     },
     Running(futures::future::BoxFuture<'a, Result<Value, ToolError>>),
-    /// A call in its layers, still to answer; `tool` names it if a stream comes
-    /// back that must be collected within `bound`.
-    Layered {
-        running: ReplyFuture,
-        bound: CollectLimit,
-        tool: ToolRef,
-    },
     Done,
 }
 
@@ -185,11 +175,13 @@ impl Future for Run<'_> {
                     Some(stream) => running = ReplyFuture::ready(stream),
                     None => {}
                 }
-                *this = Run::Layered {
-                    running,
-                    bound: calls.scope.collect_limit(),
-                    tool,
-                };
+                // Still to answer (or a stream a layer gave back, to collect within
+                // the bound): the rest goes in the box, so the common run stays small.
+                let bound = calls.scope.collect_limit();
+                *this = Run::Running(Box::pin(async move {
+                    let reply = chain::finish(running).await?;
+                    chain::value_of(reply, bound, &tool).await
+                }));
             } else if found.ready.is_none() && found.tool.runs_inline() {
                 let ctx = calls.ctx(found, None);
                 let observer = calls.observe(&ctx);
@@ -210,22 +202,6 @@ impl Future for Run<'_> {
                 *this = Run::Running(Box::pin(ToolFunc::call(ctx, args).observed(observer)));
             } else {
                 *this = Run::Running(Box::pin(calls.run_found(found, None, args.into_owned())));
-            }
-        }
-        if let Run::Layered { running, .. } = this {
-            let reply = std::task::ready!(chain::poll_reply(running, cx));
-            let Run::Layered { bound, tool, .. } = std::mem::replace(this, Run::Done) else {
-                unreachable!("matched just above")
-            };
-            match reply {
-                Ok(Reply::Value(value)) => return std::task::Poll::Ready(Ok(value)),
-                Err(err) => return std::task::Poll::Ready(Err(err)),
-                Ok(stream) => {
-                    // A layer answered a value call with a stream: collect it.
-                    *this = Run::Running(Box::pin(async move {
-                        chain::value_of(stream, bound, &tool).await
-                    }));
-                }
             }
         }
         match this {
