@@ -12,7 +12,7 @@ pub use crate::schema::{field_order, parse_args, result_schema_of, schema_of};
 pub use crate::tool::service::{
     HookHandler, MethodHandler, MethodSpec, ServiceEntry, ServiceSpec, ToolService,
 };
-pub use crate::tool::{Answer, Hints, ItemStream, SpecHandler, ToolSpec, to_output};
+pub use crate::tool::{Answer, Hints, ItemStream, SpecHandler, ToolSpec, failed_future, to_output};
 pub use ::futures::future::LocalBoxFuture;
 pub use ::futures::stream::BoxStream;
 pub use ::std::borrow::Cow;
@@ -215,13 +215,6 @@ where
     F: SendFuture + 'static, // not `Send`? drop the `Rc`/`RefCell` before `.await`, or use `#[tool(local)]`
 {
     ::std::boxed::Box::pin(future)
-}
-
-/// A handler's future that fails at once (its arguments did not parse).
-pub fn failed_future<T: Send + 'static>(
-    err: ToolError,
-) -> BoxFuture<'static, Result<T, ToolError>> {
-    ::std::boxed::Box::pin(::core::future::ready(Err(err)))
 }
 
 /// A `#[tool(local)]` handler's call: `make` builds the (not `Send`) future on

@@ -21,6 +21,7 @@ use crate::{Registry, ToolError, ToolFunc, ToolRef};
 
 /// The layers a call through `registry` with `scope` passes: the registry's (its
 /// ancestors' first), then the runner's. `None` when there are none.
+///
 /// The check for none is inlined into every run path.
 #[expect(
     clippy::inline_always,
@@ -78,7 +79,7 @@ pub(crate) fn start(
 }
 
 /// Polls a started chain; a layer that panics fails the call with `PANICKED`.
-pub(crate) fn poll_reply(
+fn poll_reply(
     running: &mut ReplyFuture,
     cx: &mut std::task::Context<'_>,
 ) -> std::task::Poll<Result<Reply, ToolError>> {

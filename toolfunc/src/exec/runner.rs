@@ -15,7 +15,7 @@ use super::task::Call as Running;
 use super::task::CallHandle;
 use crate::Registry;
 use crate::layer::{Layer, Layers, Mode, Reply, ReplyFuture};
-use crate::registry::{CallStatus, Observer, Resolved};
+use crate::registry::{Observer, Resolved};
 use crate::{Args, CallOptions, Ctx, ToolCall, ToolDefinition, ToolError, ToolFunc, ToolResult};
 
 /// Runs tools of a registry with a context: made by [`Registry::with`] or
@@ -185,16 +185,11 @@ impl Future for Run<'_> {
             } else if found.ready.is_none() && found.tool.runs_inline() {
                 let ctx = calls.ctx(found, None);
                 let observer = calls.observe(&ctx);
-                let (result, cleanups) = ctx.tool().call_sync_awaiting(&ctx, args);
-                let Some(cleanups) = cleanups else {
-                    if let Some(observer) = observer {
-                        observer.finish(CallStatus::of(&result));
-                    }
-                    return std::task::Poll::Ready(result);
-                };
-                // Its async cleanups still to wait for.
-                let cleaning = Running::Cleaning(Some(result), cleanups, observer);
-                *this = Run::Running(Box::pin(cleaning));
+                match call_inline_awaiting(&ctx, observer, args) {
+                    Running::Ready(Some(result)) => return std::task::Poll::Ready(result),
+                    // Its async cleanups still to wait for.
+                    cleaning => *this = Run::Running(Box::pin(cleaning)),
+                }
             } else if found.ready.is_none() {
                 // The call future itself goes in the box: nothing wraps it.
                 let ctx = calls.ctx(found, None);

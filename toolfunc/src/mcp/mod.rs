@@ -586,12 +586,14 @@ impl ClientInfo {
     /// for a request that may lean on its session (not a 2026-07-28 one), the
     /// session's `initialize`.
     fn of(context: &RequestContext<RoleServer>) -> Option<Self> {
-        Self::read(context, |client| {
-            client.map(|(name, version)| Self {
-                name: name.to_owned(),
-                version: version.to_owned(),
-            })
-        })
+        Self::read(context, |client| client.map(Self::owned))
+    }
+
+    fn owned((name, version): (&str, &str)) -> Self {
+        Self {
+            name: name.to_owned(),
+            version: version.to_owned(),
+        }
     }
 
     /// `with` the client's name and version, borrowed.
@@ -655,10 +657,7 @@ impl Server {
             {
                 return runner.clone();
             }
-            let info = client.map(|(name, version)| ClientInfo {
-                name: name.to_owned(),
-                version: version.to_owned(),
-            });
+            let info = client.map(ClientInfo::owned);
             let options = client_options(info.clone()).collect_limit(limit);
             let runner = self.shared.registry.with(options);
             *kept = Some((info, runner.clone()));

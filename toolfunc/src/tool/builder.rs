@@ -13,7 +13,8 @@ use serde_json::Value;
 
 use super::definition::{Annotations, ToolDefinition};
 use super::func::{
-    Answer, ArgCheck, Dependency, DependencyTarget, Handler, Hook, ToolFunc, ToolRef, to_output,
+    Answer, ArgCheck, Dependency, DependencyTarget, Handler, Hook, ToolFunc, ToolRef,
+    failed_future, to_output,
 };
 use super::service::{ActDefinition, Acts};
 use crate::schema::{
@@ -545,7 +546,7 @@ impl ToolBuilder {
             // Parsed before the future: read in place when the caller lent them.
             let args = match parse_args::<A>(&*args) {
                 Ok(args) => args,
-                Err(err) => return Box::pin(std::future::ready(Err(err))),
+                Err(err) => return failed_future(err),
             };
             let f = Arc::clone(&f);
             Box::pin(async move { to_output(&f(ctx, args).await?) })

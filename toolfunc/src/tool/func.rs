@@ -31,6 +31,13 @@ pub(crate) type StreamFn =
 pub(crate) type EitherFn =
     dyn Fn(Ctx, Cow<'_, Value>) -> BoxFuture<'static, Result<Answer, ToolError>> + Send + Sync;
 
+/// A handler's future that fails at once (its arguments did not parse).
+pub fn failed_future<T: Send + 'static>(
+    err: ToolError,
+) -> BoxFuture<'static, Result<T, ToolError>> {
+    Box::pin(std::future::ready(Err(err)))
+}
+
 /// What a tool that can stream answers a call with: its items, or one value when
 /// the caller did not ask for a stream and the tool has it at once (the seed's
 /// "Completed in one go"). See

@@ -118,18 +118,18 @@ pub struct MethodSpec<S: 'static> {
 
 type ValueFuture = BoxFuture<'static, Result<Value, ToolError>>;
 /// The arguments of a method: read in place, or owned.
-type SyncArgs<'a> = Cow<'a, Value>;
+type MethodArgs<'a> = Cow<'a, Value>;
 type StreamFuture = BoxFuture<'static, Result<ItemStream, ToolError>>;
 type AnswerFuture = BoxFuture<'static, Result<super::Answer, ToolError>>;
 
 /// The handler of a [`MethodSpec`].
 #[doc(hidden)]
 pub enum MethodHandler<S: 'static> {
-    Sync(fn(&Arc<S>, &Ctx, SyncArgs<'_>) -> Result<Value, ToolError>),
-    Async(fn(Arc<S>, Ctx, SyncArgs<'_>) -> ValueFuture),
-    Stream(fn(Arc<S>, Ctx, SyncArgs<'_>) -> StreamFuture),
+    Sync(fn(&Arc<S>, &Ctx, MethodArgs<'_>) -> Result<Value, ToolError>),
+    Async(fn(Arc<S>, Ctx, MethodArgs<'_>) -> ValueFuture),
+    Stream(fn(Arc<S>, Ctx, MethodArgs<'_>) -> StreamFuture),
     /// A method answering a stream or one value, as the caller asked.
-    Either(fn(Arc<S>, Ctx, SyncArgs<'_>) -> AnswerFuture),
+    Either(fn(Arc<S>, Ctx, MethodArgs<'_>) -> AnswerFuture),
 }
 
 /// A service that registers itself in the global registry (one whose type is
