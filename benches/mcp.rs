@@ -1,10 +1,12 @@
-//! MCP `tools/call` of `add` through `toolfunc::mcp` against a hand-written rmcp
-//! handler doing the same work (read `{"a","b"}`, answer `a + b` as text), both on
-//! the SDK's own stdio framing over an in-process pipe, driven by the same client
-//! loop (one request line out, lines in until the response).
+//! MCP `tools/call` of `add` through `toolfunc::mcp` against two hand-written rmcp
+//! handlers: `bare_rmcp` (reads `{"a","b"}`, answers `a + b` as text, lists
+//! nothing) and `listed_rmcp` (the same tool listed with its schemas, answering what
+//! toolfunc answers: text and `structuredContent`), all on the SDK's own stdio
+//! framing over an in-process pipe, driven by the same client loop (one request
+//! line out, lines in until the response).
 //!
-//! `cargo bench --bench mcp`. Calls per second relative to the bare handler = bare
-//! time / toolfunc time. Both run on one current-thread runtime: the figure is the
+//! `cargo bench --bench mcp`. Calls per second relative to a floor = floor time /
+//! toolfunc time. All run on one current-thread runtime: the figure is the
 //! work of a call, not how two worker threads happen to wake each other (on a
 //! multi-thread runtime the wake-ups dominate and vary run to run). `list_1000` is `tools/list` of a 1,000-tool registry.
 //! `mcp_get_tool` is `ServerHandler::get_tool`, which the SDK's HTTP server asks on
@@ -27,7 +29,7 @@ use toolfunc::{Registry, ToolFunc};
 #[path = "support/mcp.rs"]
 mod peers;
 
-use peers::{AddArgs, BareAdd, Session, http_call, serve_http};
+use peers::{AddArgs, BareAdd, ListedAdd, Session, http_call, serve_http};
 
 fn registry(count: usize) -> Registry {
     let registry = Registry::new();
@@ -50,17 +52,25 @@ fn mcp(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    let (mut bare, mut ours, mut big) = runtime.block_on(async {
-        let [bare, ours] = peers::stdio_sessions().await;
+    let (mut bare, mut listed, mut ours, mut big) = runtime.block_on(async {
+        let (bare, listed, ours) = (
+            peers::stdio_session(BareAdd).await,
+            peers::stdio_session(ListedAdd::new()).await,
+            peers::stdio_toolfunc().await,
+        );
         let big = Session::open(|r, w| {
             tokio::spawn(Server::new(registry(1_000)).serve_io(r, w));
         })
         .await;
-        (bare, ours, big)
+        (bare, listed, ours, big)
     });
     let call = json!({"name": "add", "arguments": {"a": 1, "b": 2}});
     let mut group = c.benchmark_group("mcp_add");
-    for (name, session) in [("bare_rmcp", &mut bare), ("toolfunc", &mut ours)] {
+    for (name, session) in [
+        ("bare_rmcp", &mut bare),
+        ("listed_rmcp", &mut listed),
+        ("toolfunc", &mut ours),
+    ] {
         group.bench_function(name, |b| {
             b.iter_custom(|iters| {
                 runtime.block_on(async {

@@ -1,18 +1,23 @@
-//! MCP `tools/call` of `add`, toolfunc against the bare rmcp handler, timed in
-//! interleaved rounds: on a noisy machine, two criterion runs one after the other
-//! drift apart by more than the difference they measure, while rounds that take
-//! turns see the same noise.
+//! MCP `tools/call` of `add`, toolfunc against two rmcp handlers written directly on
+//! the SDK, timed in interleaved rounds: on a noisy machine, two criterion runs one
+//! after the other drift apart by more than the difference they measure, while
+//! rounds that take turns see the same noise.
+//!
+//! The two floors: `bare` lists no tool and answers text only (the least a server
+//! can do); `listed` is rmcp's cheapest setup of the same tool with the same answer
+//! as toolfunc's (listed with its schemas, `get_tool` from a kept `Tool`, text and
+//! `structuredContent`).
 //!
 //! `cargo bench --bench mcp_ab [-- ROUNDS CALLS]` (15 rounds of 1,000 calls by
-//! default). Each round times `CALLS` calls of each server, the order alternating
+//! default). Each round times `CALLS` calls of each server, the order rotating
 //! round to round; it prints the median time a call over every round, and the
-//! median of the rounds' ratios as calls per second relative to the bare handler
-//! (bare time / toolfunc time: above 1.0 toolfunc is faster). Both transports: the
+//! median of the rounds' ratios as calls per second relative to each floor (floor
+//! time / toolfunc time: above 1.0 toolfunc is faster). Both transports: the
 //! sessionless (2026-07-28) streamable HTTP request (both servers behind
 //! `TCP_NODELAY`, one keep-alive client) and the stdio framing over an in-process
 //! pipe, each on one current-thread runtime.
 //!
-//! `mcp_ab count http|stdio bare|toolfunc CALLS` makes one peer's calls untimed,
+//! `mcp_ab count http|stdio bare|listed|toolfunc CALLS` makes one peer's calls untimed,
 //! for `valgrind --tool=callgrind` (less the count of 0 calls, divided by CALLS).
 
 use std::time::{Duration, Instant};
@@ -29,7 +34,7 @@ use toolfunc::mcp::rmcp::transport::streamable_http_server::{
 #[path = "support/mcp.rs"]
 mod peers;
 
-use peers::{BareAdd, Session, http_call, serve_http};
+use peers::{BareAdd, ListedAdd, Session, http_call, serve_http};
 
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
@@ -50,24 +55,28 @@ async fn count<P>(
     }
 }
 
+/// The peers, in the order of their results: the two floors, then toolfunc.
+const PEERS: [&str; 3] = ["bare", "listed", "toolfunc"];
+
 async fn compare<P>(
     what: &str,
     rounds: usize,
     calls: usize,
-    peers: &mut [P; 2],
+    peers: &mut [P; 3],
     call: impl for<'a> Fn(&'a mut P) -> BoxFuture<'a, ()>,
 ) {
-    // Warm both up.
+    // Warm them up.
     for peer in peers.iter_mut() {
         for _ in 0..calls / 4 {
             call(peer).await;
         }
     }
-    let (mut times, mut ratios) = ([Vec::new(), Vec::new()], Vec::new());
+    let mut times: [Vec<f64>; 3] = Default::default();
+    let mut ratios: [Vec<f64>; 2] = Default::default();
     for round in 0..rounds {
-        let mut took = [Duration::ZERO; 2];
-        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
-        for peer in order {
+        let mut took = [Duration::ZERO; 3];
+        for turn in 0..3 {
+            let peer = (round + turn) % 3;
             let start = Instant::now();
             for _ in 0..calls {
                 call(&mut peers[peer]).await;
@@ -77,19 +86,26 @@ async fn compare<P>(
         let per_call = |d: Duration| {
             d.as_secs_f64() * 1e6 / f64::from(u32::try_from(calls).unwrap_or(u32::MAX))
         };
-        times[0].push(per_call(took[0]));
-        times[1].push(per_call(took[1]));
-        ratios.push(took[0].as_secs_f64() / took[1].as_secs_f64());
+        for (peer, took) in took.iter().enumerate() {
+            times[peer].push(per_call(*took));
+        }
+        for floor in 0..2 {
+            ratios[floor].push(took[floor].as_secs_f64() / took[2].as_secs_f64());
+        }
     }
-    let [bare, ours] = times;
+    let [bare, listed, ours] = times.map(median);
     println!(
-        "{what}: bare rmcp {:.2} µs, toolfunc {:.2} µs a call; toolfunc calls/s vs bare {:.3}× (rounds {:.3}–{:.3})",
-        median(bare),
-        median(ours),
-        median(ratios.clone()),
-        ratios.iter().copied().fold(f64::INFINITY, f64::min),
-        ratios.iter().copied().fold(0.0, f64::max),
+        "{what}: bare rmcp {bare:.2} µs, listed rmcp {listed:.2} µs, toolfunc {ours:.2} µs a call"
     );
+    for (floor, ratios) in ratios.into_iter().enumerate() {
+        println!(
+            "  toolfunc calls/s vs {}: {:.3}× (rounds {:.3}–{:.3})",
+            PEERS[floor],
+            median(ratios.clone()),
+            ratios.iter().copied().fold(f64::INFINITY, f64::min),
+            ratios.iter().copied().fold(0.0, f64::max),
+        );
+    }
 }
 
 /// One sessionless `tools/call` over HTTP, its answer checked.
@@ -119,10 +135,13 @@ fn main() {
         .skip(1)
         .filter(|a| !a.starts_with("--"))
         .collect();
-    // `count http|stdio bare|toolfunc CALLS`: one peer's calls, for callgrind.
+    // `count http|stdio bare|listed|toolfunc CALLS`: one peer's calls, for callgrind.
     let counting = (args.first().map(String::as_str) == Some("count")).then(|| {
         let transport = args.get(1).cloned().unwrap_or_default();
-        let peer = usize::from(args.get(2).map(String::as_str) == Some("toolfunc"));
+        let peer = PEERS
+            .iter()
+            .position(|peer| args.get(2).map(String::as_str) == Some(*peer))
+            .unwrap_or(0);
         let calls = args.get(3).and_then(|n| n.parse().ok()).unwrap_or(1_000);
         (transport, peer, calls)
     });
@@ -134,13 +153,20 @@ fn main() {
         .build()
         .expect("a tokio runtime");
     runtime.block_on(async {
-        let service = StreamableHttpService::new(
+        let bare = StreamableHttpService::new(
             || Ok(BareAdd),
             std::sync::Arc::new(LocalSessionManager::default()),
             StreamableHttpServerConfig::default(),
         );
+        let listed_add = ListedAdd::new();
+        let listed = StreamableHttpService::new(
+            move || Ok(listed_add.clone()),
+            std::sync::Arc::new(LocalSessionManager::default()),
+            StreamableHttpServerConfig::default(),
+        );
         let urls = [
-            serve_http(axum::Router::new().nest_service("/mcp", service)).await,
+            serve_http(axum::Router::new().nest_service("/mcp", bare)).await,
+            serve_http(axum::Router::new().nest_service("/mcp", listed)).await,
             serve_http(Server::new(Registry::global()).router()).await,
         ];
         let client = reqwest::Client::new();
@@ -153,8 +179,11 @@ fn main() {
             None => compare("HTTP", rounds, calls, &mut servers, call_http).await,
         }
 
-        let [bare, ours] = peers::stdio_sessions().await;
-        let mut sessions = [bare, ours];
+        let mut sessions = [
+            peers::stdio_session(BareAdd).await,
+            peers::stdio_session(ListedAdd::new()).await,
+            peers::stdio_toolfunc().await,
+        ];
         match counting {
             Some((_, peer, calls)) => count(calls, &mut sessions[peer], call_stdio).await,
             None => compare("stdio", rounds, calls, &mut sessions, call_stdio).await,

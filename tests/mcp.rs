@@ -1100,3 +1100,68 @@ async fn streaming_progress_never_decreases() {
     assert_increasing(&progress);
     client.close().await;
 }
+
+/// Names the client of the call, as the caller and as its `ClientInfo`.
+#[tool]
+fn client_of_call(ctx: &Ctx) -> Value {
+    let info = ctx.get::<toolfunc::mcp::ClientInfo>();
+    json!({
+        "caller": ctx.caller(),
+        "name": info.map(|info| info.name.clone()),
+        "version": info.map(|info| info.version.clone()),
+    })
+}
+
+#[tokio::test]
+async fn sessionless_clients_taking_turns_are_each_their_own_caller() {
+    // The server keeps the runner of the last sessionless client: the next one,
+    // whether it names another client, another version of it, or none, must not
+    // run as that client.
+    let url = serve_http(Server::new(Registry::global().isolate()).router()).await;
+    let http = reqwest::Client::new();
+    let turns = [
+        (
+            json!({"name": "alpha", "version": "1"}),
+            json!({"caller": "alpha", "name": "alpha", "version": "1"}),
+        ),
+        (
+            json!({"name": "alpha", "version": "1"}),
+            json!({"caller": "alpha", "name": "alpha", "version": "1"}),
+        ),
+        (
+            json!({"name": "beta", "version": "1"}),
+            json!({"caller": "beta", "name": "beta", "version": "1"}),
+        ),
+        (
+            json!({"name": "beta", "version": "2"}),
+            json!({"caller": "beta", "name": "beta", "version": "2"}),
+        ),
+        (
+            Value::Null,
+            json!({"caller": null, "name": null, "version": null}),
+        ),
+        (
+            json!({"name": "alpha", "version": "1"}),
+            json!({"caller": "alpha", "name": "alpha", "version": "1"}),
+        ),
+    ];
+    for (id, (client, expected)) in (1..).zip(turns) {
+        let meta = if client.is_null() {
+            json!({"io.modelcontextprotocol/clientInfo": null})
+        } else {
+            json!({"io.modelcontextprotocol/clientInfo": client})
+        };
+        let request = mcp_support::modern_request(
+            &http,
+            &url,
+            id,
+            "tools/call",
+            json!({"name": "client_of_call", "arguments": {}, "_meta": meta}),
+        );
+        let answer = Answer::read(request, LIMIT).await.response(id);
+        assert_eq!(
+            answer["result"]["structuredContent"], expected,
+            "turn {id}: {answer}"
+        );
+    }
+}

@@ -1,12 +1,16 @@
 //! The peers the MCP benches compare: `add` written directly against the SDK (the
-//! floor), one stdio client session, and the sessionless HTTP request.
+//! floor: [`BareAdd`], which lists nothing and answers text; [`ListedAdd`], which
+//! lists `add` and answers what toolfunc answers), one stdio client session, and the
+//! sessionless HTTP request.
 
 use serde_json::{Value, json};
+use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use toolfunc::mcp::Server;
+
 use toolfunc::mcp::rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ServerCapabilities,
-    ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use toolfunc::mcp::rmcp::service::RequestContext;
 use toolfunc::mcp::rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -42,6 +46,68 @@ impl ServerHandler for BareAdd {
                 .map_err(|err| ErrorData::invalid_params(err.to_string(), None))?;
         let sum = serde_json::to_string(&add(args.a, args.b)).unwrap_or_default();
         Ok(CallToolResult::success(vec![ContentBlock::text(sum)]).into())
+    }
+}
+
+/// The same tool in rmcp's cheapest setup with toolfunc's config: `add` listed with
+/// its input and output schemas (kept, as toolfunc keeps its export), `get_tool`
+/// answered from them, and the result sent as text and `structuredContent`, as the
+/// spec asks of a tool with an output schema. Its answer is toolfunc's, byte for
+/// byte.
+#[derive(Clone)]
+pub(crate) struct ListedAdd {
+    tool: Tool,
+}
+
+impl ListedAdd {
+    pub(crate) fn new() -> Self {
+        let schema = |value: Value| match value {
+            Value::Object(object) => Arc::new(object),
+            _ => unreachable!("a schema object"),
+        };
+        let input = schema(json!({
+            "type": "object",
+            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+            "required": ["a", "b"],
+        }));
+        let tool = Tool::new("add", "Adds two numbers.", input)
+            .with_raw_output_schema(schema(json!({"type": "number"})));
+        Self { tool }
+    }
+}
+
+impl ServerHandler for ListedAdd {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(vec![self.tool.clone()]))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        (name == self.tool.name).then(|| self.tool.clone())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if request.name != self.tool.name {
+            return Err(ErrorData::invalid_params("unknown tool", None));
+        }
+        let args: AddArgs =
+            serde_json::from_value(Value::Object(request.arguments.unwrap_or_default()))
+                .map_err(|err| ErrorData::invalid_params(err.to_string(), None))?;
+        let sum = serde_json::to_value(add(args.a, args.b)).unwrap_or_default();
+        let mut result = CallToolResult::success(vec![ContentBlock::text(sum.to_string())]);
+        result.structured_content = Some(sum);
+        Ok(result.into())
     }
 }
 
@@ -132,19 +198,21 @@ pub(crate) async fn serve_http(app: axum::Router) -> String {
     format!("http://{addr}/mcp")
 }
 
-/// A stdio session with the bare handler and one with toolfunc's server over the
-/// global registry.
-pub(crate) async fn stdio_sessions() -> [Session; 2] {
-    let bare = Session::open(|r, w| {
+/// A stdio session with an SDK handler.
+pub(crate) async fn stdio_session<H: ServerHandler>(handler: H) -> Session {
+    Session::open(|r, w| {
         tokio::spawn(async move {
-            let running = BareAdd.serve((r, w)).await.expect("a session");
+            let running = handler.serve((r, w)).await.expect("a session");
             running.waiting().await
         });
     })
-    .await;
-    let ours = Session::open(|r, w| {
+    .await
+}
+
+/// A stdio session with toolfunc's server over the global registry.
+pub(crate) async fn stdio_toolfunc() -> Session {
+    Session::open(|r, w| {
         tokio::spawn(Server::new(Registry::global()).serve_io(r, w));
     })
-    .await;
-    [bare, ours]
+    .await
 }

@@ -159,6 +159,9 @@ struct Shared {
     sessions: http::Limits,
     origins: http::Origins,
     collect_limit: CollectLimit,
+    /// The runner of straight sessionless calls, for the last client that made one
+    /// (such clients name themselves again in every request).
+    sessionless_caller: KeptRunner,
     /// Sessionless calls waiting for their client's answers.
     rounds: Arc<rounds::Rounds>,
     /// Where calls that became tasks are tracked.
@@ -211,6 +214,7 @@ impl Server {
                 },
                 origins: http::Origins::loopback(),
                 collect_limit: CollectLimit::default(),
+                sessionless_caller: KeptRunner::default(),
                 rounds: Arc::new(rounds::Rounds::new()),
             }),
             session: Arc::default(),
@@ -266,7 +270,10 @@ impl Server {
     /// with an `isError` result whose code is `RESULT_TOO_LARGE`.
     #[must_use]
     pub fn collect_limit(mut self, limit: CollectLimit) -> Self {
-        Arc::make_mut(&mut self.shared).collect_limit = limit;
+        let shared = Arc::make_mut(&mut self.shared);
+        shared.collect_limit = limit;
+        // The kept runner carries the old limit.
+        shared.sessionless_caller = KeptRunner::default();
         self
     }
 
@@ -635,33 +642,23 @@ impl Server {
     }
 
     /// The runner of a straight call (no layers: see [`runs_straight`](Self::runs_straight)):
-    /// the client's options and the collect limit, made once per session for the
-    /// client it names.
+    /// the client's options and the collect limit, made once per session (once per
+    /// server for sessionless requests) for the client it names.
     fn caller_runner(&self, context: &RequestContext<RoleServer>, modern: bool) -> crate::Runner {
         let limit = self.shared.collect_limit;
-        if modern {
-            // A sessionless request is a session of its own: nothing to keep.
-            let options = client_options(ClientInfo::of(context)).collect_limit(limit);
-            return self.shared.registry.with(options);
-        }
+        // A sessionless request is a session of its own: its runner is kept
+        // server-wide, for the client it names.
+        let kept = if modern {
+            &self.shared.sessionless_caller
+        } else {
+            &self.session.caller
+        };
         ClientInfo::read(context, |client| {
-            let mut kept = self
-                .session
-                .caller
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if let Some((info, runner)) = kept.as_ref()
-                && info
-                    .as_ref()
-                    .map_or(client.is_none(), |info| info.is(client))
-            {
-                return runner.clone();
-            }
-            let info = client.map(ClientInfo::owned);
-            let options = client_options(info.clone()).collect_limit(limit);
-            let runner = self.shared.registry.with(options);
-            *kept = Some((info, runner.clone()));
-            runner
+            kept.get(client, |info| {
+                self.shared
+                    .registry
+                    .with(client_options(info).collect_limit(limit))
+            })
         })
     }
 
@@ -1138,7 +1135,42 @@ struct Session {
     /// The index in [`LogLevel::ALL`] of the level `logging/setLevel` asked for.
     log_level: AtomicU8,
     /// The runner of the session's straight calls, with the client it was made for.
-    caller: Mutex<Option<(Option<ClientInfo>, crate::Runner)>>,
+    caller: KeptRunner,
+}
+
+/// A runner kept with the client it was made for, remade when another client asks.
+#[derive(Default)]
+struct KeptRunner(Mutex<Option<(Option<ClientInfo>, crate::Runner)>>);
+
+impl Clone for KeptRunner {
+    /// A copy starts empty: the copy of a server may change the settings its
+    /// runners are made from.
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl KeptRunner {
+    /// The runner for `client`: the kept one if it was made for the same client
+    /// (name and version), else one `make` makes from the client's info, kept.
+    fn get(
+        &self,
+        client: Option<(&str, &str)>,
+        make: impl FnOnce(Option<ClientInfo>) -> crate::Runner,
+    ) -> crate::Runner {
+        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((info, runner)) = kept.as_ref()
+            && info
+                .as_ref()
+                .map_or(client.is_none(), |info| info.is(client))
+        {
+            return runner.clone();
+        }
+        let info = client.map(ClientInfo::owned);
+        let runner = make(info.clone());
+        *kept = Some((info, runner.clone()));
+        runner
+    }
 }
 
 impl Session {
