@@ -105,6 +105,24 @@ fn st_open(ctx: Ctx, fail: bool) -> Result<impl Stream<Item = u32>, ToolError> {
     Ok(futures::stream::iter(0..2))
 }
 
+/// A stream type of the caller's own naming: `#[tool(stream)]` says it is one.
+type Evens = futures::stream::BoxStream<'static, u32>;
+
+/// The even numbers below `n`, as a named stream type.
+#[tool(stream)]
+fn st_named(n: u32) -> Evens {
+    futures::stream::iter((0..n).filter(|i| i % 2 == 0)).boxed()
+}
+
+/// The even numbers below `n`, or a refusal to open the stream past 100.
+#[tool(stream)]
+fn st_named_open(n: u32) -> Result<Evens, String> {
+    if n > 100 {
+        return Err(format!("{n} is too many"));
+    }
+    Ok(futures::stream::iter((0..n).filter(|i| i % 2 == 0)).boxed())
+}
+
 /// Produces items forever, only as fast as they are consumed, counting each.
 #[tool]
 fn st_endless(ctx: Ctx) -> impl Stream<Item = u64> {
@@ -431,6 +449,28 @@ async fn an_error_opening_the_stream_is_the_first_and_only_item() {
     let items = drain(runner.run_stream("st_open", json!({"fail": false}))).await;
     assert_eq!(split(&items), (vec![json!(0), json!(1)], None));
     assert_eq!(probe.cleanups(), 3);
+}
+
+#[tokio::test]
+async fn a_named_stream_type_streams_and_so_does_a_result_of_one() {
+    let uint32 = json!({"type": "integer", "format": "uint32", "minimum": 0});
+    for name in ["st_named", "st_named_open"] {
+        assert_eq!(definition(name)["stream"], true, "{name}");
+        assert_eq!(definition(name)["result"], uint32, "{name}");
+        let items = drain(Registry::global().run_stream(name, json!({"n": 5}))).await;
+        assert_eq!(
+            split(&items),
+            (vec![json!(0), json!(2), json!(4)], None),
+            "{name}"
+        );
+    }
+    let items = drain(Registry::global().run_stream("st_named_open", json!({"n": 101}))).await;
+    assert_eq!(items.len(), 1, "{items:?}");
+    let err = items[0].as_ref().unwrap_err();
+    assert_eq!(
+        (err.code(), err.to_string()),
+        ("FAILED", "101 is too many".into())
+    );
 }
 
 #[tokio::test]

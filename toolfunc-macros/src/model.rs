@@ -52,7 +52,7 @@ pub(crate) enum Output {
     /// written out (not for aliases such as `io::Result<T>`).
     Result { ok: Option<Type>, err: Option<Type> },
     /// `-> impl Stream<Item = T>` (or `Result<impl Stream<..>, E>`), or any stream type
-    /// with `#[tool(stream)]`: a streaming tool.
+    /// (or `Result` of one) with `#[tool(stream)]`: a streaming tool.
     Stream(StreamOutput),
     /// `-> Answer` (or `toolfunc::Answer`, or `Result<Answer, E>`): a tool that answers
     /// a stream or one value, as the caller asked: `ty` as written, `open_result` for
@@ -127,15 +127,22 @@ impl ToolFn {
             ReturnType::Default => Output::Unit,
             ReturnType::Type(_, ty) => output_of(ty),
         };
-        if attrs.stream.is_some()
-            && let Output::Value(ty) = &output
-        {
-            output = Output::Stream(StreamOutput {
-                item: None,
-                named: Some(ty.clone()),
-                item_result: false,
-                open_result: false,
-            });
+        // `#[tool(stream)]`: the value (or the `Ok` of the result) is a stream type
+        // of the user's own. `validate` refuses the flag where it has no effect.
+        if attrs.stream.is_some() {
+            let named = match &output {
+                Output::Value(ty) => Some((ty.clone(), false)),
+                Output::Result { ok: Some(ty), .. } => Some((ty.clone(), true)),
+                _ => None,
+            };
+            if let Some((ty, open_result)) = named {
+                output = Output::Stream(StreamOutput {
+                    item: None,
+                    named: Some(ty),
+                    item_result: false,
+                    open_result,
+                });
+            }
         }
         Self {
             attrs,

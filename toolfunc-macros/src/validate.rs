@@ -310,21 +310,7 @@ fn signature(tool: &ToolFn, errors: &mut Errors) {
              remote call moves to the background: `#[tool(timeout = \"2s\", background)]`",
         ));
     }
-    if let Some(span) = tool.attrs.local {
-        if !tool.is_async() {
-            errors.push(syn::Error::new(
-                span,
-                "#[tool] key `local` applies to `async fn` tools (a sync tool runs where it \
-                 is called and never moves between threads)",
-            ));
-        } else if matches!(tool.output, Output::Stream(_) | Output::Answer { .. }) {
-            errors.push(syn::Error::new(
-                span,
-                "#[tool] key `local` does not apply to streaming tools yet: collect the \
-                 items into a `Vec`, or keep the stream `Send`",
-            ));
-        }
-    }
+    output_keys(tool, errors);
 
     if let Some(span) = tool.attrs.args {
         if let Some(deny) = tool.attrs.deny_unknown_fields {
@@ -364,6 +350,42 @@ fn signature(tool: &ToolFn, errors: &mut Errors) {
             name,
             "#[tool] `name` cannot be empty",
         ));
+    }
+}
+
+/// The keys that depend on the return type and the function's kind: `stream`,
+/// `local`.
+fn output_keys(tool: &ToolFn, errors: &mut Errors) {
+    if let Some(span) = tool.attrs.stream {
+        match tool.output {
+            Output::Answer { .. } => errors.push(syn::Error::new(
+                span,
+                "#[tool] key `stream` has no effect on a tool returning `Answer`: an \
+                 `Answer` is a stream or one value, as each call asks (`Answer::items` \
+                 streams); drop the key",
+            )),
+            Output::Unit | Output::Result { ok: None, .. } => errors.push(syn::Error::new(
+                span,
+                "#[tool] key `stream` says the return type is a stream: return it \
+                 (`-> MyStream` or `-> Result<MyStream, E>`, where `MyStream: Stream`)",
+            )),
+            _ => {}
+        }
+    }
+    if let Some(span) = tool.attrs.local {
+        if !tool.is_async() {
+            errors.push(syn::Error::new(
+                span,
+                "#[tool] key `local` applies to `async fn` tools (a sync tool runs where it \
+                 is called and never moves between threads)",
+            ));
+        } else if matches!(tool.output, Output::Stream(_) | Output::Answer { .. }) {
+            errors.push(syn::Error::new(
+                span,
+                "#[tool] key `local` does not apply to streaming tools yet: collect the \
+                 items into a `Vec`, or keep the stream `Send`",
+            ));
+        }
     }
 }
 

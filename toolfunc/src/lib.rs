@@ -158,7 +158,7 @@ pub use transport::Transport;
 /// | `concurrency` | integer ≥ 1 | at most this many calls at once; the rest wait |
 /// | `depends` | `(alias = "tool", ..)` | tools called by a local alias (`ctx.run("alias", ..)`), checked when the registry is built |
 /// | `annotations` | `(read_only, destructive = false, ..)` | behaviour hints (see [`Annotations`]) |
-/// | `stream` | flag | the return type is a named stream type (`impl Stream<Item = T>` needs no flag) |
+/// | `stream` | flag | the return type is a named stream type, or a `Result` of one (`impl Stream<Item = T>` needs no flag); refused on `-> Answer` and on functions returning nothing |
 /// | `args` | flag | the single (non-context) parameter is the whole arguments object; its type derives `Deserialize` + `JsonSchema` |
 /// | `deny_unknown_fields` | flag | unknown argument names are an `ARGUMENTS` error (default: ignored) |
 /// | `local` | flag | an `async fn` whose future is not `Send`: each call runs on the local executor thread, or in place under [`Registry::run_local`] |
