@@ -96,6 +96,7 @@ impl<'a> Args<'a> {
     /// The arguments as an object for a tool whose parameters, in order, are
     /// `names`: positional values are named (`ARGUMENTS` when there are more values
     /// than parameters).
+    #[inline]
     pub(crate) fn into_named(
         self,
         name: impl FnOnce(Vec<Value>) -> Result<Value, ToolError>,

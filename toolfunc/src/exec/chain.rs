@@ -123,11 +123,24 @@ pub(crate) fn stream_of(reply: Result<Reply, ToolError>) -> ToolStream {
 }
 
 /// Whether a tool's setup still runs (`NOT_READY` for sync entry points) or failed.
+#[expect(
+    clippy::inline_always,
+    reason = "the run hot path, counted in benches/instructions.rs"
+)]
+#[inline(always)]
 pub(crate) fn check_ready(ready: Option<&Ready>, name: &str) -> Result<(), ToolError> {
-    match ready.map(futures::future::Shared::peek) {
-        None | Some(Some(Ok(()))) => Ok(()),
-        Some(Some(Err(err))) => Err(err.clone()),
-        Some(None) => Err(ToolError::NotReady {
+    match ready {
+        None => Ok(()),
+        Some(ready) => check_setup(ready, name),
+    }
+}
+
+#[inline(never)]
+fn check_setup(ready: &Ready, name: &str) -> Result<(), ToolError> {
+    match ready.peek() {
+        Some(Ok(())) => Ok(()),
+        Some(Err(err)) => Err(err.clone()),
+        None => Err(ToolError::NotReady {
             name: name.to_owned(),
         }),
     }

@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::task::{Call, Drive, Watch};
 use crate::options::{CollectLimit, json_size};
 use crate::panic::{Catching, panicked};
-use crate::tool::{Answer, Handler, ItemStream, SyncFn};
+use crate::tool::{Answer, Handler, ItemStream, SyncHandler};
 use crate::{CancellationToken, Ctx, ToolError, ToolFunc};
 
 impl ToolFunc {
@@ -97,18 +97,14 @@ impl ToolFunc {
             return Err(self.async_only());
         }
         // A sync caller cannot wait for a slot: at the limit, say so.
-        let _permit = match &self.concurrency {
-            Some(limit) => {
-                Some(
-                    Arc::clone(limit)
-                        .try_acquire_owned()
-                        .map_err(|_| ToolError::Busy {
-                            name: self.definition.name.clone(),
-                        })?,
-                )
-            }
-            None => None,
-        };
+        if let Some(limit) = &self.concurrency {
+            let _permit = Arc::clone(limit)
+                .try_acquire_owned()
+                .map_err(|_| ToolError::Busy {
+                    name: self.definition.name.clone(),
+                })?;
+            return self.sync_body(ctx, args);
+        }
         self.sync_body(ctx, args)
     }
 
@@ -163,10 +159,10 @@ impl ToolFunc {
         reason = "the run hot path, counted in benches/instructions.rs"
     )]
     #[inline(always)]
-    fn sync_invoke(f: &SyncFn, ctx: &Ctx, args: Cow<'_, Value>) -> Result<Value, ToolError> {
+    fn sync_invoke(f: &SyncHandler, ctx: &Ctx, args: Cow<'_, Value>) -> Result<Value, ToolError> {
         let caught = {
             let _catching = Catching::enter();
-            catch_unwind(AssertUnwindSafe(|| f(ctx, args)))
+            catch_unwind(AssertUnwindSafe(|| f.call(ctx, args)))
         };
         let result = caught.unwrap_or_else(|p| Err(panicked(&*p)));
         // The clock is read only for a call with a deadline.

@@ -21,7 +21,24 @@ use crate::registry::{CallStatus, Observer};
 /// When a call must end: the shorter of the tool's and the caller's timeout from now,
 /// and never after an enclosing call's deadline. Reads the clock only when there is a
 /// timeout.
+#[expect(
+    clippy::inline_always,
+    reason = "the run hot path, counted in benches/instructions.rs"
+)]
+#[inline(always)]
 pub(crate) fn deadline_for(
+    tool_timeout: Option<Duration>,
+    scope: &Scope,
+    inherited: Option<Instant>,
+) -> Option<Instant> {
+    if tool_timeout.is_none() && scope.timeout().is_none() {
+        return inherited;
+    }
+    deadline_from_now(tool_timeout, scope, inherited)
+}
+
+#[inline(never)]
+fn deadline_from_now(
     tool_timeout: Option<Duration>,
     scope: &Scope,
     inherited: Option<Instant>,

@@ -500,6 +500,11 @@ impl Registry {
     }
 
     /// Finds `name` here or up the chain.
+    #[expect(
+        clippy::inline_always,
+        reason = "the run hot path, counted in benches/instructions.rs"
+    )]
+    #[inline(always)]
     pub(crate) fn resolve(&self, name: &str) -> Option<Resolved> {
         if let Handle::Static(inner) = &self.inner
             && let Some(tool) = cache::hit(inner, name)
@@ -510,6 +515,12 @@ impl Registry {
                 ready: None,
             });
         }
+        self.resolve_here_or_up(name)
+    }
+
+    /// [`resolve`](Self::resolve) past the thread's memory: the lock and the hash.
+    #[inline(never)]
+    fn resolve_here_or_up(&self, name: &str) -> Option<Resolved> {
         let mut registry = self;
         loop {
             if !registry.is_empty_here() {
@@ -1040,6 +1051,7 @@ mod cache {
         static LAST: Cell<Option<Entry>> = const { Cell::new(None) };
     }
 
+    #[inline]
     pub(super) fn hit(registry: &'static Inner, name: &str) -> Option<&'static ToolFunc> {
         let entry = LAST.with(Cell::get)?;
         (std::ptr::eq(entry.registry, registry)

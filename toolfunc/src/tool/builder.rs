@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::definition::{Annotations, ToolDefinition};
 use super::func::{
-    Answer, ArgCheck, Dependency, DependencyTarget, Handler, Hook, ToolFunc, ToolRef,
+    Answer, ArgCheck, Dependency, DependencyTarget, Handler, Hook, SyncHandler, ToolFunc, ToolRef,
     failed_future, to_output,
 };
 use super::service::{ActDefinition, Acts};
@@ -505,7 +505,7 @@ impl ToolBuilder {
     where
         F: Fn(&Ctx, Value) -> Result<Value, ToolError> + Send + Sync + 'static,
     {
-        self.handler = Some(Handler::Sync(Box::new(move |ctx, args| {
+        self.handler = Some(Handler::Sync(SyncHandler::closure(move |ctx, args| {
             f(ctx, args.into_owned())
         })));
         self.typed = false;
@@ -563,7 +563,7 @@ impl ToolBuilder {
         F: Fn(&Ctx, A) -> Result<R, ToolError> + Send + Sync + 'static,
     {
         self.set_typed_schemas::<A, R>();
-        self.handler = Some(Handler::Sync(Box::new(move |ctx, args| {
+        self.handler = Some(Handler::Sync(SyncHandler::closure(move |ctx, args| {
             to_output(&f(ctx, parse_args::<A>(&*args)?)?)
         })));
         self
@@ -722,7 +722,9 @@ fn checked(handler: Handler, schema: Option<&Value>) -> Result<Handler, String> 
         Err(other) => Err(other),
     };
     Ok(match handler {
-        Handler::Sync(f) => Handler::Sync(Box::new(move |ctx, args| f(ctx, args).and_then(&check))),
+        Handler::Sync(f) => Handler::Sync(SyncHandler::closure(move |ctx, args| {
+            f.call(ctx, args).and_then(&check)
+        })),
         Handler::Async(f) => {
             let check = Arc::new(check);
             Handler::Async(Box::new(move |ctx, args| {

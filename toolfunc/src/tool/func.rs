@@ -20,6 +20,29 @@ use crate::{Ctx, ToolError};
 /// A sync handler: it reads its arguments in place, or takes them when they are
 /// owned (`Cow::into_owned` copies only a borrowed object).
 pub(crate) type SyncFn = dyn Fn(&Ctx, Cow<'_, Value>) -> Result<Value, ToolError> + Send + Sync;
+
+/// A sync handler as it is held: the plain function the macros submit (called
+/// directly, not through a closure's shim) or a closure.
+pub(crate) enum SyncHandler {
+    Fn(fn(&Ctx, Cow<'_, Value>) -> Result<Value, ToolError>),
+    Closure(Box<SyncFn>),
+}
+
+impl SyncHandler {
+    pub(crate) fn closure(
+        f: impl Fn(&Ctx, Cow<'_, Value>) -> Result<Value, ToolError> + Send + Sync + 'static,
+    ) -> Self {
+        Self::Closure(Box::new(f))
+    }
+
+    #[inline]
+    pub(crate) fn call(&self, ctx: &Ctx, args: Cow<'_, Value>) -> Result<Value, ToolError> {
+        match self {
+            Self::Fn(f) => f(ctx, args),
+            Self::Closure(f) => f(ctx, args),
+        }
+    }
+}
 /// An async handler: like a sync one, it reads its arguments before its future
 /// starts, so the future holds only what it parsed.
 pub(crate) type AsyncFn =
@@ -101,7 +124,7 @@ impl fmt::Debug for Answer {
 }
 
 pub(crate) enum Handler {
-    Sync(Box<SyncFn>),
+    Sync(SyncHandler),
     Async(Box<AsyncFn>),
     Stream(Box<StreamFn>),
     /// A streaming tool that may answer with one value instead.
@@ -423,6 +446,11 @@ impl ToolFunc {
     /// Maps positional arguments onto named ones.
     /// A call's arguments as the object the tool is called with: positional values
     /// named after its parameters.
+    #[expect(
+        clippy::inline_always,
+        reason = "the run hot path, counted in benches/instructions.rs"
+    )]
+    #[inline(always)]
     pub(crate) fn named_args<'a>(
         &self,
         args: crate::Args<'a>,
@@ -430,6 +458,7 @@ impl ToolFunc {
         args.into_named(|values| self.positional_to_named(values))
     }
 
+    #[inline(never)]
     pub(crate) fn positional_to_named(&self, values: Vec<Value>) -> Result<Value, ToolError> {
         let names = &self.positional;
         if values.len() > names.len() {

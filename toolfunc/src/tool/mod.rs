@@ -10,5 +10,5 @@ mod spec;
 pub use builder::ToolBuilder;
 pub use definition::{Annotations, Hints, ToolDefinition};
 pub use func::{Answer, ItemStream, ToolFunc, ToolRef, failed_future, to_output};
-pub(crate) use func::{Dependency, DependencyTarget, Handler, SyncFn};
+pub(crate) use func::{Dependency, DependencyTarget, Handler, SyncHandler};
 pub use spec::{SpecHandler, ToolSpec};

@@ -252,7 +252,9 @@ fn bind<S: Send + Sync + 'static>(state: &Arc<S>, handler: &MethodHandler<S>) ->
     match *handler {
         MethodHandler::Sync(f) => {
             let state = Arc::clone(state);
-            Handler::Sync(Box::new(move |ctx, args| f(&state, ctx, args)))
+            Handler::Sync(super::SyncHandler::closure(move |ctx, args| {
+                f(&state, ctx, args)
+            }))
         }
         MethodHandler::Async(f) => {
             let state = Arc::clone(state);

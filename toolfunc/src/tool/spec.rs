@@ -74,7 +74,7 @@ impl ToolSpec {
         builder.result = self.result.map(|f| f());
         builder.typed_order = Some(self.param_order);
         builder.handler = Some(match self.handler {
-            SpecHandler::Sync(f) => Handler::Sync(Box::new(f)),
+            SpecHandler::Sync(f) => Handler::Sync(super::SyncHandler::Fn(f)),
             SpecHandler::Async(f) => Handler::Async(Box::new(f)),
             SpecHandler::Stream(f) => Handler::Stream(Box::new(f)),
             SpecHandler::Either(f) => Handler::Either(Box::new(f)),
