@@ -1,7 +1,9 @@
 //! Instruction counts of the hot calls, for `valgrind --tool=callgrind` (repeatable
 //! where wall-clock timings on a busy machine are not).
 //!
-//! `cargo bench --bench instructions --no-run` builds it; then run the binary under
+//! `cargo bench --bench instructions --no-run` builds it (with `[profile.bench]`'s one
+//! codegen unit, so a change elsewhere in the crate does not move the counts); then
+//! run the binary under
 //! callgrind with a case and a count, once with the count and once with 0 (set-up
 //! only), and divide the difference by the count:
 //!
