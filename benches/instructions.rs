@@ -3,9 +3,8 @@
 //!
 //! `cargo bench --bench instructions --no-run` builds it (with `[profile.bench]`'s one
 //! codegen unit, so a change elsewhere in the crate does not move the counts); then
-//! run the binary under
-//! callgrind with a case and a count, once with the count and once with 0 (set-up
-//! only), and divide the difference by the count:
+//! run the binary under callgrind with a case and a count, once with the count and
+//! once with 0 (set-up only), and divide the difference by the count:
 //!
 //! ```text
 //! valgrind --tool=callgrind --callgrind-out-file=/dev/null target/release/deps/instructions-<hash> run 100000
