@@ -157,10 +157,20 @@ pub(crate) fn call_inline(
     args: Cow<'_, Value>,
 ) -> Result<Value, ToolError> {
     let result = ctx.tool().call_sync(ctx, args);
-    if let Some(observer) = observer {
-        observer.finish(CallStatus::of(&result));
-    }
+    report(observer, &result);
     result
+}
+
+/// Tells `observer`, if any, how a call ended.
+#[expect(
+    clippy::inline_always,
+    reason = "the run hot path, counted in benches/instructions.rs"
+)]
+#[inline(always)]
+pub(crate) fn report(observer: Option<Observer>, result: &Result<Value, ToolError>) {
+    if let Some(observer) = observer {
+        observer.finish(CallStatus::of(result));
+    }
 }
 
 /// A sync tool's call for an async caller: done, or (when it registered async
@@ -178,9 +188,7 @@ pub(crate) fn call_inline_awaiting(
     let (result, cleanups) = ctx.tool().call_sync_awaiting(ctx, args);
     match cleanups {
         None => {
-            if let Some(observer) = observer {
-                observer.finish(CallStatus::of(&result));
-            }
+            report(observer, &result);
             Running::Ready(Some(result))
         }
         Some(cleanups) => Running::Cleaning(Some(result), cleanups, observer),
