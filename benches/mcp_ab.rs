@@ -41,8 +41,6 @@ fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
-/// Times `rounds` rounds of `calls` calls of each peer, taking turns; prints the
-/// medians and the ratio.
 /// Makes `calls` calls of one peer, untimed: for `valgrind --tool=callgrind`, whose
 /// instruction counts (less those of 0 calls) repeat where times do not.
 async fn count<P>(
@@ -58,6 +56,8 @@ async fn count<P>(
 /// The peers, in the order of their results: the two floors, then toolfunc.
 const PEERS: [&str; 3] = ["bare", "listed", "toolfunc"];
 
+/// Times `rounds` rounds of `calls` calls of each peer, taking turns; prints the
+/// medians and the ratios.
 async fn compare<P>(
     what: &str,
     rounds: usize,
@@ -67,9 +67,7 @@ async fn compare<P>(
 ) {
     // Warm them up.
     for peer in peers.iter_mut() {
-        for _ in 0..calls / 4 {
-            call(peer).await;
-        }
+        count(calls / 4, peer, &call).await;
     }
     let mut times: [Vec<f64>; 3] = Default::default();
     let mut ratios: [Vec<f64>; 2] = Default::default();
@@ -78,9 +76,7 @@ async fn compare<P>(
         for turn in 0..3 {
             let peer = (round + turn) % 3;
             let start = Instant::now();
-            for _ in 0..calls {
-                call(&mut peers[peer]).await;
-            }
+            count(calls, &mut peers[peer], &call).await;
             took[peer] = start.elapsed();
         }
         let per_call = |d: Duration| {

@@ -1146,11 +1146,7 @@ async fn sessionless_clients_taking_turns_are_each_their_own_caller() {
         ),
     ];
     for (id, (client, expected)) in (1..).zip(turns) {
-        let meta = if client.is_null() {
-            json!({"io.modelcontextprotocol/clientInfo": null})
-        } else {
-            json!({"io.modelcontextprotocol/clientInfo": client})
-        };
+        let meta = json!({"io.modelcontextprotocol/clientInfo": client});
         let request = mcp_support::modern_request(
             &http,
             &url,

@@ -135,6 +135,7 @@ pub(crate) fn check_ready(ready: Option<&Ready>, name: &str) -> Result<(), ToolE
     }
 }
 
+/// [`check_ready`] of a tool with a setup: done, failed, or still running.
 #[inline(never)]
 fn check_setup(ready: &Ready, name: &str) -> Result<(), ToolError> {
     match ready.peek() {

@@ -37,6 +37,7 @@ pub(crate) fn deadline_for(
     deadline_from_now(tool_timeout, scope, inherited)
 }
 
+/// [`deadline_for`] when some timeout applies: it starts now.
 #[inline(never)]
 fn deadline_from_now(
     tool_timeout: Option<Duration>,

@@ -515,10 +515,9 @@ impl Server {
         }
     }
 
-    /// Whether a sessionless call of `tool` that wants no progress and no logs can
-    /// run straight through the registry: a sync tool cannot ask its client
-    /// anything (asking awaits), and with no layer to ask in its place nothing can
-    /// be parked or reported.
+    /// Whether a call of `tool` that wants no progress can run straight through the
+    /// registry: a sync tool cannot ask its client anything (asking awaits), and
+    /// with no layer to ask in its place nothing can be parked or reported.
     fn runs_straight(&self, tool: &ToolRef, act: Option<usize>) -> bool {
         tool.runs_inline()
             && act.is_none()
@@ -1339,7 +1338,6 @@ impl Server {
 }
 
 impl ServerHandler for Server {
-    #[allow(deprecated)] // `logging`: deprecated in the SDK (SEP-2577), yet in both revisions.
     fn get_info(&self) -> ServerConfig {
         self.shared.config.clone()
     }

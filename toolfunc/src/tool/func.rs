@@ -43,6 +43,7 @@ impl SyncHandler {
         }
     }
 }
+
 /// An async handler: like a sync one, it reads its arguments before its future
 /// starts, so the future holds only what it parsed.
 pub(crate) type AsyncFn =
@@ -443,7 +444,6 @@ impl ToolFunc {
         Ok(args)
     }
 
-    /// Maps positional arguments onto named ones.
     /// A call's arguments as the object the tool is called with: positional values
     /// named after its parameters.
     #[expect(
