@@ -4,14 +4,16 @@
 //! Both macros run the same phases: `attr` parses the attribute's keys for its
 //! position, `model` builds a borrowed-free model of the item, `validate` checks it
 //! as its own pass, and `expand` (the only module that quotes code) writes the
-//! output from a valid model. On any error, `fallback` emits the user's item, the
-//! stubs other code refers to, and every error collected.
+//! output from a valid model. Every phase collects its errors in `errors`, a leaf
+//! module. On any error, `fallback` emits the user's item, the stubs other code refers
+//! to, and every error collected.
 
 // Libraries report through return values and `tracing`, never by printing.
 #![warn(clippy::print_stdout, clippy::print_stderr, clippy::dbg_macro)]
 
 mod attr;
 mod docs;
+mod errors;
 mod expand;
 mod fallback;
 mod model;
@@ -21,8 +23,8 @@ use proc_macro::TokenStream;
 use proc_macro2::TokenStream as TokenStream2;
 
 use crate::attr::{Position, ToolAttrs};
+use crate::errors::Errors;
 use crate::model::{Service, ToolFn};
-use crate::validate::Errors;
 
 /// Turns a function into a tool registered in `toolfunc::Registry::global()`.
 ///

@@ -10,7 +10,7 @@ use syn::{
 };
 
 use crate::attr::{Position, ToolAttrs};
-use crate::validate::Errors;
+use crate::errors::Errors;
 
 pub(crate) struct ToolFn {
     pub(crate) attrs: ToolAttrs,

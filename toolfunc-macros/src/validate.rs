@@ -3,28 +3,8 @@
 
 use syn::{FnArg, Type, visit::Visit};
 
+use crate::errors::Errors;
 use crate::model::{Hook, ID_VERBS, Method, Output, ParamKind, Service, ToolFn, wire_name};
-
-/// Collects errors and combines them.
-#[derive(Default)]
-pub(crate) struct Errors(Option<syn::Error>);
-
-impl Errors {
-    pub(crate) fn push(&mut self, err: syn::Error) {
-        match &mut self.0 {
-            Some(all) => all.combine(err),
-            None => self.0 = Some(err),
-        }
-    }
-
-    pub(crate) fn is_some(&self) -> bool {
-        self.0.is_some()
-    }
-
-    pub(crate) fn finish(self) -> syn::Result<()> {
-        self.0.map_or(Ok(()), Err)
-    }
-}
 
 /// The checks of a `#[tool]` function.
 pub(crate) fn tool(tool: &ToolFn, errors: &mut Errors) {
