@@ -12,7 +12,9 @@ pub use crate::schema::{field_order, parse_args, result_schema_of, schema_of};
 pub use crate::tool::service::{
     HookHandler, MethodHandler, MethodSpec, ServiceEntry, ServiceSpec, ToolService,
 };
-pub use crate::tool::{Answer, Hints, ItemStream, SpecHandler, ToolSpec, failed_future, to_output};
+pub use crate::tool::{
+    Annotations, Answer, ItemStream, SpecHandler, ToolSpec, failed_future, to_output,
+};
 pub use ::futures::future::LocalBoxFuture;
 pub use ::futures::stream::BoxStream;
 pub use ::std::borrow::Cow;
@@ -166,22 +168,22 @@ impl<S> DefaultProbe<S> {
 
 /// Chosen for `Default` services.
 pub trait ViaDefault {
-    fn service_tool(&self) -> Option<Result<crate::ToolFunc, ToolError>>;
+    fn service_tool(&self) -> Option<Result<crate::tool::ToolFunc, ToolError>>;
 }
 
 impl<S: ToolService + Default> ViaDefault for &DefaultProbe<S> {
-    fn service_tool(&self) -> Option<Result<crate::ToolFunc, ToolError>> {
-        Some(crate::ToolFunc::from_service(S::default()))
+    fn service_tool(&self) -> Option<Result<crate::tool::ToolFunc, ToolError>> {
+        Some(crate::tool::ToolFunc::from_service(S::default()))
     }
 }
 
 /// Chosen for the others.
 pub trait NoDefault {
-    fn service_tool(&self) -> Option<Result<crate::ToolFunc, ToolError>>;
+    fn service_tool(&self) -> Option<Result<crate::tool::ToolFunc, ToolError>>;
 }
 
 impl<S> NoDefault for DefaultProbe<S> {
-    fn service_tool(&self) -> Option<Result<crate::ToolFunc, ToolError>> {
+    fn service_tool(&self) -> Option<Result<crate::tool::ToolFunc, ToolError>> {
         None
     }
 }
@@ -194,7 +196,8 @@ where
 {
     ::std::boxed::Box::pin(stream)
 }
-pub use crate::{Ctx, ToolError};
+pub use crate::error::ToolError;
+pub use crate::exec::ctx::Ctx;
 pub use ::core::option::Option::{self, None, Some};
 pub use ::core::result::Result::{self, Err, Ok};
 

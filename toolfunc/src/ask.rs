@@ -46,7 +46,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::ToolError;
+use crate::error::ToolError;
 
 /// What a tool asks its caller.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use crate::ToolError;
+use crate::error::ToolError;
 
 /// The arguments of a call: named (an object; `null` means none) or positional
 /// (mapped onto the tool's parameters in declaration order, see

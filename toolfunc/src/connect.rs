@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use crate::{Registry, ToolError, Transport};
+use crate::error::ToolError;
+use crate::registry::Registry;
+use crate::transport::Transport;
 
 /// Opens a transport chosen by the URL's scheme:
 ///

@@ -43,7 +43,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ToolError;
+use crate::error::ToolError;
 
 /// The schema keyword that marks a result schema as [`Content`]'s.
 pub const CONTENT_KEYWORD: &str = "x-toolfunc-content";

@@ -61,7 +61,6 @@ mod exec;
 pub mod http;
 mod id;
 pub mod layer;
-pub mod ledger;
 pub mod llm;
 mod local;
 mod log;
@@ -72,6 +71,7 @@ pub mod nats;
 mod options;
 mod panic;
 mod registry;
+mod remote;
 pub mod schema;
 mod tool;
 pub mod transport;
@@ -97,6 +97,7 @@ pub use registry::{
     CallStatus, RegisterOptions, Registry, RegistryEvent, Subscription, SubscriptionError,
     UnregisterOptions, UnregisterScope,
 };
+pub use remote::ledger;
 /// Cancellation tokens, as [`CallOptions::cancel_on`] and [`Ctx::cancellation_token`] use them.
 pub use tokio_util::sync::CancellationToken;
 pub use tool::service;

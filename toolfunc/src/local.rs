@@ -32,8 +32,9 @@ use futures::future::{BoxFuture, LocalBoxFuture};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::error::ToolError;
+use crate::exec::ctx::Ctx;
 use crate::panic::panicked;
-use crate::{Ctx, ToolError};
 
 /// Builds a local call's future (on the local thread).
 pub(crate) type MakeLocal =

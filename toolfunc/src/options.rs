@@ -12,8 +12,8 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::ToolError;
 use crate::ask::AnswerFn;
+use crate::error::ToolError;
 use crate::log::LogMessage;
 
 /// How a tool's nested calls (`ctx.run(name, ..)`) choose between a tool of the

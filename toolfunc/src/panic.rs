@@ -9,7 +9,7 @@ use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::sync::Once;
 
-use crate::ToolError;
+use crate::error::ToolError;
 
 thread_local! {
     /// How many handler polls are running on this thread (nested calls nest).

@@ -7,7 +7,8 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use serde_json::Value;
 
-use crate::{Registry, ToolError};
+use crate::error::ToolError;
+use crate::registry::Registry;
 
 /// Carries calls to tools by name. Implemented by [`Registry`] (in process) and,
 /// with the `http` and `nats` features, by `toolfunc::http::Client` and

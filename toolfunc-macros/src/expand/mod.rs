@@ -212,14 +212,14 @@ pub(crate) fn timeout_value(attrs: &ToolAttrs, p: &TokenStream) -> TokenStream {
     )
 }
 
-/// `Hints { read_only: Some(true), ..Hints::NONE }`: each hint by name.
+/// `Annotations::NONE.read_only(true)`: each hint set by name, in a `static`.
 pub(crate) fn annotation_values(attrs: &ToolAttrs, p: &TokenStream) -> TokenStream {
     let hints = attrs.annotations.unwrap_or_default();
     let set = Hints::set(&hints).map(|(name, value)| {
         let name = Ident::new(name, Span::call_site());
-        quote!(#name: #p::Some(#value),)
+        quote!(.#name(#value))
     });
-    quote!(#p::Hints { #(#set)* ..#p::Hints::NONE })
+    quote!(#p::Annotations::NONE #(#set)*)
 }
 
 pub(crate) struct ParamsType {

@@ -11,13 +11,17 @@ use std::panic::AssertUnwindSafe;
 use futures::FutureExt;
 use serde_json::Value;
 
-use super::ctx::{Ctx, Scope};
+use super::ctx::Ctx;
+use super::scope::Scope;
 use super::start::{Started, collect};
 use super::stream::ToolStream;
-use super::task::Call as Running;
-use crate::layer::{self, Call, Layers, Mode, Next, Ready, Reply, ReplyFuture};
+use super::task::Running;
+use crate::error::ToolError;
+use crate::layer::{self, Call, Layers, Mode, Next, Reply, ReplyFuture};
+use crate::registry::Registry;
 use crate::registry::{CallStatus, Observer};
-use crate::{Registry, ToolError, ToolFunc, ToolRef};
+use crate::tool::Ready;
+use crate::tool::{ToolFunc, ToolRef};
 
 /// The layers a call through `registry` with `scope` passes: the registry's (its
 /// ancestors' first), then the runner's. `None` when there are none.
@@ -101,7 +105,7 @@ pub(crate) async fn finish(mut running: ReplyFuture) -> Result<Reply, ToolError>
 /// collected within the call's bound.
 pub(crate) async fn value_of(
     reply: Reply,
-    bound: crate::CollectLimit,
+    bound: crate::options::CollectLimit,
     tool: &ToolRef,
 ) -> Result<Value, ToolError> {
     match reply {
@@ -205,7 +209,9 @@ pub(crate) fn start_stream(ctx: Ctx, args: Value) -> ToolStream {
     }
     match ToolFunc::start(ctx, Cow::Owned(args), true, false) {
         Ok(Started::Stream(opening, watch)) => ToolStream::items(opening, watch).observed(observer),
-        Ok(Started::Value(drive)) => ToolStream::single(Running::Running(drive).observed(observer)),
+        Ok(Started::Value(drive)) => {
+            ToolStream::single(Running::InFlight(drive).observed(observer))
+        }
         Err(err) => {
             if let Some(observer) = observer {
                 observer.finish(CallStatus::of(&Err(err.clone())));

@@ -1,29 +1,30 @@
-//! `Ctx`: the per-call context a tool receives, and `CallOptions`: what a caller puts
-//! into it (typed extensions, caller identity, timeout, cancellation, progress).
+//! `Ctx`: the per-call context a tool receives: what it may read of its call (the
+//! tool, call id, caller, extensions, deadline) and what it may do (watch for
+//! cancellation, register cleanups, report progress and logs, ask its caller, make
+//! nested calls).
 
-use std::any::{Any, TypeId};
+use std::any::Any;
 use std::fmt;
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use futures::FutureExt;
-use futures::future::BoxFuture;
 use serde_json::Value;
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::sync::CancellationToken;
 
-use crate::Runner;
-use crate::ask::AnswerFn;
-use crate::exec::task::deadline_for;
-use crate::layer::{Extensions, Layer, Layers, Viewer};
+use crate::error::ToolError;
+use crate::exec::deadline::{deadline_for, min_deadline, min_duration};
+use crate::exec::runner::Runner;
+use crate::exec::scope::{Scope, ScopeData};
+use crate::exec::state::{CallState, Cleanup};
+use crate::layer::Viewer;
 use crate::log::{DataText, LogLevel, LogMessage};
-use crate::options::{Binding, CallOptions, CollectLimit, LogFn, Progress, ProgressFn, Surface};
+use crate::options::{Binding, CallOptions, Progress, Surface};
+use crate::registry::Registry;
 use crate::registry::Resolved;
 use crate::tool::Dependency;
+use crate::tool::ToolDefinition;
 use crate::tool::ToolRef;
-use crate::{Registry, ToolDefinition, ToolError};
 
 /// The context of one call.
 ///
@@ -423,7 +424,7 @@ impl Ctx {
     pub async fn run<'v>(
         &self,
         name: &str,
-        args: impl Into<crate::Args<'v>>,
+        args: impl Into<crate::call::Args<'v>>,
     ) -> Result<Value, ToolError> {
         let found = self
             .resolve_nested(name)
@@ -460,8 +461,8 @@ impl Ctx {
     pub fn run_stream<'v>(
         &self,
         name: &str,
-        args: impl Into<crate::Args<'v>>,
-    ) -> crate::ToolStream {
+        args: impl Into<crate::call::Args<'v>>,
+    ) -> crate::exec::stream::ToolStream {
         self.with(CallOptions::new()).run_stream(name, args)
     }
 
@@ -530,454 +531,5 @@ impl fmt::Debug for Ctx {
             .field("caller", &self.caller())
             .field("deadline", &self.deadline())
             .finish_non_exhaustive()
-    }
-}
-
-/// What the calls of one runner share: resolved once when the runner is made.
-#[derive(Clone, Default)]
-pub(crate) struct Scope(Option<Arc<ScopeData>>);
-
-pub(crate) struct ScopeData {
-    binding: Binding,
-    extensions: Vec<(TypeId, Arc<dyn Any + Send + Sync>)>,
-    /// Outer layers' extensions, searched after these.
-    parent: Option<Arc<ScopeData>>,
-    caller: Option<Arc<str>>,
-    pub(crate) timeout: Option<Duration>,
-    pub(crate) deadline: Option<Instant>,
-    pub(crate) cancel: Vec<CancellationToken>,
-    /// With several cancellation sources: one token that fires when any does, kept
-    /// by a watcher task that lives as long as this scope.
-    merged: Option<(CancellationToken, DropGuard)>,
-    /// The id of the call that nested calls belong to.
-    call_id: Option<Arc<str>>,
-    progress: Option<ProgressFn>,
-    log: Option<LogFn>,
-    answer: Option<AnswerFn>,
-    collect_limit: Option<CollectLimit>,
-    surface: Option<Surface>,
-    /// Call middleware of the runner (and its outer runners), outermost first.
-    layers: Option<Layers>,
-}
-
-pub(crate) fn min_duration(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-pub(crate) fn min_deadline(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-impl ScopeData {
-    fn overlay(parent: Option<&Arc<ScopeData>>, options: CallOptions) -> Self {
-        let CallOptions {
-            binding,
-            extensions,
-            caller,
-            call_id,
-            timeout,
-            cancel,
-            progress,
-            log,
-            answer,
-            collect_limit,
-            surface,
-        } = options;
-        let inherited = |f: fn(&ScopeData) -> Option<Duration>| parent.and_then(|p| f(p));
-        let timeout = match (timeout, inherited(|p| p.timeout)) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        Self {
-            binding: binding
-                .or_else(|| parent.map(|p| p.binding))
-                .unwrap_or_default(),
-            extensions,
-            parent: parent.cloned(),
-            caller: caller.or_else(|| parent.and_then(|p| p.caller.clone())),
-            timeout,
-            deadline: parent.and_then(|p| p.deadline),
-            cancel: parent
-                .map(|p| p.cancel.clone())
-                .unwrap_or_default()
-                .into_iter()
-                .chain(cancel)
-                .collect(),
-            merged: None,
-            call_id: call_id.or_else(|| parent.and_then(|p| p.call_id.clone())),
-            progress: progress.or_else(|| parent.and_then(|p| p.progress.clone())),
-            log: log.or_else(|| parent.and_then(|p| p.log.clone())),
-            answer: answer.or_else(|| parent.and_then(|p| p.answer.clone())),
-            collect_limit: collect_limit.or_else(|| parent.and_then(|p| p.collect_limit)),
-            surface: surface.or_else(|| parent.and_then(|p| p.surface)),
-            layers: parent.and_then(|p| p.layers.clone()),
-        }
-    }
-
-    /// With several cancellation sources, makes one token that follows them all (when
-    /// a tokio runtime can run the watcher); calls then derive their token from it.
-    fn merge_cancellation(&mut self) {
-        if self.cancel.len() < 2 {
-            return;
-        }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let merged = CancellationToken::new();
-        let alive = CancellationToken::new();
-        let sources: Vec<_> = self
-            .cancel
-            .iter()
-            .map(|t| Box::pin(t.clone().cancelled_owned()))
-            .collect();
-        let (target, stop) = (merged.clone(), alive.clone());
-        runtime.spawn(async move {
-            let any = futures::future::select_all(sources);
-            if let futures::future::Either::Right(_) =
-                futures::future::select(Box::pin(stop.cancelled_owned()), any).await
-            {
-                target.cancel();
-            }
-        });
-        self.merged = Some((merged, alive.drop_guard()));
-    }
-
-    /// The one token a call's token derives from, if there is one.
-    fn parent_token(&self) -> Option<&CancellationToken> {
-        match (self.cancel.as_slice(), &self.merged) {
-            ([one], _) => Some(one),
-            (_, Some((merged, _))) => Some(merged),
-            _ => None,
-        }
-    }
-
-    fn get(&self, id: TypeId) -> Option<&(dyn Any + Send + Sync)> {
-        let mut layer = Some(self);
-        while let Some(data) = layer {
-            if let Some((_, value)) = data.extensions.iter().rev().find(|(t, _)| *t == id) {
-                return Some(&**value);
-            }
-            layer = data.parent.as_deref();
-        }
-        None
-    }
-}
-
-impl Scope {
-    pub(crate) const fn none() -> Self {
-        Self(None)
-    }
-
-    pub(crate) fn with(&self, options: CallOptions) -> Self {
-        let mut data = ScopeData::overlay(self.0.as_ref(), options);
-        data.merge_cancellation();
-        Self(Some(Arc::new(data)))
-    }
-
-    /// This scope with `layer` added after its own.
-    pub(crate) fn with_layer(&self, layer: Arc<dyn Layer>) -> Self {
-        let mut data = ScopeData::overlay(self.0.as_ref(), CallOptions::new());
-        data.merge_cancellation();
-        let layers = data.layers.iter().flat_map(|l| l.iter().cloned());
-        data.layers = Some(layers.chain(std::iter::once(layer)).collect());
-        Self(Some(Arc::new(data)))
-    }
-
-    /// The runner's layers, outermost first.
-    pub(crate) fn layers(&self) -> Option<&Layers> {
-        self.0.as_ref().and_then(|d| d.layers.as_ref())
-    }
-
-    pub(crate) fn surface(&self) -> Surface {
-        self.0.as_ref().and_then(|d| d.surface).unwrap_or_default()
-    }
-
-    pub(crate) fn viewer(&self) -> Viewer<'_> {
-        Viewer::new(
-            self.0.as_ref().and_then(|d| d.caller.as_deref()),
-            self.surface(),
-            self,
-        )
-    }
-
-    pub(crate) fn data(&self) -> Option<&Arc<ScopeData>> {
-        self.0.as_ref()
-    }
-
-    fn get<T: Any + Send + Sync>(&self) -> Option<&T> {
-        self.0.as_ref()?.get(TypeId::of::<T>())?.downcast_ref::<T>()
-    }
-
-    /// The deadline of an enclosing call, for calls nested in it.
-    pub(crate) fn inherited_deadline(&self) -> Option<Instant> {
-        self.0.as_ref().and_then(|d| d.deadline)
-    }
-
-    pub(crate) fn timeout(&self) -> Option<Duration> {
-        self.0.as_ref().and_then(|d| d.timeout)
-    }
-
-    /// The bound on collecting a stream into one value, for calls of this scope.
-    pub(crate) fn collect_limit(&self) -> CollectLimit {
-        self.0
-            .as_ref()
-            .and_then(|d| d.collect_limit)
-            .unwrap_or_default()
-    }
-
-    pub(crate) fn cancel_sources(&self) -> &[CancellationToken] {
-        self.0.as_ref().map_or(&[], |d| d.cancel.as_slice())
-    }
-
-    /// The sources a running call must watch itself: none when its token derives
-    /// from them (one source, or several merged).
-    pub(crate) fn unmerged_sources(&self) -> &[CancellationToken] {
-        match self.0.as_deref() {
-            Some(data) if data.parent_token().is_none() => &data.cancel,
-            _ => &[],
-        }
-    }
-
-    fn any_cancelled(&self) -> bool {
-        self.cancel_sources()
-            .iter()
-            .any(CancellationToken::is_cancelled)
-    }
-}
-
-impl Extensions for Scope {
-    fn extension(&self, id: TypeId) -> Option<&(dyn Any + Send + Sync)> {
-        self.0.as_ref()?.get(id)
-    }
-}
-
-const OPEN: u8 = 0;
-const USED: u8 = 1;
-const CLOSED: u8 = 2;
-
-/// A cleanup registered by a call.
-enum Cleanup {
-    Sync(Box<dyn FnOnce() + Send>),
-    Async(BoxFuture<'static, Result<(), ToolError>>),
-}
-
-/// Per-call state shared by every clone of a call's `Ctx` and by the code driving the
-/// call.
-pub(crate) struct CallState {
-    /// The call's token, made on first use (most calls never need one).
-    token: OnceLock<CancellationToken>,
-    /// The single caller token the call's token derives from, if there is one.
-    parent: Option<CancellationToken>,
-    /// Set by `abort` before any token exists; a token made later starts cancelled.
-    aborted: AtomicBool,
-    /// What stopped the call, as the caller will see it (the first stop wins);
-    /// boxed, as most calls are never stopped and the state of each call in flight
-    /// stays small.
-    stop: OnceLock<Box<ToolError>>,
-    /// `OPEN` (no cleanup yet), `USED` (some registered) or `CLOSED` (the call ended
-    /// with none): most calls have none, and never take the lock.
-    cleanup_state: AtomicU8,
-    cleanups: Mutex<Option<Vec<Cleanup>>>,
-}
-
-impl CallState {
-    fn new(scope: &Scope) -> Self {
-        // The call's token is a child of the caller's (one source, or several merged):
-        // cancellation propagates without anyone watching.
-        Self {
-            token: OnceLock::new(),
-            parent: scope.data().and_then(|d| d.parent_token().cloned()),
-            aborted: AtomicBool::new(false),
-            stop: OnceLock::new(),
-            cleanup_state: AtomicU8::new(OPEN),
-            cleanups: Mutex::new(Some(Vec::new())),
-        }
-    }
-
-    pub(crate) fn token(&self) -> &CancellationToken {
-        let mut made = false;
-        let token = self.token.get_or_init(|| {
-            made = true;
-            self.parent
-                .as_ref()
-                .map_or_else(CancellationToken::new, CancellationToken::child_token)
-        });
-        // `abort` sets the flag before it looks for a token, and a new token looks at
-        // the flag after it is stored: one of the two sees the other.
-        if made && self.aborted.load(Ordering::SeqCst) {
-            token.cancel();
-        }
-        token
-    }
-
-    /// Whether the call has been cancelled, without making a token.
-    pub(crate) fn is_cancelled(&self) -> bool {
-        self.aborted.load(Ordering::SeqCst)
-            || self
-                .parent
-                .as_ref()
-                .is_some_and(CancellationToken::is_cancelled)
-            || self
-                .token
-                .get()
-                .is_some_and(CancellationToken::is_cancelled)
-    }
-
-    /// Stops the call with `error` (`CANCELLED` or `TIMEOUT`); the first stop wins.
-    pub(crate) fn stop(&self, error: ToolError) {
-        if self.stop.get().is_none() {
-            let _ = self.stop.set(Box::new(error));
-        }
-        self.aborted.store(true, Ordering::SeqCst);
-        if let Some(token) = self.token.get() {
-            token.cancel();
-        }
-    }
-
-    /// Cancels the call, with the caller's reason.
-    pub(crate) fn abort(&self, reason: Option<String>) {
-        self.stop(ToolError::cancelled(reason));
-    }
-
-    /// The error the call ended with when it was stopped.
-    pub(crate) fn stop_error(&self) -> ToolError {
-        self.stop
-            .get()
-            .map_or_else(|| ToolError::cancelled(None), |error| (**error).clone())
-    }
-
-    fn push_cleanup(&self, cleanup: Cleanup) {
-        if self
-            .cleanup_state
-            .compare_exchange(OPEN, USED, Ordering::SeqCst, Ordering::SeqCst)
-            == Err(CLOSED)
-        {
-            // The call already ended: run it now rather than never.
-            start_cleanups(vec![cleanup]);
-            return;
-        }
-        let mut slot = self.cleanups.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(list) = slot.as_mut() {
-            list.push(cleanup);
-        } else {
-            // The call already ended: run it now rather than never.
-            drop(slot);
-            start_cleanups(vec![cleanup]);
-        }
-    }
-
-    fn take_cleanups(&self) -> Vec<Cleanup> {
-        // None registered: close without the lock; a later one then runs at once.
-        if self
-            .cleanup_state
-            .compare_exchange(OPEN, CLOSED, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
-            || self.cleanup_state.load(Ordering::SeqCst) == CLOSED
-        {
-            return Vec::new();
-        }
-        let mut list = self
-            .cleanups
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-            .unwrap_or_default();
-        list.reverse();
-        list
-    }
-
-    /// Runs the registered cleanups, once (later calls find nothing to run): sync ones
-    /// here, async ones started on the tokio runtime (their failures logged).
-    pub(crate) fn run_cleanups(&self) {
-        start_cleanups(self.take_cleanups());
-    }
-
-    /// The registered cleanups as one future that runs them all, in order, and
-    /// returns their failures; `None` (after running them) when none is async.
-    pub(crate) fn cleanups_future(&self) -> Option<BoxFuture<'static, Vec<ToolError>>> {
-        let list = self.take_cleanups();
-        if !list.iter().any(|c| matches!(c, Cleanup::Async(_))) {
-            start_cleanups(list);
-            return None;
-        }
-        Some(Box::pin(async move {
-            let mut errors = Vec::new();
-            for cleanup in list {
-                match cleanup {
-                    Cleanup::Sync(run) => run_sync_cleanup(run),
-                    Cleanup::Async(run) => match AssertUnwindSafe(run).catch_unwind().await {
-                        Ok(Ok(())) => {}
-                        Ok(Err(err)) => errors.push(err),
-                        Err(panic) => errors.push(crate::panic::panicked(&*panic)),
-                    },
-                }
-            }
-            errors
-        }))
-    }
-}
-
-fn start_cleanups(list: Vec<Cleanup>) {
-    let mut pending = Vec::new();
-    for cleanup in list {
-        match cleanup {
-            Cleanup::Sync(run) => run_sync_cleanup(run),
-            Cleanup::Async(mut run) => match (&mut run).now_or_never() {
-                Some(Ok(())) => {}
-                Some(Err(err)) => tracing::error!(error = %err, "a cleanup failed"),
-                None => pending.push(run),
-            },
-        }
-    }
-    if pending.is_empty() {
-        return;
-    }
-    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-        runtime.spawn(async move {
-            for run in pending {
-                if let Err(err) = run.await {
-                    tracing::error!(error = %err, "a cleanup failed");
-                }
-            }
-        });
-    } else {
-        tracing::warn!("an asynchronous cleanup needs a tokio runtime; it did not run");
-    }
-}
-
-fn run_sync_cleanup(run: Box<dyn FnOnce() + Send>) {
-    let caught = {
-        let _catching = crate::panic::Catching::enter();
-        std::panic::catch_unwind(AssertUnwindSafe(run))
-    };
-    if let Err(panic) = caught {
-        let message = crate::panic::panic_message(&*panic);
-        tracing::error!(panic = %message, "a cleanup hook panicked");
-    }
-}
-
-/// A call's result with its cleanups' failures: the cleanups' alone when the call
-/// succeeded, both (the call's first) when it failed too.
-pub(crate) fn with_cleanup_errors(
-    result: Result<Value, ToolError>,
-    mut errors: Vec<ToolError>,
-) -> Result<Value, ToolError> {
-    if errors.is_empty() {
-        return result;
-    }
-    match result {
-        Ok(_) => {
-            Err(ToolError::aggregate(errors).unwrap_or_else(|| ToolError::failed("cleanup failed")))
-        }
-        Err(err) => {
-            errors.insert(0, err);
-            Err(ToolError::Aggregate { errors })
-        }
     }
 }

@@ -8,12 +8,13 @@
 //! 1. **Resolve** (`runner.rs`): the name or alias is looked up in the registry (a
 //!    child's shadow first, then its parents), giving the tool and the registry that
 //!    holds it. Unknown names are `NOT_FOUND` with a hint when one is known.
-//! 2. **Context** (`ctx.rs`): a [`Ctx`](ctx::Ctx) is made over the runner's
-//!    [`Scope`](ctx::Scope): the caller's options ([`CallOptions`](crate::CallOptions):
-//!    extensions, caller, call id, timeout, cancellation, listeners), the nested-call
-//!    binding, and the deadline (the shorter of the tool's timeout, the options' and
-//!    an enclosing call's). Creating it is cheap: the call's state (its own token and
-//!    cleanups) is made only when a handler asks for it.
+//! 2. **Context** (`ctx.rs`, `scope.rs`, `deadline.rs`): a [`Ctx`](ctx::Ctx) is made
+//!    over the runner's [`Scope`](scope::Scope): the caller's options
+//!    ([`CallOptions`](crate::CallOptions): extensions, caller, call id, timeout,
+//!    cancellation, listeners), the nested-call binding, and the deadline (the shorter
+//!    of the tool's timeout, the options' and an enclosing call's). Creating it is
+//!    cheap: the call's state ([`CallState`](state::CallState) in `state.rs`: its own
+//!    token and cleanups) is made only when a handler asks for it.
 //! 3. **Layers** (`chain.rs`): when the registry (or its ancestors) or the runner
 //!    has call middleware ([`crate::layer`]), a tool a layer hides from the caller is
 //!    `NOT_FOUND`, and the call passes every layer in order, each of which may refuse
@@ -28,13 +29,13 @@
 //!    validator) with the JSON path of the first failure. A service picks its method
 //!    from `act`.
 //! 6. **Handler** (`start.rs`, `task.rs`): a sync handler runs on the calling thread;
-//!    an async one in a [`Drive`](task::Drive), raced against the deadline timer and
-//!    the cancellation tokens ([`Watch`](task::Watch)). A panic anywhere is
-//!    `PANICKED`.
+//!    an async one in a [`Drive`](task::Drive), raced against the deadline timer
+//!    (`deadline.rs`) and the cancellation tokens ([`Watch`](task::Watch)). A panic
+//!    anywhere is `PANICKED`.
 //! 7. **Stream or collect** (`stream.rs`, `start.rs`): a streaming handler's items
 //!    go to a [`ToolStream`](stream::ToolStream) one by one, or are collected into an
 //!    array within the [`CollectLimit`](crate::CollectLimit).
-//! 8. **Cleanups** (`ctx.rs`): the hooks registered with `ctx.on_cleanup` run when
+//! 8. **Cleanups** (`state.rs`): the hooks registered with `ctx.on_cleanup` run when
 //!    the call ends, however it ends; their failures join the call's
 //!    (`AGGREGATE`).
 //! 9. **Events** (`runner.rs`, `task.rs`): `CallStarted` and `CallFinished` with its
@@ -46,8 +47,11 @@
 
 pub(crate) mod chain;
 pub(crate) mod ctx;
+pub(crate) mod deadline;
 pub(crate) mod run;
 pub(crate) mod runner;
+pub(crate) mod scope;
 pub(crate) mod start;
+pub(crate) mod state;
 pub mod stream;
 pub(crate) mod task;

@@ -6,11 +6,14 @@ use std::future::Future;
 
 use serde_json::Value;
 
-use super::ctx::Scope;
 use super::runner::{Calls, Runner};
+use super::scope::Scope;
 use super::stream::ToolStream;
 use super::task::CallHandle;
-use crate::{Args, CallOptions, Registry, ToolCall, ToolError, ToolResult};
+use crate::call::{Args, ToolCall, ToolResult};
+use crate::error::ToolError;
+use crate::options::CallOptions;
+use crate::registry::Registry;
 
 /// The scope of a call made straight on a registry: no options.
 static NO_SCOPE: Scope = Scope::none();

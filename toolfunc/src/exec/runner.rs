@@ -9,14 +9,18 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::chain::{self, call_inline, call_inline_awaiting, check_ready};
-use super::ctx::Scope;
+use super::scope::Scope;
 use super::stream::ToolStream;
-use super::task::Call as Running;
 use super::task::CallHandle;
-use crate::Registry;
+use super::task::Running;
+use crate::call::{Args, ToolCall, ToolResult};
+use crate::error::ToolError;
+use crate::exec::ctx::Ctx;
 use crate::layer::{Layer, Layers, Mode, Reply, ReplyFuture};
+use crate::options::CallOptions;
+use crate::registry::Registry;
 use crate::registry::{Observer, Resolved};
-use crate::{Args, CallOptions, Ctx, ToolCall, ToolDefinition, ToolError, ToolFunc, ToolResult};
+use crate::tool::{ToolDefinition, ToolFunc};
 
 /// Runs tools of a registry with a context: made by [`Registry::with`] or
 /// [`Ctx::with`], it offers the registry's run methods, and every call it makes
@@ -89,13 +93,39 @@ impl Runner {
         &self.registry
     }
 
-    /// Runs an already resolved tool (a nested call after binding).
+    /// Runs an already resolved tool (a nested call after binding, a remote call
+    /// found once on the remote floor): no second lookup by name.
     pub(crate) async fn run_resolved(
         &self,
         found: Resolved,
         args: Value,
     ) -> Result<Value, ToolError> {
         self.calls().run_found(found, None, args).await
+    }
+
+    /// [`run_resolved`](Self::run_resolved) for a correlated call: its id is the
+    /// call's id, and the result carries it.
+    pub(crate) async fn execute_resolved(&self, found: Resolved, call: ToolCall) -> ToolResult {
+        let ToolCall {
+            id,
+            name,
+            arguments,
+        } = call;
+        let output = self
+            .calls()
+            .run_found(found, Some(Arc::from(id.as_str())), arguments)
+            .await;
+        ToolResult::new(id, name, output)
+    }
+
+    /// Streams an already resolved tool's items (see [`Registry::run_stream`]).
+    pub(crate) fn stream_resolved(&self, found: Resolved, args: Value) -> ToolStream {
+        self.calls().stream_found(found, args)
+    }
+
+    /// Spawns an already resolved tool (see [`Registry::spawn`]).
+    pub(crate) fn spawn_resolved(&self, found: Resolved, args: Value) -> CallHandle {
+        self.calls().spawn_found(found, args)
     }
 }
 
@@ -356,6 +386,12 @@ impl<'a> Calls<'a> {
             Ok(args) => args.into_owned(),
             Err(err) => return ToolStream::failed(err),
         };
+        self.stream_found(found, args)
+    }
+
+    fn stream_found(self, found: Resolved, args: Value) -> ToolStream {
+        let tool = found.tool.clone();
+        let name = tool.name();
         if let Some(layers) = self.layers() {
             let ready = found.ready.clone();
             let ctx = self.ctx(found, None).streaming();
@@ -386,9 +422,6 @@ impl<'a> Calls<'a> {
     }
 
     pub(super) fn spawn(self, name: &str, args: Args<'_>) -> CallHandle {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return CallHandle::failed(ToolError::failed("spawn needs a running tokio runtime"));
-        };
         let found = match self.find(name) {
             Ok(found) => found,
             Err(err) => return CallHandle::failed(err),
@@ -397,6 +430,15 @@ impl<'a> Calls<'a> {
             Ok(args) => args.into_owned(),
             Err(err) => return CallHandle::failed(err),
         };
+        self.spawn_found(found, args)
+    }
+
+    fn spawn_found(self, found: Resolved, args: Value) -> CallHandle {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return CallHandle::failed(ToolError::failed("spawn needs a running tokio runtime"));
+        };
+        let tool = found.tool.clone();
+        let name = tool.name();
         let ready = found.ready.clone();
         let ctx = self.ctx(found, None);
         let state = Arc::clone(ctx.state());

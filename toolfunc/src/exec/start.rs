@@ -11,11 +11,14 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use super::task::{Call, Drive, Watch};
+use super::task::{Drive, Running, Watch};
+use crate::error::ToolError;
+use crate::exec::ctx::Ctx;
 use crate::options::{CollectLimit, json_size};
 use crate::panic::{Catching, panicked};
+use crate::tool::ToolFunc;
 use crate::tool::{Answer, Handler, ItemStream, SyncHandler};
-use crate::{CancellationToken, Ctx, ToolError, ToolFunc};
+use tokio_util::sync::CancellationToken;
 
 impl ToolFunc {
     /// Why a call must not start: a caller's token already fired, or an enclosing
@@ -188,24 +191,24 @@ impl ToolFunc {
     /// Starts the tool of `ctx`. Sync handlers run at once; async and streaming ones
     /// (collected) run as the returned future is polled, raced against cancellation
     /// and the deadline. A panic anywhere becomes `PANICKED`.
-    pub(crate) fn call(ctx: Ctx, args: Cow<'_, Value>) -> Call {
+    pub(crate) fn call(ctx: Ctx, args: Cow<'_, Value>) -> Running {
         Self::call_with(ctx, args, false)
     }
 
     /// [`call`](Self::call), watching the call's own token when `abortable` (a spawned
     /// call's handle can abort it).
-    pub(crate) fn call_with(ctx: Ctx, args: Cow<'_, Value>, abortable: bool) -> Call {
+    pub(crate) fn call_with(ctx: Ctx, args: Cow<'_, Value>, abortable: bool) -> Running {
         if ctx.tool().runs_inline() {
             let (result, cleanups) = ctx.tool().call_sync_awaiting(&ctx, args);
             return match cleanups {
-                None => Call::Ready(Some(result)),
-                Some(cleanups) => Call::Cleaning(Some(result), cleanups, None),
+                None => Running::Ready(Some(result)),
+                Some(cleanups) => Running::Cleaning(Some(result), cleanups, None),
             };
         }
         match Self::start(ctx, args, false, abortable) {
-            Ok(Started::Value(drive)) => Call::Running(drive),
+            Ok(Started::Value(drive)) => Running::InFlight(drive),
             Ok(Started::Stream(..)) => unreachable!("`start` collects streams when asked to"),
-            Err(err) => Call::Ready(Some(Err(err))),
+            Err(err) => Running::Ready(Some(Err(err))),
         }
     }
 

@@ -12,8 +12,8 @@ use futures::future::{BoxFuture, CatchUnwind};
 use futures::{FutureExt, Stream};
 use serde_json::Value;
 
-use crate::ToolError;
-use crate::exec::task::{Call, Finish, Watch};
+use crate::error::ToolError;
+use crate::exec::task::{Finish, Running, Watch};
 use crate::panic::panicked;
 use crate::registry::{CallStatus, Observer};
 use crate::tool::ItemStream;
@@ -35,7 +35,7 @@ pub struct ToolStream {
 
 enum Inner {
     /// A non-streaming call (or an error before the call started).
-    Single(Option<Call>),
+    Single(Option<Running>),
     /// A stream that starts once something it waits for is done (a tool's setup).
     Deferred(BoxFuture<'static, Result<ToolStream, ToolError>>),
     /// Items a call middleware layer handed back.
@@ -70,7 +70,7 @@ impl fmt::Debug for ToolStream {
 }
 
 impl ToolStream {
-    pub(crate) fn single(call: Call) -> Self {
+    pub(crate) fn single(call: Running) -> Self {
         Self {
             inner: Inner::Single(Some(call)),
         }
@@ -98,7 +98,7 @@ impl ToolStream {
     }
 
     pub(crate) fn failed(err: ToolError) -> Self {
-        Self::single(Call::Ready(Some(Err(err))))
+        Self::single(Running::Ready(Some(Err(err))))
     }
 
     pub(crate) fn items(

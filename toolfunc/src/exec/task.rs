@@ -13,67 +13,12 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
-use crate::ToolError;
-use crate::exec::ctx::{CallState, Scope, min_deadline, min_duration, with_cleanup_errors};
+use crate::error::ToolError;
+use crate::exec::deadline::{Timer, timer};
+use crate::exec::scope::Scope;
+use crate::exec::state::{CallState, cancelled_error, with_cleanup_errors};
 use crate::panic::panicked;
 use crate::registry::{CallStatus, Observer};
-
-/// When a call must end: the shorter of the tool's and the caller's timeout from now,
-/// and never after an enclosing call's deadline. Reads the clock only when there is a
-/// timeout.
-#[expect(
-    clippy::inline_always,
-    reason = "the run hot path, counted in benches/instructions.rs"
-)]
-#[inline(always)]
-pub(crate) fn deadline_for(
-    tool_timeout: Option<Duration>,
-    scope: &Scope,
-    inherited: Option<Instant>,
-) -> Option<Instant> {
-    if tool_timeout.is_none() && scope.timeout().is_none() {
-        return inherited;
-    }
-    deadline_from_now(tool_timeout, scope, inherited)
-}
-
-/// [`deadline_for`] when some timeout applies: it starts now.
-#[inline(never)]
-fn deadline_from_now(
-    tool_timeout: Option<Duration>,
-    scope: &Scope,
-    inherited: Option<Instant>,
-) -> Option<Instant> {
-    // A timeout too long for the clock (`Duration::MAX`, a header of u64::MAX ms)
-    // is no deadline at all, not an overflow.
-    let own =
-        min_duration(tool_timeout, scope.timeout()).and_then(|t| Instant::now().checked_add(t));
-    min_deadline(own, inherited)
-}
-
-pub(crate) fn cancelled_error(state: &CallState) -> ToolError {
-    state.stop_error()
-}
-
-/// The deadline's timer. It is polled outside tokio's cooperative budget: a
-/// handler that spent the task's budget (an always-ready stream, a busy channel)
-/// must not keep its own deadline from firing.
-type Timer = Pin<Box<tokio::task::coop::Unconstrained<tokio::time::Sleep>>>;
-
-/// A timer for `deadline`, when a tokio runtime with its time driver is running.
-/// Without one a timeout cannot be enforced: the call runs without it (and says so).
-fn timer(deadline: Instant) -> Option<Timer> {
-    tokio::runtime::Handle::try_current().ok()?;
-    // `sleep_until` panics when the runtime was built without `enable_time`.
-    if let Ok(sleep) = std::panic::catch_unwind(|| tokio::time::sleep_until(deadline.into())) {
-        Some(Box::pin(tokio::task::coop::unconstrained(sleep)))
-    } else {
-        tracing::warn!(
-            "a call timeout is not enforced: the tokio runtime has no timer (enable_time)"
-        );
-        None
-    }
-}
 
 /// What a running call watches besides its handler: its own token, extra caller
 /// tokens (when there is more than one, the call's token cannot be their child), and
@@ -307,7 +252,7 @@ impl Future for Drive {
 }
 
 /// The future of a call: finished already (sync tools, early errors) or in flight.
-pub(crate) enum Call {
+pub(crate) enum Running {
     Ready(Option<Result<Value, ToolError>>),
     /// A sync body's result, waiting for its async cleanups.
     Cleaning(
@@ -315,14 +260,14 @@ pub(crate) enum Call {
         BoxFuture<'static, Vec<ToolError>>,
         Option<Observer>,
     ),
-    Running(Drive),
+    InFlight(Drive),
 }
 
-impl Call {
+impl Running {
     /// Reports the call's end to `observer` (subscribers, `tracing`).
     pub(crate) fn observed(self, observer: Option<Observer>) -> Self {
         match self {
-            Self::Running(drive) => Self::Running(drive.observed(observer)),
+            Self::InFlight(drive) => Self::InFlight(drive.observed(observer)),
             // Reported once the cleanups settled.
             Self::Cleaning(result, cleanups, _) => Self::Cleaning(result, cleanups, observer),
             Self::Ready(result) => {
@@ -335,7 +280,7 @@ impl Call {
     }
 }
 
-impl Future for Call {
+impl Future for Running {
     type Output = Result<Value, ToolError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -356,7 +301,7 @@ impl Future for Call {
                 }
                 Poll::Ready(result)
             }
-            Self::Running(drive) => Pin::new(drive).poll(cx),
+            Self::InFlight(drive) => Pin::new(drive).poll(cx),
         }
     }
 }

@@ -11,12 +11,15 @@ use reqwest::{Method, Url};
 use serde_json::{Map, Value};
 
 use super::wire::{self, NDJSON, REQ_ID, RPC_ACT, RPC_FN, RPC_RES_ID, request_id};
+use crate::error::ToolError;
+use crate::exec::runner::Runner;
+use crate::exec::stream::ToolStream;
+use crate::options::CallOptions;
+use crate::registry::Registry;
 use crate::tool::service::REST_VERBS;
 use crate::tool::{Answer, ItemStream};
-use crate::{
-    CallOptions, Registry, Runner, ToolDefinition, ToolError, ToolFunc, ToolRef, ToolStream,
-    Transport,
-};
+use crate::tool::{ToolDefinition, ToolFunc, ToolRef};
+use crate::transport::Transport;
 
 /// What `encodeURIComponent` leaves alone; everything else is percent-encoded
 /// (spaces as `%20`, never `+`).

@@ -40,7 +40,10 @@ use serde_json::{Map, Value, json};
 
 use super::Api;
 use super::wire::{NDJSON, REQ_ID, RPC_TIMEOUT};
-use crate::{ActDefinition, Registry, ToolDefinition};
+use crate::registry::Registry;
+use crate::remote::{self, Catalog, Lookup};
+use crate::tool::ToolDefinition;
+use crate::tool::service::ActDefinition;
 
 /// The last path segment the document is served at: `GET <prefix>/openapi.json`.
 pub(super) const FILE: &str = "openapi.json";
@@ -218,18 +221,14 @@ const SEGMENT: &AsciiSet = &CONTROLS
 
 fn document(view: &View<'_>) -> Value {
     let mut doc = Doc::new(view);
-    let served = |name: &str| view.registry.get(name).is_some_and(|t| t.is_api());
-    for def in view.registry.definitions() {
-        if def.api {
-            doc.tool(&def);
-        }
+    // A tool of the same name as a built-in page is served in its place.
+    let served = |name: &str| remote::find(view.registry, name, Lookup::TOOL, None).is_ok();
+    let offered = Catalog::of(view.registry);
+    for def in offered.tools() {
+        doc.tool(def);
     }
     doc.builtins(!served(FILE));
-    let background = view
-        .registry
-        .definitions()
-        .iter()
-        .any(|def| def.api && def.background);
+    let background = offered.tools().any(|def| def.background);
     if background && !served(super::server::TASKS) {
         doc.tasks();
     }

@@ -15,8 +15,11 @@ use serde_json::{Map, Value};
 
 use super::listen::{self, Limits};
 use super::wire::{self, NDJSON, REQ_ID, RPC_ACT, RPC_FN, RPC_RES_ID, RPC_TIMEOUT, X_REQUEST_ID};
-use crate::ledger::{Ledger, TaskPoll, Track};
-use crate::{CallOptions, CollectLimit, Registry, Surface, ToolError, ToolRef};
+use crate::error::ToolError;
+use crate::options::{CallOptions, CollectLimit, Surface};
+use crate::registry::Registry;
+use crate::remote::ledger::{Ledger, TaskPoll, Track};
+use crate::remote::{self, Found, Lookup, Plan};
 
 /// The default request body limit: 1 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
@@ -511,10 +514,9 @@ pub async fn serve(
     listen::serve(listener, router(registry), Limits::default()).await
 }
 
-/// A parsed call, ready to run.
-struct Call {
-    tool: ToolRef,
-    act: Option<String>,
+/// A parsed call, found and ready to run.
+struct Prepared {
+    found: Found,
     params: Value,
 }
 
@@ -671,14 +673,16 @@ async fn respond(api: &Api, request: Request) -> Response {
     let auth = |tool: Option<&str>, act: Option<&str>| authorize(api, &parts, tool, act);
     // A bad header is answered once the auth hook had its say.
     let options = call_options(api, &parts.headers, &header_str);
-    let shown = shown_to(api, options.as_ref().ok());
+    let viewer = options.as_ref().ok();
     let named = header_str(RPC_FN);
     let Some(name) = named.clone().or_else(|| segments.first().cloned()) else {
         if *method == Method::GET {
             if let Some(refused) = auth(None, None) {
                 return refused;
             }
-            return json_response(StatusCode::OK, &wire::discovery(&api.registry, shown));
+            let shown = remote::shown_to(&api.registry, viewer);
+            let offered = remote::Catalog::of(&api.registry);
+            return json_response(StatusCode::OK, &wire::discovery(&offered, shown));
         }
         return auth(None, None).unwrap_or_else(|| {
             json_response(
@@ -687,48 +691,43 @@ async fn respond(api: &Api, request: Request) -> Response {
             )
         });
     };
-    let find = |name: &str| {
-        api.registry
-            .get(name)
-            .filter(|t| t.is_api() && shown(t.definition()))
-    };
-    // The OpenAPI document, unless a tool of that name is served.
-    if named.is_none()
-        && *method == Method::GET
-        && let [only] = segments.as_slice()
-        && only == super::openapi::FILE
-        && find(only).is_none()
-    {
-        return auth(None, None).unwrap_or_else(|| super::openapi::response(&api.openapi_view()));
-    }
-    // The try-it page, when it is on and no tool of that name is served.
-    if api.docs
-        && named.is_none()
-        && *method == Method::GET
-        && let [only] = segments.as_slice()
-        && only == super::docs::FILE
-        && find(only).is_none()
-    {
-        // Static, with no data: served to anyone this API's host and origin checks
-        // let through, so a visitor can open it and give the credential the auth
-        // hook wants; everything it shows comes through the hook.
-        return super::docs::response();
-    }
-    let Some(tool) = find(&name) else {
-        if name == TASKS {
-            return tasks(api, &parts, &segments, body, &header_str, &auth).await;
+    // The name is found once: a tool of that name is served before the built-in
+    // pages and the task poller of the same name.
+    let found = match remote::find(&api.registry, &name, Lookup::TOOL, viewer) {
+        Ok(found) => found,
+        Err(err) => {
+            let page = (named.is_none() && *method == Method::GET)
+                .then_some(segments.as_slice())
+                .and_then(|segments| match segments {
+                    [only] => Some(only.as_str()),
+                    _ => None,
+                });
+            // The OpenAPI document.
+            if page == Some(super::openapi::FILE) {
+                return auth(None, None)
+                    .unwrap_or_else(|| super::openapi::response(&api.openapi_view()));
+            }
+            // The try-it page, when it is on: static, with no data, so served to
+            // anyone this API's host and origin checks let through (a visitor opens
+            // it and gives the credential the auth hook wants; everything it shows
+            // comes through the hook).
+            if api.docs && page == Some(super::docs::FILE) {
+                return super::docs::response();
+            }
+            if name == TASKS {
+                return tasks(api, &parts, &segments, body, &header_str, &auth).await;
+            }
+            // A caller the hook turns away learns nothing about which tools exist.
+            return auth(None, None).unwrap_or_else(|| error_response(Some(&name), &err));
         }
-        // A caller the hook turns away learns nothing about which tools exist.
-        return auth(None, None)
-            .unwrap_or_else(|| error_response(Some(&name), &ToolError::not_found(&name)));
     };
     if named.is_some()
         && let Some(path_name) = segments.first()
-        && find(path_name).as_ref().map(|t| t.name()) != Some(tool.name())
+        && !names(&found, path_name)
     {
         return auth(None, None).unwrap_or_else(|| {
             error_response(
-                Some(tool.name()),
+                Some(found.name()),
                 &ToolError::arguments(
                     "",
                     format!("the `rpc-fn` header names `{name}` but the path names `{path_name}`"),
@@ -740,34 +739,24 @@ async fn respond(api: &Api, request: Request) -> Response {
         api,
         parts: &parts,
         segments: &segments,
-        tool,
+        found,
     };
     let call = match request.call(body, &header_str, &auth).await {
         Ok(call) => call,
         Err(refused) => return *refused,
     };
-    drop(shown);
     let options = match options {
         Ok(options) => options,
-        Err(err) => return error_response(Some(call.tool.name()), &err),
+        Err(err) => return error_response(Some(call.found.name()), &err),
     };
     let req_id = header_str(REQ_ID);
     run(api, call, options, req_id).await
 }
 
-/// What a layer lets the caller of `options` see: a tool it hides is answered as if
-/// it did not exist.
-fn shown_to<'a>(
-    api: &Api,
-    options: Option<&'a CallOptions>,
-) -> impl Fn(&crate::ToolDefinition) -> bool + 'a {
-    let layers = api.registry.layers();
-    move |def| match (&layers, options) {
-        (Some(layers), Some(options)) => {
-            crate::layer::visible(layers, def, &crate::layer::viewer_of(options))
-        }
-        _ => true,
-    }
+/// Whether `name` (from the path) names the tool `found` is: by its name or one of
+/// its aliases, with no second lookup.
+fn names(found: &Found, name: &str) -> bool {
+    found.name() == name || found.definition().alias.iter().any(|alias| alias == name)
 }
 
 /// Whether a request that carries a body was sent by a program: a JSON content
@@ -829,7 +818,7 @@ struct Parsed<'a> {
     api: &'a Api,
     parts: &'a axum::http::request::Parts,
     segments: &'a [String],
-    tool: ToolRef,
+    found: Found,
 }
 
 impl Parsed<'_> {
@@ -844,16 +833,16 @@ impl Parsed<'_> {
         body: Body,
         header_str: &impl Fn(&str) -> Option<String>,
         auth: &impl Fn(Option<&str>, Option<&str>) -> Option<Response>,
-    ) -> Result<Call, Box<Response>> {
+    ) -> Result<Prepared, Box<Response>> {
         let Self {
             api,
             parts,
             segments,
-            tool,
+            mut found,
         } = self;
         let method = &parts.method;
-        let def = tool.definition();
-        let name = tool.name().to_owned();
+        let def = found.definition();
+        let name = found.name().to_owned();
         let is_service = !def.methods.is_empty();
         // Refused with the hook's word first, else with `err`.
         let fail = |act: Option<&str>, err: ToolError| {
@@ -909,13 +898,14 @@ impl Parsed<'_> {
         } else {
             None
         };
-        if let Some(refused) = auth(Some(&name), act.map(|a| a.name.as_str())) {
+        let act = act.map(|index| (index, &def.acts[index]));
+        if let Some(refused) = auth(Some(&name), act.map(|(_, a)| a.name.as_str())) {
             return Err(Box::new(refused));
         }
-        if *method == Method::GET && !api.writes_over_get && !read_only(def, act) {
+        if *method == Method::GET && !api.writes_over_get && !read_only(def, act.map(|(_, a)| a)) {
             let what = act.map_or_else(
                 || format!("`{name}`"),
-                |a| format!("`{}` of `{name}`", a.name),
+                |(_, a)| format!("`{}` of `{name}`", a.name),
             );
             return Err(Box::new(method_not_allowed(
                 "POST",
@@ -928,19 +918,18 @@ impl Parsed<'_> {
                 .await
                 .map_err(|e| Box::new(error_response(Some(&name), &e)))?;
         }
-        // The schema the arguments are cast against: the act's, or the tool's.
-        let schema = act.map_or(&def.params, |d| &d.params);
         let Some(map) = params.as_object_mut() else {
             let err = ToolError::arguments("", "the parameters must be a JSON object");
             return Err(Box::new(error_response(Some(&name), &err)));
         };
-        fill(map, schema, id_text, extras);
-        let act = act.map(|a| a.name.clone());
-        if let Some(act) = &act {
-            // The canonical act: dispatch runs exactly what the hook allowed.
-            map.insert("act".to_owned(), Value::from(act.clone()));
+        if let Some((index, _)) = act {
+            found.choose_act(index);
         }
-        Ok(Call { tool, act, params })
+        // Cast against the act's schema, or the tool's.
+        fill(map, found.params(), id_text, extras);
+        // The canonical act: dispatch runs exactly what the hook allowed.
+        found.name_act(map);
+        Ok(Prepared { found, params })
     }
 }
 
@@ -977,12 +966,12 @@ fn fill(
 /// without an id lists). Refused: a service called with no act (400, naming its
 /// acts), a verb the resource has no method for (405 with the `Allow` it has), an
 /// act it does not have (404 `UNKNOWN_ACT`).
-fn settle_act<'d>(
-    def: &'d crate::ToolDefinition,
+fn settle_act(
+    def: &crate::tool::ToolDefinition,
     method: &Method,
     sent: Option<String>,
     has_id: bool,
-) -> Result<&'d crate::ActDefinition, Box<Response>> {
+) -> Result<usize, Box<Response>> {
     let name = def.name.as_str();
     let Some(sent) = sent else {
         if def.action.as_deref() == Some("res") {
@@ -991,7 +980,7 @@ fn settle_act<'d>(
                 "GET" if !has_id => "list".to_owned(),
                 verb => verb.to_ascii_lowercase(),
             };
-            return def.acts.iter().find(|d| d.name == verb).ok_or_else(|| {
+            return def.acts.iter().position(|d| d.name == verb).ok_or_else(|| {
                 let allow = resource_methods(def);
                 let mut response = error_response(
                     Some(name),
@@ -1025,11 +1014,11 @@ fn settle_act<'d>(
     };
     def.acts
         .iter()
-        .find(|d| d.name == sent)
+        .position(|d| d.name == sent)
         .or_else(|| {
             def.acts
                 .iter()
-                .find(|d| d.name.strip_prefix('$') == Some(&sent))
+                .position(|d| d.name.strip_prefix('$') == Some(&sent))
         })
         .ok_or_else(|| {
             Box::new(error_response(
@@ -1044,7 +1033,7 @@ fn settle_act<'d>(
 
 /// The HTTP methods a REST resource answers, for `Allow`: GET for `get`/`list`,
 /// POST for `post` and `$` methods, PUT, PATCH and DELETE for theirs.
-fn resource_methods(def: &crate::ToolDefinition) -> String {
+fn resource_methods(def: &crate::tool::ToolDefinition) -> String {
     let has = |act: &str| def.acts.iter().any(|d| d.name == act);
     let mut allow = Vec::new();
     if has("get") || has("list") {
@@ -1064,8 +1053,11 @@ fn resource_methods(def: &crate::ToolDefinition) -> String {
 
 /// Whether GET may run the tool or act: REST `get` and `list`, and whatever its
 /// annotations say is read-only.
-pub(super) fn read_only(def: &crate::ToolDefinition, act: Option<&crate::ActDefinition>) -> bool {
-    let marked = |a: &crate::Annotations| a.read_only == Some(true);
+pub(super) fn read_only(
+    def: &crate::tool::ToolDefinition,
+    act: Option<&crate::tool::service::ActDefinition>,
+) -> bool {
+    let marked = |a: &crate::tool::Annotations| a.read_only == Some(true);
     match act {
         Some(act) => {
             act.name == "get"
@@ -1151,33 +1143,28 @@ fn parse_object(bytes: &[u8], path: &str) -> Result<Value, ToolError> {
 
 /// Whether the call asks for a stream: the tool (or act) streams and, when it
 /// declares a `stream` parameter, the call sets it.
-fn wants_stream(call: &Call) -> bool {
-    let def = call.tool.definition();
-    let (streams, params) = match call
-        .act
-        .as_deref()
-        .and_then(|a| def.acts.iter().find(|d| d.name == a || d.method() == a))
-    {
-        Some(act) => (act.stream, &act.params),
-        None => (def.stream, &def.params),
-    };
-    streams
-        && (wire::property(params, "stream").is_none() || wire::truthy(call.params.get("stream")))
+fn wants_stream(call: &Prepared) -> bool {
+    call.found.streams()
+        && (wire::property(call.found.params(), "stream").is_none()
+            || wire::truthy(call.params.get("stream")))
 }
 
-async fn run(api: &Api, call: Call, options: CallOptions, req_id: Option<String>) -> Response {
-    let name = call.tool.name().to_owned();
-    if let Some(soft) = call.tool.soft_deadline() {
-        return run_in_background(api, call, options, soft, req_id).await;
-    }
-    if !wants_stream(&call) {
-        let result = api.registry.with(options).run(&name, call.params).await;
-        return match result {
-            Ok(value) => json_response(StatusCode::OK, &value),
-            Err(err) => error_response(Some(&name), &err),
-        };
-    }
-    let mut items = api.registry.with(options).run_stream(&name, call.params);
+async fn run(api: &Api, call: Prepared, options: CallOptions, req_id: Option<String>) -> Response {
+    let name = call.found.name().to_owned();
+    let plan = Plan::of(&call.found, wants_stream(&call), true);
+    let Prepared { found, params } = call;
+    let mut items = match plan {
+        Plan::Tracked { soft, streamed } => {
+            return run_in_background(api, (found, params), options, soft, streamed, req_id).await;
+        }
+        Plan::Value => {
+            return match found.run(&api.registry.with(options), params).await {
+                Ok(value) => json_response(StatusCode::OK, &value),
+                Err(err) => error_response(Some(&name), &err),
+            };
+        }
+        Plan::Stream => found.stream(&api.registry.with(options), params),
+    };
     // An error before the first item is an ordinary error response.
     let first = match items.next().await {
         Some(Err(err)) => return error_response(Some(&name), &err),
@@ -1257,13 +1244,13 @@ const RETRY_AFTER_MS: &str = "1000";
 /// the API's ledger, bounded by the ledger's maximum run time.
 async fn run_in_background(
     api: &Api,
-    call: Call,
+    (found, params): (Found, Value),
     options: CallOptions,
     soft: Duration,
+    streamed: bool,
     req_id: Option<String>,
 ) -> Response {
-    let name = call.tool.name().to_owned();
-    let streamed = wants_stream(&call);
+    let name = found.name().to_owned();
     let mut track = Track::new().options(options);
     if streamed {
         track = track.streamed();
@@ -1271,7 +1258,7 @@ async fn run_in_background(
     if let Some(id) = req_id {
         track = track.id(id);
     }
-    let id = match api.ledger.start_with(&name, call.params, track) {
+    let id = match found.track(&api.ledger, params, track) {
         Ok(id) => id,
         Err(err) => return error_response(Some(&name), &err),
     };
@@ -1349,15 +1336,13 @@ async fn tasks(
         );
     };
     let poller = call_options(api, &parts.headers, header_str).ok();
-    let shown = shown_to(api, poller.as_ref());
     let readable = api
         .ledger
         .visible_to(&id, poller.as_ref().and_then(CallOptions::caller_name))
         && api
             .ledger
             .tool_of(&id)
-            .and_then(|tool| api.registry.get(&tool))
-            .is_none_or(|tool| shown(tool.definition()));
+            .is_none_or(|tool| remote::tracked_shown(&api.registry, &tool, poller.as_ref()));
     if !readable {
         return error_response(
             Some(TASKS),

@@ -3,7 +3,9 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::{Registry, ToolDefinition, ToolError};
+use crate::error::ToolError;
+use crate::remote::Catalog;
+use crate::tool::ToolDefinition;
 
 /// The header naming the tool (takes precedence over the path).
 pub(crate) const RPC_FN: &str = "rpc-fn";
@@ -119,13 +121,13 @@ pub(crate) fn error_from_body(status: u16, body: &[u8], tool: &str) -> ToolError
 /// tools with `api = false` and those `shown` refuses (hidden from this caller by a
 /// layer). Every entry carries `isApi: true` as the JavaScript servers write it;
 /// nothing carries function source.
-pub(crate) fn discovery(registry: &Registry, shown: impl Fn(&ToolDefinition) -> bool) -> Value {
+pub(crate) fn discovery(offered: &Catalog, shown: impl Fn(&ToolDefinition) -> bool) -> Value {
     let mut tools = Map::new();
-    for def in registry.definitions() {
-        if !def.api || !shown(&def) {
+    for def in offered.tools() {
+        if !shown(def) {
             continue;
         }
-        let mut value = serde_json::to_value(&def).unwrap_or(Value::Null);
+        let mut value = serde_json::to_value(def).unwrap_or(Value::Null);
         if let Value::Object(map) = &mut value {
             map.insert("isApi".into(), Value::Bool(true));
         }

@@ -12,7 +12,7 @@ use futures::StreamExt;
 use serde_json::json;
 
 use super::{Call, Layer, Next, Reply, ReplyFuture};
-use crate::ToolError;
+use crate::error::ToolError;
 
 /// How many callers a per-caller limit tracks by default; callers past it share one
 /// allowance.

@@ -73,15 +73,17 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use futures::future::{BoxFuture, Shared};
+use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use serde_json::Value;
 
 pub use limit::{ConcurrencyLimit, DEFAULT_MAX_CALLERS, RateLimit};
 pub use trace::Trace;
 
+use crate::error::ToolError;
+use crate::exec::ctx::Ctx;
 use crate::options::{CallOptions, Surface};
-use crate::{Ctx, ToolDefinition, ToolError};
+use crate::tool::{Ready, ToolDefinition};
 
 /// Call middleware: sees every call of the registry or runner it is attached to.
 ///
@@ -200,9 +202,6 @@ impl Future for ReplyFuture {
 
 /// The layers a call passes, outermost first.
 pub(crate) type Layers = Arc<[Arc<dyn Layer>]>;
-
-/// A tool's asynchronous setup, while (and after) it runs.
-pub(crate) type Ready = Shared<BoxFuture<'static, Result<(), ToolError>>>;
 
 /// What the caller waits for: one value, or a stream of items.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

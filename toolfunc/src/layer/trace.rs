@@ -6,7 +6,7 @@ use futures::StreamExt;
 use tracing::Instrument;
 
 use super::{Call, Layer, Next, Reply, ReplyFuture};
-use crate::ToolError;
+use crate::error::ToolError;
 
 /// Logs and times every call on `tracing`: a `tool_call` span (fields `tool`, `act`,
 /// `caller`, `surface`, `call_id`) around the call, and when it ends an event with

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value, json};
 
 use super::{Target, export_error};
-use crate::ToolError;
+use crate::error::ToolError;
 
 /// Lowers a root schema (parameters or result) for `target`.
 pub(super) fn lower_root(tool: &str, schema: &Value, target: Target) -> Result<Value, ToolError> {

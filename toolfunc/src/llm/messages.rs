@@ -5,8 +5,12 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use super::{Target, method_of};
-use crate::{CallOptions, Registry, Runner, Surface, ToolCall, ToolError, ToolResult};
+use super::Target;
+use crate::call::{ToolCall, ToolResult};
+use crate::error::ToolError;
+use crate::exec::runner::Runner;
+use crate::options::{CallOptions, Surface};
+use crate::remote::{self, Found, Lookup};
 
 /// Runs the tool calls of a provider's assistant message and returns what goes back
 /// to the provider: for OpenAI, an array of `role: "tool"` messages; for Anthropic, one
@@ -54,53 +58,47 @@ pub async fn run_tool_calls(
     let registry = runner.registry();
     let calls = read_calls(target, message)?;
     let strict_nulls = target == Target::OpenAiStrict;
-    let mut bad = Vec::new();
+    let mut done = Vec::new();
     let mut runnable = Vec::new();
-    // Calls of `{service}_{method}` functions run the service with its `act`; their
-    // results keep the name the model used.
-    let mut renamed = Vec::new();
     for (index, call) in calls.into_iter().enumerate() {
         match call {
             Parsed::Call(mut call) => {
-                if !registry.has(&call.name)
-                    && let Some((service, act)) = method_of(registry, &call.name)
-                {
-                    let act = service.definition().acts[act].name.clone();
-                    renamed.push((
-                        index,
-                        std::mem::replace(&mut call.name, service.name().into()),
-                    ));
-                    if let Value::Object(args) = &mut call.arguments {
-                        args.insert("act".into(), Value::from(act));
+                // Found once: a tool, or the act a `{service}_{method}` function
+                // stands for (run as the service with its `act`; the result keeps
+                // the name the model used).
+                let found = match remote::find(registry, &call.name, Lookup::LOCAL_FUNCTION, None) {
+                    Ok(found) => found,
+                    Err(err) => {
+                        done.push((index, ToolResult::new(call.id, call.name, Err(err)), false));
+                        continue;
                     }
+                };
+                if let Value::Object(args) = &mut call.arguments {
+                    found.name_act(args);
                 }
                 if strict_nulls {
-                    drop_optional_nulls(registry, &mut call);
+                    drop_optional_nulls(&found, &mut call.arguments);
                 }
-                runnable.push((index, call));
+                runnable.push((index, content_marked(&found), found, call));
             }
             Parsed::Bad { id, name, error } => {
-                bad.push((index, ToolResult::new(id, name, Err(error))));
+                done.push((index, ToolResult::new(id, name, Err(error)), false));
             }
         }
     }
-    let order: Vec<usize> = runnable.iter().map(|(i, _)| *i).collect();
-    let ran = runner
-        .execute_batch(runnable.into_iter().map(|(_, call)| call))
+    let ran =
+        futures::future::join_all(runnable.into_iter().map(|(index, marked, found, call)| {
+            let runner = &runner;
+            async move { (index, found.execute(runner, call).await, marked) }
+        }))
         .await;
-    let mut results: Vec<(usize, ToolResult)> = order.into_iter().zip(ran).chain(bad).collect();
-    results.sort_by_key(|(i, _)| *i);
-    for (index, name) in renamed {
-        if let Some((_, result)) = results.iter_mut().find(|(i, _)| *i == index) {
-            *result = ToolResult::new(
-                result.id(),
-                name,
-                result.output().cloned().map_err(Clone::clone),
-            );
-        }
-    }
-    let results = results.into_iter().map(|(_, r)| {
-        let content = content_of(registry, &r);
+    let mut results: Vec<(usize, ToolResult, bool)> = ran.into_iter().chain(done).collect();
+    results.sort_by_key(|(i, _, _)| *i);
+    let results = results.into_iter().map(|(_, r, marked)| {
+        let content = marked
+            .then(|| r.output().ok().cloned())
+            .flatten()
+            .and_then(|value| crate::content::Content::from_value(value).ok());
         (r, content)
     });
     Ok(match target {
@@ -151,27 +149,16 @@ pub async fn run_tool_calls(
     })
 }
 
-/// The result as content blocks, when its tool (or the service method it ran)
-/// answers with [`Content`](crate::Content).
-fn content_of(registry: &Registry, result: &ToolResult) -> Option<crate::Content> {
-    let value = result.output().ok()?;
-    let marked = match registry.get(result.name()) {
-        Some(tool) => {
-            let def = tool.definition();
-            crate::content::is_content_schema(def.result.as_ref())
-                || def
-                    .acts
-                    .iter()
-                    .any(|act| crate::content::is_content_schema(act.result.as_ref()))
-        }
-        None => method_of(registry, result.name()).is_some_and(|(service, act)| {
-            crate::content::is_content_schema(service.definition().acts[act].result.as_ref())
-        }),
-    };
-    if !marked {
-        return None;
-    }
-    crate::Content::from_value(value.clone()).ok()
+/// Whether the found call's result is [`Content`](crate::content::Content): its
+/// blocks then go back as the provider's content, not as JSON text.
+fn content_marked(found: &Found) -> bool {
+    crate::content::is_content_schema(found.result())
+        || (found.act().is_none()
+            && found
+                .definition()
+                .acts
+                .iter()
+                .any(|act| crate::content::is_content_schema(act.result.as_ref())))
 }
 
 /// What a model reads back: the output as text (a string as it is), or the error
@@ -308,17 +295,16 @@ fn read_calls(target: Target, message: &Value) -> Result<Vec<Parsed>, ToolError>
 /// OpenAI strict sends every property, `null` for the ones it leaves out: drop those
 /// the schema does not require (at every depth), so the tool sees what a non-strict
 /// caller would send.
-fn drop_optional_nulls(registry: &Registry, call: &mut ToolCall) {
-    let Some(tool) = registry.get(&call.name) else {
-        return;
-    };
-    let def = tool.definition();
+fn drop_optional_nulls(found: &Found, arguments: &mut Value) {
     // A service call is checked against its method's parameters.
-    let act = call.arguments.get("act").and_then(Value::as_str);
-    let params = act
-        .and_then(|act| def.acts.iter().find(|a| a.name == act))
-        .map_or(&def.params, |a| &a.params);
-    strip_nulls(params, params, &mut call.arguments, 0);
+    let act = arguments.get("act").and_then(Value::as_str);
+    let params = match found.act() {
+        Some(act) => &act.params,
+        None => act
+            .and_then(|act| found.definition().acts.iter().find(|a| a.name == act))
+            .map_or(&found.definition().params, |a| &a.params),
+    };
+    strip_nulls(params, params, arguments, 0);
 }
 
 fn strip_nulls(root: &Value, schema: &Value, value: &mut Value, depth: usize) {

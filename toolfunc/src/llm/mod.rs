@@ -12,7 +12,9 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::{ActDefinition, Registry, ToolDefinition, ToolError, ToolRef};
+use crate::error::ToolError;
+use crate::registry::Registry;
+use crate::tool::ToolDefinition;
 
 mod lower;
 mod messages;
@@ -124,11 +126,18 @@ pub fn tools(registry: &Registry, target: Target) -> Result<Value, ToolError> {
 /// let theirs = tools_for(&auditor, Target::Anthropic).unwrap();
 /// assert!(theirs.as_array().unwrap().iter().any(|t| t["name"] == "audit_log"));
 /// ```
-pub fn tools_for(runner: &crate::Runner, target: Target) -> Result<Value, ToolError> {
+pub fn tools_for(runner: &crate::exec::runner::Runner, target: Target) -> Result<Value, ToolError> {
     if !runner.has_layers() {
         return tools(runner.registry(), target);
     }
     lower_all(runner.definitions(), target, false)
+}
+
+/// The key an export is kept under in its registry.
+#[derive(PartialEq)]
+struct Export {
+    target: Target,
+    served: bool,
 }
 
 /// [`tools`], or with `served` what a server offers remote callers: no `api = false`
@@ -139,8 +148,9 @@ pub(crate) fn export(
     target: Target,
     served: bool,
 ) -> Result<Value, ToolError> {
-    let key = target as u8 | if served { 0x80 } else { 0 };
-    registry.derived(key, || lower_all(registry.definitions(), target, served))
+    registry.derived(Export { target, served }, || {
+        lower_all(registry.definitions(), target, served)
+    })
 }
 
 /// Lowers `definitions` for `target` (see [`export`]).
@@ -182,50 +192,8 @@ pub fn method_functions(service: &ToolDefinition) -> Vec<ToolDefinition> {
     service
         .acts
         .iter()
-        .map(|act| method_function(service, act))
+        .map(|act| act.as_function(service))
         .collect()
-}
-
-/// The function one method of a service is offered as (see [`method_functions`]).
-pub(crate) fn method_function(service: &ToolDefinition, act: &ActDefinition) -> ToolDefinition {
-    let mut def = service.clone();
-    def.name = format!("{}_{}", service.name, act.method());
-    def.title.clone_from(&act.title);
-    if act.description.is_some() {
-        def.description.clone_from(&act.description);
-        def.summary = None;
-    }
-    def.params = act.params.clone();
-    def.result.clone_from(&act.result);
-    def.stream = act.stream;
-    if !act.annotations.is_empty() {
-        def.annotations = act.annotations.clone();
-    }
-    def.alias.clear();
-    def.action = None;
-    def.methods.clear();
-    def.acts.clear();
-    def
-}
-
-/// The service, and the index of its act, a `{service}_{method}` function name
-/// stands for. Callers look the name itself up first: a tool of that name wins.
-pub(crate) fn method_of(registry: &Registry, name: &str) -> Option<(ToolRef, usize)> {
-    let mut split = name.len();
-    while let Some(at) = name[..split].rfind('_') {
-        let (service, method) = (&name[..at], &name[at + 1..]);
-        if let Some(tool) = registry.get(service)
-            && let Some(index) = tool
-                .definition()
-                .acts
-                .iter()
-                .position(|a| a.method() == method)
-        {
-            return Some((tool, index));
-        }
-        split = at;
-    }
-    None
 }
 
 /// One tool definition in `target`'s dialect.
@@ -274,11 +242,32 @@ pub fn tool(definition: &ToolDefinition, target: Target) -> Result<Value, ToolEr
             }
             declaration
         }
-        Target::Mcp => mcp_tool(definition, params)?,
+        Target::Mcp => mcp_tool(definition, params, McpListing::Portable)?,
     })
 }
 
-fn mcp_tool(definition: &ToolDefinition, input: Value) -> Result<Value, ToolError> {
+/// Which schemas an MCP tool entry lists, and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum McpListing {
+    /// For a client of any revision (an export made ahead of time): schemas lowered
+    /// for MCP, an output schema only where the result is an object.
+    Portable,
+    /// What this server's `tools/list` sends: schemas as the tools wrote them, and
+    /// every output schema (the SDK drops those that do not describe an object for
+    /// clients older than 2026-07-28, which take only objects).
+    Served,
+}
+
+/// The `_meta` key of a tool's task support (`"optional"` or `"required"`).
+pub(crate) const TASK_SUPPORT_KEY: &str = "io.github.toolfunc/taskSupport";
+
+/// The one writer of an MCP tool entry (`tools/list`), from its definition and its
+/// input schema as `listing` wants it.
+pub(crate) fn mcp_tool(
+    definition: &ToolDefinition,
+    input: Value,
+    listing: McpListing,
+) -> Result<Value, ToolError> {
     let mut tool = Map::new();
     tool.insert("name".into(), json!(definition.name));
     if let Some(title) = &definition.title {
@@ -288,24 +277,45 @@ fn mcp_tool(definition: &ToolDefinition, input: Value) -> Result<Value, ToolErro
         tool.insert("description".into(), json!(description));
     }
     tool.insert("inputSchema".into(), input);
-    // An output schema says what `structuredContent` holds: only for object results.
-    // A streaming tool's result is the array of its items: no object to describe.
-    // A `Content` result's blocks are the content itself; it describes no
-    // `structuredContent`.
-    if let Some(result) = &definition.result
+    // An output schema says what `structuredContent` holds. A streaming tool's result
+    // is the array of its items, which its schema does not describe; a `Content`
+    // result's blocks are the content itself.
+    if let Some(result @ Value::Object(_)) = &definition.result
         && !definition.stream
-        && result.get("type").and_then(Value::as_str) == Some("object")
         && !crate::content::is_content_schema(Some(result))
     {
-        tool.insert(
-            "outputSchema".into(),
-            lower_root(&definition.name, result, Target::Mcp)?,
-        );
+        match listing {
+            McpListing::Served => {
+                tool.insert("outputSchema".into(), result.clone());
+            }
+            McpListing::Portable
+                if result.get("type").and_then(Value::as_str) == Some("object") =>
+            {
+                tool.insert(
+                    "outputSchema".into(),
+                    lower_root(&definition.name, result, Target::Mcp)?,
+                );
+            }
+            McpListing::Portable => {}
+        }
     }
     if let Some(annotations) = mcp_annotations(definition) {
         tool.insert("annotations".into(), annotations);
     }
+    if definition.background {
+        let support = if definition.background_only {
+            "required"
+        } else {
+            "optional"
+        };
+        tool.insert("_meta".into(), json!({ TASK_SUPPORT_KEY: support }));
+    }
     Ok(Value::Object(tool))
+}
+
+/// Whether `name` is an MCP tool name: 1 to 128 of `[A-Za-z0-9_.-]`.
+pub(crate) fn mcp_name(name: &str) -> bool {
+    Target::Mcp.valid_name(name)
 }
 
 /// The MCP `annotations` of a tool: its title and behaviour hints; `None` when it

@@ -11,8 +11,8 @@ use rmcp::model::{CreateMessageRequestParams, ElicitRequestParams};
 use rmcp::service::{Peer, ServiceError};
 use serde_json::{Value, json};
 
-use crate::ToolError;
 use crate::ask::ClientRequest;
+use crate::error::ToolError;
 
 /// The answering function of a call from `peer`'s session.
 pub(super) fn through(

@@ -1,56 +1,58 @@
-//! The tool list MCP clients see, made once per registry generation and kept:
-//! `tools/list` pages are cut from it and `get_tool` (which the SDK's HTTP server
-//! asks on every sessionless request) looks names up in it.
+//! The tool list MCP clients see: the remote catalogue's functions as MCP tools,
+//! made once per registry generation and kept in the registry: `tools/list` pages
+//! are cut from it and `get_tool` (which the SDK's HTTP server asks on every
+//! sessionless request) looks names up in it.
 //!
 //! Schemas are passed through as the tools wrote them (JSON Schema 2020-12:
 //! `$schema`, `$defs`, `$ref`, `$anchor`, `allOf`, `if`/`then`/`else` are kept);
-//! every output schema is listed, and the SDK drops the ones that do not describe an
-//! object for clients older than 2026-07-28. Tools are in name order, one entry per
-//! name (a tool wins over a service method of the same name, as `tools/call` picks
-//! it), so a cursor is the last name of a page and stays good across changes.
+//! every output schema is listed ([`McpListing::Served`]). Tools are in name order,
+//! one entry per name (a tool wins over a service method of the same name, as
+//! `tools/call` picks it), so a cursor is the last name of a page and stays good
+//! across changes.
+
+use std::sync::Arc;
 
 use rmcp::model::{Cursor, Tool};
-use serde_json::{Map, Value, json};
 
-use crate::{Registry, ToolDefinition};
+use crate::llm::{McpListing, mcp_name, mcp_tool};
+use crate::registry::Registry;
+use crate::remote::Catalog as Offered;
+use crate::tool::ToolDefinition;
 
-/// The tools of one registry generation, sorted by name.
+/// The MCP tools of one registry generation, sorted by name.
 pub(super) struct Catalog {
-    pub(super) generation: u64,
     tools: Vec<Tool>,
 }
 
+/// The key the MCP tool list is kept under in its registry.
+#[derive(PartialEq)]
+struct Key;
+
 impl Catalog {
-    /// Exports the tools remote callers may see; a tool MCP cannot take is left out
-    /// with a warning naming it.
-    pub(super) fn new(registry: &Registry, generation: u64) -> Self {
-        let mut entries: Vec<(bool, Tool)> = Vec::new();
-        let mut add = |definition: &ToolDefinition, method: bool| match tool(definition) {
-            Ok(tool) => entries.push((method, tool)),
-            Err(reason) => {
-                tracing::warn!(tool = %definition.name, "tool left out of the MCP tool list: {reason}");
-            }
-        };
-        for definition in registry.definitions() {
-            if !definition.api {
-                continue;
-            }
-            if definition.acts.is_empty() {
-                add(&definition, false);
-            }
-            for act in &definition.acts {
-                add(&crate::llm::method_function(&definition, act), true);
-            }
+    /// The MCP tool list of `registry` as it is now.
+    pub(super) fn of(registry: &Registry) -> Arc<Self> {
+        match registry.derived(Key, || Ok(Arc::new(Self::new(registry)))) {
+            Ok(catalog) => catalog,
+            // `make` above cannot fail; an empty list offers nothing.
+            Err(_) => Arc::new(Self { tools: Vec::new() }),
         }
-        // Same name: the tool (`false`) before the method, and only it is kept.
-        entries.sort_by(|(a_method, a), (b_method, b)| {
-            a.name.cmp(&b.name).then(a_method.cmp(b_method))
-        });
-        entries.dedup_by(|(_, later), (_, kept)| later.name == kept.name);
-        Self {
-            generation,
-            tools: entries.into_iter().map(|(_, tool)| tool).collect(),
-        }
+    }
+
+    /// Exports the functions remote callers may reach; one MCP cannot take is left
+    /// out with a warning naming it.
+    fn new(registry: &Registry) -> Self {
+        let offered = Offered::of(registry);
+        let tools = offered
+            .functions()
+            .filter_map(|function| match tool(&function.definition) {
+                Ok(tool) => Some(tool),
+                Err(reason) => {
+                    tracing::warn!(tool = %function.name, "tool left out of the MCP tool list: {reason}");
+                    None
+                }
+            })
+            .collect();
+        Self { tools }
     }
 
     pub(super) fn get(&self, name: &str) -> Option<&Tool> {
@@ -85,53 +87,15 @@ impl Catalog {
     }
 }
 
-/// Whether MCP takes `name`: 1 to 128 of `[A-Za-z0-9_.-]`.
-fn valid_name(name: &str) -> bool {
-    (1..=128).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
-}
-
 /// One `tools/list` entry, or why MCP cannot take the tool.
 fn tool(definition: &ToolDefinition) -> Result<Tool, String> {
-    if !valid_name(&definition.name) {
+    if !mcp_name(&definition.name) {
         return Err("MCP tool names are 1 to 128 of A-Z a-z 0-9 _ . -; rename the tool".into());
     }
     crate::schema::check_params_root(&definition.params)?;
-    let mut tool = Map::new();
-    tool.insert("name".into(), json!(definition.name));
-    if let Some(title) = &definition.title {
-        tool.insert("title".into(), json!(title));
-    }
-    if let Some(description) = &definition.description {
-        tool.insert("description".into(), json!(description));
-    }
-    tool.insert("inputSchema".into(), definition.params.clone());
-    // What `structuredContent` holds. A streaming tool's result is the array of its
-    // items, which its schema does not describe; a `Content` result's blocks are the
-    // content itself.
-    if let Some(result @ Value::Object(_)) = &definition.result
-        && !definition.stream
-        && !crate::content::is_content_schema(Some(result))
-    {
-        tool.insert("outputSchema".into(), result.clone());
-    }
-    if let Some(annotations) = crate::llm::mcp_annotations(definition) {
-        tool.insert("annotations".into(), annotations);
-    }
-    if definition.background {
-        let support = if definition.background_only {
-            "required"
-        } else {
-            "optional"
-        };
-        tool.insert(
-            "_meta".into(),
-            json!({ super::tasks::TASK_SUPPORT_KEY: support }),
-        );
-    }
-    serde_json::from_value(Value::Object(tool)).map_err(|err| format!("not an MCP tool: {err}"))
+    let entry = mcp_tool(definition, definition.params.clone(), McpListing::Served)
+        .map_err(|err| err.to_string())?;
+    serde_json::from_value(entry).map_err(|err| format!("not an MCP tool: {err}"))
 }
 
 /// A cursor: the hex of the last name of a page, behind a version letter.
@@ -156,7 +120,7 @@ fn decode_cursor(cursor: &str) -> Option<String> {
         .map(|pair| u8::try_from(digit(pair[0])? * 16 + digit(pair[1])?).ok())
         .collect::<Option<Vec<u8>>>()?;
     let name = String::from_utf8(bytes).ok()?;
-    valid_name(&name).then_some(name)
+    mcp_name(&name).then_some(name)
 }
 
 #[cfg(test)]

@@ -85,7 +85,6 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use futures::StreamExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
     CustomRequest, CustomResult, ErrorCode, GetTaskParams, GetTaskResult, Implementation,
@@ -104,11 +103,12 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::ask::ClientRequest;
+use crate::error::ToolError;
+use crate::log::{LogLevel, LogMessage};
+use crate::options::{CallOptions, CollectLimit, Progress, Surface};
 use crate::registry::SubscriptionError;
-use crate::{
-    CallOptions, CollectLimit, LogLevel, LogMessage, Progress, Registry, RegistryEvent, Surface,
-    ToolError, ToolRef,
-};
+use crate::registry::{Registry, RegistryEvent};
+use crate::remote::{self, Found, Lookup, Needs, Plan};
 use catalog::Catalog;
 
 pub use serve::{NoDelay, serve};
@@ -152,8 +152,6 @@ struct Shared {
     /// What `get_info` answers, made from the two above when they change (the SDK
     /// asks for it on every sessionless request).
     config: ServerConfig,
-    /// The tool list of the last registry generation it was asked at.
-    catalog: Arc<Mutex<Option<Arc<Catalog>>>>,
     page_size: usize,
     max_line_length: usize,
     sessions: http::Limits,
@@ -165,7 +163,7 @@ struct Shared {
     /// Sessionless calls waiting for their client's answers.
     rounds: Arc<rounds::Rounds>,
     /// Where calls that became tasks are tracked.
-    ledger: crate::ledger::Ledger,
+    ledger: remote::ledger::Ledger,
 }
 
 /// The running program's name: its executable's file name without extension.
@@ -199,12 +197,11 @@ impl Server {
         let registry = registry.into();
         Self {
             shared: Arc::new(Shared {
-                ledger: crate::ledger::Ledger::new(&registry),
+                ledger: remote::ledger::Ledger::new(&registry),
                 registry,
                 info: Implementation::new(program_name(), "0.0.0"),
                 instructions: None,
                 config: ServerConfig::default(),
-                catalog: Arc::default(),
                 page_size: DEFAULT_PAGE_SIZE,
                 max_line_length: DEFAULT_MAX_LINE_LENGTH,
                 sessions: http::Limits {
@@ -246,7 +243,7 @@ impl Server {
     /// HTTP [`Api`](crate::http::Api) the same ledger to list every surface's
     /// calls in one place. It must run calls on this server's registry.
     #[must_use]
-    pub fn ledger(mut self, ledger: crate::ledger::Ledger) -> Self {
+    pub fn ledger(mut self, ledger: remote::ledger::Ledger) -> Self {
         Arc::make_mut(&mut self.shared).ledger = ledger;
         self
     }
@@ -456,21 +453,7 @@ impl Server {
 
     /// The tool list, kept until a registry changes.
     fn catalog(&self) -> Arc<Catalog> {
-        let generation = crate::registry::generation();
-        let lock = || {
-            self.shared
-                .catalog
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-        };
-        if let Some(kept) = &*lock()
-            && kept.generation == generation
-        {
-            return Arc::clone(kept);
-        }
-        let made = Arc::new(Catalog::new(&self.shared.registry, generation));
-        *lock() = Some(Arc::clone(&made));
-        made
+        Catalog::of(&self.shared.registry)
     }
 
     /// The level a session's `logging/setLevel` asked for (debug until then).
@@ -518,11 +501,8 @@ impl Server {
     /// Whether a call of `tool` that wants no progress can run straight through the
     /// registry: a sync tool cannot ask its client anything (asking awaits), and
     /// with no layer to ask in its place nothing can be parked or reported.
-    fn runs_straight(&self, tool: &ToolRef, act: Option<usize>) -> bool {
-        tool.runs_inline()
-            && act.is_none()
-            && !self.shared.registry.has_layers()
-            && tool.definition().annotations.needs_confirmation != Some(true)
+    fn runs_straight(&self, found: &Found) -> bool {
+        found.runs_inline() && !self.shared.registry.has_layers() && !found.needs_confirmation()
     }
 
     /// A call with nothing to report while it runs: a tool that wants no progress
@@ -531,14 +511,14 @@ impl Server {
     /// are gathered and sent before its answer).
     async fn run_reporting_after(
         &self,
-        (tool, args): (String, Value),
-        runner: crate::Runner,
+        (found, args): (Found, Value),
+        runner: crate::exec::runner::Runner,
         gate: LogGate,
         context: &RequestContext<RoleServer>,
         shape: Shape,
     ) -> CallToolResponse {
         if matches!(gate, LogGate::Off) {
-            let outcome = runner.run(&tool, args).await;
+            let outcome = found.run(&runner, args).await;
             return into_result(outcome, shape).into();
         }
         let logged = Arc::new(Mutex::new(Vec::new()));
@@ -548,7 +528,7 @@ impl Server {
                 .unwrap_or_else(PoisonError::into_inner)
                 .push(message);
         });
-        let outcome = runner.with(logging).run(&tool, args).await;
+        let outcome = found.run(&runner.with(logging), args).await;
         let messages = std::mem::take(&mut *logged.lock().unwrap_or_else(PoisonError::into_inner));
         let mut progress = Monotonic::new(None);
         for message in messages {
@@ -556,18 +536,6 @@ impl Server {
                 .await;
         }
         into_result(outcome, shape).into()
-    }
-
-    /// What an MCP tool name stands for: a visible tool, or one method (the index of
-    /// its act) of a visible service, named `{service}_{method}`.
-    fn function(&self, name: &str) -> Option<(ToolRef, Option<usize>)> {
-        let registry = &self.shared.registry;
-        let (tool, act) = match registry.get(name) {
-            Some(tool) => (tool, None),
-            None => crate::llm::method_of(registry, name).map(|(tool, act)| (tool, Some(act)))?,
-        };
-        let def = tool.definition();
-        (def.api && (act.is_some() || def.acts.is_empty())).then_some((tool, act))
     }
 }
 
@@ -643,7 +611,11 @@ impl Server {
     /// The runner of a straight call (no layers: see [`runs_straight`](Self::runs_straight)):
     /// the client's options and the collect limit, made once per session (once per
     /// server for sessionless requests) for the client it names.
-    fn caller_runner(&self, context: &RequestContext<RoleServer>, modern: bool) -> crate::Runner {
+    fn caller_runner(
+        &self,
+        context: &RequestContext<RoleServer>,
+        modern: bool,
+    ) -> crate::exec::runner::Runner {
         let limit = self.shared.collect_limit;
         // A sessionless request is a session of its own: its runner is kept
         // server-wide, for the client it names.
@@ -658,22 +630,6 @@ impl Server {
                     .registry
                     .with(client_options(info).collect_limit(limit))
             })
-        })
-    }
-
-    /// Whether a layer of the registry hides the function `name` from a caller with
-    /// `options`.
-    fn hidden_by_layers(&self, name: &str, options: &CallOptions) -> bool {
-        self.shared
-            .registry
-            .layers()
-            .is_some_and(|layers| self.hidden(&layers, name, options))
-    }
-
-    /// Whether a layer hides the function `name` from a caller with `options`.
-    fn hidden(&self, layers: &crate::layer::Layers, name: &str, options: &CallOptions) -> bool {
-        self.function(name).is_some_and(|(tool, _)| {
-            !crate::layer::visible(layers, tool.definition(), &crate::layer::viewer_of(options))
         })
     }
 }
@@ -722,34 +678,23 @@ fn reporting(
     options
 }
 
-/// Runs a call to one value: a streaming tool's items collected (within `limit`),
-/// each reported to `items` when given.
+/// Runs a found call to one value: a streaming tool's items collected (within
+/// `limit`), each reported to `items` when given.
 async fn collected(
-    runner: crate::Runner,
-    tool: String,
+    found: Found,
+    runner: crate::exec::runner::Runner,
     args: Value,
     stream: bool,
     limit: CollectLimit,
     items: Option<mpsc::UnboundedSender<Report>>,
 ) -> Result<Value, ToolError> {
-    if !stream {
-        return runner.run(&tool, args).await;
-    }
-    let mut collected = Vec::new();
-    let mut bytes = 0usize;
-    let mut stream = runner.run_stream(&tool, args);
-    while let Some(item) = stream.next().await {
-        let item = item?;
-        bytes = bytes.saturating_add(crate::options::json_size(&item));
-        if collected.len() >= limit.items || bytes > limit.bytes {
-            return Err(limit.exceeded(&tool, collected.len() + 1, bytes));
-        }
-        if let Some(tx) = &items {
-            let _ = tx.send(Report::Step(Step::Item(collected.len() + 1, item.clone())));
-        }
-        collected.push(item);
-    }
-    Ok(Value::Array(collected))
+    found
+        .collect(&runner, args, stream, limit, |n, item| {
+            if let Some(tx) = &items {
+                let _ = tx.send(Report::Step(Step::Item(n, item.clone())));
+            }
+        })
+        .await
 }
 
 /// A retry's `requestState` refused.
@@ -778,7 +723,7 @@ impl Server {
     async fn first_round(
         &self,
         name: &str,
-        (tool, args, stream): (String, Value, bool),
+        (found, args, stream): (Found, Value, bool),
         options: CallOptions,
         token: Option<ProgressToken>,
         gate: LogGate,
@@ -817,7 +762,8 @@ impl Server {
         options = options
             .on_named_client_request(asker.clone())
             .collect_limit(self.shared.collect_limit);
-        let confirm = self.needs_confirmation(name);
+        let confirm = found.needs_confirmation();
+        let tool = found.name().to_owned();
         let runner = self.shared.registry.with(options);
         let items = token.is_some().then(|| report_tx.clone());
         drop(report_tx);
@@ -828,7 +774,7 @@ impl Server {
             if confirm {
                 ask::confirm(asker, &tool, &args).await?;
             }
-            collected(runner, tool, args, stream, limit, items).await
+            collected(found, runner, args, stream, limit, items).await
         }));
         let running = rounds::Running {
             tool: name.to_owned(),
@@ -887,19 +833,6 @@ impl Server {
             rounds::Held::Call(running) => self.answer_round(running, answers, gate, context).await,
             rounds::Held::Task(parked) => self.resume_task(name, parked, answers).await,
         }
-    }
-
-    /// Whether the tool or method a client calls by `name` is annotated
-    /// `needs_confirmation`: then the user is asked before it runs.
-    fn needs_confirmation(&self, name: &str) -> bool {
-        self.function(name).is_some_and(|(found, act)| {
-            let def = found.definition();
-            let hints = match act {
-                Some(act) => &def.acts[act].annotations,
-                None => &def.annotations,
-            };
-            hints.needs_confirmation == Some(true)
-        })
     }
 
     /// Parks the call and answers with its questions.
@@ -1048,31 +981,27 @@ fn log_gate(context: &RequestContext<RoleServer>, modern: bool) -> Result<LogGat
     })
 }
 
-/// Refuses (`-32021`) a call of a tool that needs its caller to answer what this
-/// client did not declare it can.
-fn missing_capabilities(
-    def: &crate::ToolDefinition,
-    context: &RequestContext<RoleServer>,
-) -> Result<(), ErrorData> {
-    if def.needs_client.is_empty() {
-        return Ok(());
-    }
-    let declared = context
+/// The capabilities the client of `context` declared, as JSON.
+fn declared_capabilities(context: &RequestContext<RoleServer>) -> Value {
+    context
         .client_capabilities()
         .and_then(|c| serde_json::to_value(c).ok())
-        .unwrap_or(Value::Null);
-    let missing: Map<String, Value> = def
-        .needs_client
-        .iter()
-        .filter(|name| declared.get(name.as_str()).is_none_or(Value::is_null))
-        .map(|name| (name.clone(), json!({})))
-        .collect();
-    if missing.is_empty() {
-        return Ok(());
+        .unwrap_or(Value::Null)
+}
+
+/// A call of `name` refused for what it needs and this client lacks (`-32021`).
+fn refused_for(name: &str, needs: Needs) -> ErrorData {
+    match needs {
+        Needs::Tasks => tasks::tasks_required(name),
+        Needs::Capabilities(missing) => {
+            let missing: Map<String, Value> =
+                missing.into_iter().map(|name| (name, json!({}))).collect();
+            match serde_json::from_value(Value::Object(missing)) {
+                Ok(required) => ErrorData::missing_required_client_capability(required),
+                Err(err) => ErrorData::internal_error(err.to_string(), None),
+            }
+        }
     }
-    let required = serde_json::from_value(Value::Object(missing))
-        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-    Err(ErrorData::missing_required_client_capability(required))
 }
 
 /// The `_meta` key of a request's log level.
@@ -1130,7 +1059,7 @@ struct Session {
     /// Registry subscriptions taken when a `subscriptions/listen` was accepted, so no
     /// change between the client's acknowledgement and [`ServerHandler::listen`] is
     /// missed.
-    listening: Mutex<Vec<crate::Subscription>>,
+    listening: Mutex<Vec<crate::registry::Subscription>>,
     /// The index in [`LogLevel::ALL`] of the level `logging/setLevel` asked for.
     log_level: AtomicU8,
     /// The runner of the session's straight calls, with the client it was made for.
@@ -1139,7 +1068,7 @@ struct Session {
 
 /// A runner kept with the client it was made for, remade when another client asks.
 #[derive(Default)]
-struct KeptRunner(Mutex<Option<(Option<ClientInfo>, crate::Runner)>>);
+struct KeptRunner(Mutex<Option<(Option<ClientInfo>, crate::exec::runner::Runner)>>);
 
 impl Clone for KeptRunner {
     /// A copy starts empty: the copy of a server may change the settings its
@@ -1155,8 +1084,8 @@ impl KeptRunner {
     fn get(
         &self,
         client: Option<(&str, &str)>,
-        make: impl FnOnce(Option<ClientInfo>) -> crate::Runner,
-    ) -> crate::Runner {
+        make: impl FnOnce(Option<ClientInfo>) -> crate::exec::runner::Runner,
+    ) -> crate::exec::runner::Runner {
         let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((info, runner)) = kept.as_ref()
             && info
@@ -1199,25 +1128,27 @@ fn error_data(err: &ToolError) -> Value {
 }
 
 impl Server {
-    /// The function `name` calls, unless it is unknown or a layer hides it from
-    /// this caller (`NOT_FOUND`), with the caller's options when layers made them.
+    /// The function `name` calls, found once for this caller (a tool a layer hides
+    /// from it is unknown to it), with the caller's options when layers made them.
     fn callable(
         &self,
         name: &str,
         context: &RequestContext<RoleServer>,
-    ) -> Result<(ToolRef, Option<usize>, Option<CallOptions>), ErrorData> {
+    ) -> Result<(Found, Option<CallOptions>), ErrorData> {
         // Made at once only for layers to judge; a straight call takes its session's.
         let early = self
             .shared
             .registry
             .has_layers()
             .then(|| self.caller_options(context));
-        let hidden = early
-            .as_ref()
-            .is_some_and(|options| self.hidden_by_layers(name, options));
-        match self.function(name).filter(|_| !hidden) {
-            Some((found, act)) => Ok((found, act, early)),
-            None => Err(ErrorData::invalid_params(
+        match remote::find(
+            &self.shared.registry,
+            name,
+            Lookup::FUNCTION,
+            early.as_ref(),
+        ) {
+            Ok(found) => Ok((found, early)),
+            Err(_) => Err(ErrorData::invalid_params(
                 format!("unknown tool: {name}"),
                 Some(json!({"code": "NOT_FOUND", "name": name})),
             )),
@@ -1232,11 +1163,10 @@ impl Server {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let (found, act, early) = self.callable(&request.name, &context)?;
+        let (found, early) = self.callable(&request.name, &context)?;
         // Read once: the SDK parses the version out of `_meta` on every ask.
         let modern = sessionless(&context);
         let gate = log_gate(&context, modern)?;
-        let def = found.definition();
         // A retry answering a parked call's questions (2026-07-28).
         if let Some(state) = request.request_state.as_deref()
             && modern
@@ -1246,45 +1176,47 @@ impl Server {
             return Box::pin(self.resume_round(&request.name, state, &answers, gate, &context))
                 .await;
         }
-        missing_capabilities(def, &context)?;
-        let takes_tasks = tasks::may_take(&found, &context);
-        if def.background_only && !takes_tasks {
-            return Err(tasks::tasks_required(&request.name));
-        }
+        let takes_tasks = found.may_be_tracked() && tasks::client_takes_tasks(&context);
+        found
+            .admit(|| declared_capabilities(&context), takes_tasks)
+            .map_err(|needs| refused_for(&request.name, needs))?;
         let mut arguments = request.arguments.unwrap_or_default();
-        if let Some(act) = act {
-            arguments.insert("act".into(), Value::from(def.acts[act].name.clone()));
-        }
-        let (stream, shape) = shape_of(def, act, modern);
-        let (tool, args) = (found.name().to_owned(), Value::Object(arguments));
+        found.name_act(&mut arguments);
+        let (stream, shape) = shape_of(&found, modern);
+        let args = Value::Object(arguments);
         let token = context.meta.get_progress_token();
         let limit = self.shared.collect_limit;
         let logs = !matches!(gate, LogGate::Off);
         // A sync tool runs to its end within this poll: nothing can cancel it or be
         // asked of the client (asking awaits), so it needs neither.
-        let straight = token.is_none() && !stream && self.runs_straight(&found, act);
+        let straight = token.is_none() && !stream && self.runs_straight(&found);
         let may_be_task = takes_tasks && found.soft_deadline().is_some();
         if straight && !(modern && (logs || may_be_task)) {
             let runner = self.caller_runner(&context, modern);
             return Ok(self
-                .run_reporting_after((tool, args), runner, gate, &context, shape)
+                .run_reporting_after((found, args), runner, gate, &context, shape)
                 .await);
         }
         let options = early.unwrap_or_else(|| self.caller_options(&context));
         let mut options = options.collect_limit(limit);
-        if takes_tasks
-            && modern
-            && let Some(soft) = found.soft_deadline()
-            && !self.needs_confirmation(&request.name)
-        {
-            let plan = tasks::Plan::new(soft, def.background_only, shape);
-            return Box::pin(self.start_task(&request.name, (tool, args), options, plan, &context))
-                .await;
+        // Only a 2026-07-28 client takes a task; a call that needs confirmation asks
+        // for it first, in a round.
+        let may_track = takes_tasks && modern && !found.needs_confirmation();
+        if let Plan::Tracked { soft, .. } = Plan::of(&found, stream, may_track) {
+            let plan = tasks::Plan::new(soft, found.background_only(), shape);
+            return Box::pin(self.start_task(
+                &request.name,
+                (found, args),
+                options,
+                plan,
+                &context,
+            ))
+            .await;
         }
         if modern {
             return Box::pin(self.first_round(
                 &request.name,
-                (tool, args, stream),
+                (found, args, stream),
                 options,
                 token,
                 gate,
@@ -1295,9 +1227,10 @@ impl Server {
             .await;
         }
         options = options.cancel_on(context.ct.clone());
+        let tool = found.name().to_owned();
         // Questions the tool asks go back to this client, on its session.
         let asker = ask::through(context.peer.clone(), tool.clone());
-        if self.needs_confirmation(&request.name) {
+        if found.needs_confirmation() {
             let confirmed =
                 Box::pin(ask::confirm(|_, question| asker(question), &tool, &args)).await;
             if let Err(err) = confirmed {
@@ -1305,11 +1238,11 @@ impl Server {
             }
         }
         options = options.on_client_request(asker);
-        if token.is_none() && !stream && (!logs || self.runs_straight(&found, act)) {
+        if token.is_none() && !stream && (!logs || self.runs_straight(&found)) {
             // Nothing to report while it runs (a sync tool's logs wait for its end).
             let runner = self.shared.registry.with(options);
             return Ok(self
-                .run_reporting_after((tool, args), runner, gate, &context, shape)
+                .run_reporting_after((found, args), runner, gate, &context, shape)
                 .await);
         }
         let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
@@ -1317,7 +1250,7 @@ impl Server {
         let runner = self.shared.registry.with(options);
         let items = token.is_some().then(|| progress_tx.clone());
         drop(progress_tx);
-        let call = collected(runner, tool, args, stream, limit, items);
+        let call = collected(found, runner, args, stream, limit, items);
         let mut progress = Monotonic::new(token.clone());
         let peer = &context.peer;
         let mut call = std::pin::pin!(call);
@@ -1356,11 +1289,19 @@ impl ServerHandler for Server {
             ));
         };
         let mut tools = page.to_vec();
-        if let Some(layers) = self.shared.registry.layers() {
+        let registry = &self.shared.registry;
+        if registry.has_layers() {
             // What this client may not see is left out (the page may come out short;
             // the cursor still follows the whole list).
             let options = self.caller_options(&context);
-            tools.retain(|tool| !self.hidden(&layers, &tool.name, &options));
+            let shown = remote::shown_to(registry, Some(&options));
+            let offered = remote::Catalog::of(registry);
+            tools.retain(|tool| {
+                offered
+                    .function(&tool.name)
+                    .and_then(|function| offered.tool(&function.tool))
+                    .is_some_and(&shown)
+            });
         }
         let mut result = ListToolsResult::with_all_items(tools);
         result.next_cursor = next;
@@ -1539,7 +1480,10 @@ impl ServerHandler for Server {
 
 /// Waits for the next change to the tool list, folding a burst of changes into
 /// one. `false` when the registry is gone or the session closed.
-async fn next_change(changes: &mut crate::Subscription, closed: &CancellationToken) -> bool {
+async fn next_change(
+    changes: &mut crate::registry::Subscription,
+    closed: &CancellationToken,
+) -> bool {
     loop {
         let event = tokio::select! {
             () = closed.cancelled() => return false,
@@ -1631,13 +1575,10 @@ impl Step {
     }
 }
 
-/// Whether the function `act` of `def` (or the tool itself) streams, and how its
-/// result is answered to this request's client.
-fn shape_of(def: &crate::ToolDefinition, act: Option<usize>, modern: bool) -> (bool, Shape) {
-    let (stream, result) = match act.and_then(|act| def.acts.get(act)) {
-        Some(act) => (act.stream, act.result.as_ref()),
-        None => (def.stream, def.result.as_ref()),
-    };
+/// Whether the found call streams, and how its result is answered to this
+/// request's client.
+fn shape_of(found: &Found, modern: bool) -> (bool, Shape) {
+    let (stream, result) = (found.streams(), found.result());
     let shape = Shape {
         content: crate::content::is_content_schema(result),
         // A listed output schema: 2026-07-28 clients take a value of any type.

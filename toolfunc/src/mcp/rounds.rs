@@ -25,8 +25,8 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::ToolError;
 use crate::ask::ClientRequest;
+use crate::error::ToolError;
 
 use super::{Monotonic, Report, Shape};
 

@@ -31,8 +31,10 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::{Value, json};
 
-use crate::ledger::{Ledger, Question, Retention, TaskInfo, TaskPoll, TaskStatus, Track};
-use crate::{CallOptions, ToolError};
+use crate::error::ToolError;
+use crate::options::CallOptions;
+use crate::remote::ledger::{Ledger, Question, Retention, TaskInfo, TaskPoll, TaskStatus, Track};
+use crate::remote::{self, Found};
 
 use super::{Server, Shape, into_result, rounds};
 
@@ -41,18 +43,9 @@ pub(super) const POLL_INTERVAL_MS: u64 = 1000;
 
 /// The `tools/list` `_meta` key that says how a tool takes tasks: `"optional"`
 /// (a `background` tool) or `"required"` (`background = "only"`).
-pub const TASK_SUPPORT_KEY: &str = "io.github.toolfunc/taskSupport";
+pub const TASK_SUPPORT_KEY: &str = crate::llm::TASK_SUPPORT_KEY;
 
-/// Whether the client of this request takes tasks.
-/// Whether a call of `tool` may become a task for this client: the tool can (it is
-/// `background`) and the client declared the extension. The client's capabilities
-/// are read only for such tools, as each read copies them (or parses them from the
-/// request's `_meta`).
-pub(super) fn may_take(tool: &crate::ToolRef, context: &RequestContext<RoleServer>) -> bool {
-    (tool.definition().background_only || tool.soft_deadline().is_some())
-        && client_takes_tasks(context)
-}
-
+/// Whether the client of `context` declared it takes tasks.
 pub(super) fn client_takes_tasks(context: &RequestContext<RoleServer>) -> bool {
     context
         .client_capabilities()
@@ -185,7 +178,7 @@ impl Server {
     pub(super) async fn start_task(
         &self,
         called: &str,
-        (tool, args): (String, Value),
+        (found, args): (Found, Value),
         options: CallOptions,
         plan: Plan,
         context: &RequestContext<RoleServer>,
@@ -197,7 +190,7 @@ impl Server {
             .and_then(|c| serde_json::to_value(c).ok())
             .unwrap_or(Value::Null);
         // What the call asks waits in the ledger, for a round or a `tasks/update`.
-        let asking = (ledger.clone(), id.clone(), tool.clone());
+        let asking = (ledger.clone(), id.clone(), found.name().to_owned());
         let options = options.on_named_client_request(move |name, request| {
             let (ledger, id, tool) = &asking;
             let capability = request.capability();
@@ -222,8 +215,8 @@ impl Server {
             }
         });
         let track = Track::new().id(id.clone()).options(options);
-        ledger
-            .start_with(&tool, args, track)
+        found
+            .track(&ledger, args, track)
             .map_err(|err| refused(&err))?;
         self.settle_task(called, id, plan).await
     }
@@ -303,7 +296,7 @@ impl Server {
             return Err(unknown_task(id));
         }
         let info = ledger.status(id).ok_or_else(|| unknown_task(id))?;
-        if self.hidden_by_layers(&info.tool, &options) {
+        if !remote::tracked_shown(&self.shared.registry, &info.tool, Some(&options)) {
             return Err(unknown_task(id));
         }
         Ok(info)
@@ -360,15 +353,8 @@ impl Server {
 
     /// How the result of the task's tool is answered.
     fn task_shape(&self, info: &TaskInfo, context: &RequestContext<RoleServer>) -> Shape {
-        match self.shared.registry.get(&info.tool) {
-            Some(tool) => {
-                let def = tool.definition();
-                let act = info
-                    .act
-                    .as_ref()
-                    .and_then(|act| def.acts.iter().position(|a| &a.name == act));
-                super::shape_of(def, act, super::sessionless(context)).1
-            }
+        match remote::find_tracked(&self.shared.registry, &info.tool, info.act.as_deref()) {
+            Some(found) => super::shape_of(&found, super::sessionless(context)).1,
             None => Shape {
                 content: false,
                 any_structured: false,

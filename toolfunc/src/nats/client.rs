@@ -18,11 +18,14 @@ use super::TraceParent;
 use super::wire::{
     self, Abort, CALL_ID, CALLER, CANCEL, CONTROL, CREDIT, HEARTBEAT, KIND, STREAM, lock,
 };
+use crate::error::ToolError;
+use crate::exec::ctx::Ctx;
+use crate::exec::runner::Runner;
+use crate::options::CallOptions;
+use crate::registry::{Registry, UnregisterOptions};
 use crate::tool::ItemStream;
-use crate::{
-    CallOptions, Ctx, Registry, Runner, ToolDefinition, ToolError, ToolFunc, ToolRef, Transport,
-    UnregisterOptions,
-};
+use crate::tool::{ToolDefinition, ToolFunc, ToolRef};
+use crate::transport::Transport;
 
 /// Sets up a [`Client`]: the subject prefix, how often workers prove they are
 /// alive, how far a stream may run ahead, how often an idempotent call is tried.
@@ -251,7 +254,7 @@ impl Client {
 
     /// Where a durable call stands: still queued or working, or done with its
     /// outcome. `NOT_FOUND` for an id no call has (or whose outcome expired).
-    pub async fn poll(&self, id: &str) -> Result<crate::ledger::TaskPoll, ToolError> {
+    pub async fn poll(&self, id: &str) -> Result<crate::remote::ledger::TaskPoll, ToolError> {
         self.tasks.poll(id).await
     }
 

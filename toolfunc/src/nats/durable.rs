@@ -12,8 +12,11 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::wire::{self, CALL_ID, CALLER};
-use crate::ledger::{TaskInfo, TaskPoll, TaskStatus};
-use crate::{CallOptions, Registry, ToolError};
+use crate::error::ToolError;
+use crate::options::CallOptions;
+use crate::registry::Registry;
+use crate::remote::ledger::{TaskInfo, TaskPoll, TaskStatus};
+use crate::remote::{self, Lookup};
 
 /// How durable calls are kept: how long a worker may go silent before its call
 /// goes to another, how often a call is tried, how long outcomes are kept, how
@@ -386,10 +389,11 @@ impl Job {
             return;
         }
         // Hidden tools are not reachable over NATS, durable calls included.
-        let served = self
-            .registry
-            .get(&tool)
-            .is_some_and(|t| t.is_api() && wire::subject_safe(t.name()));
+        // Found once; layers judge the call in the execution core, with its options.
+        let found = remote::find(&self.registry, &tool, Lookup::TOOL, None)
+            .ok()
+            .filter(|found| wire::subject_safe(found.name()));
+        let served = found.is_some();
         if !served && attempt < self.max_deliver {
             // Another worker may serve it: give it back.
             let _ = message
@@ -413,22 +417,22 @@ impl Job {
                 }
             })
         };
-        let outcome = match wire::arguments(&message.payload) {
-            Ok(_) if !served => Err(ToolError::not_found_because(
+        let outcome = match (wire::arguments(&message.payload), found) {
+            (Ok(_), None) => Err(ToolError::not_found_because(
                 tool.clone(),
                 "no NATS worker serves a tool by this name",
             )),
-            Ok(args) => {
+            (Ok(args), Some(found)) => {
                 let options = CallOptions::new()
-                    .surface(crate::Surface::Nats)
+                    .surface(crate::options::Surface::Nats)
                     .call_id(id.clone());
                 let options = match &caller {
                     Some(caller) => options.caller(caller.clone()),
                     None => options,
                 };
-                self.registry.with(options).run(&tool, args).await
+                found.run(&self.registry.with(options), args).await
             }
-            Err(err) => Err(err),
+            (Err(err), _) => Err(err),
         };
         beat.abort();
         let mut done = record(match outcome {
@@ -612,7 +616,7 @@ fn decode(id: &str, bytes: &[u8]) -> TaskPoll {
                     .unwrap_or_default(),
                 progress: None,
                 questions: Vec::new(),
-                retention: crate::ledger::Retention::UntilRemoved,
+                retention: remote::ledger::Retention::UntilRemoved,
                 streamed: false,
             })
         }

@@ -6,7 +6,10 @@ use async_nats::HeaderMap;
 use async_nats::header::HeaderValue;
 use serde_json::{Map, Value, json};
 
-use crate::{Registry, ToolError};
+use crate::error::ToolError;
+use crate::registry::Registry;
+use crate::remote::Catalog;
+use crate::tool::ToolDefinition;
 
 /// The subject prefix and service name when none is set.
 pub(crate) const DEFAULT_PREFIX: &str = "toolfunc";
@@ -225,15 +228,18 @@ pub(crate) fn is_error(headers: Option<&HeaderMap>) -> bool {
 /// tools whose names fit a subject), keyed by name.
 pub(crate) fn discovery(registry: &Registry) -> Value {
     let mut tools = Map::new();
-    for def in registry.definitions() {
-        if !def.api || !subject_safe(&def.name) {
-            continue;
-        }
-        if let Ok(value) = serde_json::to_value(&def) {
+    for def in served(&Catalog::of(registry)) {
+        if let Ok(value) = serde_json::to_value(def) {
             tools.insert(def.name.clone(), value);
         }
     }
     Value::Object(tools)
+}
+
+/// The tools a worker serves, from the remote catalogue: the `api` tools whose
+/// names fit a subject.
+pub(crate) fn served(offered: &Catalog) -> impl Iterator<Item = &ToolDefinition> {
+    offered.tools().filter(|def| subject_safe(&def.name))
 }
 
 /// The arguments of a request payload: empty means `{}`; anything but a JSON

@@ -15,8 +15,12 @@ use tokio::task::JoinHandle;
 use super::TraceParent;
 use super::durable::DurableSettings;
 use super::wire::{self, CALL_ID, CALLER, CANCEL, CONTROL, CREDIT, HEARTBEAT, KIND, STREAM, lock};
+use crate::error::ToolError;
+use crate::options::{CallOptions, Surface};
 use crate::registry::SubscriptionError;
-use crate::{CallOptions, CancellationToken, Registry, RegistryEvent, Surface, ToolError};
+use crate::registry::{Registry, RegistryEvent};
+use crate::remote::{self, Catalog, Found, Lookup};
+use tokio_util::sync::CancellationToken;
 
 /// Most calls a worker runs at once unless set.
 const MAX_IN_FLIGHT: usize = 1024;
@@ -324,18 +328,15 @@ impl Shared {
 /// Adds an endpoint for every callable tool that has none and removes the
 /// endpoints of tools that are gone; tells clients when something changed.
 async fn sync(shared: &Arc<Shared>) {
-    let wanted: HashMap<String, crate::ToolDefinition> = shared
-        .registry
-        .definitions()
-        .into_iter()
-        .filter(|def| def.api && wire::subject_safe(&def.name))
-        .map(|def| (def.name.clone(), def))
+    let offered = Catalog::of(&shared.registry);
+    let wanted: HashMap<&str, &crate::tool::ToolDefinition> = wire::served(&offered)
+        .map(|def| (def.name.as_str(), def))
         .collect();
     let mut changed = false;
     {
         let mut endpoints = lock(&shared.endpoints);
         endpoints.retain(|name, task| {
-            let keep = wanted.contains_key(name);
+            let keep = wanted.contains_key(name.as_str());
             if !keep {
                 task.abort();
                 changed = true;
@@ -344,20 +345,20 @@ async fn sync(shared: &Arc<Shared>) {
         });
     }
     for (name, def) in wanted {
-        if lock(&shared.endpoints).contains_key(&name) {
+        if lock(&shared.endpoints).contains_key(name) {
             continue;
         }
         let mut metadata = HashMap::new();
-        metadata.insert("tool".to_owned(), name.clone());
+        metadata.insert("tool".to_owned(), name.to_owned());
         if def.stream {
             metadata.insert("stream".to_owned(), "true".to_owned());
         }
-        let subject = wire::call_subject(&shared.prefix, &name);
+        let subject = wire::call_subject(&shared.prefix, name);
         // Unnamed: the endpoint is known by its subject, unique per tool.
         match shared.endpoint(None, &subject, metadata).await {
             Ok(endpoint) => {
-                let task = tokio::spawn(serve_tool(Arc::clone(shared), endpoint, name.clone()));
-                lock(&shared.endpoints).insert(name, task);
+                let task = tokio::spawn(serve_tool(Arc::clone(shared), endpoint, name.to_owned()));
+                lock(&shared.endpoints).insert(name.to_owned(), task);
                 changed = true;
             }
             Err(err) => {
@@ -384,7 +385,7 @@ async fn sync(shared: &Arc<Shared>) {
 }
 
 /// Follows the registry: every change to the catalog re-syncs the endpoints.
-async fn watch(shared: Arc<Shared>, mut events: crate::Subscription) {
+async fn watch(shared: Arc<Shared>, mut events: crate::registry::Subscription) {
     loop {
         match events.recv().await {
             Ok(
@@ -532,6 +533,12 @@ async fn handle(shared: Arc<Shared>, request: Request, tool: String) {
         Ok(args) => args,
         Err(err) => return respond_error(&request, &err).await,
     };
+    // Found once, for this caller: the endpoint's tool may have gone since, or a
+    // layer may hide it from this caller.
+    let found = match remote::find(&shared.registry, &tool, Lookup::TOOL, Some(&asked.options)) {
+        Ok(found) => found,
+        Err(err) => return respond_error(&request, &err).await,
+    };
     let Ok(_permit) = Arc::clone(&shared.in_flight).try_acquire_owned() else {
         let err = ToolError::custom(
             "OVERLOADED",
@@ -588,9 +595,9 @@ async fn handle(shared: Arc<Shared>, request: Request, tool: String) {
                 deadline: asked.timeout.map(|t| tokio::time::Instant::now() + t),
                 idle: asked.heartbeat.map_or(STREAM_IDLE, |every| every * 3),
             };
-            stream(&shared, &request, &tool, args, options, &control, limits).await;
+            stream(&shared, &request, (found, args), options, &control, limits).await;
         } else {
-            match shared.registry.with(options).run(&tool, args).await {
+            match found.run(&shared.registry.with(options), args).await {
                 Ok(value) => respond_value(&shared, &request, &value).await,
                 Err(err) => respond_error(&request, &err).await,
             }
@@ -617,8 +624,7 @@ const STREAM_IDLE: Duration = Duration::from_secs(60);
 async fn stream(
     shared: &Shared,
     request: &Request,
-    tool: &str,
-    args: Value,
+    (found, args): (Found, Value),
     options: CallOptions,
     control: &Control,
     limits: StreamLimits,
@@ -626,7 +632,9 @@ async fn stream(
     let Some(reply) = request.message.reply.clone() else {
         return;
     };
-    let mut items = shared.registry.with(options).run_stream(tool, args);
+    let tool = found.name().to_owned();
+    let tool = tool.as_str();
+    let mut items = found.stream(&shared.registry.with(options), args);
     loop {
         let next = tokio::select! {
             next = items.next() => next,

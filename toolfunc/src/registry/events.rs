@@ -11,7 +11,7 @@ use serde_json::Value;
 use tracing::field::Empty;
 
 use super::Registry;
-use crate::ToolError;
+use crate::error::ToolError;
 
 /// An event of a [`Registry`], as [`Registry::subscribe`] delivers it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,10 +8,10 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 
 use super::{Registry, RegistryEvent, UnregisterOptions};
-use crate::ToolError;
+use crate::error::ToolError;
 use crate::tool::{DependencyTarget, ToolRef};
 
-pub(crate) use crate::layer::Ready;
+pub(crate) use crate::tool::Ready;
 
 impl Registry {
     /// Runs the setup of the tool just placed under `name`. A setup that finishes at

@@ -11,17 +11,17 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use serde_json::Value;
 use tokio::sync::broadcast;
 
 pub(crate) use cache::generation;
 pub(crate) use events::Observer;
 pub use events::{CallStatus, RegistryEvent, Subscription, SubscriptionError};
 
+use crate::error::ToolError;
 use crate::layer::{Layer, Layers};
 use crate::tool::service::ServiceEntry;
 use crate::tool::{DependencyTarget, ToolRef, ToolSpec};
-use crate::{ToolDefinition, ToolError, ToolFunc};
+use crate::tool::{ToolDefinition, ToolFunc};
 use lifecycle::Ready;
 
 /// A set of tools, each reachable by its name and its aliases.
@@ -92,9 +92,13 @@ struct Inner {
     /// How many tools this registry holds (kept under the write lock), so a lookup
     /// passes an empty registry without locking it.
     len: AtomicUsize,
-    /// Derived views of the tools (LLM exports), each with the generation it was
-    /// made at.
-    derived: std::sync::Mutex<Vec<(u8, u64, Value)>>,
+    /// Derived views of the tools (the remote catalogue, LLM exports, the MCP tool
+    /// list), each under its typed key with the generation it was made at.
+    derived: std::sync::Mutex<Vec<Derived>>,
+    /// How many lookups by name started here (debug builds only): tests prove a
+    /// remote call resolves its name once.
+    #[cfg(debug_assertions)]
+    lookups: std::sync::atomic::AtomicU64,
     /// Call middleware attached here, outermost first.
     layers: RwLock<Option<Layers>>,
     /// Whether `layers` holds any (read without the lock on every call).
@@ -120,6 +124,8 @@ impl Inner {
             change_subscribers: Arc::new(AtomicUsize::new(0)),
             len: AtomicUsize::new(0),
             derived: std::sync::Mutex::default(),
+            #[cfg(debug_assertions)]
+            lookups: std::sync::atomic::AtomicU64::new(0),
             layers: RwLock::default(),
             layered: AtomicBool::new(false),
         }
@@ -506,6 +512,18 @@ impl Registry {
     )]
     #[inline(always)]
     pub(crate) fn resolve(&self, name: &str) -> Option<Resolved> {
+        self.counted();
+        self.find(name)
+    }
+
+    /// [`resolve`](Self::resolve), uncounted: for the registry's own walks over its
+    /// tools, which are not lookups a caller asked for.
+    #[expect(
+        clippy::inline_always,
+        reason = "the run hot path, counted in benches/instructions.rs"
+    )]
+    #[inline(always)]
+    fn find(&self, name: &str) -> Option<Resolved> {
         if let Handle::Static(inner) = &self.inner
             && let Some(tool) = cache::hit(inner, name)
         {
@@ -550,6 +568,7 @@ impl Registry {
 
     /// Whether a tool is reachable by `name` (a name or an alias), here or inherited.
     pub fn has(&self, name: &str) -> bool {
+        self.counted();
         let mut registry = self;
         loop {
             if !registry.is_empty_here() && registry.read().slot(name).is_some() {
@@ -656,8 +675,8 @@ impl Registry {
     pub fn definitions(&self) -> Vec<ToolDefinition> {
         self.names()
             .iter()
-            .filter_map(|name| self.get(name))
-            .map(|tool| tool.definition().advertised())
+            .filter_map(|name| self.find(name))
+            .map(|found| found.tool.definition().advertised())
             .collect()
     }
 
@@ -916,34 +935,67 @@ impl Registry {
         Some(slot.tool)
     }
 
-    /// A view derived from the tools (reachable here), made by `make` and kept until
-    /// any registry changes.
-    pub(crate) fn derived(
+    /// A view derived from the tools (reachable here), made by `make` and kept under
+    /// `key` until any registry changes. Keys are typed: each reader names its view
+    /// with a value of its own key type, so two readers never share a slot by
+    /// accident.
+    pub(crate) fn derived<K, V>(
         &self,
-        key: u8,
-        make: impl FnOnce() -> Result<Value, ToolError>,
-    ) -> Result<Value, ToolError> {
+        key: K,
+        make: impl FnOnce() -> Result<V, ToolError>,
+    ) -> Result<V, ToolError>
+    where
+        K: PartialEq + Send + Sync + 'static,
+        V: Clone + Send + Sync + 'static,
+    {
         let generation = generation();
-        {
-            let kept = self
-                .inner
+        let lock = || {
+            self.inner
                 .derived
                 .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if let Some((_, _, value)) = kept.iter().find(|(k, g, _)| *k == key && *g == generation)
-            {
+                .unwrap_or_else(PoisonError::into_inner)
+        };
+        {
+            let kept = lock();
+            let value = kept
+                .iter()
+                .filter(|d| d.generation == generation)
+                .find_map(|d| d.value_for::<K, V>(&key));
+            if let Some(value) = value {
                 return Ok(value.clone());
             }
         }
         let value = make()?;
-        let mut kept = self
-            .inner
-            .derived
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        kept.retain(|(k, _, _)| *k != key);
-        kept.push((key, generation, value.clone()));
+        let mut kept = lock();
+        kept.retain(|d| !d.is_for(&key));
+        kept.push(Derived {
+            key: Box::new(key),
+            generation,
+            value: Box::new(value.clone()),
+        });
         Ok(value)
+    }
+
+    /// How many lookups by name (and alias) this registry was asked for since it was
+    /// made: a debug-build counter, `None` in release builds (where nothing counts,
+    /// so the run path stays as it is measured).
+    #[doc(hidden)]
+    pub fn lookups(&self) -> Option<u64> {
+        #[cfg(debug_assertions)]
+        {
+            Some(self.inner.lookups.load(Ordering::Relaxed))
+        }
+        #[cfg(not(debug_assertions))]
+        {
+            None
+        }
+    }
+
+    /// Counts a lookup (debug builds).
+    #[inline]
+    fn counted(&self) {
+        #[cfg(debug_assertions)]
+        self.inner.lookups.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Subscribes to the registry's events: tools added, removed (a replacement is a
@@ -993,7 +1045,7 @@ impl Registry {
     ///
     /// Services whose type is `Default` are in [`Registry::global`](crate::Registry::global)
     /// already; this is for services built with state, and for other registries.
-    pub fn register_service<S: crate::ToolService>(
+    pub fn register_service<S: crate::tool::service::ToolService>(
         &self,
         service: impl Into<Arc<S>>,
     ) -> Result<bool, ToolError> {
@@ -1036,7 +1088,7 @@ mod cache {
     use std::sync::atomic::{AtomicU64, Ordering};
 
     use super::Inner;
-    use crate::ToolFunc;
+    use crate::tool::ToolFunc;
 
     static GENERATION: AtomicU64 = AtomicU64::new(0);
 
@@ -1078,6 +1130,27 @@ mod cache {
     /// Bumped by every change to any registry.
     pub(crate) fn generation() -> u64 {
         GENERATION.load(Ordering::Acquire)
+    }
+}
+
+/// One derived view: its typed key, the generation it was made at, its value.
+struct Derived {
+    key: Box<dyn std::any::Any + Send + Sync>,
+    generation: u64,
+    value: Box<dyn std::any::Any + Send + Sync>,
+}
+
+impl Derived {
+    fn is_for<K: PartialEq + 'static>(&self, key: &K) -> bool {
+        self.key.downcast_ref::<K>() == Some(key)
+    }
+
+    fn value_for<K: PartialEq + 'static, V: 'static>(&self, key: &K) -> Option<&V> {
+        if self.is_for(key) {
+            self.value.downcast_ref::<V>()
+        } else {
+            None
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::bound::{self, MAX_DEPTH};
 use super::push_token;
-use crate::ToolError;
+use crate::error::ToolError;
 
 /// Checks `value` against `schema` for tools whose schema is given as JSON rather than
 /// derived from a Rust type (typed tools are checked by deserialisation instead).

@@ -9,7 +9,7 @@ use schemars::generate::SchemaSettings;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::ToolError;
+use crate::error::ToolError;
 
 mod bound;
 mod check;

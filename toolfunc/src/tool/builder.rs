@@ -17,11 +17,12 @@ use super::func::{
     failed_future, to_output,
 };
 use super::service::{ActDefinition, Acts};
+use crate::error::ToolError;
+use crate::exec::ctx::Ctx;
 use crate::schema::{
     Validator, check_params_root, empty_object, field_order, parse_args, result_schema_of,
     schema_of,
 };
-use crate::{Ctx, ToolError};
 
 /// Builds a [`ToolFunc`] at run time. Start with [`ToolFunc::builder`].
 ///

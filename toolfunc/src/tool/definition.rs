@@ -141,21 +141,21 @@ pub struct Annotations {
     pub needs_confirmation: Option<bool>,
 }
 
-/// The hints of `annotations(...)` as the macros write them, by name, in a `static`
-/// (`Annotations` is `#[non_exhaustive]`, so expansions cannot build it).
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Hints {
-    pub read_only: Option<bool>,
-    pub destructive: Option<bool>,
-    pub idempotent: Option<bool>,
-    pub open_world: Option<bool>,
-    pub untrusted_output: Option<bool>,
-    pub needs_confirmation: Option<bool>,
+/// One builder method per hint: `hint(true)` sets `hint` to `Some(true)`.
+macro_rules! hint_setters {
+    ($($(#[$doc:meta])* $hint:ident,)*) => {$(
+        $(#[$doc])*
+        #[must_use]
+        pub const fn $hint(mut self, value: bool) -> Self {
+            self.$hint = Some(value);
+            self
+        }
+    )*};
 }
 
-impl Hints {
-    /// No hints; expansions write `Hints { read_only: Some(true), ..Hints::NONE }`.
+impl Annotations {
+    /// No hints, as a constant: the macros write
+    /// `Annotations::NONE.read_only(true)` in a `static`.
     pub const NONE: Self = Self {
         read_only: None,
         destructive: None,
@@ -164,40 +164,6 @@ impl Hints {
         untrusted_output: None,
         needs_confirmation: None,
     };
-}
-
-/// One builder method per hint: `hint(true)` sets `hint` to `Some(true)`.
-macro_rules! hint_setters {
-    ($($(#[$doc:meta])* $hint:ident,)*) => {$(
-        $(#[$doc])*
-        #[must_use]
-        pub fn $hint(mut self, value: bool) -> Self {
-            self.$hint = Some(value);
-            self
-        }
-    )*};
-}
-
-impl Annotations {
-    /// The hints the macros write.
-    pub(crate) fn from_hints(hints: Hints) -> Self {
-        let Hints {
-            read_only,
-            destructive,
-            idempotent,
-            open_world,
-            untrusted_output,
-            needs_confirmation,
-        } = hints;
-        Self {
-            read_only,
-            destructive,
-            idempotent,
-            open_world,
-            untrusted_output,
-            needs_confirmation,
-        }
-    }
 
     /// No hints.
     #[must_use]

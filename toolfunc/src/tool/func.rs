@@ -14,8 +14,9 @@ use serde_json::Value;
 use super::builder::ToolBuilder;
 use super::definition::ToolDefinition;
 use super::service::Acts;
+use crate::error::ToolError;
+use crate::exec::ctx::Ctx;
 use crate::schema::Validator;
-use crate::{Ctx, ToolError};
 
 /// A sync handler: it reads its arguments in place, or takes them when they are
 /// owned (`Cow::into_owned` copies only a borrowed object).
@@ -245,6 +246,10 @@ pub struct ToolFunc {
     pub(crate) concurrency: Option<Arc<tokio::sync::Semaphore>>,
 }
 
+/// A tool's asynchronous setup, while (and after) it runs: shared by every call
+/// that waits for it.
+pub(crate) type Ready = futures::future::Shared<BoxFuture<'static, Result<(), ToolError>>>;
+
 /// A lifecycle hook (`setup` or `dispose`): sync hooks return a finished future.
 pub(crate) type Hook = Arc<dyn Fn() -> BoxFuture<'static, Result<(), ToolError>> + Send + Sync>;
 
@@ -453,7 +458,7 @@ impl ToolFunc {
     #[inline(always)]
     pub(crate) fn named_args<'a>(
         &self,
-        args: crate::Args<'a>,
+        args: crate::call::Args<'a>,
     ) -> Result<Cow<'a, Value>, ToolError> {
         args.into_named(|values| self.positional_to_named(values))
     }

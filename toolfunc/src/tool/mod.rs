@@ -8,7 +8,7 @@ pub mod service;
 mod spec;
 
 pub use builder::ToolBuilder;
-pub use definition::{Annotations, Hints, ToolDefinition};
+pub use definition::{Annotations, ToolDefinition};
 pub use func::{Answer, ItemStream, ToolFunc, ToolRef, failed_future, to_output};
-pub(crate) use func::{Dependency, DependencyTarget, Handler, SyncHandler};
+pub(crate) use func::{Dependency, DependencyTarget, Handler, Ready, SyncHandler};
 pub use spec::{SpecHandler, ToolSpec};

@@ -14,8 +14,10 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::tool::{Handler, Hints, ItemStream};
-use crate::{Annotations, Ctx, ToolError, ToolFunc};
+use crate::error::ToolError;
+use crate::exec::ctx::Ctx;
+use crate::tool::{Annotations, ToolDefinition, ToolFunc};
+use crate::tool::{Handler, ItemStream};
 
 /// The REST verbs a method may be named after, in the order discovery lists them.
 pub const REST_VERBS: [&str; 6] = ["get", "post", "put", "delete", "patch", "list"];
@@ -67,6 +69,31 @@ impl ActDefinition {
         self.name.strip_prefix('$').unwrap_or(&self.name)
     }
 
+    /// The act of `service` as a function of its own, named `{service}_{method}`:
+    /// its title, description, schemas, stream flag and (when it has any) hints,
+    /// the rest of the service's definition kept. Providers call functions, not acts,
+    /// so this is how every function-speaking surface (MCP, LLM exports) lists it.
+    pub(crate) fn as_function(&self, service: &ToolDefinition) -> ToolDefinition {
+        let mut def = service.clone();
+        def.name = format!("{}_{}", service.name, self.method());
+        def.title.clone_from(&self.title);
+        if self.description.is_some() {
+            def.description.clone_from(&self.description);
+            def.summary = None;
+        }
+        def.params = self.params.clone();
+        def.result.clone_from(&self.result);
+        def.stream = self.stream;
+        if !self.annotations.is_empty() {
+            def.annotations = self.annotations.clone();
+        }
+        def.alias.clear();
+        def.action = None;
+        def.methods.clear();
+        def.acts.clear();
+        def
+    }
+
     /// Whether the act is a REST verb.
     pub fn is_verb(&self) -> bool {
         REST_VERBS.contains(&self.name.as_str())
@@ -84,7 +111,7 @@ pub struct ServiceSpec<S: 'static> {
     pub tags: &'static [&'static str],
     pub timeout_ms: Option<u64>,
     pub concurrency: Option<usize>,
-    pub annotations: Hints,
+    pub annotations: Annotations,
     pub api: bool,
     pub methods: &'static [MethodSpec<S>],
     /// The `#[tool(setup)]` method: run when the service tool is placed in a registry.
@@ -113,7 +140,7 @@ pub struct MethodSpec<S: 'static> {
     pub result: Option<fn() -> Value>,
     pub handler: MethodHandler<S>,
     pub timeout_ms: Option<u64>,
-    pub annotations: Hints,
+    pub annotations: Annotations,
 }
 
 type ValueFuture = BoxFuture<'static, Result<Value, ToolError>>;
@@ -274,11 +301,11 @@ fn bind<S: Send + Sync + 'static>(state: &Arc<S>, handler: &MethodHandler<S>) ->
 /// The service's own setup and dispose as the tool's lifecycle hooks: they run when
 /// the tool is placed in and removed from a registry, like any builder's.
 fn bind_hooks<S: Send + Sync + 'static>(
-    mut builder: crate::ToolBuilder,
+    mut builder: crate::tool::ToolBuilder,
     state: &Arc<S>,
     setup: Option<&HookHandler<S>>,
     dispose: Option<&HookHandler<S>>,
-) -> crate::ToolBuilder {
+) -> crate::tool::ToolBuilder {
     if let Some(setup) = setup {
         let state = Arc::clone(state);
         builder = match *setup {
@@ -349,14 +376,14 @@ impl<S: Send + Sync + 'static> ServiceSpec<S> {
                     MethodHandler::Stream(_) | MethodHandler::Either(_)
                 ),
                 timeout: method.timeout_ms,
-                annotations: Annotations::from_hints(method.annotations),
+                annotations: method.annotations.clone(),
             });
         }
         // Declaration order for the definitions too: the same order as `methods`.
         definitions.sort_by_key(|d| names.iter().position(|n| *n == d.name));
         let mut builder = ToolFunc::builder(self.name)
             .params_schema(json!({"type": "object", "properties": properties}))
-            .annotations(Annotations::from_hints(self.annotations))
+            .annotations(self.annotations.clone())
             .api(self.api);
         builder = builder.acts(
             Acts { acts },

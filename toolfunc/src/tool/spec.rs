@@ -6,9 +6,10 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use super::definition::{Annotations, Hints};
+use super::definition::Annotations;
 use super::func::{Answer, Handler, ItemStream, ToolFunc};
-use crate::{Ctx, ToolError};
+use crate::error::ToolError;
+use crate::exec::ctx::Ctx;
 
 /// What `#[tool]` submits to the global registry: const data only, turned into a
 /// [`ToolFunc`] through [`ToolBuilder`] when the global registry is first used.
@@ -43,7 +44,7 @@ pub struct ToolSpec {
     pub concurrency: Option<usize>,
     /// `[read_only, destructive, idempotent, open_world, untrusted_output,
     /// needs_confirmation]`.
-    pub annotations: Hints,
+    pub annotations: Annotations,
     /// `false` for `api = false`: not offered to remote callers.
     pub api: bool,
     /// `file:line` of the function, for startup diagnostics.
@@ -86,7 +87,7 @@ impl ToolSpec {
         builder.needs_client = self.needs_client.iter().map(|s| (*s).to_owned()).collect();
         builder.concurrency = self.concurrency;
         builder.api = self.api;
-        builder.annotations = Annotations::from_hints(self.annotations);
+        builder.annotations = self.annotations.clone();
         for (alias, name) in self.depends {
             builder = builder.depends_on(*alias, *name);
         }

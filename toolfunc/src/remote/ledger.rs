@@ -42,7 +42,10 @@ use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 
 use crate::ask::ClientRequest;
-use crate::{CallOptions, CancellationToken, Progress, Registry, ToolError};
+use crate::error::ToolError;
+use crate::options::{CallOptions, Progress};
+use crate::registry::{Registry, Resolved};
+use tokio_util::sync::CancellationToken;
 
 /// How long a finished call's result is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -430,6 +433,21 @@ impl State {
     }
 }
 
+/// What a tracked call runs: a tool by name, or one already found.
+enum Callee<'a> {
+    Named(&'a str),
+    Found(Resolved),
+}
+
+impl Callee<'_> {
+    fn name(&self) -> &str {
+        match self {
+            Self::Named(name) => name,
+            Self::Found(found) => found.tool.name(),
+        }
+    }
+}
+
 fn unknown(id: &str) -> ToolError {
     ToolError::not_found_because(
         id,
@@ -484,6 +502,28 @@ impl Ledger {
     /// tracked, `FAILED` outside a tokio runtime. An unknown tool or bad arguments
     /// are the call's result, read like any other.
     pub fn start_with(&self, name: &str, args: Value, track: Track) -> Result<String, ToolError> {
+        self.start_call(Callee::Named(name), args, track)
+    }
+
+    /// [`start_with`](Self::start_with) for a tool already found (a remote call,
+    /// found once on the remote floor): it runs without a second lookup.
+    pub(crate) fn start_found(
+        &self,
+        found: Resolved,
+        args: Value,
+        track: Track,
+    ) -> Result<String, ToolError> {
+        self.start_call(Callee::Found(found), args, track)
+    }
+
+    fn start_call(
+        &self,
+        target: Callee<'_>,
+        args: Value,
+        track: Track,
+    ) -> Result<String, ToolError> {
+        let name = target.name().to_owned();
+        let name = name.as_str();
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| ToolError::failed("a tracked call needs a tokio runtime to run on"))?;
         let settings = &self.inner.settings;
@@ -561,7 +601,7 @@ impl Ledger {
                 },
             );
         }
-        let call = self.run(name, args, options, track.streamed);
+        let call = self.run(target, args, options, track.streamed);
         let weak: Weak<Inner> = Arc::downgrade(&self.inner);
         let entry_id = id.clone();
         runtime.spawn(async move {
@@ -581,22 +621,29 @@ impl Ledger {
     /// The call itself: its result, or the array of its items.
     fn run(
         &self,
-        name: &str,
+        callee: Callee<'_>,
         args: Value,
         options: CallOptions,
         streamed: bool,
     ) -> futures::future::BoxFuture<'static, Result<Value, ToolError>> {
         let bound = options.collect_limit.unwrap_or_default();
         let runner = self.inner.registry.with(options);
+        let name = callee.name().to_owned();
         if streamed {
-            let items = runner.run_stream(name, args);
+            let items = match callee {
+                Callee::Named(name) => runner.run_stream(name, args),
+                Callee::Found(found) => runner.stream_resolved(found, args),
+            };
             crate::exec::start::collect(
                 Box::pin(std::future::ready(Ok(Box::pin(items) as _))),
                 bound,
-                name.to_owned(),
+                name,
             )
         } else {
-            Box::pin(runner.spawn(name, args))
+            Box::pin(match callee {
+                Callee::Named(name) => runner.spawn(name, args),
+                Callee::Found(found) => runner.spawn_resolved(found, args),
+            })
         }
     }
 

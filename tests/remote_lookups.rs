@@ -1,0 +1,187 @@
+//! A call from outside resolves its name once, on every surface: HTTP (a tool, a
+//! service's act, a stream, a background call), MCP (a tool and a
+//! `{service}_{method}` function), LLM tool-call messages and NATS. Counted through
+//! the registry's debug lookup counter; one test in its own binary, so no other test
+//! changes a registry (and so the kept catalogue) while it counts.
+
+#![allow(
+    clippy::needless_pass_by_value,
+    reason = "#[tool] parameters are deserialised, so they are owned"
+)]
+
+#[path = "support/mcp.rs"]
+mod mcp_support;
+#[path = "support/nats.rs"]
+mod nats_support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolfunc::llm::{Target, run_tool_calls};
+use toolfunc::mcp::Server;
+use toolfunc::{Registry, tool, tool_service};
+
+use mcp_support::Pipe;
+
+/// Adds two numbers.
+#[tool(alias = "sum")]
+fn plus(a: f64, b: f64) -> f64 {
+    a + b
+}
+
+/// Counts up to `n`.
+#[tool]
+fn count(n: u32) -> impl futures::Stream<Item = u32> {
+    futures::stream::iter(1..=n)
+}
+
+/// Answers after a soft deadline it never passes.
+#[tool(background, timeout = "10s")]
+async fn slowish() -> &'static str {
+    tokio::task::yield_now().await;
+    "done"
+}
+
+/// A counter service.
+#[derive(Default)]
+struct Depot;
+
+/// Parcels.
+#[tool_service(name = "depot")]
+impl Depot {
+    /// How many parcels.
+    fn check(&self) -> u32 {
+        7
+    }
+}
+
+/// A registry of its own: the tools above and the service.
+fn registry() -> Registry {
+    let registry = Registry::new();
+    for name in ["plus", "count", "slowish"] {
+        registry
+            .register(Registry::global().get(name).expect("declared"))
+            .expect("registered");
+    }
+    registry.register_service(Depot).expect("registered");
+    registry
+}
+
+/// The lookups `call` makes in `registry`.
+async fn lookups<F: Future>(registry: &Registry, call: impl FnOnce() -> F) -> (u64, F::Output) {
+    let before = registry
+        .lookups()
+        .expect("tests build with debug assertions");
+    let out = call().await;
+    let after = registry
+        .lookups()
+        .expect("tests build with debug assertions");
+    (after - before, out)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_call_resolves_its_name_once_on_every_surface() {
+    let registry = registry();
+
+    // HTTP.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(
+        toolfunc::http::Server::new()
+            .mount(toolfunc::http::Api::new(&registry))
+            .unwrap()
+            .serve(listener),
+    );
+    let http = reqwest::Client::new();
+    let post = |path: &str, body: Value| {
+        http.post(format!("http://{addr}/api/{path}"))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+    };
+    let (n, reply) = lookups(&registry, || post("plus", json!({"a": 1, "b": 2}))).await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&reply.unwrap().text().await.unwrap()).unwrap(),
+        json!(3.0)
+    );
+    assert_eq!(n, 1, "HTTP: a tool");
+    let (n, reply) = lookups(&registry, || post("sum", json!({"a": 1, "b": 2}))).await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&reply.unwrap().text().await.unwrap()).unwrap(),
+        json!(3.0)
+    );
+    assert_eq!(n, 1, "HTTP: an alias");
+    let (n, reply) = lookups(&registry, || post("depot", json!({"act": "$check"}))).await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&reply.unwrap().text().await.unwrap()).unwrap(),
+        json!(7)
+    );
+    assert_eq!(n, 1, "HTTP: a service's act");
+    let (n, reply) = lookups(&registry, || post("count", json!({"n": 3}))).await;
+    assert_eq!(reply.unwrap().text().await.unwrap(), "1\n2\n3\n");
+    assert_eq!(n, 1, "HTTP: a stream");
+    let (n, reply) = lookups(&registry, || post("slowish", json!({}))).await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&reply.unwrap().text().await.unwrap()).unwrap(),
+        json!("done")
+    );
+    assert_eq!(n, 1, "HTTP: a background call");
+    let (n, reply) = lookups(&registry, || post("nothing", json!({}))).await;
+    assert_eq!(reply.unwrap().status(), 404);
+    assert_eq!(n, 1, "HTTP: an unknown name");
+
+    // MCP, once its tool list is made.
+    let (mut pipe, _) = Pipe::connect(Server::new(&registry)).await;
+    pipe.request("tools/list", json!({})).await;
+    for (name, arguments, answer) in [
+        ("plus", json!({"a": 1, "b": 2}), "3.0"),
+        ("sum", json!({"a": 1, "b": 2}), "3.0"),
+        ("depot_check", json!({}), "7"),
+        ("count", json!({"n": 2}), "[1,2]"),
+    ] {
+        let params = json!({"name": name, "arguments": arguments});
+        let (n, reply) = lookups(&registry, || pipe.request("tools/call", params)).await;
+        assert_eq!(reply["result"]["content"][0]["text"], answer, "{reply}");
+        assert_eq!(n, 1, "MCP: {name}");
+    }
+    pipe.close().await;
+
+    // LLM tool-call messages: one lookup per call.
+    let message = json!({"role": "assistant", "tool_calls": [
+        {"id": "c1", "type": "function",
+         "function": {"name": "plus", "arguments": "{\"a\": 1, \"b\": 2}"}},
+        {"id": "c2", "type": "function",
+         "function": {"name": "depot_check", "arguments": "{}"}}
+    ]});
+    let (n, reply) = lookups(&registry, || {
+        run_tool_calls(&registry, Target::OpenAi, &message)
+    })
+    .await;
+    let reply = reply.unwrap();
+    assert_eq!(reply[0]["content"], "3.0");
+    assert_eq!(reply[1]["content"], "7");
+    assert_eq!(n, 2, "LLM: two calls");
+
+    // NATS.
+    let server = nats_support::NatsServer::start();
+    let worker = toolfunc::nats::Worker::builder(&registry)
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let client = toolfunc::nats::Client::connect(&server.url())
+        .await
+        .unwrap();
+    // The client learns the worker's tools first.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while client.run("plus", json!({"a": 0, "b": 0})).await.is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the worker never served `plus`"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (n, out) = lookups(&registry, || client.run("plus", json!({"a": 1, "b": 2}))).await;
+    assert_eq!(out.unwrap(), json!(3.0));
+    assert_eq!(n, 1, "NATS: a tool");
+    worker.stop(Duration::from_secs(1)).await;
+}

@@ -1,0 +1,106 @@
+//! Dispatch: a found call answers one value, a stream of items or a tracked task,
+//! decided once, and is handed on to the execution core or the ledger.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::Value;
+
+use super::find::Found;
+use super::ledger::{Ledger, Track};
+use crate::call::{ToolCall, ToolResult};
+use crate::error::ToolError;
+use crate::exec::runner::Runner;
+use crate::exec::stream::ToolStream;
+use crate::options::CollectLimit;
+
+/// How a found call answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Plan {
+    /// One value.
+    Value,
+    /// Its items, one by one (a surface that cannot send them collects them).
+    Stream,
+    /// Tracked in a ledger: the answer if it comes within `soft`, else the task's
+    /// id; `streamed` when the task gathers items.
+    Tracked {
+        /// The soft deadline.
+        soft: Duration,
+        /// Whether the call runs for its items.
+        streamed: bool,
+    },
+}
+
+impl Plan {
+    /// The plan of `found` for a caller that wants its items one by one (`stream`:
+    /// the call streams and the caller asked for a stream) and may or may not take
+    /// a tracked task (`may_track`).
+    pub(crate) fn of(found: &Found, stream: bool, may_track: bool) -> Self {
+        let stream = stream && found.streams();
+        match found.soft_deadline() {
+            Some(soft) if may_track => Self::Tracked {
+                soft,
+                streamed: stream,
+            },
+            _ if stream => Self::Stream,
+            _ => Self::Value,
+        }
+    }
+}
+
+impl Found {
+    /// Runs the call for one value, with `runner`'s options.
+    pub(crate) async fn run(self, runner: &Runner, args: Value) -> Result<Value, ToolError> {
+        runner.run_resolved(self.into_resolved(), args).await
+    }
+
+    /// Runs the call for its items.
+    pub(crate) fn stream(self, runner: &Runner, args: Value) -> ToolStream {
+        runner.stream_resolved(self.into_resolved(), args)
+    }
+
+    /// Runs a correlated call (its id, and its name as the caller gave it, come back
+    /// in the result).
+    pub(crate) async fn execute(self, runner: &Runner, call: ToolCall) -> ToolResult {
+        runner.execute_resolved(self.into_resolved(), call).await
+    }
+
+    /// Runs the call to one value: a streaming call's items gathered into an array
+    /// within `limit`, each handed to `each` (with its 1-based number) as it comes.
+    pub(crate) async fn collect(
+        self,
+        runner: &Runner,
+        args: Value,
+        stream: bool,
+        limit: CollectLimit,
+        mut each: impl FnMut(usize, &Value),
+    ) -> Result<Value, ToolError> {
+        if !stream {
+            return self.run(runner, args).await;
+        }
+        let name = self.name().to_owned();
+        let mut collected = Vec::new();
+        let mut bytes = 0usize;
+        let mut items = self.stream(runner, args);
+        while let Some(item) = items.next().await {
+            let item = item?;
+            bytes = bytes.saturating_add(crate::options::json_size(&item));
+            if collected.len() >= limit.items || bytes > limit.bytes {
+                return Err(limit.exceeded(&name, collected.len() + 1, bytes));
+            }
+            each(collected.len() + 1, &item);
+            collected.push(item);
+        }
+        Ok(Value::Array(collected))
+    }
+
+    /// Starts the call in `ledger`, tracked as `track` says; its id.
+    pub(crate) fn track(
+        self,
+        ledger: &Ledger,
+        args: Value,
+        track: Track,
+    ) -> Result<String, ToolError> {
+        ledger.start_found(self.into_resolved(), args, track)
+    }
+}

@@ -1,0 +1,48 @@
+//! A call from outside: how a name that arrives over a wire becomes a run.
+//!
+//! HTTP, MCP, NATS and the LLM tool-call messages differ only in how a call is
+//! parsed and how its answer is encoded. Everything between is written here, once,
+//! so that a rule about who may see or call what cannot disagree between surfaces:
+//!
+//! 1. **The surface parses** the request: a name, the arguments, what the caller
+//!    asks for (a stream, a task), and the [`CallOptions`](crate::options::CallOptions)
+//!    its call carries (surface, caller, deadline, headers for layers).
+//! 2. **Find** (`find.rs`): the name (or alias, or `{service}_{method}` where the
+//!    surface speaks in functions) is resolved **once** into a [`Found`]: the tool,
+//!    the registry that holds it and its readiness, the act a function name
+//!    stands for, and what the definition says of the call (its schema, whether it
+//!    streams, needs confirmation or client capabilities, may run in the
+//!    background). Unknown tools, tools not offered to remote callers
+//!    (`api = false`) and tools a layer hides from this caller are all refused
+//!    here, with one `NOT_FOUND` for every surface, so a caller learns nothing of
+//!    what it may not see.
+//! 3. **Admit** (`find.rs`, [`Found::admit`]): what the call needs of its caller
+//!    that the caller must have declared (client capabilities, taking tasks) is
+//!    checked before anything runs.
+//! 4. **Dispatch** (`dispatch.rs`): whether the call answers one value, a stream of
+//!    items or a tracked (background) task is decided once ([`Plan`]), and the
+//!    found call is handed to the execution core ([`exec`](crate::exec)) or to the
+//!    [`Ledger`](ledger::Ledger), which run it without looking its name up again.
+//! 5. **The surface encodes** the answer: JSON or NDJSON over HTTP, a
+//!    `CallToolResult` or a task over MCP, messages over NATS, a provider's
+//!    tool-result message.
+//!
+//! **One catalogue** (`catalog.rs`) says what a registry offers remote callers: the
+//! tools served remotely (`api` tools, in name order) and the functions they make
+//! (each service act flattened into `{service}_{method}`, a tool winning over a
+//! method of the same name). It is made once per registry generation and kept in
+//! the registry under a typed key; HTTP discovery, the OpenAPI document, MCP
+//! `tools/list`, the served LLM exports and the NATS endpoints all read it, and a
+//! caller's view of it is filtered by the same visibility rule as `find`.
+//!
+//! The [`ledger`] (calls tracked by id, polled, cancelled, swept) lives on this
+//! floor too: it is how a surface answers a call that outlives its request.
+
+mod catalog;
+mod dispatch;
+mod find;
+pub mod ledger;
+
+pub(crate) use catalog::Catalog;
+pub(crate) use dispatch::Plan;
+pub(crate) use find::{Found, Lookup, Needs, find, find_tracked, shown_to, tracked_shown};
