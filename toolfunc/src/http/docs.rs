@@ -7,7 +7,7 @@ use axum::body::Body;
 use axum::http::{StatusCode, header};
 use axum::response::Response;
 
-use super::server::Api;
+use super::api::Api;
 
 /// The file name the page is served under, after the prefix.
 pub(super) const FILE: &str = "docs";

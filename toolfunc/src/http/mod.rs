@@ -72,6 +72,7 @@
 //! # }
 //! ```
 
+mod api;
 mod client;
 mod docs;
 mod listen;
@@ -84,7 +85,8 @@ pub use axum;
 /// The reqwest version the client is built on (for [`Client::connect_with`]).
 pub use reqwest;
 
+pub use api::{Api, AuthRequest, DEFAULT_BODY_LIMIT, LOOPBACK_HOSTS, router};
 pub use axum::http::HeaderMap;
 pub use client::Client;
 pub use listen::{DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
-pub use server::{Api, AuthRequest, DEFAULT_BODY_LIMIT, LOOPBACK_HOSTS, Server, router, serve};
+pub use server::{Server, serve};

@@ -35,13 +35,16 @@ use std::sync::{Arc, PoisonError, RwLock};
 use axum::body::{Body, Bytes};
 use axum::http::{StatusCode, header};
 use axum::response::Response;
-use percent_encoding::{AsciiSet, CONTROLS, percent_decode_str, utf8_percent_encode};
+use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
 use serde_json::{Map, Value, json};
 
-use super::Api;
+use super::api::Api;
 use super::wire::{NDJSON, REQ_ID, RPC_TIMEOUT};
 use crate::registry::Registry;
 use crate::remote::{self, Catalog, Lookup};
+use crate::schema::rewrite::{
+    bound_integer, def_name, each_schema, lift_definitions, number_or_null, rebase_refs,
+};
 use crate::tool::ToolDefinition;
 use crate::tool::service::ActDefinition;
 
@@ -50,6 +53,9 @@ pub(super) const FILE: &str = "openapi.json";
 
 /// The OpenAPI version the document is written in.
 const VERSION: &str = "3.1.1";
+
+/// Where tool schemas sit in the document, as a `$ref` base.
+const SCHEMAS: &str = "#/components/schemas";
 
 /// The name of the security scheme written for an auth hook nobody described.
 const AUTH: &str = "auth";
@@ -333,16 +339,7 @@ impl<'v> Doc<'v> {
         let root = unique(&mut self.names, format!("{ns}.{local}"));
         let mut schema = raw.clone();
         each_schema(&mut schema, &mut bound_integer);
-        let mut lifted: Vec<(String, Value)> = Vec::new();
-        if let Value::Object(map) = &mut schema {
-            map.remove("$schema");
-            map.remove("$id");
-            for kind in ["$defs", "definitions"] {
-                if let Some(Value::Object(defs)) = map.remove(kind) {
-                    lifted.extend(defs.into_iter().map(|(k, v)| (format!("{kind}/{k}"), v)));
-                }
-            }
-        }
+        let lifted = lift_definitions(&mut schema);
         // Shared by tool when the same definition recurs (a `User` in every act);
         // apart when two differ under one name.
         let tentative: HashMap<String, String> = lifted
@@ -354,7 +351,7 @@ impl<'v> Doc<'v> {
                 .iter()
                 .map(|(key, def)| {
                     let mut def = def.clone();
-                    rewrite(&mut def, &root, mapping);
+                    rebase_refs(&mut def, SCHEMAS, &root, mapping);
                     (mapping[key].clone(), def)
                 })
                 .collect::<Vec<_>>()
@@ -379,7 +376,7 @@ impl<'v> Doc<'v> {
             defs = rewritten(&mapping);
             mapping
         };
-        rewrite(&mut schema, &root, &mapping);
+        rebase_refs(&mut schema, SCHEMAS, &root, &mapping);
         for (name, def) in defs {
             self.names.insert(name.clone());
             if !self.same.iter().any(|(_, n)| *n == name) {
@@ -1118,104 +1115,6 @@ impl Doc<'_> {
     }
 }
 
-/// Calls `f` on every subschema of `schema` (`properties`, `items`, `anyOf`,
-/// `$defs`, ...), then on `schema` itself; not on values (`const`, `enum`,
-/// `default`, examples). What `f` makes of a schema is not visited again.
-fn each_schema(schema: &mut Value, f: &mut impl FnMut(&mut Map<String, Value>)) {
-    let Value::Object(map) = schema else {
-        return;
-    };
-    for (key, value) in map.iter_mut() {
-        match key.as_str() {
-            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
-                if let Value::Object(schemas) = value {
-                    schemas.values_mut().for_each(|s| each_schema(s, f));
-                }
-            }
-            "allOf" | "anyOf" | "oneOf" | "prefixItems" | "items" => match value {
-                Value::Array(schemas) => schemas.iter_mut().for_each(|s| each_schema(s, f)),
-                schema => each_schema(schema, f),
-            },
-            "additionalProperties"
-            | "unevaluatedProperties"
-            | "propertyNames"
-            | "additionalItems"
-            | "unevaluatedItems"
-            | "contains"
-            | "not"
-            | "if"
-            | "then"
-            | "else" => each_schema(value, f),
-            _ => {}
-        }
-    }
-    f(map);
-}
-
-/// Whether a schema's `type` names `ty` (alone or in a list).
-fn has_type(map: &Map<String, Value>, ty: &str) -> bool {
-    match map.get("type") {
-        Some(Value::String(t)) => t == ty,
-        Some(Value::Array(list)) => list.iter().any(|t| t == ty),
-        _ => false,
-    }
-}
-
-/// Lets a number be `null` as well: a result holding `NaN` or an infinity is sent
-/// with `null` in its place, as `serde_json` writes them. Written as an `anyOf`
-/// rather than a list of types: tools that read response schemas (Schemathesis
-/// 4.32 among them) fail on a `type` list inside an `anyOf` branch.
-fn number_or_null(map: &mut Map<String, Value>) {
-    if !has_type(map, "number") || has_type(map, "null") {
-        return;
-    }
-    let mut number = std::mem::take(map);
-    for key in ["title", "description"] {
-        if let Some(text) = number.remove(key) {
-            map.insert(key.into(), text);
-        }
-    }
-    map.insert(
-        "anyOf".into(),
-        json!([Value::Object(number), {"type": "null"}]),
-    );
-}
-
-/// Writes the bounds an integer's `format` implies (`uint64`: 0 to 2^64 - 1, as
-/// schemars names Rust's integer types) when the schema does not give them, so
-/// that what the document accepts is what the parameter type can hold.
-fn bound_integer(map: &mut Map<String, Value>) {
-    if !has_type(map, "integer") {
-        return;
-    }
-    let (min, max): (Value, Value) = match map.get("format").and_then(Value::as_str) {
-        Some("int8") => (i8::MIN.into(), i8::MAX.into()),
-        Some("int16") => (i16::MIN.into(), i16::MAX.into()),
-        Some("int32") => (i32::MIN.into(), i32::MAX.into()),
-        Some("int64") => (i64::MIN.into(), i64::MAX.into()),
-        Some("uint8") => (0.into(), u8::MAX.into()),
-        Some("uint16") => (0.into(), u16::MAX.into()),
-        Some("uint32") => (0.into(), u32::MAX.into()),
-        Some("uint64") => (0.into(), u64::MAX.into()),
-        // `isize` and `usize`.
-        Some("int") => (
-            i64::try_from(isize::MIN).unwrap_or(i64::MIN).into(),
-            i64::try_from(isize::MAX).unwrap_or(i64::MAX).into(),
-        ),
-        Some("uint") => (
-            0.into(),
-            u64::try_from(usize::MAX).unwrap_or(u64::MAX).into(),
-        ),
-        _ => return,
-    };
-    if !map.contains_key("minimum") && !map.contains_key("exclusiveMinimum") {
-        map.insert("minimum".into(), min);
-    }
-    if !map.contains_key("maximum") && !map.contains_key("exclusiveMaximum") {
-        map.insert("maximum".into(), max);
-    }
-}
-
 /// The `p` query parameter of a GET or DELETE, when there are arguments to send.
 fn query_p(schema: &Value, required: bool, params: &Value) -> Option<Value> {
     let empty = params
@@ -1257,7 +1156,7 @@ fn summary(title: Option<&str>, description: Option<&str>) -> Option<String> {
 }
 
 fn reference(name: &str) -> Value {
-    json!({"$ref": format!("#/components/schemas/{name}")})
+    json!({"$ref": format!("{SCHEMAS}/{name}")})
 }
 
 /// `name`, or `name_2`, `name_3`... whichever is not taken yet (then taken).
@@ -1292,61 +1191,6 @@ fn clean(text: &str) -> String {
     } else {
         cleaned
     }
-}
-
-/// `"$defs/User"` → `"User"`.
-fn def_name(key: &str) -> &str {
-    key.split_once('/').map_or(key, |(_, name)| name)
-}
-
-/// Rewrites the `$ref`s of a schema moved to `components/schemas/<root>`, whose
-/// `$defs` moved to the components `mapping` names (keyed `"$defs/<name>"`).
-fn rewrite(value: &mut Value, root: &str, mapping: &HashMap<String, String>) {
-    match value {
-        Value::Object(map) => {
-            for (key, value) in map.iter_mut() {
-                match key.as_str() {
-                    "$ref" => {
-                        if let Value::String(target) = value
-                            && let Some(moved) = moved(target, root, mapping)
-                        {
-                            *target = moved;
-                        }
-                    }
-                    // Values, not schemas.
-                    "const" | "enum" | "default" | "examples" | "example" => {}
-                    _ => rewrite(value, root, mapping),
-                }
-            }
-        }
-        Value::Array(items) => {
-            for item in items {
-                rewrite(item, root, mapping);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Where a local reference points once the schema moved.
-fn moved(target: &str, root: &str, mapping: &HashMap<String, String>) -> Option<String> {
-    let fragment = target.strip_prefix('#')?;
-    let base = "#/components/schemas";
-    if fragment.is_empty() {
-        return Some(format!("{base}/{root}"));
-    }
-    // `#name` is an anchor: it still names what it named.
-    let pointer = fragment.strip_prefix('/')?;
-    let mut parts = pointer.splitn(3, '/');
-    if let (Some(kind @ ("$defs" | "definitions")), Some(name)) = (parts.next(), parts.next()) {
-        let name = percent_decode_str(name).decode_utf8_lossy();
-        let name = name.replace("~1", "/").replace("~0", "~");
-        if let Some(component) = mapping.get(&format!("{kind}/{name}")) {
-            let rest = parts.next().map(|r| format!("/{r}")).unwrap_or_default();
-            return Some(format!("{base}/{component}{rest}"));
-        }
-    }
-    Some(format!("{base}/{root}{fragment}"))
 }
 
 /// The error answers operations refer to, by name.
@@ -1464,63 +1308,6 @@ fn discovery_schema() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn references_follow_their_schemas() {
-        let mapping = HashMap::from([("$defs/User".to_owned(), "users.User".to_owned())]);
-        let moved = |t: &str| moved(t, "users.list.Result", &mapping);
-        assert_eq!(
-            moved("#/$defs/User").as_deref(),
-            Some("#/components/schemas/users.User")
-        );
-        assert_eq!(
-            moved("#/$defs/User/properties/id").as_deref(),
-            Some("#/components/schemas/users.User/properties/id")
-        );
-        assert_eq!(
-            moved("#").as_deref(),
-            Some("#/components/schemas/users.list.Result")
-        );
-        assert_eq!(
-            moved("#/properties/a").as_deref(),
-            Some("#/components/schemas/users.list.Result/properties/a")
-        );
-        assert_eq!(moved("#anchor"), None);
-        assert_eq!(moved("https://example.com/s.json"), None);
-    }
-
-    #[test]
-    fn implied_bounds_and_nulls_are_written_out() {
-        let mut schema = json!({
-            "type": "object",
-            "properties": {
-                "n": {"type": "integer", "format": "uint8"},
-                "m": {"type": ["integer", "null"], "format": "int32", "minimum": 1},
-                "xs": {"type": "array", "items": {"type": "number", "description": "x"}},
-                "enum": {"enum": [{"type": "number"}]},
-            },
-            "$defs": {"D": {"type": "number", "format": "float"}},
-        });
-        each_schema(&mut schema, &mut bound_integer);
-        each_schema(&mut schema, &mut number_or_null);
-        let props = &schema["properties"];
-        assert_eq!(
-            (&props["n"]["minimum"], &props["n"]["maximum"]),
-            (&json!(0), &json!(255))
-        );
-        assert_eq!(props["m"]["minimum"], 1, "a bound given stays");
-        assert_eq!(props["m"]["maximum"], i32::MAX);
-        assert_eq!(
-            props["xs"]["items"],
-            json!({"description": "x", "anyOf": [{"type": "number"}, {"type": "null"}]})
-        );
-        assert_eq!(
-            props["enum"],
-            json!({"enum": [{"type": "number"}]}),
-            "values are left"
-        );
-        assert_eq!(schema["$defs"]["D"]["anyOf"][1], json!({"type": "null"}));
-    }
 
     #[test]
     fn names_are_component_names() {

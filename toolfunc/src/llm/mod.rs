@@ -255,6 +255,7 @@ pub(crate) enum McpListing {
     /// What this server's `tools/list` sends: schemas as the tools wrote them, and
     /// every output schema (the SDK drops those that do not describe an object for
     /// clients older than 2026-07-28, which take only objects).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     Served,
 }
 
@@ -314,6 +315,7 @@ pub(crate) fn mcp_tool(
 }
 
 /// Whether `name` is an MCP tool name: 1 to 128 of `[A-Za-z0-9_.-]`.
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
 pub(crate) fn mcp_name(name: &str) -> bool {
     Target::Mcp.valid_name(name)
 }

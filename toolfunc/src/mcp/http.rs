@@ -265,7 +265,7 @@ const ERROR_BODY_LIMIT: usize = 64 * 1024;
 /// so a request costs no middleware layer of its own (no boxed clone of the service
 /// and its future per request).
 pub(super) struct Guarded {
-    pub(super) service: StreamableHttpService<super::Server, Sessions>,
+    pub(super) service: StreamableHttpService<super::server::Server, Sessions>,
     pub(super) guard: Guard,
 }
 

@@ -20,6 +20,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
+use rmcp::ErrorData;
 use rmcp::model::{InputRequest, InputRequests, RequestStateCodec, SealOptions};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
@@ -28,7 +29,8 @@ use tokio_util::sync::CancellationToken;
 use crate::ask::ClientRequest;
 use crate::error::ToolError;
 
-use super::{Monotonic, Report, Shape};
+use super::report::{Monotonic, Report};
+use super::shape::Shape;
 
 /// How many calls may wait for their client's answers at once.
 pub(super) const MAX_PARKED: usize = 1000;
@@ -115,7 +117,7 @@ pub(super) enum Held {
     /// A call that is no task.
     Call(Running),
     /// A tracked call, before it became a task.
-    Task(super::tasks::Parked),
+    Task(super::tracked::Parked),
 }
 
 struct Parked {
@@ -146,6 +148,25 @@ pub(super) enum Refused {
     Full,
 }
 
+/// A retry's `requestState` refused.
+pub(super) fn refused(why: Refused) -> ErrorData {
+    match why {
+        Refused::Integrity => ErrorData::invalid_params(
+            "requestState integrity check failed: it was not made by this server for this tool",
+            None,
+        ),
+        Refused::Gone => ErrorData::invalid_params(
+            "requestState names a call that no longer waits for input (answered, or \
+             unanswered for too long)",
+            None,
+        ),
+        Refused::Full => ErrorData::internal_error(
+            "too many calls are waiting for their clients' input; try again later",
+            None,
+        ),
+    }
+}
+
 impl Rounds {
     /// Parked calls under a fresh random key.
     pub(super) fn new() -> Self {
@@ -170,7 +191,7 @@ impl Rounds {
     pub(super) fn park_task(
         &self,
         tool: &str,
-        parked: super::tasks::Parked,
+        parked: super::tracked::Parked,
     ) -> Result<String, Refused> {
         self.hold(tool, Held::Task(parked))
     }

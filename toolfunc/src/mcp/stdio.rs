@@ -24,7 +24,7 @@
 //! tasks. One writer, behind a lock, takes both the screen's answers and the SDK's
 //! messages, a whole line at a time, and gives every JSON-RPC error an `id` member.
 //!
-//! [`Server::serve_io`]: super::Server::serve_io
+//! [`Server::serve_io`]: super::server::Server::serve_io
 
 use std::borrow::Cow;
 use std::collections::HashSet;

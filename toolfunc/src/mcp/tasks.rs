@@ -21,7 +21,7 @@
 //! `background` tools to the end in one round, and is refused `background = "only"`
 //! tools with `-32021`.
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use rmcp::model::{
     CallToolResponse, CancelTaskParams, ClientCapabilities, CreateTaskResult, DetailedTask,
@@ -36,7 +36,11 @@ use crate::options::CallOptions;
 use crate::remote::ledger::{Ledger, Question, Retention, TaskInfo, TaskPoll, TaskStatus, Track};
 use crate::remote::{self, Found};
 
-use super::{Server, Shape, into_result, rounds};
+use super::client::sessionless;
+use super::rounds;
+use super::server::Server;
+use super::shape::{Shape, error_data, into_result, shape_of};
+use super::tracked::{Parked, Plan};
 
 /// How often a client is asked to poll `tasks/get`, in milliseconds.
 pub(super) const POLL_INTERVAL_MS: u64 = 1000;
@@ -64,39 +68,6 @@ pub(super) fn tasks_required(tool: &str) -> ErrorData {
     )
     .into();
     error
-}
-
-/// A call answering its client's questions before it became a task, parked between
-/// rounds. Dropped unresumed (expired, or the server's table full), it stops the
-/// call.
-pub(super) struct Parked {
-    pub(super) id: String,
-    pub(super) ledger: Option<Ledger>,
-    pub(super) plan: Plan,
-}
-
-impl Drop for Parked {
-    fn drop(&mut self) {
-        if let Some(ledger) = self.ledger.take() {
-            ledger.remove(&self.id);
-        }
-    }
-}
-
-/// How a tracked call answers its `tools/call`.
-#[derive(Clone, Copy)]
-pub(super) struct Plan {
-    /// How long it may run before it becomes a task.
-    pub(super) soft: Duration,
-    /// `background = "only"`: a task however soon it ends.
-    pub(super) only: bool,
-    pub(super) shape: Shape,
-}
-
-impl Plan {
-    pub(super) fn new(soft: Duration, only: bool, shape: Shape) -> Self {
-        Self { soft, only, shape }
-    }
 }
 
 fn timestamp(at: SystemTime) -> String {
@@ -169,7 +140,7 @@ fn unknown_task(id: &str) -> ErrorData {
 }
 
 fn refused(err: &ToolError) -> ErrorData {
-    ErrorData::internal_error(err.to_string(), Some(super::error_data(err)))
+    ErrorData::internal_error(err.to_string(), Some(error_data(err)))
 }
 
 impl Server {
@@ -250,7 +221,7 @@ impl Server {
                 .shared
                 .rounds
                 .park_task(called, parked)
-                .map_err(super::refused)?;
+                .map_err(rounds::refused)?;
             return Ok(CallToolResponse::InputRequired(
                 rmcp::model::InputRequiredResult::new(Some(requests), Some(state)),
             ));
@@ -354,7 +325,7 @@ impl Server {
     /// How the result of the task's tool is answered.
     fn task_shape(&self, info: &TaskInfo, context: &RequestContext<RoleServer>) -> Shape {
         match remote::find_tracked(&self.shared.registry, &info.tool, info.act.as_deref()) {
-            Some(found) => super::shape_of(&found, super::sessionless(context)).1,
+            Some(found) => shape_of(&found, sessionless(context)).1,
             None => Shape {
                 content: false,
                 any_structured: false,

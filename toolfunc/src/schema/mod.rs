@@ -1,6 +1,7 @@
 //! JSON Schemas of tool parameters and results: generation (schemars), argument
-//! parsing with JSON-Pointer error paths, and the check of tools whose schema is given
-//! as JSON (the `jsonschema` crate, with bounds on the work of one call).
+//! parsing with JSON-Pointer error paths, the check of tools whose schema is given
+//! as JSON (the `jsonschema` crate, with bounds on the work of one call), and the
+//! rewriting of schemas placed into other documents (`rewrite`, crate-internal).
 
 use std::borrow::Borrow;
 
@@ -13,6 +14,9 @@ use crate::error::ToolError;
 
 mod bound;
 mod check;
+// Only the OpenAPI document of the `http` feature rewrites schemas so far.
+#[cfg(feature = "http")]
+pub(crate) mod rewrite;
 
 pub use check::{Validator, validate};
 

@@ -1,0 +1,358 @@
+//! The [`Api`] builder: one registry served under one prefix, with the host,
+//! origin, body, auth and GET settings its requests are screened against, and the
+//! axum router that hands them to the request path ([`server`](super::server)).
+
+use std::fmt;
+use std::sync::Arc;
+
+use axum::http::{HeaderMap, Method, header};
+use axum::routing::any;
+
+use super::server::handle;
+use crate::error::ToolError;
+use crate::options::CollectLimit;
+use crate::registry::Registry;
+use crate::remote::ledger::Ledger;
+
+/// The default request body limit: 1 MiB.
+pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
+
+/// What an auth hook sees of a request, before anything runs.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct AuthRequest<'a> {
+    /// The HTTP method.
+    pub method: &'a Method,
+    /// The request headers (`authorization`, cookies, ...).
+    pub headers: &'a HeaderMap,
+    /// The request path (prefix included).
+    pub path: &'a str,
+    /// The canonical name of the tool that will run (aliases resolved); `None` for
+    /// discovery and for a request that names no tool this API serves.
+    pub tool: Option<&'a str>,
+    /// The canonical act a service call will run (`"$hello"` however the client
+    /// spelled it, `"get"`, `"list"`); `None` for a plain tool. An act the service
+    /// does not have is refused before the hook is asked.
+    pub act: Option<&'a str>,
+}
+
+type AuthFn = dyn Fn(&AuthRequest<'_>) -> Result<(), ToolError> + Send + Sync;
+
+/// One registry served under one prefix: discovery at `GET <prefix>`, calls at
+/// `<METHOD> <prefix>/<tool>[/<id>]`.
+///
+/// ```no_run
+/// use toolfunc::{Registry, ToolError};
+/// use toolfunc::http::Api;
+///
+/// let api = Api::new(Registry::global())
+///     .prefix("/rpc")
+///     .body_limit(64 * 1024)
+///     .auth(|req| {
+///         match req.headers.get("authorization") {
+///             Some(v) if v == "Bearer secret" => Ok(()),
+///             _ => Err(ToolError::custom("UNAUTHORIZED", 401, "a bearer token is required")),
+///         }
+///     });
+/// // Mount it in an existing app.
+/// let app: axum::Router = axum::Router::new().merge(api.router());
+/// # let _ = app;
+/// ```
+#[derive(Clone)]
+pub struct Api {
+    pub(super) registry: Registry,
+    pub(super) prefix: String,
+    pub(super) body_limit: usize,
+    pub(super) auth: Option<Arc<AuthFn>>,
+    /// `None`: any host.
+    hosts: Option<Vec<String>>,
+    /// `None`: any origin.
+    origins: Option<Vec<String>>,
+    pub(super) json_only: bool,
+    pub(super) writes_over_get: bool,
+    pub(super) collect_limit: Option<CollectLimit>,
+    /// Whether `<prefix>/docs` serves the try-it page.
+    pub(super) docs: bool,
+    /// Where background calls are tracked, and `rpcTask` reads them.
+    pub(super) ledger: Ledger,
+    /// How `<prefix>/openapi.json` describes the API, and the document last made.
+    pub(super) openapi: super::openapi::Settings,
+}
+
+impl fmt::Debug for Api {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Api")
+            .field("prefix", &self.prefix)
+            .field("body_limit", &self.body_limit)
+            .field("auth", &self.auth.is_some())
+            .field("hosts", &self.hosts)
+            .field("origins", &self.origins)
+            .field("json_only", &self.json_only)
+            .field("writes_over_get", &self.writes_over_get)
+            .field("collect_limit", &self.collect_limit)
+            .field("docs", &self.docs)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Api {
+    /// Serves `registry` under `/api`, with a 1 MiB body limit, no auth hook, and
+    /// the safe defaults: loopback `Host`s only ([`LOOPBACK_HOSTS`]), no
+    /// cross-origin callers, JSON bodies only, and GET for read-only tools only.
+    /// `registry` is a `Registry` or a `&Registry` (`Registry::global()`): a handle
+    /// to the same tools either way.
+    pub fn new(registry: impl Into<Registry>) -> Self {
+        let registry = registry.into();
+        Self {
+            prefix: "/api".to_owned(),
+            body_limit: DEFAULT_BODY_LIMIT,
+            auth: None,
+            hosts: Some(LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect()),
+            origins: Some(Vec::new()),
+            json_only: true,
+            writes_over_get: false,
+            collect_limit: None,
+            docs: false,
+            ledger: Ledger::new(&registry),
+            registry,
+            openapi: super::openapi::Settings::default(),
+        }
+    }
+
+    /// The host names (with or without a port: `"api.example.com"`,
+    /// `"example.com:8443"`) a request's `Host` header may carry; any other is
+    /// refused with 403 (`HOST_NOT_ALLOWED`). This stops DNS rebinding, where a web
+    /// page reaches a local server under the page's own name. Default:
+    /// [`LOOPBACK_HOSTS`]; set the names a deployment is reached by.
+    #[must_use]
+    pub fn allowed_hosts<I, S>(mut self, hosts: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.hosts = Some(
+            hosts
+                .into_iter()
+                .map(|h| h.into().to_ascii_lowercase())
+                .collect(),
+        );
+        self
+    }
+
+    /// Accepts any `Host` header (behind a proxy that checks it already).
+    #[must_use]
+    pub fn allow_any_host(mut self) -> Self {
+        self.hosts = None;
+        self
+    }
+
+    /// Web origins besides the server's own (`"https://app.example.com"`) whose
+    /// pages may call the API. A request with an `Origin` header that is neither
+    /// the server's own origin nor listed here is refused with 403
+    /// (`ORIGIN_NOT_ALLOWED`); requests without one (programs) are not affected.
+    /// Default: none. (No CORS headers are sent: this admits requests, it does not
+    /// grant browsers access to answers.)
+    #[must_use]
+    pub fn allowed_origins<I, S>(mut self, origins: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.origins = Some(
+            origins
+                .into_iter()
+                .map(|o| o.into().trim_end_matches('/').to_ascii_lowercase())
+                .collect(),
+        );
+        self
+    }
+
+    /// Accepts requests from pages of any origin.
+    #[must_use]
+    pub fn allow_any_origin(mut self) -> Self {
+        self.origins = None;
+        self
+    }
+
+    /// Whether a request with a body (POST, PUT, PATCH) must say it is JSON
+    /// (`Content-Type: application/json` or `application/*+json`) or carry one of
+    /// the `rpc-*` / `req-id` headers; others get 415. A page on another site can
+    /// send a form or `text/plain` without the browser asking the server first,
+    /// but not these. Default: `true`.
+    #[must_use]
+    pub fn json_only(mut self, yes: bool) -> Self {
+        self.json_only = yes;
+        self
+    }
+
+    /// Whether GET may run tools and acts that are not read-only. By default GET
+    /// runs only REST `get` and `list` and what is annotated `read_only`; anything
+    /// else answers 405 with `Allow: POST`, because a link or an image on any page
+    /// can make a browser send a GET. Default: `false`.
+    #[must_use]
+    pub fn writes_over_get(mut self, yes: bool) -> Self {
+        self.writes_over_get = yes;
+        self
+    }
+
+    /// The ledger background calls are tracked in (by default one of this API's
+    /// own, with [`LedgerSettings`](crate::ledger::LedgerSettings)' defaults). Give
+    /// several surfaces the same ledger to read one call from all of them. It must
+    /// run calls on this API's registry.
+    #[must_use]
+    pub fn ledger(mut self, ledger: Ledger) -> Self {
+        self.ledger = ledger;
+        self
+    }
+
+    /// Bounds what a streaming tool called without asking for a stream gathers
+    /// into one answer (default [`CollectLimit::default`]: 100,000 items, 16 MiB);
+    /// past it the call ends with 413 `RESULT_TOO_LARGE`.
+    #[must_use]
+    pub fn collect_limit(mut self, limit: CollectLimit) -> Self {
+        self.collect_limit = Some(limit);
+        self
+    }
+
+    /// Refuses a request from a host or a web origin this API does not serve.
+    pub(super) fn check_site(&self, headers: &HeaderMap) -> Result<(), ToolError> {
+        let host = headers
+            .get(header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim);
+        if let Some(allowed) = &self.hosts {
+            let ok = host.is_some_and(|h| host_allowed(allowed, h));
+            if !ok {
+                return Err(ToolError::custom(
+                    "HOST_NOT_ALLOWED",
+                    403,
+                    format!(
+                        "the host `{}` is not served here (allowed: {}); a server reached \
+                         by other names lists them with `Api::allowed_hosts`",
+                        host.unwrap_or(""),
+                        allowed.join(", ")
+                    ),
+                ));
+            }
+        }
+        let Some(origin) = headers.get(header::ORIGIN) else {
+            return Ok(());
+        };
+        let Some(allowed) = &self.origins else {
+            return Ok(());
+        };
+        let origin = origin.to_str().unwrap_or("").trim().trim_end_matches('/');
+        // The server's own origin: the page was served under the same host.
+        let own = origin.split_once("://").is_some_and(|(scheme, rest)| {
+            (scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https"))
+                && host.is_some_and(|h| h.eq_ignore_ascii_case(rest))
+        });
+        if own || allowed.iter().any(|a| a.eq_ignore_ascii_case(origin)) {
+            Ok(())
+        } else {
+            Err(ToolError::custom(
+                "ORIGIN_NOT_ALLOWED",
+                403,
+                format!(
+                    "requests from pages of `{origin}` are not accepted; a server that \
+                     serves such pages lists their origins with `Api::allowed_origins`"
+                ),
+            ))
+        }
+    }
+
+    /// The path prefix (`"/api"` by default; `""` or `"/"` serves at the root).
+    #[must_use]
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = normalize(&prefix.into());
+        self
+    }
+
+    /// The largest request body accepted, in bytes; a larger one gets 413.
+    #[must_use]
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = bytes;
+        self
+    }
+
+    /// A hook that sees every request (discovery included) with the tool name and
+    /// act, before anything runs. Returning an error refuses the request with that
+    /// error's status: `ToolError::custom("UNAUTHORIZED", 401, ..)` or
+    /// `ToolError::custom("FORBIDDEN", 403, ..)`.
+    #[must_use]
+    pub fn auth(
+        mut self,
+        hook: impl Fn(&AuthRequest<'_>) -> Result<(), ToolError> + Send + Sync + 'static,
+    ) -> Self {
+        self.auth = Some(Arc::new(hook));
+        self
+    }
+
+    /// The prefix this API is served under (normalised: `"/api"`, or `""` for the root).
+    pub fn path(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The axum router: `<prefix>`, `<prefix>/` and `<prefix>/*`.
+    pub fn router(self) -> axum::Router {
+        let prefix = self.prefix.clone();
+        let state = Arc::new(self);
+        let root = if prefix.is_empty() { "/" } else { &prefix };
+        let mut router = axum::Router::new().route(root, any(handle));
+        if !prefix.is_empty() {
+            router = router.route(&format!("{prefix}/"), any(handle));
+        }
+        router
+            .route(&format!("{prefix}/{{*rest}}"), any(handle))
+            .with_state(state)
+    }
+}
+
+impl Api {
+    /// What the OpenAPI document of this API is made from.
+    pub(super) fn openapi_view(&self) -> super::openapi::View<'_> {
+        super::openapi::View {
+            registry: &self.registry,
+            prefix: &self.prefix,
+            auth: self.auth.is_some(),
+            json_only: self.json_only,
+            writes_over_get: self.writes_over_get,
+            body_limit: self.body_limit,
+            settings: &self.openapi,
+        }
+    }
+}
+
+/// The hosts an [`Api`] serves by default: the loopback names, on any port.
+pub const LOOPBACK_HOSTS: [&str; 4] = ["localhost", "127.0.0.1", "[::1]", "::1"];
+
+/// Whether `host` (a `Host` header) is one of `allowed` (lower-cased entries),
+/// ignoring case: the same name and port, or the same name when the entry has no
+/// port.
+fn host_allowed(allowed: &[String], host: &str) -> bool {
+    let name = match host.rfind(':') {
+        // `[::1]:8080`, `127.0.0.1:80`; a bare `::1` has colons but no brackets.
+        Some(i) if !host.ends_with(']') && (host.starts_with('[') || !host[..i].contains(':')) => {
+            &host[..i]
+        }
+        _ => host,
+    };
+    allowed
+        .iter()
+        .any(|a| a.eq_ignore_ascii_case(host) || a.eq_ignore_ascii_case(name))
+}
+
+fn normalize(prefix: &str) -> String {
+    let trimmed = prefix.trim_matches('/');
+    if trimmed.is_empty() {
+        String::new()
+    } else {
+        format!("/{trimmed}")
+    }
+}
+
+/// The router serving `registry` under `/api` (see [`Api`] to choose the prefix,
+/// the body limit and an auth hook).
+pub fn router(registry: impl Into<Registry>) -> axum::Router {
+    Api::new(registry).router()
+}

@@ -1,0 +1,549 @@
+//! `tools/call`: the tool found for its caller, the path its call takes (a straight
+//! run, rounds of questions for a sessionless client, a task, a session call that
+//! reports as it runs), and what the call reports on the way, delivered.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::model::{CallToolRequestParams, CallToolResponse, ProgressToken};
+use rmcp::service::{Peer, RequestContext};
+use rmcp::{ErrorData, RoleServer};
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::ask::ClientRequest;
+use crate::error::ToolError;
+use crate::log::LogLevel;
+use crate::options::{CallOptions, CollectLimit};
+use crate::remote::{self, Found, Lookup, Needs, Plan};
+
+use super::client::{LogGate, log_gate, sessionless};
+use super::report::{Monotonic, Report, Step, log_param};
+use super::rounds::{self, refused};
+use super::server::Server;
+use super::shape::{Shape, into_result, shape_of};
+use super::{ask, tasks, tracked};
+
+impl Server {
+    /// The function `name` calls, found once for this caller (a tool a layer hides
+    /// from it is unknown to it), with the caller's options when layers made them.
+    fn callable(
+        &self,
+        name: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(Found, Option<CallOptions>), ErrorData> {
+        // Made at once only for layers to judge; a straight call takes its session's.
+        let early = self
+            .shared
+            .registry
+            .has_layers()
+            .then(|| self.caller_options(context));
+        match remote::find(
+            &self.shared.registry,
+            name,
+            Lookup::FUNCTION,
+            early.as_ref(),
+        ) {
+            Ok(found) => Ok((found, early)),
+            Err(_) => Err(ErrorData::invalid_params(
+                format!("unknown tool: {name}"),
+                Some(json!({"code": "NOT_FOUND", "name": name})),
+            )),
+        }
+    }
+
+    /// `tools/call`: the tool, the protocol era and what the client can answer pick
+    /// the path (a straight run, rounds of questions, a task, a session call that
+    /// reports progress and logs as it runs).
+    pub(super) async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let (found, early) = self.callable(&request.name, &context)?;
+        // Read once: the SDK parses the version out of `_meta` on every ask.
+        let modern = sessionless(&context);
+        let gate = log_gate(&context, modern)?;
+        // A retry answering a parked call's questions (2026-07-28).
+        if let Some(state) = request.request_state.as_deref()
+            && modern
+        {
+            let answers = request.input_responses.unwrap_or_default();
+            // Boxed, as the other rarer paths: the common call's future stays small.
+            return Box::pin(self.resume_round(&request.name, state, &answers, gate, &context))
+                .await;
+        }
+        let takes_tasks = found.may_be_tracked() && tasks::client_takes_tasks(&context);
+        found
+            .admit(|| declared_capabilities(&context), takes_tasks)
+            .map_err(|needs| refused_for(&request.name, needs))?;
+        let mut arguments = request.arguments.unwrap_or_default();
+        found.name_act(&mut arguments);
+        let (stream, shape) = shape_of(&found, modern);
+        let args = Value::Object(arguments);
+        let token = context.meta.get_progress_token();
+        let limit = self.shared.collect_limit;
+        let logs = !matches!(gate, LogGate::Off);
+        // A sync tool runs to its end within this poll: nothing can cancel it or be
+        // asked of the client (asking awaits), so it needs neither.
+        let straight = token.is_none() && !stream && self.runs_straight(&found);
+        let may_be_task = takes_tasks && found.soft_deadline().is_some();
+        if straight && !(modern && (logs || may_be_task)) {
+            let runner = self.caller_runner(&context, modern);
+            return Ok(self
+                .run_reporting_after((found, args), runner, gate, &context, shape)
+                .await);
+        }
+        let options = early.unwrap_or_else(|| self.caller_options(&context));
+        let mut options = options.collect_limit(limit);
+        // Only a 2026-07-28 client takes a task; a call that needs confirmation asks
+        // for it first, in a round.
+        let may_track = takes_tasks && modern && !found.needs_confirmation();
+        if let Plan::Tracked { soft, .. } = Plan::of(&found, stream, may_track) {
+            let plan = tracked::Plan::new(soft, found.background_only(), shape);
+            return Box::pin(self.start_task(
+                &request.name,
+                (found, args),
+                options,
+                plan,
+                &context,
+            ))
+            .await;
+        }
+        if modern {
+            return Box::pin(self.first_round(
+                &request.name,
+                (found, args, stream),
+                options,
+                token,
+                gate,
+                shape,
+                request.input_responses.unwrap_or_default(),
+                &context,
+            ))
+            .await;
+        }
+        options = options.cancel_on(context.ct.clone());
+        let tool = found.name().to_owned();
+        // Questions the tool asks go back to this client, on its session.
+        let asker = ask::through(context.peer.clone(), tool.clone());
+        if found.needs_confirmation() {
+            let confirmed =
+                Box::pin(ask::confirm(|_, question| asker(question), &tool, &args)).await;
+            if let Err(err) = confirmed {
+                return Ok(into_result(Err(err), shape).into());
+            }
+        }
+        options = options.on_client_request(asker);
+        if token.is_none() && !stream && (!logs || self.runs_straight(&found)) {
+            // Nothing to report while it runs (a sync tool's logs wait for its end).
+            let runner = self.shared.registry.with(options);
+            return Ok(self
+                .run_reporting_after((found, args), runner, gate, &context, shape)
+                .await);
+        }
+        let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
+        options = reporting(options, token.is_some(), logs, &progress_tx);
+        let runner = self.shared.registry.with(options);
+        let items = token.is_some().then(|| progress_tx.clone());
+        drop(progress_tx);
+        let call = collected(found, runner, args, stream, limit, items);
+        let mut progress = Monotonic::new(token.clone());
+        let peer = &context.peer;
+        let mut call = std::pin::pin!(call);
+        let outcome = loop {
+            tokio::select! {
+                biased;
+                Some(report) = progress_rx.recv() => {
+                    self.deliver(report, &mut progress, gate, peer).await;
+                }
+                outcome = &mut call => break outcome,
+            }
+        };
+        while let Ok(report) = progress_rx.try_recv() {
+            self.deliver(report, &mut progress, gate, peer).await;
+        }
+        Ok(into_result(outcome, shape).into())
+    }
+}
+
+impl Server {
+    /// Starts a sessionless call: it runs in its own task, so that questions it asks
+    /// can be answered by the client's next round.
+    #[allow(clippy::too_many_arguments)]
+    async fn first_round(
+        &self,
+        name: &str,
+        (found, args, stream): (Found, Value, bool),
+        options: CallOptions,
+        token: Option<ProgressToken>,
+        gate: LogGate,
+        shape: Shape,
+        answered: rmcp::model::InputResponses,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let (question_tx, questions) = mpsc::unbounded_channel::<rounds::Question>();
+        let (report_tx, reports) = mpsc::unbounded_channel();
+        let cancel = CancellationToken::new();
+        let mut options = reporting(
+            options,
+            token.is_some(),
+            !matches!(gate, LogGate::Off),
+            &report_tx,
+        )
+        .cancel_on(cancel.clone());
+        let asker = move |name: Option<String>, request: ClientRequest| {
+            let questions = question_tx.clone();
+            async move {
+                let (answer, answered) = tokio::sync::oneshot::channel();
+                questions
+                    .send(rounds::Question {
+                        name,
+                        request,
+                        answer,
+                    })
+                    .map_err(|_| ToolError::failed("the call's request is over"))?;
+                answered.await.unwrap_or_else(|_| {
+                    Err(ToolError::Cancelled {
+                        reason: Some("the client did not answer".into()),
+                    })
+                })
+            }
+        };
+        options = options
+            .on_named_client_request(asker.clone())
+            .collect_limit(self.shared.collect_limit);
+        let confirm = found.needs_confirmation();
+        let tool = found.name().to_owned();
+        let runner = self.shared.registry.with(options);
+        let items = token.is_some().then(|| report_tx.clone());
+        drop(report_tx);
+        let limit = self.shared.collect_limit;
+        // Polled by this request until it asks its caller something (then it is
+        // detached onto a task of its own, to run on while parked).
+        let outcome = rounds::Outcome::InPlace(Box::pin(async move {
+            if confirm {
+                ask::confirm(asker, &tool, &args).await?;
+            }
+            collected(found, runner, args, stream, limit, items).await
+        }));
+        let running = rounds::Running {
+            tool: name.to_owned(),
+            outcome,
+            questions,
+            reports,
+            progress: Monotonic::new(token),
+            shape,
+            cancel,
+            pending: Vec::new(),
+            answered,
+        };
+        self.drive(running, gate, context).await
+    }
+
+    /// Hands a retry's answers to the questions they answer; asks again what is
+    /// unanswered (or answered with the wrong kind of value), else goes on.
+    async fn answer_round(
+        &self,
+        mut running: rounds::Running,
+        answers: &rmcp::model::InputResponses,
+        gate: LogGate,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        for (key, question) in std::mem::take(&mut running.pending) {
+            match answers.get(&key) {
+                Some(answer) if rounds::fits(&question.request, answer) => {
+                    let _ = question.answer.send(Ok(answer.clone()));
+                }
+                _ => running.pending.push((key, question)),
+            }
+        }
+        // The rest may answer questions still to come.
+        for (key, answer) in answers {
+            if !running.pending.iter().any(|(k, _)| k == key) {
+                running.answered.insert(key.clone(), answer.clone());
+            }
+        }
+        if running.pending.is_empty() {
+            return self.drive(running, gate, context).await;
+        }
+        self.ask_round(running)
+    }
+
+    /// A retry of `name` with the `state` of a round: its answers go to the call
+    /// that round parked.
+    async fn resume_round(
+        &self,
+        name: &str,
+        state: &str,
+        answers: &rmcp::model::InputResponses,
+        gate: LogGate,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        match self.shared.rounds.resume(name, state).map_err(refused)? {
+            rounds::Held::Call(running) => self.answer_round(running, answers, gate, context).await,
+            rounds::Held::Task(parked) => self.resume_task(name, parked, answers).await,
+        }
+    }
+
+    /// Parks the call and answers with its questions.
+    fn ask_round(&self, running: rounds::Running) -> Result<CallToolResponse, ErrorData> {
+        let requests = rounds::requests(&running.pending);
+        let state = self.shared.rounds.park(running).map_err(refused)?;
+        Ok(CallToolResponse::InputRequired(
+            rmcp::model::InputRequiredResult::new(Some(requests), Some(state)),
+        ))
+    }
+
+    /// Runs a call's round: its reports go to this request's stream, until it
+    /// answers or asks questions this client can answer.
+    async fn drive(
+        &self,
+        mut running: rounds::Running,
+        gate: LogGate,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // The client's capabilities, read when the call first asks it something.
+        let mut declared: Option<Value> = None;
+        let peer = &context.peer;
+        loop {
+            let step = tokio::select! {
+                biased;
+                Some(report) = running.reports.recv() => Round::Report(report),
+                outcome = &mut running.outcome => Round::Done(outcome),
+                Some(question) = running.questions.recv() => Round::Asked(question),
+                () = context.ct.cancelled() => Round::Cancelled,
+            };
+            match step {
+                Round::Report(report) => {
+                    self.deliver(report, &mut running.progress, gate, peer)
+                        .await;
+                }
+                Round::Done(outcome) => {
+                    while let Ok(report) = running.reports.try_recv() {
+                        self.deliver(report, &mut running.progress, gate, peer)
+                            .await;
+                    }
+                    return Ok(into_result(outcome, running.shape).into());
+                }
+                Round::Cancelled => {
+                    running.cancel.cancel();
+                    return Ok(into_result(
+                        Err(ToolError::Cancelled {
+                            reason: Some("the request was cancelled".into()),
+                        }),
+                        running.shape,
+                    )
+                    .into());
+                }
+                Round::Asked(question) => {
+                    // The call runs on by itself from here: it may be parked.
+                    running.outcome.detach();
+                    let mut asked = vec![question];
+                    // Questions asked together (`join!`) arrive together.
+                    for _ in 0..4 {
+                        tokio::task::yield_now().await;
+                        while let Ok(question) = running.questions.try_recv() {
+                            asked.push(question);
+                        }
+                    }
+                    let declared = declared.get_or_insert_with(|| {
+                        context
+                            .client_capabilities()
+                            .and_then(|c| serde_json::to_value(c).ok())
+                            .unwrap_or(Value::Null)
+                    });
+                    for question in asked {
+                        let capability = rounds::capability(&question.request);
+                        if declared.get(capability).is_none_or(Value::is_null) {
+                            let err = ToolError::custom(
+                                "CLIENT_CANNOT_ANSWER",
+                                501,
+                                format!(
+                                    "`{}` asked the MCP client {}, and this client did not \
+                                     declare `{capability}`",
+                                    running.tool,
+                                    question.request.kind()
+                                ),
+                            );
+                            let _ = question.answer.send(Err(err));
+                            continue;
+                        }
+                        let key = question.name.clone().unwrap_or_else(|| {
+                            rounds::key(running.pending.len() + 1, &question.request)
+                        });
+                        // Answered before it was asked.
+                        if let Some(answer) = running.answered.remove(&key)
+                            && rounds::fits(&question.request, &answer)
+                        {
+                            let _ = question.answer.send(Ok(answer));
+                            continue;
+                        }
+                        running.pending.push((key, question));
+                    }
+                    if !running.pending.is_empty() {
+                        return self.ask_round(running);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What happened in a round.
+enum Round {
+    Report(Report),
+    Done(Result<Value, ToolError>),
+    Asked(rounds::Question),
+    Cancelled,
+}
+
+impl Server {
+    /// The level a session's `logging/setLevel` asked for (debug until then).
+    fn session_log_level(&self) -> LogLevel {
+        let index = self.session.log_level.load(Ordering::Relaxed);
+        LogLevel::ALL
+            .get(usize::from(index))
+            .copied()
+            .unwrap_or(LogLevel::Debug)
+    }
+
+    /// Whether a message at `level` goes to the client under `gate`.
+    fn admits(&self, gate: LogGate, level: LogLevel) -> bool {
+        match gate {
+            LogGate::Off => false,
+            LogGate::Request(least) => level >= least,
+            LogGate::Session => level >= self.session_log_level(),
+        }
+    }
+
+    /// Sends one report of a running call to the client; a client that went away
+    /// misses it, and the call goes on.
+    async fn deliver(
+        &self,
+        report: Report,
+        progress: &mut Monotonic,
+        gate: LogGate,
+        peer: &Peer<RoleServer>,
+    ) {
+        match report {
+            Report::Log(message) => {
+                if self.admits(gate, message.level) {
+                    #[allow(deprecated)]
+                    let _ = peer.notify_logging_message(log_param(message)).await;
+                }
+            }
+            Report::Step(step) => {
+                if let Some(param) = progress.admit(step) {
+                    let _ = peer.notify_progress(param).await;
+                }
+            }
+        }
+    }
+
+    /// Whether a call of `tool` that wants no progress can run straight through the
+    /// registry: a sync tool cannot ask its client anything (asking awaits), and
+    /// with no layer to ask in its place nothing can be parked or reported.
+    fn runs_straight(&self, found: &Found) -> bool {
+        found.runs_inline() && !self.shared.registry.has_layers() && !found.needs_confirmation()
+    }
+
+    /// A call with nothing to report while it runs: a tool that wants no progress
+    /// and either logs nothing the client hears (a sessionless request without a
+    /// level, or `gate` off) or is sync (it cannot be waited on, so its log messages
+    /// are gathered and sent before its answer).
+    async fn run_reporting_after(
+        &self,
+        (found, args): (Found, Value),
+        runner: crate::exec::runner::Runner,
+        gate: LogGate,
+        context: &RequestContext<RoleServer>,
+        shape: Shape,
+    ) -> CallToolResponse {
+        if matches!(gate, LogGate::Off) {
+            let outcome = found.run(&runner, args).await;
+            return into_result(outcome, shape).into();
+        }
+        let logged = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&logged);
+        let logging = CallOptions::new().on_log(move |message| {
+            sink.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(message);
+        });
+        let outcome = found.run(&runner.with(logging), args).await;
+        let messages = std::mem::take(&mut *logged.lock().unwrap_or_else(PoisonError::into_inner));
+        let mut progress = Monotonic::new(None);
+        for message in messages {
+            self.deliver(Report::Log(message), &mut progress, gate, &context.peer)
+                .await;
+        }
+        into_result(outcome, shape).into()
+    }
+}
+
+/// Adds the listeners that turn a call's progress and logs into reports.
+fn reporting(
+    mut options: CallOptions,
+    progress: bool,
+    logs: bool,
+    tx: &mpsc::UnboundedSender<Report>,
+) -> CallOptions {
+    if progress {
+        let tx = tx.clone();
+        options = options.on_progress(move |progress| {
+            // The receiver lives until the call has answered.
+            let _ = tx.send(Report::Step(Step::Progress(progress)));
+        });
+    }
+    if logs {
+        let tx = tx.clone();
+        options = options.on_log(move |message| {
+            let _ = tx.send(Report::Log(message));
+        });
+    }
+    options
+}
+
+/// Runs a found call to one value: a streaming tool's items collected (within
+/// `limit`), each reported to `items` when given.
+async fn collected(
+    found: Found,
+    runner: crate::exec::runner::Runner,
+    args: Value,
+    stream: bool,
+    limit: CollectLimit,
+    items: Option<mpsc::UnboundedSender<Report>>,
+) -> Result<Value, ToolError> {
+    found
+        .collect(&runner, args, stream, limit, |n, item| {
+            if let Some(tx) = &items {
+                let _ = tx.send(Report::Step(Step::Item(n, item.clone())));
+            }
+        })
+        .await
+}
+
+/// The capabilities the client of `context` declared, as JSON.
+fn declared_capabilities(context: &RequestContext<RoleServer>) -> Value {
+    context
+        .client_capabilities()
+        .and_then(|c| serde_json::to_value(c).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// A call of `name` refused for what it needs and this client lacks (`-32021`).
+fn refused_for(name: &str, needs: Needs) -> ErrorData {
+    match needs {
+        Needs::Tasks => tasks::tasks_required(name),
+        Needs::Capabilities(missing) => {
+            let missing: Map<String, Value> =
+                missing.into_iter().map(|name| (name, json!({}))).collect();
+            match serde_json::from_value(Value::Object(missing)) {
+                Ok(required) => ErrorData::missing_required_client_capability(required),
+                Err(err) => ErrorData::internal_error(err.to_string(), None),
+            }
+        }
+    }
+}

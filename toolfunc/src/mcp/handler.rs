@@ -1,0 +1,273 @@
+//! The [`ServerHandler`] of [`Server`]: what it answers to each MCP request (tools,
+//! the logging level, tasks, the handshake, subscriptions), and the watch that
+//! tells clients of tool list changes.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
+use std::time::Duration;
+
+#[allow(deprecated)] // Logging is deprecated in the SDK (SEP-2577), yet in both revisions.
+use rmcp::model::SetLevelRequestParams;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CustomRequest, CustomResult,
+    ErrorCode, GetTaskParams, GetTaskResult, InitializeRequestParams, InitializeResult,
+    ListToolsResult, PaginatedRequestParams, ServerConfig, SetLevelRequestMethod,
+    SubscriptionFilter, Tool, UpdateTaskParams,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::registry::{RegistryEvent, SubscriptionError};
+use crate::remote;
+
+use super::catalog::Catalog;
+use super::client::sessionless;
+use super::report::from_mcp;
+use super::server::Server;
+
+impl Server {
+    /// The tool list, kept until a registry changes.
+    fn catalog(&self) -> Arc<Catalog> {
+        Catalog::of(&self.shared.registry)
+    }
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        self.shared.config.clone()
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let catalog = self.catalog();
+        let cursor = request.and_then(|r| r.cursor);
+        let Some((page, next)) = catalog.page(cursor.as_deref(), self.shared.page_size) else {
+            return Err(ErrorData::invalid_params(
+                "tools/list: invalid cursor (pass back a nextCursor this server gave)",
+                Some(json!({"cursor": cursor})),
+            ));
+        };
+        let mut tools = page.to_vec();
+        let registry = &self.shared.registry;
+        if registry.has_layers() {
+            // What this client may not see is left out (the page may come out short;
+            // the cursor still follows the whole list).
+            let options = self.caller_options(&context);
+            let shown = remote::shown_to(registry, Some(&options));
+            let offered = remote::Catalog::of(registry);
+            tools.retain(|tool| {
+                offered
+                    .function(&tool.name)
+                    .and_then(|function| offered.tool(&function.tool))
+                    .is_some_and(&shown)
+            });
+        }
+        let mut result = ListToolsResult::with_all_items(tools);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        // Asked on every sessionless HTTP request (for header checks): from the kept
+        // list.
+        self.catalog().get(name).cloned()
+    }
+
+    #[allow(deprecated)] // Logging: deprecated in the SDK (SEP-2577), yet in 2025-11-25.
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        // Sessionless clients give the level with each request instead.
+        if sessionless(&context) {
+            return Err(ErrorData::method_not_found::<SetLevelRequestMethod>());
+        }
+        let level = from_mcp(request.level) as u8;
+        self.session.log_level.store(level, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + Send + '_ {
+        // Boxed: the SDK moves the future of every request it serves (into its
+        // task, between its stages), so the call's large state machine stays out of
+        // those moves.
+        Box::pin(self.call(request, context))
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let result = self.negotiate_initialize(&request)?;
+        // Sessions that begin with `initialize` hear of tool list changes as plain
+        // notifications, from the client's `initialized` until the session (this
+        // handler) ends. Subscribing now misses no change made in between.
+        // The task holds only the session's tokens, never the session itself.
+        let peer = context.peer;
+        let initialized = self.session.initialized().clone();
+        let closed = self.session.closed().clone();
+        let mut changes = self.shared.registry.subscribe_tool_changes();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = initialized.cancelled() => {}
+                () = closed.cancelled() => return,
+            }
+            while next_change(&mut changes, &closed).await {
+                if peer.notify_tool_list_changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(result)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.get_task_result(&request, &context)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.update_task_answers(&request, &context)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.cancel_task_now(&request, &context)
+    }
+
+    async fn on_initialized(&self, _context: NotificationContext<RoleServer>) {
+        self.session.initialized().cancel();
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        // The SDK hands over a known method whose params it could not read.
+        let expected = match request.method.as_str() {
+            "tools/call" => "{\"name\": string, \"arguments\"?: object}",
+            "tools/list" => "{\"cursor\"?: string}",
+            "logging/setLevel" if !sessionless(&context) => {
+                "{\"level\": \"debug\" | \"info\" | \"notice\" | \"warning\" | \"error\" | \"critical\" | \"alert\" | \"emergency\"}"
+            }
+            "subscriptions/listen" if sessionless(&context) => {
+                "{\"notifications\": {\"toolsListChanged\"?: boolean, \"promptsListChanged\"?: boolean, \"resourcesListChanged\"?: boolean, \"resourceSubscriptions\"?: [string]}}"
+            }
+            _ => {
+                return Err(ErrorData::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    request.method,
+                    None,
+                ));
+            }
+        };
+        Err(ErrorData::invalid_params(
+            format!("{}: params must be {expected}", request.method),
+            None,
+        ))
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        if requested.tools_list_changed != Some(true) {
+            // Prompts and resources: none here to announce. The listen is acknowledged
+            // with what is honoured (nothing) and stays open.
+            return Some(SubscriptionFilter::new());
+        }
+        let mut listening = self
+            .session
+            .listening
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // A listen that failed to start leaves its subscription here: keep a few.
+        if listening.len() >= 8 {
+            listening.remove(0);
+        }
+        listening.push(self.shared.registry.subscribe_tool_changes());
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        // Sessionless clients subscribe with `subscriptions/listen`; the stream lasts
+        // as long as that request.
+        if context.accepted().tools_list_changed != Some(true) {
+            // Nothing to send; the client ends it.
+            context.cancelled().await;
+            return Ok(());
+        }
+        let taken = self
+            .session
+            .listening
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let mut changes = taken.unwrap_or_else(|| self.shared.registry.subscribe_tool_changes());
+        let closed = CancellationToken::new();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => break,
+                more = next_change(&mut changes, &closed) => {
+                    if !more || context.sink().notify_tool_list_changed().await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Waits for the next change to the tool list, folding a burst of changes into
+/// one. `false` when the registry is gone or the session closed.
+async fn next_change(
+    changes: &mut crate::registry::Subscription,
+    closed: &CancellationToken,
+) -> bool {
+    loop {
+        let event = tokio::select! {
+            () = closed.cancelled() => return false,
+            event = changes.recv() => event,
+        };
+        match event {
+            Ok(
+                RegistryEvent::Added { .. }
+                | RegistryEvent::Removed { .. }
+                | RegistryEvent::Cleared,
+            )
+            | Err(SubscriptionError::Lagged(_)) => break,
+            Ok(_) => {}
+            Err(SubscriptionError::Closed) => return false,
+        }
+    }
+    // Registrations often come in bursts; let them settle into one notification.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    while let Some(event) = changes.try_recv() {
+        let _ = event;
+    }
+    true
+}

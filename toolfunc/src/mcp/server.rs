@@ -1,0 +1,407 @@
+//! The [`Server`]: its settings, the state its sessions share, and serving it over
+//! stdio and streamable HTTP.
+
+use std::sync::atomic::AtomicU8;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
+use rmcp::service::ServerInitializeError;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ServerHandler, ServiceExt};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::ToolError;
+use crate::options::CollectLimit;
+use crate::registry::Registry;
+use crate::remote;
+
+use super::client::KeptRunner;
+use super::serve::serve;
+use super::{http, rounds, stdio};
+
+/// Where [`router`] and [`Server::router`] answer.
+pub const PATH: &str = "/mcp";
+
+/// The default of [`Server::max_line_length`]: 4 MiB.
+pub const DEFAULT_MAX_LINE_LENGTH: usize = 4 * 1024 * 1024;
+/// The default of [`Server::max_sessions`]: 1,000.
+pub const DEFAULT_MAX_SESSIONS: usize = 1000;
+/// The default of [`Server::uninitialized_session_lifetime`]: 30 seconds.
+pub const DEFAULT_UNINITIALIZED_SESSION_LIFETIME: Duration = Duration::from_secs(30);
+/// The default of [`Server::session_idle_lifetime`]: 5 minutes.
+pub const DEFAULT_SESSION_IDLE_LIFETIME: Duration = Duration::from_secs(300);
+/// The default of [`Server::page_size`]: 1,000 tools.
+pub const DEFAULT_PAGE_SIZE: usize = 1000;
+
+/// An MCP server over a [`Registry`].
+///
+/// It implements [`rmcp::ServerHandler`], so it also runs on any transport of the
+/// SDK (`rmcp::ServiceExt::serve`). Each stdio connection and each HTTP session gets
+/// its own copy ([`Server::session`]); dropping it stops that session's
+/// `list_changed` watch.
+#[derive(Clone)]
+pub struct Server {
+    pub(super) shared: Arc<Shared>,
+    pub(super) session: Arc<Session>,
+}
+
+#[derive(Clone)]
+pub(super) struct Shared {
+    pub(super) registry: Registry,
+    info: Implementation,
+    instructions: Option<String>,
+    /// What `get_info` answers, made from the two above when they change (the SDK
+    /// asks for it on every sessionless request).
+    pub(super) config: ServerConfig,
+    pub(super) page_size: usize,
+    max_line_length: usize,
+    sessions: http::Limits,
+    origins: http::Origins,
+    pub(super) collect_limit: CollectLimit,
+    /// The runner of straight sessionless calls, for the last client that made one
+    /// (such clients name themselves again in every request).
+    pub(super) sessionless_caller: KeptRunner,
+    /// Sessionless calls waiting for their client's answers.
+    pub(super) rounds: Arc<rounds::Rounds>,
+    /// Where calls that became tasks are tracked.
+    pub(super) ledger: remote::ledger::Ledger,
+}
+
+/// The running program's name: its executable's file name without extension.
+fn program_name() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|path| {
+            path.file_stem()
+                .and_then(|stem| stem.to_str())
+                .map(str::to_owned)
+        })
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "mcp-server".to_owned())
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("name", &self.shared.info.name)
+            .field("version", &self.shared.info.version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// A server for `registry`, introducing itself by the program's name (its
+    /// executable's, without extension) and version `0.0.0` until
+    /// [`name`](Self::name) says otherwise: pass your crate's with
+    /// `.name(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"))`.
+    pub fn new(registry: impl Into<Registry>) -> Self {
+        let registry = registry.into();
+        Self {
+            shared: Arc::new(Shared {
+                ledger: remote::ledger::Ledger::new(&registry),
+                registry,
+                info: Implementation::new(program_name(), "0.0.0"),
+                instructions: None,
+                config: ServerConfig::default(),
+                page_size: DEFAULT_PAGE_SIZE,
+                max_line_length: DEFAULT_MAX_LINE_LENGTH,
+                sessions: http::Limits {
+                    max_sessions: DEFAULT_MAX_SESSIONS,
+                    uninitialized_lifetime: DEFAULT_UNINITIALIZED_SESSION_LIFETIME,
+                    idle_lifetime: DEFAULT_SESSION_IDLE_LIFETIME,
+                },
+                origins: http::Origins::loopback(),
+                collect_limit: CollectLimit::default(),
+                sessionless_caller: KeptRunner::default(),
+                rounds: Arc::new(rounds::Rounds::new()),
+            }),
+            session: Arc::default(),
+        }
+        .configured()
+    }
+
+    /// This server with its `get_info` answer made anew.
+    #[allow(deprecated)] // Logging: deprecated in the SDK (SEP-2577), yet in 2025-11-25.
+    fn configured(mut self) -> Self {
+        let shared = Arc::make_mut(&mut self.shared);
+        let capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_tasks()
+            .build();
+        let mut config = ServerConfig::new(capabilities).with_server_info(shared.info.clone());
+        if let Some(instructions) = &shared.instructions {
+            config = config.with_instructions(instructions.clone());
+        }
+        shared.config = config;
+        self
+    }
+
+    /// The ledger calls that become tasks are tracked in (by default one of this
+    /// server's own, with [`LedgerSettings`](crate::ledger::LedgerSettings)'
+    /// defaults: results kept 5 minutes, at most 10,000 tracked calls). Give an
+    /// HTTP [`Api`](crate::http::Api) the same ledger to list every surface's
+    /// calls in one place. It must run calls on this server's registry.
+    #[must_use]
+    pub fn ledger(mut self, ledger: remote::ledger::Ledger) -> Self {
+        Arc::make_mut(&mut self.shared).ledger = ledger;
+        self
+    }
+
+    /// The name and version the server gives clients in `initialize`.
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        Arc::make_mut(&mut self.shared).info = Implementation::new(name, version);
+        self.configured()
+    }
+
+    /// Instructions for the client's model, sent in `initialize`.
+    #[must_use]
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        Arc::make_mut(&mut self.shared).instructions = Some(instructions.into());
+        self.configured()
+    }
+
+    /// Bounds what a streaming tool gathers into one `tools/call` result (default
+    /// [`CollectLimit::default`]: 100,000 items, 16 MiB); past it the call ends
+    /// with an `isError` result whose code is `RESULT_TOO_LARGE`.
+    #[must_use]
+    pub fn collect_limit(mut self, limit: CollectLimit) -> Self {
+        let shared = Arc::make_mut(&mut self.shared);
+        shared.collect_limit = limit;
+        // The kept runner carries the old limit.
+        shared.sessionless_caller = KeptRunner::default();
+        self
+    }
+
+    /// At most this many tools in one `tools/list` answer; default
+    /// [`DEFAULT_PAGE_SIZE`] (1,000), so most registries are one page. A longer list
+    /// ends its pages with a `nextCursor` (opaque: the client hands it back to get the
+    /// next page); a cursor stays good when tools are added or removed in between.
+    /// `0` counts as `1`.
+    #[must_use]
+    pub fn page_size(mut self, tools: usize) -> Self {
+        Arc::make_mut(&mut self.shared).page_size = tools.max(1);
+        self
+    }
+
+    /// The longest line (one JSON-RPC message, without its newline) read over
+    /// stdio or [`serve_io`](Self::serve_io), in bytes; default
+    /// [`DEFAULT_MAX_LINE_LENGTH`] (4 MiB). A longer line is answered with `-32600`
+    /// (`"id": null`) as soon as it passes the limit, and the rest of it is skipped
+    /// without being kept. (Over HTTP the body limit is
+    /// `StreamableHttpServerConfig::max_request_body_bytes`.)
+    #[must_use]
+    pub fn max_line_length(mut self, bytes: usize) -> Self {
+        Arc::make_mut(&mut self.shared).max_line_length = bytes;
+        self
+    }
+
+    /// At most this many HTTP sessions open at once; default
+    /// [`DEFAULT_MAX_SESSIONS`] (1,000). Beyond it an `initialize` is answered with
+    /// HTTP 503 and a JSON-RPC error (code `-32000`); open sessions go on, and each
+    /// one closed (`DELETE`, or expired) frees a place.
+    #[must_use]
+    pub fn max_sessions(mut self, sessions: usize) -> Self {
+        Arc::make_mut(&mut self.shared).sessions.max_sessions = sessions;
+        self
+    }
+
+    /// How long an HTTP session may stay without `notifications/initialized` (the
+    /// end of the client's handshake) after its `initialize` before it is closed;
+    /// default [`DEFAULT_UNINITIALIZED_SESSION_LIFETIME`] (30 seconds).
+    #[must_use]
+    pub fn uninitialized_session_lifetime(mut self, lifetime: Duration) -> Self {
+        Arc::make_mut(&mut self.shared)
+            .sessions
+            .uninitialized_lifetime = lifetime;
+        self
+    }
+
+    /// How long an HTTP session may go without a message either way (a request,
+    /// a notification, a response, or anything the server sends it) before it is
+    /// closed; default [`DEFAULT_SESSION_IDLE_LIFETIME`] (5 minutes). A tool call
+    /// that runs longer without reporting progress ends with its session.
+    #[must_use]
+    pub fn session_idle_lifetime(mut self, lifetime: Duration) -> Self {
+        Arc::make_mut(&mut self.shared).sessions.idle_lifetime = lifetime;
+        self
+    }
+
+    /// The browser origins allowed to call the HTTP endpoint, in place of the
+    /// default: pages on `localhost`, `127.0.0.1` and `[::1]`, over `http` or
+    /// `https`, on any port. A request whose `Origin` header is present and not
+    /// allowed is refused with 403 (the MCP spec's guard against DNS rebinding);
+    /// requests without an `Origin` (clients that are not browsers) pass. Entries
+    /// are `scheme://host` with `:port` or `:*` for any port (`"null"` allows
+    /// `Origin: null`); an empty list refuses every `Origin`. A
+    /// `StreamableHttpServerConfig` given to [`http_service`](Self::http_service)
+    /// with its own `allowed_origins` keeps them.
+    #[must_use]
+    pub fn allowed_origins(mut self, origins: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        let origins = origins.into_iter().map(Into::into).collect();
+        Arc::make_mut(&mut self.shared).origins = http::Origins::Only(origins);
+        self
+    }
+
+    /// Allows requests from any `Origin` (no DNS-rebinding guard from the Origin
+    /// header; the Host check stays): for servers behind a proxy that checks it.
+    #[must_use]
+    pub fn allow_any_origin(mut self) -> Self {
+        Arc::make_mut(&mut self.shared).origins = http::Origins::Any;
+        self
+    }
+
+    /// The registry this server serves.
+    pub fn registry(&self) -> &Registry {
+        &self.shared.registry
+    }
+
+    /// A copy for one more connection: same registry and settings, its own session
+    /// (its `list_changed` watch ends when the copy is dropped).
+    #[must_use]
+    pub fn session(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+            session: Arc::default(),
+        }
+    }
+
+    /// Serves one client over this process's stdin and stdout, until the client
+    /// closes them.
+    pub async fn serve_stdio(self) -> Result<(), ToolError> {
+        let (reader, writer) = rmcp::transport::stdio();
+        self.serve_io(reader, writer).await
+    }
+
+    /// Serves one client over a byte stream pair (newline-delimited JSON-RPC), until
+    /// the reader ends (also before any `initialize`: that is a clean end too).
+    /// Malformed lines are answered or dropped as the [module](super) describes;
+    /// none ends the connection.
+    pub async fn serve_io<R, W>(self, reader: R, writer: W) -> Result<(), ToolError>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let session = self.session();
+        let transport = stdio::LineTransport::new(
+            reader,
+            writer,
+            self.shared.max_line_length,
+            ServerHandler::supported_protocol_versions(&session),
+        );
+        let running = match session.serve(transport).await {
+            Ok(running) => running,
+            Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+            Err(err) => return Err(transport_error(&err)),
+        };
+        running
+            .waiting()
+            .await
+            .map_err(|err| transport_error(&err))?;
+        Ok(())
+    }
+
+    /// The streamable HTTP endpoint as a tower service (a router answering at any
+    /// path), to mount where it should answer (`axum::Router::nest_service`).
+    /// `config` sets allowed hosts (loopback only by default), SSE keep-alives and
+    /// the body limit; the session limits and allowed origins are this server's
+    /// ([`max_sessions`](Self::max_sessions),
+    /// [`allowed_origins`](Self::allowed_origins) and the others).
+    pub fn http_service(self, config: StreamableHttpServerConfig) -> axum::Router {
+        let config = self.shared.origins.apply(config);
+        let sessions = http::Sessions::new(self.shared.sessions);
+        let guard = http::Guard {
+            sessions: Arc::clone(&sessions),
+            max_body: config.max_request_body_bytes,
+        };
+        let service = StreamableHttpService::new(move || Ok(self.session()), sessions, config);
+        axum::Router::new()
+            .fallback(http::guard)
+            .with_state(Arc::new(http::Guarded { service, guard }))
+    }
+
+    /// An axum router answering streamable HTTP at [`PATH`] (`/mcp`), with the
+    /// SDK's default settings (loopback hosts only) and this server's limits and
+    /// allowed origins (loopback pages only by default); merge it into an app, and
+    /// serve that with [`serve`] (or on a [`NoDelay`](super::serve::NoDelay) listener): see there why.
+    pub fn router(self) -> axum::Router {
+        axum::Router::new().nest_service(
+            PATH,
+            self.http_service(StreamableHttpServerConfig::default()),
+        )
+    }
+
+    /// Serves [`router`](Self::router) on `listener` with [`serve`] (`TCP_NODELAY` on
+    /// every connection), until the listener fails.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), toolfunc::ToolError> {
+    /// use toolfunc::{mcp::Server, Registry};
+    ///
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:3001")
+    ///     .await
+    ///     .map_err(|err| toolfunc::ToolError::failed(err.to_string()))?;
+    /// Server::new(Registry::global()).serve_http(listener).await
+    /// # }
+    /// ```
+    pub async fn serve_http(self, listener: tokio::net::TcpListener) -> Result<(), ToolError> {
+        serve(listener, self.router())
+            .await
+            .map_err(|err| transport_error(&err))
+    }
+}
+
+/// Serves `registry` over this process's stdin and stdout (see [`Server`]).
+pub async fn serve_stdio(registry: impl Into<Registry>) -> Result<(), ToolError> {
+    Server::new(registry).serve_stdio().await
+}
+
+/// An axum router serving `registry` over streamable HTTP at `/mcp` (see
+/// [`Server::router`]); serve it with [`serve`].
+pub fn router(registry: impl Into<Registry>) -> axum::Router {
+    Server::new(registry).router()
+}
+
+/// One connection's state. Its token is cancelled when the last copy of its handler
+/// is dropped.
+#[derive(Default)]
+pub(super) struct Session {
+    /// Cancelled when the session ends. Made on first use, as the two tokens are:
+    /// the SDK makes a handler per sessionless request too, which needs neither.
+    closed: OnceLock<CancellationToken>,
+    /// Cancelled (as a one-shot flag) when the client says `initialized`.
+    initialized: OnceLock<CancellationToken>,
+    /// Registry subscriptions taken when a `subscriptions/listen` was accepted, so no
+    /// change between the client's acknowledgement and [`ServerHandler::listen`] is
+    /// missed.
+    pub(super) listening: Mutex<Vec<crate::registry::Subscription>>,
+    /// The index in [`LogLevel::ALL`](crate::log::LogLevel::ALL) of the level `logging/setLevel` asked for.
+    pub(super) log_level: AtomicU8,
+    /// The runner of the session's straight calls, with the client it was made for.
+    pub(super) caller: KeptRunner,
+}
+
+impl Session {
+    pub(super) fn closed(&self) -> &CancellationToken {
+        self.closed.get_or_init(CancellationToken::new)
+    }
+
+    pub(super) fn initialized(&self) -> &CancellationToken {
+        self.initialized.get_or_init(CancellationToken::new)
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(closed) = self.closed.get() {
+            closed.cancel();
+        }
+    }
+}
+
+fn transport_error(err: &dyn std::fmt::Display) -> ToolError {
+    ToolError::failed(format!("MCP transport: {err}"))
+}
