@@ -5,6 +5,11 @@
 //! `cargo bench --bench http`. `one` is one request at a time (latency); `batch64`
 //! is 64 requests in flight at once (throughput). Requests per second relative to
 //! the bare handler = bare time / toolfunc time.
+//!
+//! `http count bare|toolfunc CALLS` makes one server's calls untimed, on one
+//! current-thread runtime, for `valgrind --tool=callgrind` (less the count of 0
+//! calls, divided by CALLS): instruction counts repeat where times on a busy
+//! machine do not.
 
 use std::hint::black_box;
 use std::net::SocketAddr;
@@ -12,7 +17,7 @@ use std::net::SocketAddr;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use futures::future::join_all;
 use toolfunc::{Registry, tool};
 
@@ -107,5 +112,46 @@ fn http(c: &mut Criterion) {
     group.finish();
 }
 
+/// Makes `calls` calls of the `bare` or `toolfunc` server, untimed.
+fn count(server: &str, calls: usize) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(async {
+        let url = if server == "bare" {
+            let bare =
+                serve(axum::Router::new().route("/add", axum::routing::post(bare_add))).await;
+            format!("http://{bare}/add")
+        } else {
+            let ours = serve(toolfunc::http::router(Registry::global())).await;
+            format!("http://{ours}/api/add")
+        };
+        let client = reqwest::Client::new();
+        for _ in 0..calls {
+            let response = client
+                .post(&url)
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Bytes::from_static(b"{\"a\":1,\"b\":2}"))
+                .send()
+                .await
+                .expect("the server answers");
+            assert!(response.status().is_success());
+            black_box(response.bytes().await.expect("a body"));
+        }
+    });
+}
+
 criterion_group!(benches, http);
-criterion_main!(benches);
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [mode, server, calls] = args.as_slice()
+        && mode == "count"
+    {
+        count(server, calls.parse().expect("a number of calls"));
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
