@@ -55,6 +55,20 @@ impl Depot {
     }
 }
 
+/// A service never registered (its type is not `Default`).
+struct Vault {
+    secret: u32,
+}
+
+/// Secrets.
+#[tool_service(name = "vault")]
+impl Vault {
+    /// The secret.
+    fn open(&self) -> u32 {
+        self.secret
+    }
+}
+
 /// A registry of its own: the tools above and the service.
 fn registry() -> Registry {
     let registry = Registry::new();
@@ -129,6 +143,18 @@ async fn a_remote_call_resolves_its_name_once_on_every_surface() {
     let (n, reply) = lookups(&registry, || post("nothing", json!({}))).await;
     assert_eq!(reply.unwrap().status(), 404);
     assert_eq!(n, 1, "HTTP: an unknown name");
+    // A remote caller learns nothing of the program's source (in process, the error
+    // says where the unregistered service was declared).
+    let reply = post("vault", json!({"act": "$open"})).await.unwrap();
+    assert_eq!(reply.status(), 404);
+    let text = reply.text().await.unwrap();
+    assert!(!text.contains("declared"), "{text}");
+    let local = registry
+        .run("vault", json!({"act": "$open"}))
+        .await
+        .unwrap_err();
+    assert!(local.to_string().contains("declared"), "{local}");
+    let _ = Vault { secret: 0 }.open();
 
     // MCP, once its tool list is made.
     let (mut pipe, _) = Pipe::connect(Server::new(&registry)).await;

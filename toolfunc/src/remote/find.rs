@@ -70,7 +70,13 @@ pub(crate) fn find(
         })
     };
     let Some(found) = found else {
-        return Err(crate::tool::service::not_found(name));
+        // The program's own callers learn where an unregistered service was declared;
+        // a remote caller learns nothing of the program's source.
+        return Err(if lookup.remote {
+            ToolError::not_found(name)
+        } else {
+            crate::tool::service::not_found(name)
+        });
     };
     let def = found.resolved.tool.definition();
     if (lookup.remote && !def.api) || !shown_to(registry, viewer)(def) {
