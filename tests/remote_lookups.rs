@@ -96,13 +96,20 @@ async fn lookups<F: Future>(registry: &Registry, call: impl FnOnce() -> F) -> (u
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_call_resolves_its_name_once_on_every_surface() {
     let registry = registry();
+    over_http(&registry).await;
+    over_mcp(&registry).await;
+    in_llm_messages(&registry).await;
+    over_nats(&registry).await;
+}
 
-    // HTTP.
+/// HTTP: a tool, an alias, a service's act, a stream, a background call, an
+/// unknown name.
+async fn over_http(registry: &Registry) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(
         toolfunc::http::Server::new()
-            .mount(toolfunc::http::Api::new(&registry))
+            .mount(toolfunc::http::Api::new(registry))
             .unwrap()
             .serve(listener),
     );
@@ -113,34 +120,34 @@ async fn a_remote_call_resolves_its_name_once_on_every_surface() {
             .body(body.to_string())
             .send()
     };
-    let (n, reply) = lookups(&registry, || post("plus", json!({"a": 1, "b": 2}))).await;
+    let (n, reply) = lookups(registry, || post("plus", json!({"a": 1, "b": 2}))).await;
     assert_eq!(
         serde_json::from_str::<Value>(&reply.unwrap().text().await.unwrap()).unwrap(),
         json!(3.0)
     );
     assert_eq!(n, 1, "HTTP: a tool");
-    let (n, reply) = lookups(&registry, || post("sum", json!({"a": 1, "b": 2}))).await;
+    let (n, reply) = lookups(registry, || post("sum", json!({"a": 1, "b": 2}))).await;
     assert_eq!(
         serde_json::from_str::<Value>(&reply.unwrap().text().await.unwrap()).unwrap(),
         json!(3.0)
     );
     assert_eq!(n, 1, "HTTP: an alias");
-    let (n, reply) = lookups(&registry, || post("depot", json!({"act": "$check"}))).await;
+    let (n, reply) = lookups(registry, || post("depot", json!({"act": "$check"}))).await;
     assert_eq!(
         serde_json::from_str::<Value>(&reply.unwrap().text().await.unwrap()).unwrap(),
         json!(7)
     );
     assert_eq!(n, 1, "HTTP: a service's act");
-    let (n, reply) = lookups(&registry, || post("count", json!({"n": 3}))).await;
+    let (n, reply) = lookups(registry, || post("count", json!({"n": 3}))).await;
     assert_eq!(reply.unwrap().text().await.unwrap(), "1\n2\n3\n");
     assert_eq!(n, 1, "HTTP: a stream");
-    let (n, reply) = lookups(&registry, || post("slowish", json!({}))).await;
+    let (n, reply) = lookups(registry, || post("slowish", json!({}))).await;
     assert_eq!(
         serde_json::from_str::<Value>(&reply.unwrap().text().await.unwrap()).unwrap(),
         json!("done")
     );
     assert_eq!(n, 1, "HTTP: a background call");
-    let (n, reply) = lookups(&registry, || post("nothing", json!({}))).await;
+    let (n, reply) = lookups(registry, || post("nothing", json!({}))).await;
     assert_eq!(reply.unwrap().status(), 404);
     assert_eq!(n, 1, "HTTP: an unknown name");
     // A remote caller learns nothing of the program's source (in process, the error
@@ -155,9 +162,11 @@ async fn a_remote_call_resolves_its_name_once_on_every_surface() {
         .unwrap_err();
     assert!(local.to_string().contains("declared"), "{local}");
     let _ = Vault { secret: 0 }.open();
+}
 
-    // MCP, once its tool list is made.
-    let (mut pipe, _) = Pipe::connect(Server::new(&registry)).await;
+/// MCP, once its tool list is made.
+async fn over_mcp(registry: &Registry) {
+    let (mut pipe, _) = Pipe::connect(Server::new(registry)).await;
     pipe.request("tools/list", json!({})).await;
     for (name, arguments, answer) in [
         ("plus", json!({"a": 1, "b": 2}), "3.0"),
@@ -166,31 +175,35 @@ async fn a_remote_call_resolves_its_name_once_on_every_surface() {
         ("count", json!({"n": 2}), "[1,2]"),
     ] {
         let params = json!({"name": name, "arguments": arguments});
-        let (n, reply) = lookups(&registry, || pipe.request("tools/call", params)).await;
+        let (n, reply) = lookups(registry, || pipe.request("tools/call", params)).await;
         assert_eq!(reply["result"]["content"][0]["text"], answer, "{reply}");
         assert_eq!(n, 1, "MCP: {name}");
     }
     pipe.close().await;
+}
 
-    // LLM tool-call messages: one lookup per call.
+/// LLM tool-call messages: one lookup per call.
+async fn in_llm_messages(registry: &Registry) {
     let message = json!({"role": "assistant", "tool_calls": [
         {"id": "c1", "type": "function",
          "function": {"name": "plus", "arguments": "{\"a\": 1, \"b\": 2}"}},
         {"id": "c2", "type": "function",
          "function": {"name": "depot_check", "arguments": "{}"}}
     ]});
-    let (n, reply) = lookups(&registry, || {
-        run_tool_calls(&registry, Target::OpenAi, &message)
+    let (n, reply) = lookups(registry, || {
+        run_tool_calls(registry, Target::OpenAi, &message)
     })
     .await;
     let reply = reply.unwrap();
     assert_eq!(reply[0]["content"], "3.0");
     assert_eq!(reply[1]["content"], "7");
     assert_eq!(n, 2, "LLM: two calls");
+}
 
-    // NATS.
+/// NATS, once the client knows the worker's tools.
+async fn over_nats(registry: &Registry) {
     let server = nats_support::NatsServer::start();
-    let worker = toolfunc::nats::Worker::builder(&registry)
+    let worker = toolfunc::nats::Worker::builder(registry)
         .connect(&server.url())
         .await
         .unwrap();
@@ -206,7 +219,7 @@ async fn a_remote_call_resolves_its_name_once_on_every_surface() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let (n, out) = lookups(&registry, || client.run("plus", json!({"a": 1, "b": 2}))).await;
+    let (n, out) = lookups(registry, || client.run("plus", json!({"a": 1, "b": 2}))).await;
     assert_eq!(out.unwrap(), json!(3.0));
     assert_eq!(n, 1, "NATS: a tool");
     worker.stop(Duration::from_secs(1)).await;
