@@ -590,6 +590,29 @@ async fn http_calls_and_discovery_pass_the_layers() {
         assert_eq!(hidden.status, 404, "{path}");
         assert_eq!(hidden.json()["errorCode"], "NOT_FOUND");
     }
+    // A malformed header does not skip the layers' judgement: the hidden tool is
+    // still not found (no 400 that would say it exists), a visible one gets the
+    // header's error.
+    for (path, status, code) in [
+        ("/api/wipe", 404, "NOT_FOUND"),
+        ("/api/add", 400, "INVALID_HEADER"),
+    ] {
+        let bad = http_support::call(
+            addr,
+            "POST",
+            path,
+            &[
+                auth,
+                json,
+                ("x-client-id", "guest"),
+                ("rpc-timeout", "soon"),
+            ],
+            Some(r#"{"a":1,"b":2}"#),
+        )
+        .await;
+        assert_eq!(bad.status, status, "{path}");
+        assert_eq!(bad.json()["errorCode"], code, "{path}");
+    }
     let wiped = http_support::call(
         addr,
         "POST",

@@ -1,9 +1,10 @@
 //! Execution: the life of a call, from a name and its arguments to a result.
 //!
 //! Every run method ([`Registry::run`](crate::Registry::run) and its kin in
-//! `run.rs`, a [`Runner`](runner::Runner)'s, a [`Ctx`](ctx::Ctx)'s nested calls,
-//! and the HTTP, MCP, NATS and LLM surfaces above, which all call these) takes a
-//! call through the same steps:
+//! `run.rs`, a [`Runner`](runner::Runner)'s, a [`Ctx`](ctx::Ctx)'s nested calls)
+//! takes a call through the same steps; a call from outside (HTTP, MCP, NATS, LLM
+//! tool-call messages) is found on the remote floor (`crate::remote`) and enters at
+//! step 2 with its tool already resolved (`Runner::run_resolved` and its kin):
 //!
 //! 1. **Resolve** (`runner.rs`): the name or alias is looked up in the registry (a
 //!    child's shadow first, then its parents), giving the tool and the registry that

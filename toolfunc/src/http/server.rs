@@ -269,12 +269,14 @@ fn screen(api: &Api, parts: &axum::http::request::Parts) -> Option<Response> {
 
 /// What the request asks of the call besides its arguments: a timeout, the
 /// caller's id, the API's collect limit; the surface, and the headers when a layer
-/// may read them.
+/// may read them. A malformed header is its error, answered once the call is found
+/// (or refused) with the options read without it: who the caller is, and so what it
+/// may see, does not depend on a header it may spoil.
 fn call_options(
     api: &Api,
     headers: &HeaderMap,
     header_str: &impl Fn(&str) -> Option<String>,
-) -> Result<CallOptions, ToolError> {
+) -> (CallOptions, Option<ToolError>) {
     let raw_header = |name: &str| {
         headers
             .get(name)
@@ -282,15 +284,19 @@ fn call_options(
     };
     // Read as sent: an empty value is as malformed as a word.
     let sent = raw_header(RPC_TIMEOUT);
-    let timeout = match sent {
-        None => None,
-        Some(t) => Some(t.trim().parse::<u64>().map_err(|_| {
-            ToolError::custom(
-                "INVALID_HEADER",
-                400,
-                format!("`{RPC_TIMEOUT}` must be a whole number of milliseconds, not `{t}`"),
-            )
-        })?),
+    let (timeout, malformed) = match sent {
+        None => (None, None),
+        Some(t) => match t.trim().parse::<u64>() {
+            Ok(ms) => (Some(ms), None),
+            Err(_) => (
+                None,
+                Some(ToolError::custom(
+                    "INVALID_HEADER",
+                    400,
+                    format!("`{RPC_TIMEOUT}` must be a whole number of milliseconds, not `{t}`"),
+                )),
+            ),
+        },
     };
     let mut options = CallOptions::new().surface(Surface::Http);
     // `0` is no timeout, as the JavaScript servers read it (`header || tool || 30 s`).
@@ -306,7 +312,7 @@ fn call_options(
     if api.registry.has_layers() {
         options = options.insert(headers.clone());
     }
-    Ok(options)
+    (options, malformed)
 }
 
 async fn respond(api: &Api, request: Request) -> Response {
@@ -330,15 +336,14 @@ async fn respond(api: &Api, request: Request) -> Response {
     };
     let auth = |tool: Option<&str>, act: Option<&str>| authorize(api, &parts, tool, act);
     // A bad header is answered once the auth hook had its say.
-    let options = call_options(api, &parts.headers, &header_str);
-    let viewer = options.as_ref().ok();
+    let (options, malformed) = call_options(api, &parts.headers, &header_str);
     let named = header_str(RPC_FN);
     let Some(name) = named.clone().or_else(|| segments.first().cloned()) else {
         if *method == Method::GET {
             if let Some(refused) = auth(None, None) {
                 return refused;
             }
-            let shown = remote::shown_to(&api.registry, viewer);
+            let shown = remote::shown_to(&api.registry, Some(&options));
             let offered = remote::Catalog::of(&api.registry);
             return json_response(StatusCode::OK, &wire::discovery(&offered, shown));
         }
@@ -351,7 +356,7 @@ async fn respond(api: &Api, request: Request) -> Response {
     };
     // The name is found once: a tool of that name is served before the built-in
     // pages and the task poller of the same name.
-    let found = match remote::find(&api.registry, &name, Lookup::TOOL, viewer) {
+    let found = match remote::find(&api.registry, &name, Lookup::TOOL, Some(&options)) {
         Ok(found) => found,
         Err(err) => {
             let page = (named.is_none() && *method == Method::GET)
@@ -403,10 +408,9 @@ async fn respond(api: &Api, request: Request) -> Response {
         Ok(call) => call,
         Err(refused) => return *refused,
     };
-    let options = match options {
-        Ok(options) => options,
-        Err(err) => return error_response(Some(call.found.name()), &err),
-    };
+    if let Some(err) = malformed {
+        return error_response(Some(call.found.name()), &err);
+    }
     let req_id = header_str(REQ_ID);
     run(api, call, options, req_id).await
 }
@@ -993,14 +997,13 @@ async fn tasks(
             ),
         );
     };
-    let poller = call_options(api, &parts.headers, header_str).ok();
-    let readable = api
-        .ledger
-        .visible_to(&id, poller.as_ref().and_then(CallOptions::caller_name))
+    // A poll carries no call: a malformed header changes nothing here.
+    let (poller, _) = call_options(api, &parts.headers, header_str);
+    let readable = api.ledger.visible_to(&id, poller.caller_name())
         && api
             .ledger
             .tool_of(&id)
-            .is_none_or(|tool| remote::tracked_shown(&api.registry, &tool, poller.as_ref()));
+            .is_none_or(|tool| remote::tracked_shown(&api.registry, &tool, Some(&poller)));
     if !readable {
         return error_response(
             Some(TASKS),
