@@ -4,10 +4,19 @@
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Unpredictable bytes: the standard library's hasher keys are seeded from the
-/// operating system's randomness, and each `RandomState` hashes a counter and the
-/// time under keys of its own.
+/// Unpredictable bytes from the operating system's CSPRNG.
 pub(crate) fn random_bytes(out: &mut [u8]) {
+    if let Err(err) = getrandom::fill(out) {
+        // The OS refused (no entropy source at all): fall back to the standard
+        // library's hasher keys, which it seeds from the OS when it can.
+        tracing::error!(error = %err, "the operating system's random source failed");
+        hashed_bytes(out);
+    }
+}
+
+/// The fallback: each `RandomState` hashes a counter and the time under keys of
+/// its own.
+fn hashed_bytes(out: &mut [u8]) {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     for chunk in out.chunks_mut(8) {
         let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
@@ -45,6 +54,14 @@ mod tests {
             a.bytes()
                 .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
         );
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn the_fallback_differs_too() {
+        let (mut a, mut b) = ([0u8; 16], [0u8; 16]);
+        super::hashed_bytes(&mut a);
+        super::hashed_bytes(&mut b);
         assert_ne!(a, b);
     }
 }
