@@ -292,6 +292,16 @@ async fn hidden_tools_are_not_reachable() {
             .await
             .is_err()
     );
+    // A name that is no subject (wildcards, spaces, empty tokens) is refused before
+    // anything is published, and the client's connection stays good.
+    for name in ["any.>", "a*", "two words", "a..b", ""] {
+        let err = client.run(name, json!({})).await.unwrap_err();
+        assert_eq!(err.code(), "NOT_FOUND", "{name}");
+        let mut items = client.run_stream(name, json!({}));
+        let err = items.next().await.unwrap().unwrap_err();
+        assert_eq!(err.code(), "NOT_FOUND", "{name}");
+    }
+    assert_eq!(client.run("open", json!({})).await.unwrap(), json!("ran"));
 }
 
 /// A tool that says which worker ran it.

@@ -230,6 +230,11 @@ impl Client {
         if self.registry.has(name) {
             return self.registry.run(name, args).await;
         }
+        // No subject is made of a name that is none (wildcards, spaces, empty
+        // tokens): nothing is published for it.
+        if !wire::subject_safe(name) {
+            return Err(ToolError::not_found(name));
+        }
         self.remote.call(None, name, args).await
     }
 
@@ -271,6 +276,10 @@ impl Client {
     ) -> BoxStream<'static, Result<Value, ToolError>> {
         if self.registry.has(name) {
             return self.registry.run_stream(name, args).boxed();
+        }
+        if !wire::subject_safe(name) {
+            let err = ToolError::not_found(name);
+            return futures::stream::once(async move { Err(err) }).boxed();
         }
         let remote = Arc::clone(&self.remote);
         let name = name.to_owned();
