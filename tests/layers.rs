@@ -577,6 +577,20 @@ async fn http_calls_and_discovery_pass_the_layers() {
     assert!(guest.json().get("add").is_some());
     let admin = http_support::call(addr, "GET", "/api", &[("x-client-id", "admin")], None).await;
     assert!(admin.json().get("wipe").is_some());
+    // So does the OpenAPI document.
+    for (caller, sees) in [("guest", false), ("admin", true)] {
+        let doc = http_support::call(
+            addr,
+            "GET",
+            "/api/openapi.json",
+            &[("x-client-id", caller)],
+            None,
+        )
+        .await
+        .json();
+        assert!(doc["paths"].get("/api/add").is_some(), "{caller}");
+        assert_eq!(doc["paths"].get("/api/wipe").is_some(), sees, "{caller}");
+    }
     // A hidden tool is not found, by its name or an alias.
     for path in ["/api/wipe", "/api/nuke"] {
         let hidden = http_support::call(

@@ -40,6 +40,7 @@ use serde_json::{Map, Value, json};
 
 use super::api::Api;
 use super::wire::{NDJSON, REQ_ID, RPC_TIMEOUT};
+use crate::options::CallOptions;
 use crate::registry::Registry;
 use crate::remote::{self, Catalog, Lookup};
 use crate::schema::rewrite::{
@@ -130,7 +131,7 @@ impl View<'_> {
         {
             return Arc::clone(made);
         }
-        let value = document(self);
+        let value = document(self, &|_| true);
         let bytes = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
         let made = Arc::new(Made {
             generation,
@@ -144,12 +145,20 @@ impl View<'_> {
     }
 }
 
-/// The answer to `GET <prefix>/openapi.json`.
-pub(super) fn response(view: &View<'_>) -> Response {
+/// The answer to `GET <prefix>/openapi.json` for the caller with `options`: the
+/// kept document, or, when layers decide what a caller sees, one made for this
+/// caller (a tool a layer hides from it is not described to it either).
+pub(super) fn response(view: &View<'_>, options: &CallOptions) -> Response {
+    let bytes = if view.registry.has_layers() {
+        let shown = remote::shown_to(view.registry, Some(options));
+        Bytes::from(serde_json::to_vec(&document(view, &shown)).unwrap_or_default())
+    } else {
+        view.made().bytes.clone()
+    };
     Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(view.made().bytes.clone()))
+        .body(Body::from(bytes))
         .unwrap_or_default()
 }
 
@@ -225,16 +234,17 @@ const SEGMENT: &AsciiSet = &CONTROLS
     .add(b'{')
     .add(b'}');
 
-fn document(view: &View<'_>) -> Value {
+/// The document of the tools `shown` lets through.
+fn document(view: &View<'_>, shown: &dyn Fn(&ToolDefinition) -> bool) -> Value {
     let mut doc = Doc::new(view);
     // A tool of the same name as a built-in page is served in its place.
     let served = |name: &str| remote::find(view.registry, name, Lookup::TOOL, None).is_ok();
     let offered = Catalog::of(view.registry);
-    for def in offered.tools() {
+    for def in offered.tools().filter(|def| shown(def)) {
         doc.tool(def);
     }
     doc.builtins(!served(FILE));
-    let background = offered.tools().any(|def| def.background);
+    let background = offered.tools().any(|def| def.background && shown(def));
     if background && !served(super::server::TASKS) {
         doc.tasks();
     }

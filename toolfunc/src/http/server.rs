@@ -368,7 +368,7 @@ async fn respond(api: &Api, request: Request) -> Response {
             // The OpenAPI document.
             if page == Some(super::openapi::FILE) {
                 return auth(None, None)
-                    .unwrap_or_else(|| super::openapi::response(&api.openapi_view()));
+                    .unwrap_or_else(|| super::openapi::response(&api.openapi_view(), &options));
             }
             // The try-it page, when it is on: static, with no data, so served to
             // anyone this API's host and origin checks let through (a visitor opens
