@@ -1,6 +1,7 @@
-//! The try-it page (`GET <prefix>/docs`) in a real browser: headless Chromium,
-//! driven by `interop/docs_browser.mjs` with playwright-core (installed with the
-//! other node packages of `interop/`), against a server with the demo catalog and
+//! The try-it page (`GET <prefix>/docs`) in a real browser: headless Chromium (the
+//! npm package `@sparticuz/chromium`, or `$CHROMIUM`), driven by
+//! `interop/docs_browser.mjs` with playwright-core (both installed with the other
+//! node packages of `interop/`), against a server with the demo catalog and
 //! two tools of this file: `shapes`, whose schema has what the demo's lack (enums,
 //! arrays, references, a recursive type, a `oneOf`), and `ticker`, a slow stream.
 //! The script fills and runs forms, finds errors at their fields, reads streams as
@@ -84,35 +85,6 @@ fn catalog() -> Registry {
     registry
 }
 
-/// The browser: `$CHROMIUM`, else `chromium` or `chromium-browser` on the `PATH`.
-fn chromium() -> PathBuf {
-    if let Some(path) = std::env::var_os("CHROMIUM") {
-        return PathBuf::from(path);
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .flat_map(|dir| ["chromium", "chromium-browser"].map(|name| dir.join(name)))
-        .find(|candidate| is_executable(candidate))
-        .unwrap_or_else(|| {
-            panic!(
-                "the browser test of the try-it page drives Chromium, and this machine has \
-                 none: install it (Debian: apt-get install chromium) and run the tests again, \
-                 or set CHROMIUM to the path of a Chromium binary"
-            )
-        })
-}
-
-#[cfg(unix)]
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-#[cfg(not(unix))]
-fn is_executable(path: &Path) -> bool {
-    path.is_file()
-}
-
 /// Cargo's target folder: `$CARGO_TARGET_DIR`, else `target/` in the workspace.
 fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map_or_else(
@@ -123,7 +95,7 @@ fn target_dir() -> PathBuf {
 
 #[tokio::test]
 async fn the_try_it_page_runs_the_tools_in_a_browser() {
-    let browser = chromium();
+    let browser = interop::chromium();
     let dir = interop::node_packages();
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let url = format!("http://{}/api", listener.local_addr().expect("local addr"));
@@ -162,7 +134,7 @@ async fn the_try_it_page_runs_the_tools_in_a_browser() {
 
 #[tokio::test]
 async fn behind_a_token_the_page_opens_and_sends_the_credential_it_is_given() {
-    let browser = chromium();
+    let browser = interop::chromium();
     let dir = interop::node_packages();
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let url = format!("http://{}/api", listener.local_addr().expect("local addr"));

