@@ -168,27 +168,25 @@ pub(crate) async fn open_bucket(
             format!("no worker has set up durable calls under `{prefix}`"),
         ));
     };
-    // The bucket's stream, as the key-value convention lays it out (created
-    // directly: async-nats's `create_key_value` first reads account details in a
-    // shape nats-server 2.9 does not send).
-    js.get_or_create_stream(stream::Config {
-        name: format!("KV_{bucket}"),
-        subjects: vec![format!("$KV.{bucket}.>")],
-        max_messages_per_subject: 1,
-        max_age: settings.retention,
-        storage: stream::StorageType::File,
-        allow_rollup: true,
-        deny_delete: true,
-        allow_direct: true,
-        discard: stream::DiscardPolicy::New,
-        num_replicas: 1,
-        ..Default::default()
-    })
-    .await
-    .map_err(|e| jetstream_error("create the result bucket", &e))?;
-    js.get_key_value(&bucket)
-        .await
-        .map_err(|e| jetstream_error("open the result bucket", &e))
+    let created = js
+        .create_key_value(kv::Config {
+            bucket: bucket.clone(),
+            description: format!("toolfunc durable results under `{prefix}`"),
+            history: 1,
+            max_age: settings.retention,
+            storage: stream::StorageType::File,
+            num_replicas: 1,
+            ..Default::default()
+        })
+        .await;
+    match created {
+        Ok(store) => Ok(store),
+        // Another worker made it first, with settings of its own: use that one.
+        Err(err) => js
+            .get_key_value(&bucket)
+            .await
+            .map_err(|_| jetstream_error("create the result bucket", &err)),
+    }
 }
 
 /// Takes durable calls from the shared consumer and runs them until the task is
