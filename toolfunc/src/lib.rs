@@ -52,6 +52,7 @@
 #![forbid(unsafe_code)]
 
 pub mod ask;
+pub mod auth;
 mod call;
 mod connect;
 pub mod content;
@@ -60,6 +61,7 @@ mod exec;
 #[cfg(feature = "http")]
 pub mod http;
 mod id;
+mod identity;
 pub mod layer;
 pub mod llm;
 mod local;
@@ -86,6 +88,7 @@ pub use call::{Args, ToolCall, ToolResult};
 pub use connect::connect;
 pub use content::Content;
 pub use error::ToolError;
+pub use identity::Identity;
 pub use exec::ctx::Ctx;
 pub use exec::runner::Runner;
 pub use exec::stream;

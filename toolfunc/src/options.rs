@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::ask::AnswerFn;
 use crate::error::ToolError;
+use crate::identity::Identity;
 use crate::log::LogMessage;
 
 /// How a tool's nested calls (`ctx.run(name, ..)`) choose between a tool of the
@@ -135,6 +136,7 @@ pub struct CallOptions {
     pub(crate) binding: Option<Binding>,
     pub(crate) extensions: Vec<(TypeId, Arc<dyn Any + Send + Sync>)>,
     pub(crate) caller: Option<Arc<str>>,
+    pub(crate) identity: Option<Arc<Identity>>,
     pub(crate) call_id: Option<Arc<str>>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) cancel: Vec<CancellationToken>,
@@ -151,6 +153,7 @@ impl fmt::Debug for CallOptions {
             .field("binding", &self.binding)
             .field("extensions", &self.extensions.len())
             .field("caller", &self.caller)
+            .field("identity", &self.identity)
             .field("call_id", &self.call_id)
             .field("timeout", &self.timeout)
             .field("cancel", &self.cancel.len())
@@ -178,9 +181,20 @@ impl CallOptions {
         self
     }
 
-    /// Sets the caller's identity, as the caller asserts it (not verified).
+    /// Names the caller, as the caller states it: a label for logs, not verified.
+    /// Without an [`identity`](Self::identity), tracked calls and per-caller limits
+    /// key on it.
     pub fn caller(mut self, caller: impl Into<String>) -> Self {
         self.caller = Some(Arc::from(caller.into()));
+        self
+    }
+
+    /// Sets the verified identity of the caller (a remote surface sets it from what
+    /// its [`Authenticator`](crate::auth::Authenticator) verified). Tracked calls,
+    /// parked rounds and per-caller limits then key on its subject, and tools that
+    /// declare scopes are offered to remote callers by the scopes it grants.
+    pub fn identity(mut self, identity: Identity) -> Self {
+        self.identity = Some(Arc::new(identity));
         self
     }
 
@@ -374,9 +388,12 @@ pub(crate) fn json_size(value: &Value) -> usize {
 
 /// What the ledger reads of the options it tracks a call with.
 impl CallOptions {
-    /// The caller's name, when set.
-    pub(crate) fn caller_name(&self) -> Option<&str> {
-        self.caller.as_deref()
+    /// Whose the calls are: the verified subject, else the name the caller gave.
+    pub(crate) fn owner(&self) -> Option<&str> {
+        match &self.identity {
+            Some(identity) => Some(identity.subject()),
+            None => self.caller.as_deref(),
+        }
     }
 
     /// Adds a progress listener after the one already set (if any): both are called.

@@ -17,6 +17,7 @@ use crate::exec::deadline::{deadline_for, min_deadline, min_duration};
 use crate::exec::runner::Runner;
 use crate::exec::scope::{Scope, ScopeData};
 use crate::exec::state::{CallState, Cleanup};
+use crate::identity::Identity;
 use crate::layer::Viewer;
 use crate::log::{DataText, LogLevel, LogMessage};
 use crate::options::{Binding, CallOptions, Progress, Surface};
@@ -184,12 +185,26 @@ impl Ctx {
         self.scope.get::<T>()
     }
 
-    /// Who is calling, as the caller asserted it with [`CallOptions::caller`].
-    ///
-    /// toolfunc forwards this value and never verifies it: check it (or derive it from
-    /// an authenticated request) before trusting it.
+    /// Who is calling, as the caller stated it with [`CallOptions::caller`] (or a
+    /// surface from what the client sent about itself): a label for logs, never
+    /// verified. Trust [`identity`](Self::identity) instead.
     pub fn caller(&self) -> Option<&str> {
         self.scope.data().and_then(|d| d.caller.as_deref())
+    }
+
+    /// Who is calling, as an authenticator verified it: set by a remote surface with
+    /// an [`Authenticator`](crate::auth::Authenticator), or by
+    /// [`CallOptions::identity`]. `None` for an unauthenticated call.
+    pub fn identity(&self) -> Option<&Identity> {
+        self.scope.data().and_then(|d| d.identity.as_deref())
+    }
+
+    /// Whose the call is: the verified subject, else the stated caller.
+    pub(crate) fn principal(&self) -> Option<&str> {
+        match self.identity() {
+            Some(identity) => Some(identity.subject()),
+            None => self.caller(),
+        }
     }
 
     /// Where the call came from: in process, or the surface that received it (which

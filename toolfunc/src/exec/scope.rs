@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::ask::AnswerFn;
+use crate::identity::Identity;
 use crate::layer::{Extensions, Layer, Layers, Viewer};
 use crate::options::{Binding, CallOptions, CollectLimit, LogFn, ProgressFn, Surface};
 
@@ -21,6 +22,7 @@ pub(crate) struct ScopeData {
     /// Outer layers' extensions, searched after these.
     parent: Option<Arc<ScopeData>>,
     pub(super) caller: Option<Arc<str>>,
+    pub(super) identity: Option<Arc<Identity>>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) deadline: Option<Instant>,
     pub(crate) cancel: Vec<CancellationToken>,
@@ -44,6 +46,7 @@ impl ScopeData {
             binding,
             extensions,
             caller,
+            identity,
             call_id,
             timeout,
             cancel,
@@ -65,6 +68,7 @@ impl ScopeData {
             extensions,
             parent: parent.cloned(),
             caller: caller.or_else(|| parent.and_then(|p| p.caller.clone())),
+            identity: identity.or_else(|| parent.and_then(|p| p.identity.clone())),
             timeout,
             deadline: parent.and_then(|p| p.deadline),
             cancel: parent
@@ -165,6 +169,7 @@ impl Scope {
     pub(crate) fn viewer(&self) -> Viewer<'_> {
         Viewer::new(
             self.0.as_ref().and_then(|d| d.caller.as_deref()),
+            self.0.as_ref().and_then(|d| d.identity.as_deref()),
             self.surface(),
             self,
         )

@@ -999,7 +999,7 @@ async fn tasks(
     };
     // A poll carries no call: a malformed header changes nothing here.
     let (poller, _) = call_options(api, &parts.headers, header_str);
-    let readable = api.ledger.visible_to(&id, poller.caller_name())
+    let readable = api.ledger.visible_to(&id, poller.owner())
         && api
             .ledger
             .tool_of(&id)

@@ -23,7 +23,11 @@ const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
 /// Whose allowance a call draws on.
 fn key(per_caller: bool, call: &Call) -> Option<&str> {
-    if per_caller { call.caller() } else { None }
+    if per_caller {
+        call.ctx().principal()
+    } else {
+        None
+    }
 }
 
 /// A token bucket per caller (or one for everyone): at most `calls` calls in a burst,

@@ -82,6 +82,7 @@ pub use trace::Trace;
 
 use crate::error::ToolError;
 use crate::exec::ctx::Ctx;
+use crate::identity::Identity;
 use crate::options::{CallOptions, Surface};
 use crate::tool::{Ready, ToolDefinition};
 
@@ -284,6 +285,11 @@ impl Call {
         self.ctx.caller()
     }
 
+    /// Who is calling, as an authenticator verified it ([`Ctx::identity`]).
+    pub fn identity(&self) -> Option<&Identity> {
+        self.ctx.identity()
+    }
+
     /// Where the call came from.
     pub fn surface(&self) -> Surface {
         self.ctx.surface()
@@ -378,6 +384,7 @@ impl Call {
 /// What a visibility rule knows of the caller it decides for.
 pub struct Viewer<'a> {
     caller: Option<&'a str>,
+    identity: Option<&'a Identity>,
     surface: Surface,
     extensions: &'a dyn Extensions,
 }
@@ -386,6 +393,7 @@ impl fmt::Debug for Viewer<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Viewer")
             .field("caller", &self.caller)
+            .field("identity", &self.identity)
             .field("surface", &self.surface)
             .finish_non_exhaustive()
     }
@@ -399,19 +407,26 @@ pub(crate) trait Extensions {
 impl<'a> Viewer<'a> {
     pub(crate) fn new(
         caller: Option<&'a str>,
+        identity: Option<&'a Identity>,
         surface: Surface,
         extensions: &'a dyn Extensions,
     ) -> Self {
         Self {
             caller,
+            identity,
             surface,
             extensions,
         }
     }
 
-    /// Who is asking.
+    /// Who is asking, as it says itself (a label, not verified).
     pub fn caller(&self) -> Option<&str> {
         self.caller
+    }
+
+    /// Who is asking, as an authenticator verified it.
+    pub fn identity(&self) -> Option<&Identity> {
+        self.identity
     }
 
     /// Where the listing or call is made for.
@@ -444,6 +459,7 @@ impl Extensions for CallOptions {
 pub(crate) fn viewer_of(options: &CallOptions) -> Viewer<'_> {
     Viewer::new(
         options.caller.as_deref(),
+        options.identity.as_deref(),
         options.surface.unwrap_or_default(),
         options,
     )

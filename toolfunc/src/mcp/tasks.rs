@@ -263,7 +263,7 @@ impl Server {
     ) -> Result<TaskInfo, ErrorData> {
         let ledger = &self.shared.ledger;
         let options = self.caller_options(context);
-        if !ledger.visible_to(id, options.caller_name()) {
+        if !ledger.visible_to(id, options.owner()) {
             return Err(unknown_task(id));
         }
         let info = ledger.status(id).ok_or_else(|| unknown_task(id))?;

@@ -536,7 +536,7 @@ impl Ledger {
                 .unwrap_or(settings.retention)
         });
         let mut options = track.options.unwrap_or_default();
-        let caller = options.caller_name().map(str::to_owned);
+        let caller = options.owner().map(str::to_owned);
         if let Some(limit) = settings.max_run_time {
             options = options.timeout(limit);
         }

@@ -1,0 +1,123 @@
+//! `Identity`: who a call comes from, as an authenticator verified it.
+//!
+//! A remote surface with an [`Authenticator`](crate::auth::Authenticator) sets it on
+//! every call it admits; a tool reads it with [`Ctx::identity`](crate::Ctx::identity)
+//! and a layer with [`Call::identity`](crate::layer::Call::identity). The name a client
+//! states about itself ([`CallOptions::caller`](crate::CallOptions::caller)) stays a
+//! label for logs: once a call carries an identity, tracked calls, parked rounds and the
+//! per-caller limits key on its subject instead.
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+/// A verified caller: the subject, the issuer that vouched for it, the scopes it was
+/// granted and the claims of its credential.
+///
+/// ```
+/// use toolfunc::Identity;
+///
+/// let who = Identity::new("user-7")
+///     .with_issuer("https://auth.example.com")
+///     .with_scopes(["files:read", "files:write"]);
+/// assert!(who.has_scopes(&["files:read"]));
+/// assert!(!who.has_scopes(&["admin"]));
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct Identity {
+    subject: String,
+    issuer: Option<String>,
+    scopes: Vec<String>,
+    claims: Map<String, Value>,
+}
+
+impl Identity {
+    /// An identity for `subject`, with no issuer, scopes or claims.
+    pub fn new(subject: impl Into<String>) -> Self {
+        Self {
+            subject: subject.into(),
+            issuer: None,
+            scopes: Vec::new(),
+            claims: Map::new(),
+        }
+    }
+
+    /// Sets the issuer that vouched for the subject.
+    #[must_use]
+    pub fn with_issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.issuer = Some(issuer.into());
+        self
+    }
+
+    /// Sets the scopes granted (duplicates are kept once).
+    #[must_use]
+    pub fn with_scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+        let mut scopes: Vec<String> = scopes.into_iter().map(Into::into).collect();
+        scopes.sort_unstable();
+        scopes.dedup();
+        self.scopes = scopes;
+        self
+    }
+
+    /// Sets the claims of the credential (a JWT's payload, say).
+    #[must_use]
+    pub fn with_claims(mut self, claims: Map<String, Value>) -> Self {
+        self.claims = claims;
+        self
+    }
+
+    /// The subject: who the caller is, as the issuer names it.
+    pub fn subject(&self) -> &str {
+        &self.subject
+    }
+
+    /// The issuer that vouched for the subject, when known.
+    pub fn issuer(&self) -> Option<&str> {
+        self.issuer.as_deref()
+    }
+
+    /// The scopes granted, sorted.
+    pub fn scopes(&self) -> &[String] {
+        &self.scopes
+    }
+
+    /// Whether every scope of `needed` was granted.
+    pub fn has_scopes<S: AsRef<str>>(&self, needed: &[S]) -> bool {
+        needed.iter().all(|s| {
+            self.scopes
+                .binary_search_by(|g| g.as_str().cmp(s.as_ref()))
+                .is_ok()
+        })
+    }
+
+    /// The scopes of `needed` that were not granted, in their order.
+    pub fn missing_scopes<'a, S: AsRef<str>>(&self, needed: &'a [S]) -> Vec<&'a str> {
+        needed
+            .iter()
+            .map(AsRef::as_ref)
+            .filter(|s| self.scopes.binary_search_by(|g| g.as_str().cmp(s)).is_err())
+            .collect()
+    }
+
+    /// All claims of the credential.
+    pub fn claims(&self) -> &Map<String, Value> {
+        &self.claims
+    }
+
+    /// One claim of the credential.
+    pub fn claim(&self, name: &str) -> Option<&Value> {
+        self.claims.get(name)
+    }
+}
+
+impl fmt::Debug for Identity {
+    // The claims stay out of logs: they may hold personal data.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Identity")
+            .field("subject", &self.subject)
+            .field("issuer", &self.issuer)
+            .field("scopes", &self.scopes)
+            .field("claims", &self.claims.len())
+            .finish()
+    }
+}
