@@ -26,20 +26,15 @@ use crate::attr::{Position, ToolAttrs};
 use crate::errors::Errors;
 use crate::model::{Service, ToolFn};
 
-/// Turns a function into a tool registered in `toolfunc::Registry::global()`.
-///
-/// The documentation, with the table of keys and examples, is on the re-export
-/// `toolfunc::tool`.
+// No doc comment: rustdoc appends this item's docs to those of the re-export
+// `toolfunc::tool`, which hold the whole documentation (toolfunc/src/docs/tool.md).
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     tool_impl(args.into(), &input.into()).into()
 }
 
-/// Turns an inherent impl block into a service: one tool whose methods are its acts,
-/// and a typed client.
-///
-/// The documentation, with the keys and examples, is on the re-export
-/// `toolfunc::tool_service`.
+// No doc comment, as for `tool`: the documentation is on `toolfunc::tool_service`
+// (toolfunc/src/docs/tool_service.md).
 #[proc_macro_attribute]
 pub fn tool_service(args: TokenStream, input: TokenStream) -> TokenStream {
     tool_service_impl(args.into(), &input.into()).into()

@@ -1,67 +1,5 @@
 //! Call middleware: layers that see every call, from every surface.
-//!
-//! A [`Layer`] wraps the run of a call the way a tower layer wraps a service: it gets
-//! the [`Call`] (the tool, its arguments, the [`Ctx`] with the caller, the call id,
-//! the [`Surface`] it came from and what that surface carries, such as the HTTP
-//! headers) and the [`Next`] step, and decides what happens:
-//!
-//! * refuse the call with any [`ToolError`] before anything runs (authorisation,
-//!   rate limits);
-//! * change the arguments, then run the rest with [`Next::run`];
-//! * wrap or replace the result, time it, log it, retry it.
-//!
-//! A layer also decides what a caller may **see** ([`Layer::visible`]): a tool a
-//! layer hides is left out of [`Runner::definitions`](crate::Runner::definitions),
-//! HTTP discovery, MCP `tools/list` and [`llm::tools_for`](crate::llm::tools_for) made
-//! for that caller, and a call of it is `NOT_FOUND`, as for a tool that does not
-//! exist.
-//!
-//! Layers attach to a registry ([`Registry::layer`](crate::Registry::layer); its
-//! children inherit them) or to a runner ([`Runner::layer`](crate::Runner::layer);
-//! nested calls inherit them). A call passes the layers of the registry it was made
-//! through, its ancestors' first, then the runner's in the order they were added;
-//! after them come admission (setup, concurrency), the argument check and the
-//! handler. With no layer anywhere, calls take the path they take without this
-//! module.
-//!
-//! Ready-made layers: [`authorize`] (a rule over the caller and the call),
-//! [`RateLimit`] and [`ConcurrencyLimit`] (per caller, bounded memory),
-//! [`Trace`] (a `tracing` span and a timed event per call), [`before`] (any
-//! synchronous check or rewrite) and [`visibility`] (a rule for what a caller sees).
-//!
-//! ```rust,standalone_crate
-//! use serde_json::json;
-//! use toolfunc::layer::{self, Call};
-//! use toolfunc::{tool, CallOptions, Registry, ToolError};
-//!
-//! /// Adds two numbers.
-//! #[tool]
-//! fn add(a: f64, b: f64) -> f64 {
-//!     a + b
-//! }
-//!
-//! /// Deletes everything.
-//! #[tool]
-//! fn wipe() -> &'static str {
-//!     "wiped"
-//! }
-//!
-//! // Only `admin` may run `wipe`; nobody else even sees it.
-//! let registry = Registry::global()
-//!     .isolate()
-//!     .layer(layer::authorize(|call: &Call| match (call.tool(), call.caller()) {
-//!         ("wipe", Some("admin")) | ("add", _) => Ok(()),
-//!         _ => Err(ToolError::custom("FORBIDDEN", 403, "not yours to run")),
-//!     }))
-//!     .layer(layer::visibility(|tool, viewer| tool.name != "wipe" || viewer.caller() == Some("admin")));
-//!
-//! assert_eq!(registry.run_sync("add", json!({"a": 1, "b": 2})).unwrap(), json!(3.0));
-//! assert_eq!(registry.run_sync("wipe", json!({})).unwrap_err().code(), "NOT_FOUND");
-//! let admin = registry.with(CallOptions::new().caller("admin"));
-//! assert_eq!(admin.run_sync("wipe", json!({})).unwrap(), "wiped");
-//! assert!(admin.definitions().iter().any(|d| d.name == "wipe"));
-//! assert!(!registry.with(CallOptions::new()).definitions().iter().any(|d| d.name == "wipe"));
-//! ```
+#![doc = include_str!("../docs/layer.md")]
 
 mod limit;
 mod trace;
@@ -459,7 +397,7 @@ impl Extensions for CallOptions {
 pub(crate) fn viewer_of(options: &CallOptions) -> Viewer<'_> {
     Viewer::new(
         options.caller.as_deref(),
-        options.identity.as_deref(),
+        options.identity.as_ref(),
         options.surface.unwrap_or_default(),
         options,
     )

@@ -1,14 +1,7 @@
 //! LLM function calling: a registry's tools in each provider's dialect
 //! ([`tools`]), and a provider's tool-call message executed into the message that
 //! goes back ([`run_tool_calls`]).
-//!
-//! Each export is lowered from the tool's JSON Schema to what the target accepts:
-//! local `$ref`s are inlined (recursive types keep their `$defs` where the target can
-//! say recursion, and are an error where it cannot), strict targets get
-//! `additionalProperties: false` everywhere, OpenAI strict makes every property
-//! required and the optional ones nullable, Gemini gets its OpenAPI subset. A schema a
-//! target cannot express is an error naming the tool and the JSON path, never an
-//! export the provider would refuse.
+#![doc = include_str!("../docs/llm.md")]
 
 use serde_json::{Map, Value, json};
 

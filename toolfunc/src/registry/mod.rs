@@ -47,6 +47,7 @@ use lifecycle::Ready;
 /// assert_eq!(registry.run_sync("add", json!({"a": 1, "b": 2})).unwrap(), json!(3.0));
 /// assert_eq!(registry.run_sync("plus", json!({"a": 1, "b": 2})).unwrap(), json!(3.0));
 /// ```
+#[doc = include_str!("../docs/runtime.md")]
 #[derive(Clone, Default)]
 pub struct Registry {
     inner: Handle,

@@ -2,6 +2,20 @@
 //! parsing with JSON-Pointer error paths, the check of tools whose schema is given
 //! as JSON (the `jsonschema` crate, with bounds on the work of one call), and the
 //! rewriting of schemas placed into other documents (`rewrite`, crate-internal).
+//!
+//! # Argument checking
+//!
+//! Arguments are checked before the handler runs. A failure is `ARGUMENTS` with the
+//! JSON Pointer of the failing value and what was expected:
+//!
+//! ```json
+//! {"code":"ARGUMENTS","message":"invalid type: string \"two\", expected u64","status":400,"data":{"path":"/lines/1/id"}}
+//! ```
+//!
+//! Non-object arguments fail at path `""`; a missing field at `/field`. `#[tool]`
+//! and `typed` tools are checked by deserialising into their parameter types
+//! ([`parse_args`]; no second pass). Tools given a JSON schema are checked against
+//! it by [`Validator`], compiled once per tool.
 
 use std::borrow::Borrow;
 
