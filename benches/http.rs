@@ -6,7 +6,11 @@
 //! is 64 requests in flight at once (throughput). Requests per second relative to
 //! the bare handler = bare time / toolfunc time.
 //!
-//! `http count bare|toolfunc CALLS` makes one server's calls untimed, on one
+//! `toolfunc_jwt` is the same API behind a [`Jwt`] authenticator (an ES256 token,
+//! verified once and then found in the cache of verified tokens, as a client's
+//! repeated calls are); every server gets the same `Authorization` header.
+//!
+//! `http count bare|toolfunc|toolfunc_jwt CALLS` makes one server's calls untimed, on one
 //! current-thread runtime, for `valgrind --tool=callgrind` (less the count of 0
 //! calls, divided by CALLS): instruction counts repeat where times on a busy
 //! machine do not.
@@ -19,7 +23,26 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use criterion::{Criterion, criterion_group};
 use futures::future::join_all;
+use toolfunc::auth::jwt::Jwt;
+use toolfunc::http::Api;
 use toolfunc::{Registry, tool};
+
+#[path = "../tests/support/tokens.rs"]
+mod tokens;
+
+const AUDIENCE: &str = "http://127.0.0.1/api";
+const ISSUER: &str = "https://as.example.com";
+
+/// The API behind a JWT authenticator, and a token it takes.
+fn guarded() -> (Api, String) {
+    let key = tokens::Key::new("bench");
+    let auth = Jwt::with_keys(ISSUER, AUDIENCE, &tokens::jwks(&[&key])).expect("keys");
+    let token = key.sign(&tokens::claims(ISSUER, AUDIENCE, "bench", "tools"));
+    (
+        Api::new(Registry::global()).authenticate(auth),
+        format!("Bearer {token}"),
+    )
+}
 
 /// Adds two numbers.
 #[tool]
@@ -63,9 +86,11 @@ fn http(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    let (bare, ours, server) = runtime.block_on(async {
+    let (api, authorization) = guarded();
+    let (bare, ours, jwt, server) = runtime.block_on(async {
         let bare = serve(axum::Router::new().route("/add", axum::routing::post(bare_add))).await;
         let ours = serve(toolfunc::http::router(Registry::global())).await;
+        let jwt = serve(api.router()).await;
         // The same router behind toolfunc's own accept loop (connection cap,
         // header and idle timeouts).
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -73,12 +98,13 @@ fn http(c: &mut Criterion) {
             .expect("a loopback port");
         let server = listener.local_addr().expect("a bound address");
         let mounted = toolfunc::http::Server::new()
-            .mount(toolfunc::http::Api::new(Registry::global()))
+            .mount(Api::new(Registry::global()))
             .expect("one prefix");
         tokio::spawn(mounted.serve(listener));
         (
             format!("http://{bare}/add"),
             format!("http://{ours}/api/add"),
+            format!("http://{jwt}/api/add"),
             format!("http://{server}/api/add"),
         )
     });
@@ -88,6 +114,7 @@ fn http(c: &mut Criterion) {
         let request = client
             .post(url)
             .header(header::CONTENT_TYPE, "application/json")
+            .header(header::AUTHORIZATION, &authorization)
             .body(body.clone());
         async move {
             let response = request.send().await.expect("the server answers");
@@ -99,6 +126,7 @@ fn http(c: &mut Criterion) {
     for (name, url) in [
         ("bare_axum", &bare),
         ("toolfunc", &ours),
+        ("toolfunc_jwt", &jwt),
         ("toolfunc_server", &server),
     ] {
         group.bench_function(format!("{name}/one"), |b| {
@@ -118,20 +146,26 @@ fn count(server: &str, calls: usize) {
         .enable_all()
         .build()
         .expect("a tokio runtime");
+    let (api, authorization) = guarded();
     runtime.block_on(async {
-        let url = if server == "bare" {
-            let bare =
-                serve(axum::Router::new().route("/add", axum::routing::post(bare_add))).await;
-            format!("http://{bare}/add")
-        } else {
-            let ours = serve(toolfunc::http::router(Registry::global())).await;
-            format!("http://{ours}/api/add")
+        let url = match server {
+            "bare" => {
+                let bare =
+                    serve(axum::Router::new().route("/add", axum::routing::post(bare_add))).await;
+                format!("http://{bare}/add")
+            }
+            "toolfunc_jwt" => format!("http://{}/api/add", serve(api.router()).await),
+            _ => {
+                let ours = serve(toolfunc::http::router(Registry::global())).await;
+                format!("http://{ours}/api/add")
+            }
         };
         let client = reqwest::Client::new();
         for _ in 0..calls {
             let response = client
                 .post(&url)
                 .header(header::CONTENT_TYPE, "application/json")
+                .header(header::AUTHORIZATION, &authorization)
                 .body(Bytes::from_static(b"{\"a\":1,\"b\":2}"))
                 .send()
                 .await

@@ -5,15 +5,24 @@
 //! `http://127.0.0.1:3000/api` (with the try-it page at `/api/docs`), and to MCP
 //! clients at `http://127.0.0.1:3000/mcp`, and prints how to call them.
 //! `--addr HOST:PORT` (or `PORT`) and `--prefix /path` change where.
+//!
+//! `--auth-issuer URL --auth-audience URI` make both an OAuth 2.1 resource server:
+//! the issuer's keys are found through its `/.well-known/oauth-authorization-server`
+//! or `/.well-known/openid-configuration`, and every `/api` and `/mcp` request then
+//! needs a bearer JWT of that issuer for that audience.
 
 mod demo;
 
+use std::sync::Arc;
+
 use toolfunc::Registry;
+use toolfunc::auth::jwt::Jwt;
 use toolfunc::http::{Api, Server};
 
 fn usage() -> ! {
     eprintln!(
-        "usage: server [--addr HOST:PORT] [--prefix /api]   (PORT in the environment also sets the port)"
+        "usage: server [--addr HOST:PORT] [--prefix /api] [--auth-issuer URL --auth-audience URI]\n\
+         (PORT in the environment also sets the port)"
     );
     std::process::exit(2)
 }
@@ -25,32 +34,59 @@ async fn main() -> std::io::Result<()> {
         std::env::var("PORT").unwrap_or_else(|_| "3000".into())
     );
     let mut prefix = "/api".to_owned();
+    let (mut issuer, mut audience) = (None, None);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--addr" => addr = args.next().unwrap_or_else(|| usage()),
             "--prefix" => prefix = args.next().unwrap_or_else(|| usage()),
+            "--auth-issuer" => issuer = Some(args.next().unwrap_or_else(|| usage())),
+            "--auth-audience" => audience = Some(args.next().unwrap_or_else(|| usage())),
             _ => usage(),
         }
     }
+    let auth = match (issuer, audience) {
+        (None, None) => None,
+        (Some(issuer), Some(audience)) => match Jwt::discover(&issuer, &audience).await {
+            Ok(jwt) => Some(Arc::new(jwt)),
+            Err(err) => {
+                eprintln!("cannot use the issuer {issuer}: {err}");
+                std::process::exit(1)
+            }
+        },
+        _ => usage(),
+    };
     // The catalog's #[tool] functions and Default #[tool_service]s are in the global
     // registry already.
     // One ledger for both surfaces: a background call started over HTTP or as an
     // MCP task is listed in one place.
     let ledger = toolfunc::ledger::Ledger::new(Registry::global());
-    let api = Api::new(Registry::global())
+    let mut api = Api::new(Registry::global())
         .prefix(prefix)
         .docs(true)
         .ledger(ledger.clone());
+    if let Some(auth) = &auth {
+        api = api.authenticate(Arc::clone(auth));
+    }
     let base = format!("http://{addr}{}", api.path());
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     let mcp = format!("http://{addr}{}", toolfunc::mcp::PATH);
     let mut server = Server::new().mount(api).map_err(std::io::Error::other)?;
     if base != mcp {
-        let mcp = toolfunc::mcp::Server::new(Registry::global()).ledger(ledger);
+        let mut mcp = toolfunc::mcp::Server::new(Registry::global()).ledger(ledger);
+        if let Some(auth) = &auth {
+            mcp = mcp.authenticate(Arc::clone(auth));
+        }
         server = server.merge(mcp.router());
     }
     println!("toolfunc demo server listening on {base}");
+    if let Some(auth) = &auth {
+        println!(
+            "every call needs `-H 'Authorization: Bearer <token>'`: a JWT of {} for {}",
+            auth.issuer(),
+            auth.audience()
+        );
+    }
     println!();
     println!("  open {base}/docs in a browser                        # try every tool");
     println!("  curl {base}                                          # discovery");

@@ -83,7 +83,8 @@ async fn the_page_answers_only_get_and_only_at_its_name() {
         Some("{}"),
     )
     .await;
-    posted.error(404, "NOT_FOUND");
+    posted.error(405, "METHOD_NOT_ALLOWED");
+    assert_eq!(posted.header("allow"), Some("GET, OPTIONS"));
     get(addr, "/api/docs/extra").await.error(404, "NOT_FOUND");
 }
 

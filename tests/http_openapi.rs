@@ -406,7 +406,6 @@ async fn the_demo_document_is_openapi_and_true() {
     assert!(responses["401"].is_null(), "no auth hook, no 401");
     assert!(paths["/api/add"]["get"]["responses"]["415"].is_null());
     assert!(doc["components"]["securitySchemes"].is_null());
-
     let (checked, ids) = round_trip(addr, &doc, &[]).await;
     assert!(checked >= 10, "only {checked} answers were checked");
     for id in [
@@ -437,6 +436,40 @@ async fn the_demo_document_is_openapi_and_true() {
     assert_eq!(unique.len(), ids.len(), "operationIds repeat: {ids:?}");
     // The function gives the same document.
     assert_eq!(Api::new(demo::catalog()).openapi_document(), doc);
+}
+
+#[tokio::test]
+async fn rpc_timeout_is_documented_with_the_bound_the_server_reads() {
+    let addr = start(Api::new(demo::catalog())).await;
+    let doc = Api::new(demo::catalog()).openapi_document();
+    // `rpc-timeout` is bounded as the server reads it: a whole number of
+    // milliseconds that fits 64 bits.
+    let timeout = &doc["components"]["parameters"]["rpcTimeout"]["schema"];
+    assert_eq!(
+        timeout,
+        &json!({"type": "integer", "minimum": 0, "maximum": u64::MAX})
+    );
+    for (sent, status) in [
+        (u64::MAX.to_string(), 200),
+        ("18446744073709551616".to_owned(), 400),
+        ("0".to_owned(), 200),
+        ("-1".to_owned(), 400),
+    ] {
+        let reply = call(
+            addr,
+            "POST",
+            "/api/add",
+            &[("rpc-timeout", &sent), ("content-type", "application/json")],
+            Some(r#"{"a":1,"b":2}"#),
+        )
+        .await;
+        assert_eq!(
+            reply.status,
+            status,
+            "rpc-timeout: {sent}: {}",
+            reply.text()
+        );
+    }
 }
 
 #[tokio::test]
@@ -525,20 +558,74 @@ async fn the_document_follows_the_registry() {
     let addr = start(api).await;
     let served = call(addr, "GET", "/api/openapi.json", &[], None).await.ok();
     assert_eq!(served, after);
-    // Other methods on the path are no document (nor a tool).
-    post_not_found(addr).await;
-}
-
-async fn post_not_found(addr: SocketAddr) {
-    call(
+    // The document answers GET alone.
+    let reply = call(
         addr,
         "POST",
         "/api/openapi.json",
         &[("content-type", "application/json")],
         Some("{}"),
     )
-    .await
-    .error(404, "NOT_FOUND");
+    .await;
+    reply.error(405, "METHOD_NOT_ALLOWED");
+    assert_eq!(reply.header("allow"), Some("GET, OPTIONS"));
+}
+
+/// The methods `item` (a path of the document) lists, as `Allow` spells them.
+fn documented_methods(item: &Value) -> Vec<&'static str> {
+    ["GET", "POST", "PUT", "PATCH", "DELETE"]
+        .into_iter()
+        .filter(|m| item.get(m.to_ascii_lowercase()).is_some())
+        .collect()
+}
+
+#[tokio::test]
+async fn each_path_answers_the_methods_it_documents() {
+    let addr = start(Api::new(demo::catalog())).await;
+    let doc = Api::new(demo::catalog()).openapi_document();
+    let paths = doc["paths"].as_object().expect("paths");
+    let mut resources = 0;
+    for (path, item) in paths {
+        let mut expected = documented_methods(item);
+        // A REST resource answers its verbs on both of its paths: the 0.1.1 client
+        // sends `PUT <res>` with the id in the body, the 1.x client `POST
+        // <res>/<id>` with the act in `rpc-act`.
+        let rest = item
+            .as_object()
+            .is_some_and(|ops| ops.values().any(|op| op.get("x-toolfunc-act").is_some()));
+        if rest {
+            resources += 1;
+            let base = path.trim_end_matches("/{id}");
+            let both = [&paths[base], &paths[&format!("{base}/{{id}}")]];
+            expected = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+                .into_iter()
+                .filter(|m| both.iter().any(|item| documented_methods(item).contains(m)))
+                .collect();
+        }
+        expected.push("OPTIONS");
+        let allow = expected.join(", ");
+        let path = path.replace("{id}", "1");
+        let reply = call(addr, "OPTIONS", &path, &[], None).await;
+        assert_eq!(reply.status, 204, "OPTIONS {path}");
+        assert_eq!(
+            reply.header("allow"),
+            Some(allow.as_str()),
+            "OPTIONS {path}"
+        );
+        for method in ["GET", "POST", "PUT", "PATCH", "DELETE", "TRACE"] {
+            if expected.contains(&method) {
+                continue;
+            }
+            let reply = call(addr, method, &path, &[], None).await;
+            reply.error(405, "METHOD_NOT_ALLOWED");
+            assert_eq!(
+                reply.header("allow"),
+                Some(allow.as_str()),
+                "{method} {path}"
+            );
+        }
+    }
+    assert_eq!(resources, 2, "the two paths of `users`");
 }
 
 #[test]

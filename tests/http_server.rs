@@ -195,22 +195,42 @@ async fn discovery_lists_every_api_tool_without_code() {
 }
 
 #[tokio::test]
-async fn a_call_without_a_tool_is_not_found() {
+async fn discovery_answers_only_get() {
     let addr = start_demo(Vec::new()).await;
-    for (method, path) in [
-        ("POST", "/api"),
-        ("POST", "/api/"),
-        ("PUT", "/api"),
-        ("DELETE", "/api"),
+    // Without a content type too: the method is checked before the body.
+    for (method, path, body) in [
+        ("POST", "/api", Some("{}")),
+        ("POST", "/api/", Some("{}")),
+        ("PUT", "/api", None),
+        ("PATCH", "/api", Some("{}")),
+        ("DELETE", "/api", None),
+        ("HEAD", "/api", None),
     ] {
-        let reply = call(addr, method, path, &[], Some("{}")).await;
-        assert_eq!(reply.status, 404, "{method} {path}");
+        let reply = call(addr, method, path, &[], body).await;
+        assert_eq!(reply.status, 405, "{method} {path}: {}", reply.text());
         assert_eq!(
-            reply.json(),
-            json!({"error": "Not Found"}),
+            reply.header("allow"),
+            Some("GET, OPTIONS"),
             "{method} {path}"
         );
+        if method != "HEAD" {
+            reply.error(405, "METHOD_NOT_ALLOWED");
+        }
     }
+    let mut conn = Conn::open(addr).await;
+    conn.send(&request("PUT", "/api", &[("connection", "close")], None))
+        .await;
+    conn.response(false).await.error(405, "METHOD_NOT_ALLOWED");
+    // `rpc-fn` names a tool: then the path is no discovery.
+    let reply = call(
+        addr,
+        "POST",
+        "/api",
+        &[("rpc-fn", "add")],
+        Some(r#"{"a":1,"b":2}"#),
+    )
+    .await;
+    assert_eq!(reply.ok(), json!(3.0));
 }
 
 #[tokio::test]
@@ -287,11 +307,6 @@ async fn calls_read_the_json_body_whatever_its_content_type() {
         )
         .await;
         assert_eq!(reply.ok(), json!(7.0), "{content_type}");
-    }
-    // PUT and PATCH read the body too.
-    for method in ["POST", "PUT", "PATCH"] {
-        let reply = call(addr, method, "/api/add", &[], Some(r#"{"a":2,"b":2}"#)).await;
-        assert_eq!(reply.ok(), json!(4.0), "{method}");
     }
     // `rpc-fn` names the tool (the 1.x client sends it with the path).
     let reply = call(
@@ -377,23 +392,27 @@ async fn bodies_must_say_they_are_json_or_come_from_a_program() {
 
 #[tokio::test]
 async fn get_and_delete_read_the_query() {
-    let addr = start_demo(Vec::new()).await;
+    let registry = own_users();
+    registry.register(echo()).expect("echo");
+    let addr = start(Api::new(registry)).await;
     let args = r#"{"a": 1, "b": 2}"#;
     for space in ["%20", "+"] {
         let path = format!("/api/add?p={}", encode(args, space));
         assert_eq!(get(addr, &path).await.ok(), json!(3.0), "{path}");
-        let reply = call(addr, "DELETE", &path, &[], None).await;
-        assert_eq!(reply.ok(), json!(3.0), "DELETE {path}");
     }
     // `+` is a space inside string values too.
+    let path = format!("/api/echo?p={}", encode(r#"{"s": "Ann Lee"}"#, "+"));
+    assert_eq!(get(addr, &path).await.ok(), json!({"s": "Ann Lee"}));
+    // DELETE reads it as well (the id of a REST `delete`, here).
+    let path = format!("/api/users?p={}", encode(r#"{"id": "2"}"#, "+"));
+    let reply = call(addr, "DELETE", &path, &[], None).await;
+    assert_eq!(reply.ok(), json!({"deleted": "2"}));
+    // GET runs only what is read-only; no act of `greeter` is marked so.
     let hello = r#"{"act": "$hello", "name": "Ann Lee"}"#;
     let path = format!("/api/greeter?p={}", encode(hello, "+"));
-    let reply = call(addr, "DELETE", &path, &[], None).await;
-    assert_eq!(reply.ok(), "hello Ann Lee");
-    // GET runs only what is read-only; `$hello` is not marked so.
     let reply = get(addr, &path).await;
     reply.error(405, "METHOD_NOT_ALLOWED");
-    assert_eq!(reply.header("allow"), Some("POST"));
+    assert_eq!(reply.header("allow"), Some("POST, OPTIONS"));
     // Plain query parameters, cast to the parameters' types.
     assert_eq!(get(addr, "/api/add?a=1&b=2").await.ok(), json!(3.0));
     assert_eq!(get(addr, "/api/plus?a=1.5&b=-2").await.ok(), json!(-0.5));
@@ -529,7 +548,10 @@ async fn unknown_or_missing_acts_are_not_found() {
         message.contains("$hello") && message.contains("$mul"),
         "{message}"
     );
-    get(addr, "/api/greeter").await.error(400, "ARGUMENTS");
+    // GET runs none of its acts: the method is refused before the act is asked for.
+    let reply = get(addr, "/api/greeter").await;
+    reply.error(405, "METHOD_NOT_ALLOWED");
+    assert_eq!(reply.header("allow"), Some("POST, OPTIONS"));
 }
 
 // ---------------------------------------------------------------------------
@@ -834,13 +856,19 @@ async fn bodies_over_the_limit_are_413() {
 async fn options_and_head_run_nothing() {
     let hits = Arc::new(AtomicUsize::new(0));
     let addr = start_demo(vec![counter("counter", &hits)]).await;
-    for path in ["/api/counter", "/api/counter/1", "/api", "/api/nope"] {
+    for path in ["/api/counter", "/api/counter/1", "/api"] {
         let reply = call(addr, "OPTIONS", path, &[], Some(r#"{"a":1}"#)).await;
         assert_eq!(reply.status, 204, "OPTIONS {path}");
         assert!(reply.body.is_empty());
-        assert!(reply.header("allow").is_some_and(|a| a.contains("POST")));
+        assert!(reply.header("allow").is_some_and(|a| a.contains("OPTIONS")));
         let reply = call(addr, "HEAD", path, &[], None).await;
         assert_eq!(reply.status, 405, "HEAD {path}");
+        assert!(reply.header("allow").is_some_and(|a| !a.contains("HEAD")));
+    }
+    // Nothing is there to answer for.
+    for method in ["OPTIONS", "HEAD"] {
+        let reply = call(addr, method, "/api/nope", &[], None).await;
+        assert_eq!(reply.status, 404, "{method} /api/nope");
     }
     let reply = call(
         addr,
@@ -861,6 +889,125 @@ async fn options_and_head_run_nothing() {
     assert_eq!(hits.load(Ordering::SeqCst), 1);
 }
 
+/// The methods each path answers (`Allow`), as the OpenAPI document lists them,
+/// plus what the wire's clients send beyond it on a REST resource (the 0.1.1
+/// client's `PUT <res>` with the id in the body, the 1.x client's `POST <res>/<id>`
+/// with `rpc-act`).
+const ALLOWED: [(&str, &str); 9] = [
+    ("/api", "GET, OPTIONS"),
+    ("/api/openapi.json", "GET, OPTIONS"),
+    ("/api/add", "GET, POST, OPTIONS"),
+    ("/api/plus", "GET, POST, OPTIONS"),
+    ("/api/counter", "POST, OPTIONS"),
+    ("/api/greeter", "POST, OPTIONS"),
+    ("/api/users", "GET, POST, PUT, DELETE, OPTIONS"),
+    ("/api/users/1", "GET, POST, PUT, DELETE, OPTIONS"),
+    ("/api/rpcTask/x", "GET, POST, OPTIONS"),
+];
+
+#[tokio::test]
+async fn options_lists_the_methods_of_its_path() {
+    let hits = Arc::new(AtomicUsize::new(0));
+    let registry = own_users();
+    registry
+        .register(counter("counter", &hits))
+        .expect("counter");
+    let addr = start(Api::new(registry)).await;
+    for (path, allow) in ALLOWED {
+        let reply = call(addr, "OPTIONS", path, &[], None).await;
+        assert_eq!(reply.status, 204, "OPTIONS {path}: {}", reply.text());
+        assert_eq!(reply.header("allow"), Some(allow), "OPTIONS {path}");
+    }
+    // With `Api::writes_over_get`, GET runs every tool.
+    let addr = start(Api::new(own_users()).writes_over_get(true)).await;
+    let reply = call(addr, "OPTIONS", "/api/greeter", &[], None).await;
+    assert_eq!(reply.header("allow"), Some("GET, POST, OPTIONS"));
+}
+
+#[tokio::test]
+async fn a_method_a_path_does_not_answer_is_405_before_anything_else() {
+    let hits = Arc::new(AtomicUsize::new(0));
+    let registry = own_users();
+    registry
+        .register(counter("counter", &hits))
+        .expect("counter");
+    let addr = start(Api::new(registry)).await;
+    let methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "TRACE", "PROMOTE"];
+    for (path, allow) in ALLOWED {
+        for method in methods.iter().filter(|m| !allow.contains(*m)) {
+            // No content type, no body: 405 comes first, and the tool never runs.
+            let mut conn = Conn::open(addr).await;
+            let head = request(method, path, &[("connection", "close")], None);
+            conn.send(&head).await;
+            let reply = conn.response(false).await;
+            let body = reply.error(405, "METHOD_NOT_ALLOWED");
+            assert_eq!(reply.header("allow"), Some(allow), "{method} {path}");
+            let message = body["error"].as_str().unwrap_or_default();
+            assert!(message.contains(allow), "{method} {path}: {message}");
+        }
+    }
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        0,
+        "a refused method ran a tool"
+    );
+    // The REST forms of both client generations still reach their methods.
+    let reply = call(
+        addr,
+        "PUT",
+        "/api/users",
+        &[],
+        Some(r#"{"id":"1","val":{"name":"Alicia"}}"#),
+    )
+    .await;
+    assert_eq!(reply.ok(), json!({"id": "1", "name": "Alicia"}));
+    let reply = call(
+        addr,
+        "POST",
+        "/api/users/2",
+        &[("rpc-act", "put"), ("rpc-res-id", "2")],
+        Some(r#"{"val":{"name":"Robert"}}"#),
+    )
+    .await;
+    assert_eq!(reply.ok(), json!({"id": "2", "name": "Robert"}));
+    // An allowed method still says when its body is not JSON.
+    let mut conn = Conn::open(addr).await;
+    let bytes = request(
+        "POST",
+        "/api/counter",
+        &[("connection", "close"), ("content-type", "text/plain")],
+        Some(b"{}"),
+    );
+    conn.send(&bytes).await;
+    conn.response(false)
+        .await
+        .error(415, "UNSUPPORTED_MEDIA_TYPE");
+    assert_eq!(hits.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_method_is_refused_only_once_the_auth_hook_let_the_caller_through() {
+    let hits = Arc::new(AtomicUsize::new(0));
+    let seen = Seen::default();
+    let addr = start(guarded(&hits, &seen)).await;
+    // Without credentials nothing says which tools exist or what they answer.
+    for (method, path) in [
+        ("PUT", "/api/counter"),
+        ("OPTIONS", "/api/counter"),
+        ("OPTIONS", "/api/nope"),
+        ("PUT", "/api"),
+    ] {
+        let reply = call(addr, method, path, &[], None).await;
+        reply.error(401, "UNAUTHORIZED");
+        assert_eq!(reply.header("allow"), None, "{method} {path}");
+    }
+    let token = [("authorization", "Bearer t")];
+    let reply = call(addr, "PUT", "/api/counter", &token, None).await;
+    reply.error(405, "METHOD_NOT_ALLOWED");
+    assert_eq!(reply.header("allow"), Some("POST, OPTIONS"));
+    assert_eq!(hits.load(Ordering::SeqCst), 0);
+}
+
 #[tokio::test]
 async fn req_id_is_echoed() {
     let addr = start_demo(Vec::new()).await;
@@ -871,7 +1018,7 @@ async fn req_id_is_echoed() {
         ("POST", "/api/nope", Some("{}"), 404),
         ("POST", "/api/add", Some("{"), 400),
         ("GET", "/api", None, 200),
-        ("POST", "/api", Some("{}"), 404),
+        ("POST", "/api", Some("{}"), 405),
         ("OPTIONS", "/api/add", None, 204),
         ("GET", "/api/users/%FF", None, 400),
     ];
@@ -919,7 +1066,18 @@ async fn rpc_timeout_bounds_the_call() {
     assert_eq!(body["name"], "sleep");
     // A timeout that is not a whole number of milliseconds is refused before the
     // call runs, rather than quietly running it without a deadline.
-    for bad in ["soon", "-1", "1.5", "1e3", ""] {
+    // Past 64 bits (the `maximum` the OpenAPI document gives), or with a sign, it is
+    // as malformed.
+    for bad in [
+        "soon",
+        "-1",
+        "1.5",
+        "1e3",
+        "",
+        "+50",
+        "18446744073709551616",
+        "99999999999999999999999",
+    ] {
         let reply = call(
             addr,
             "POST",

@@ -3,27 +3,23 @@
 * `ndjson_lines_conform`: a check that validates every line of an NDJSON answer
   (a streamed `countdown`) against the schema the document gives for it, which
   Schemathesis cannot do by itself (it has no NDJSON deserializer).
-* `filter_failure`: drops the failures of the server's known findings, each
-  matched narrowly (`KNOWN` says what and why), and counts them; the counts are
-  printed at the end of the run, so a finding that is fixed shows as 0 and its
-  entry can go.
+* `before_call`: bounds the calls that could run for ever (`sleep`, `countdown`,
+  `report`) with a short valid `rpc-timeout`, leaving a malformed one as sent.
+* `filter_failure`: drops the failures of the wire's documented leniencies
+  (`LENIENCIES`) and of the server's findings still to fix (`FINDINGS`), each
+  matched narrowly, and counts them; the counts are printed at the end of the run,
+  so one that no longer happens shows as 0 and its entry can go.
 """
 
 import atexit
 import json
-import re
 import sys
 
 import jsonschema_rs
 import schemathesis
 from schemathesis.core.failures import AcceptedNegativeData, Failure
 from schemathesis.core.parameters import ParameterLocation
-from schemathesis.generation.meta import negated_parameters
-from schemathesis.openapi.checks import (
-    AllowHeaderMismatch,
-    RejectedPositiveData,
-    UnsupportedMethodResponse,
-)
+from schemathesis.openapi.checks import AllowHeaderMismatch, UnsupportedMethodResponse
 
 NDJSON = "application/x-ndjson"
 
@@ -86,56 +82,94 @@ def ndjson_lines_conform(ctx, response, case):
     return None
 
 
-# --- Known findings -------------------------------------------------------------
+# --- The calls that would not end -------------------------------------------------
+
+# `sleep`, `countdown` (both of its operations) and `report` take any duration or
+# count up to 2^64 - 1, and `rpc-timeout: 0` means no bound: a valid case could run
+# for ever. A valid `rpc-timeout` (or none) is sent as at most 300 ms, so every
+# call ends within it (408 `TIMEOUT`, documented). A value the server refuses is
+# sent as generated, so the cases that negate the header still reach it.
+BOUNDED_MS = 300
+BOUNDED = {"sleep", "countdown", "countdown.query", "report"}
+U64_MAX = 2**64 - 1
 
 
-def _error_body(response):
-    try:
-        body = json.loads(response.content)
-    except ValueError:
-        return {}
-    return body if isinstance(body, dict) else {}
+def _valid_timeout(sent):
+    """Whether the server reads `sent` as a timeout: ASCII digits between blanks,
+    at most 2^64 - 1 (`wire::millis`, and the `maximum` the document gives)."""
+    if isinstance(sent, int) and not isinstance(sent, bool):
+        return 0 <= sent <= U64_MAX
+    if not isinstance(sent, str):
+        return False
+    digits = sent.strip(" \t")
+    return digits.isascii() and digits.isdigit() and int(digits) <= U64_MAX
+
+
+@schemathesis.hook
+def before_call(context, case, **kwargs):
+    if case.operation.definition.raw.get("operationId") not in BOUNDED:
+        return
+    headers = dict(case.headers or {})
+    sent = headers.get("rpc-timeout")
+    if sent is None or (_valid_timeout(sent) and not 0 < int(str(sent).strip(" \t")) <= BOUNDED_MS):
+        headers["rpc-timeout"] = str(BOUNDED_MS)
+        case.headers = headers
+
+
+# --- Known server findings ----------------------------------------------------------
+
+
+def _resource_paths(case):
+    """The two paths of the REST resource `case` is an operation of (`<res>`,
+    `<res>/{id}`), with the methods the document lists on each; `None` when it is
+    no resource (its operations carry `x-toolfunc-act`)."""
+    paths = case.operation.schema.raw_schema.get("paths", {})
+    path = case.operation.path
+    base = path[: -len("/{id}")] if path.endswith("/{id}") else path
+    items = {base: paths.get(base, {}), base + "/{id}": paths.get(base + "/{id}", {})}
+    if not any(
+        isinstance(op, dict) and "x-toolfunc-act" in op for item in items.values() for op in item.values()
+    ):
+        return None
+    methods = {p: {m.upper() for m in item if m in ("get", "post", "put", "patch", "delete")} for p, item in items.items()}
+    return base, methods
+
+
+def _clients_rest_forms(case):
+    """The methods the wire's clients send to a REST resource's path beyond what the
+    document lists there: on `<res>`, the verbs the document lists on
+    `<res>/{id}` (the 0.1.1 client sends `put` as `PUT <res>` with the id in the
+    body); on `<res>/{id}`, POST (the 1.x client sends `put` as `POST <res>/<id>`
+    with `rpc-act: put`, and an act on one resource so)."""
+    found = _resource_paths(case)
+    if found is None:
+        return set()
+    base, methods = found
+    item = base + "/{id}"
+    if case.operation.path == base:
+        return methods[item] - methods[base]
+    return {"POST"} - methods[item]
+
+
+def _rest_forms_of_the_wire(failure, case, response):
+    """A wire leniency (reference `isdk-tool-rpc-wire.md`, section 3.4, "What each
+    client sends per operation"): a REST resource answers the forms both JavaScript
+    client generations send, which the document leaves out (it lists one form per
+    verb, the one a new client should use). So `PUT`/`DELETE <res>` run `put`/
+    `delete` with the id from the arguments, `POST <res>/<id>` runs the act
+    `rpc-act` or the body names (else `post`), and `OPTIONS` lists them in
+    `Allow`. Any other method on any path answers 405."""
+    if isinstance(failure, UnsupportedMethodResponse):
+        return failure.method in _clients_rest_forms(case)
+    if isinstance(failure, AllowHeaderMismatch):
+        extra = set(failure.undocumented_methods)
+        return not failure.missing_methods and extra and extra <= _clients_rest_forms(case)
+    return False
 
 
 def _request_schema(case):
     content = case.operation.definition.raw.get("requestBody", {}).get("content", {})
     return content.get("application/json", {}).get("schema")
-
-
-def _timeout_held_valid(failure, case, response):
-    """Not a finding: for `sleep` and `countdown` the config holds `rpc-timeout`
-    at 300 ms, so a case generated with an invalid `rpc-timeout` (and nothing
-    else invalid) is sent with a valid one, and the server rightly runs it.
-    Matched only when the header actually sent is a whole number."""
-    if not isinstance(failure, AcceptedNegativeData):
-        return False
-    if set(negated_parameters(case.meta)) != {("rpc-timeout", ParameterLocation.HEADER)}:
-        return False
-    sent = (case.headers or {}).get("rpc-timeout")
-    return isinstance(sent, str) and sent.isdigit()
-
-
-# What the server answers `OPTIONS` with on every path.
-_SERVER_ALLOW = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
-
-
-def _methods_the_wire_accepts(failure, case, response):
-    """By design, not a finding: the `@isdk/tool-rpc` wire runs a plain tool
-    whatever the method ("the HTTP method does not matter"), and its clients send
-    REST `put` as `PUT <tool>` with the id in the body (0.1.1) or as `POST
-    <tool>/<id>` with `rpc-act: put` (1.x). So PUT, PATCH, DELETE (and POST on
-    `users/{id}`) run the tool or the act the request names instead of answering
-    405, and discovery and `openapi.json` answer other methods with 404 or 415.
-    The document lists the one method per operation a new client should use.
-    Cross-site pages cannot send these methods without a preflight the server
-    never grants, and GET still runs only what is read-only. `OPTIONS` lists the
-    same methods on every path. (TRACE and made-up methods answer 405 and are not
-    matched here.)"""
-    if isinstance(failure, UnsupportedMethodResponse):
-        return failure.method in ("GET", "POST", "PUT", "PATCH", "DELETE")
-    if isinstance(failure, AllowHeaderMismatch):
-        return failure.allow_header == _SERVER_ALLOW and not failure.missing_methods
-    return False
 
 
 def _resolve(case, schema):
@@ -162,9 +196,11 @@ def _array_for_object(case, schema, value):
 
 
 def _array_read_as_struct(failure, case, response):
-    """A struct argument sent as a JSON array is read field by field, in order
-    (serde's derive accepts both), where the schema says object: `PUT
-    users/1 {"val": [null, null]}` updates the user."""
+    """Not a wire leniency: a finding of the tools floor, to be fixed there. A struct
+    argument sent as a JSON array is read field by field, in order (the typed
+    handlers check by deserialising, and serde's derive reads a struct from a
+    sequence), where the schema says object: `PUT users/1 {"val": [null, null]}`
+    updates the user."""
     if not isinstance(failure, AcceptedNegativeData) or response.status_code != 200:
         return False
     meta = case.meta
@@ -173,11 +209,16 @@ def _array_read_as_struct(failure, case, response):
     return _array_for_object(case, _request_schema(case) or {}, case.body)
 
 
-KNOWN = {
-    "rpc-timeout held valid by the config (not a finding)": _timeout_held_valid,
-    "methods the wire accepts beyond the documented one (by design)": _methods_the_wire_accepts,
-    "array read as a struct": _array_read_as_struct,
+# The wire's documented leniencies: answers the document does not describe, which
+# the JavaScript clients rely on.
+LENIENCIES = {
+    "REST forms of the JavaScript clients (wire leniency)": _rest_forms_of_the_wire,
 }
+# Mismatches of the server still to fix (each says where).
+FINDINGS = {
+    "array read as a struct (tools floor)": _array_read_as_struct,
+}
+KNOWN = {**LENIENCIES, **FINDINGS}
 SEEN = {name: 0 for name in KNOWN}
 
 
@@ -194,5 +235,6 @@ def filter_failure(context, failure, case, response):
 def _report():
     answers, lines = NDJSON_CHECKED["answers"], NDJSON_CHECKED["lines"]
     print(f"ndjson_lines_conform: {answers} NDJSON answer(s), {lines} line(s) checked", file=sys.stderr)
-    known = [f"  {name}: {count} failure(s) dropped" for name, count in SEEN.items()]
-    print("known server findings (see hooks.py):", *known, sep="\n", file=sys.stderr)
+    for title, entries in (("wire leniencies", LENIENCIES), ("server findings still to fix", FINDINGS)):
+        counts = [f"  {name}: {SEEN[name]} failure(s) dropped" for name in entries]
+        print(f"{title} (see hooks.py):", *counts, sep="\n", file=sys.stderr)

@@ -8,6 +8,7 @@
 //! per-caller limits key on its subject instead.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -24,7 +25,12 @@ use serde_json::{Map, Value};
 /// assert!(!who.has_scopes(&["admin"]));
 /// ```
 #[derive(Clone, PartialEq, Eq)]
-pub struct Identity {
+pub struct Identity(Arc<Parts>);
+
+/// What an identity holds, shared by its clones (a call and its nested calls, the
+/// cache of verified tokens): cloning an identity copies a pointer.
+#[derive(Clone, PartialEq, Eq)]
+struct Parts {
     subject: String,
     issuer: Option<String>,
     scopes: Vec<String>,
@@ -34,18 +40,18 @@ pub struct Identity {
 impl Identity {
     /// An identity for `subject`, with no issuer, scopes or claims.
     pub fn new(subject: impl Into<String>) -> Self {
-        Self {
+        Self(Arc::new(Parts {
             subject: subject.into(),
             issuer: None,
             scopes: Vec::new(),
             claims: Map::new(),
-        }
+        }))
     }
 
     /// Sets the issuer that vouched for the subject.
     #[must_use]
     pub fn with_issuer(mut self, issuer: impl Into<String>) -> Self {
-        self.issuer = Some(issuer.into());
+        Arc::make_mut(&mut self.0).issuer = Some(issuer.into());
         self
     }
 
@@ -55,36 +61,37 @@ impl Identity {
         let mut scopes: Vec<String> = scopes.into_iter().map(Into::into).collect();
         scopes.sort_unstable();
         scopes.dedup();
-        self.scopes = scopes;
+        Arc::make_mut(&mut self.0).scopes = scopes;
         self
     }
 
     /// Sets the claims of the credential (a JWT's payload, say).
     #[must_use]
     pub fn with_claims(mut self, claims: Map<String, Value>) -> Self {
-        self.claims = claims;
+        Arc::make_mut(&mut self.0).claims = claims;
         self
     }
 
     /// The subject: who the caller is, as the issuer names it.
     pub fn subject(&self) -> &str {
-        &self.subject
+        &self.0.subject
     }
 
     /// The issuer that vouched for the subject, when known.
     pub fn issuer(&self) -> Option<&str> {
-        self.issuer.as_deref()
+        self.0.issuer.as_deref()
     }
 
     /// The scopes granted, sorted.
     pub fn scopes(&self) -> &[String] {
-        &self.scopes
+        &self.0.scopes
     }
 
     /// Whether every scope of `needed` was granted.
     pub fn has_scopes<S: AsRef<str>>(&self, needed: &[S]) -> bool {
         needed.iter().all(|s| {
-            self.scopes
+            self.0
+                .scopes
                 .binary_search_by(|g| g.as_str().cmp(s.as_ref()))
                 .is_ok()
         })
@@ -95,18 +102,23 @@ impl Identity {
         needed
             .iter()
             .map(AsRef::as_ref)
-            .filter(|s| self.scopes.binary_search_by(|g| g.as_str().cmp(s)).is_err())
+            .filter(|s| {
+                self.0
+                    .scopes
+                    .binary_search_by(|g| g.as_str().cmp(s))
+                    .is_err()
+            })
             .collect()
     }
 
     /// All claims of the credential.
     pub fn claims(&self) -> &Map<String, Value> {
-        &self.claims
+        &self.0.claims
     }
 
     /// One claim of the credential.
     pub fn claim(&self, name: &str) -> Option<&Value> {
-        self.claims.get(name)
+        self.0.claims.get(name)
     }
 }
 
@@ -114,10 +126,10 @@ impl fmt::Debug for Identity {
     // The claims stay out of logs: they may hold personal data.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Identity")
-            .field("subject", &self.subject)
-            .field("issuer", &self.issuer)
-            .field("scopes", &self.scopes)
-            .field("claims", &self.claims.len())
+            .field("subject", &self.0.subject)
+            .field("issuer", &self.0.issuer)
+            .field("scopes", &self.0.scopes)
+            .field("claims", &self.0.claims.len())
             .finish()
     }
 }

@@ -136,7 +136,7 @@ pub struct CallOptions {
     pub(crate) binding: Option<Binding>,
     pub(crate) extensions: Vec<(TypeId, Arc<dyn Any + Send + Sync>)>,
     pub(crate) caller: Option<Arc<str>>,
-    pub(crate) identity: Option<Arc<Identity>>,
+    pub(crate) identity: Option<Identity>,
     pub(crate) call_id: Option<Arc<str>>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) cancel: Vec<CancellationToken>,
@@ -194,7 +194,7 @@ impl CallOptions {
     /// parked rounds and per-caller limits then key on its subject, and tools that
     /// declare scopes are offered to remote callers by the scopes it grants.
     pub fn identity(mut self, identity: Identity) -> Self {
-        self.identity = Some(Arc::new(identity));
+        self.identity = Some(identity);
         self
     }
 

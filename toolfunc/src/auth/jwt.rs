@@ -321,6 +321,10 @@ impl Authenticator for Jwt {
     fn authorization_servers(&self) -> Vec<String> {
         vec![self.issuer.clone()]
     }
+
+    fn resource(&self) -> Option<String> {
+        Some(self.audience.clone())
+    }
 }
 
 /// What a failed check tells the caller (no more than which rule it broke).

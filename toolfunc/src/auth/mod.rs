@@ -27,6 +27,8 @@
 
 #[cfg(feature = "jwt")]
 pub mod jwt;
+#[cfg(any(feature = "http", feature = "mcp"))]
+pub(crate) mod web;
 
 use std::fmt;
 use std::future::Future;
@@ -55,6 +57,13 @@ pub trait Authenticator: Send + Sync + 'static {
     fn authorization_servers(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// The resource URI the credentials are bound to (a JWT's audience, RFC 8707),
+    /// when the authenticator knows it; a surface publishes it as the protected
+    /// resource's identifier.
+    fn resource(&self) -> Option<String> {
+        None
+    }
 }
 
 impl<T: Authenticator + ?Sized> Authenticator for Arc<T> {
@@ -67,6 +76,10 @@ impl<T: Authenticator + ?Sized> Authenticator for Arc<T> {
 
     fn authorization_servers(&self) -> Vec<String> {
         (**self).authorization_servers()
+    }
+
+    fn resource(&self) -> Option<String> {
+        (**self).resource()
     }
 }
 

@@ -196,7 +196,7 @@ impl Ctx {
     /// an [`Authenticator`](crate::auth::Authenticator), or by
     /// [`CallOptions::identity`]. `None` for an unauthenticated call.
     pub fn identity(&self) -> Option<&Identity> {
-        self.scope.data().and_then(|d| d.identity.as_deref())
+        self.scope.data().and_then(|d| d.identity.as_ref())
     }
 
     /// Whose the call is: the verified subject, else the stated caller.

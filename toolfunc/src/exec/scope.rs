@@ -22,7 +22,7 @@ pub(crate) struct ScopeData {
     /// Outer layers' extensions, searched after these.
     parent: Option<Arc<ScopeData>>,
     pub(super) caller: Option<Arc<str>>,
-    pub(super) identity: Option<Arc<Identity>>,
+    pub(super) identity: Option<Identity>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) deadline: Option<Instant>,
     pub(crate) cancel: Vec<CancellationToken>,
@@ -169,7 +169,7 @@ impl Scope {
     pub(crate) fn viewer(&self) -> Viewer<'_> {
         Viewer::new(
             self.0.as_ref().and_then(|d| d.caller.as_deref()),
-            self.0.as_ref().and_then(|d| d.identity.as_deref()),
+            self.0.as_ref().and_then(|d| d.identity.as_ref()),
             self.surface(),
             self,
         )

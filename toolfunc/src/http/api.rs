@@ -5,11 +5,15 @@
 use std::fmt;
 use std::sync::Arc;
 
+use axum::extract::State;
 use axum::http::{HeaderMap, Method, header};
-use axum::routing::any;
+use axum::response::Response;
+use axum::routing::{any, get};
 
 use super::server::handle;
+use crate::auth::Authenticator;
 use crate::error::ToolError;
+use crate::identity::Identity;
 use crate::options::CollectLimit;
 use crate::registry::Registry;
 use crate::remote::ledger::Ledger;
@@ -34,6 +38,9 @@ pub struct AuthRequest<'a> {
     /// spelled it, `"get"`, `"list"`); `None` for a plain tool. An act the service
     /// does not have is refused before the hook is asked.
     pub act: Option<&'a str>,
+    /// The caller, as the API's [authenticator](Api::authenticate) verified it;
+    /// `None` without one.
+    pub identity: Option<&'a Identity>,
 }
 
 type AuthFn = dyn Fn(&AuthRequest<'_>) -> Result<(), ToolError> + Send + Sync;
@@ -64,6 +71,10 @@ pub struct Api {
     pub(super) prefix: String,
     pub(super) body_limit: usize,
     pub(super) auth: Option<Arc<AuthFn>>,
+    /// Verifies every request's bearer token, when set.
+    pub(super) authenticator: Option<Arc<dyn Authenticator>>,
+    /// The resource URI published in the metadata, when set.
+    pub(super) resource: Option<String>,
     /// `None`: any host.
     hosts: Option<Vec<String>>,
     /// `None`: any origin.
@@ -85,6 +96,8 @@ impl fmt::Debug for Api {
             .field("prefix", &self.prefix)
             .field("body_limit", &self.body_limit)
             .field("auth", &self.auth.is_some())
+            .field("authenticator", &self.authenticator.is_some())
+            .field("resource", &self.resource)
             .field("hosts", &self.hosts)
             .field("origins", &self.origins)
             .field("json_only", &self.json_only)
@@ -107,6 +120,8 @@ impl Api {
             prefix: "/api".to_owned(),
             body_limit: DEFAULT_BODY_LIMIT,
             auth: None,
+            authenticator: None,
+            resource: None,
             hosts: Some(LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect()),
             origins: Some(Vec::new()),
             json_only: true,
@@ -288,19 +303,64 @@ impl Api {
         self
     }
 
+    /// Makes this API an OAuth 2.1 resource server: every request (discovery, the
+    /// OpenAPI document, calls, `rpcTask`; not the try-it page itself) must carry an
+    /// `Authorization: Bearer` credential that `authenticator` verifies. A request
+    /// without one, or with one it refuses, gets `401 UNAUTHENTICATED` with a
+    /// `WWW-Authenticate: Bearer resource_metadata="…"` challenge; a token in the
+    /// query string is refused. The metadata (RFC 9728) is served at
+    /// `/.well-known/oauth-protected-resource<prefix>`. The verified
+    /// [`Identity`] rides on every call ([`Ctx::identity`](crate::Ctx::identity)),
+    /// and the [`auth`](Self::auth) hook sees it.
+    ///
+    /// ```
+    /// use toolfunc::Registry;
+    /// use toolfunc::auth::ApiKeys;
+    /// use toolfunc::http::Api;
+    /// use toolfunc::Identity;
+    ///
+    /// let api = Api::new(Registry::new())
+    ///     .authenticate(ApiKeys::new().key("s3cret", Identity::new("ci")));
+    /// # let _ = api;
+    /// ```
+    #[must_use]
+    pub fn authenticate(mut self, authenticator: impl Authenticator) -> Self {
+        self.authenticator = Some(Arc::new(authenticator));
+        self
+    }
+
+    /// The resource URI this API publishes in its metadata and challenges (its
+    /// canonical URI, `https://tools.example.com/api`). Default: the
+    /// authenticator's audience (a [`Jwt`](crate::auth::jwt::Jwt)'s), else the
+    /// request's own `Host` and prefix.
+    #[must_use]
+    pub fn resource(mut self, uri: impl Into<String>) -> Self {
+        self.resource = Some(uri.into());
+        self
+    }
+
     /// The prefix this API is served under (normalised: `"/api"`, or `""` for the root).
     pub fn path(&self) -> &str {
         &self.prefix
     }
 
-    /// The axum router: `<prefix>`, `<prefix>/` and `<prefix>/*`.
+    /// The axum router: `<prefix>`, `<prefix>/` and `<prefix>/*`, and with an
+    /// [authenticator](Self::authenticate) the protected-resource metadata at
+    /// `/.well-known/oauth-protected-resource<prefix>`.
     pub fn router(self) -> axum::Router {
         let prefix = self.prefix.clone();
+        let protected = self.authenticator.is_some();
         let state = Arc::new(self);
         let root = if prefix.is_empty() { "/" } else { &prefix };
         let mut router = axum::Router::new().route(root, any(handle));
         if !prefix.is_empty() {
             router = router.route(&format!("{prefix}/"), any(handle));
+        }
+        if protected {
+            router = router.route(
+                &format!("{}{prefix}", crate::auth::web::WELL_KNOWN),
+                get(resource_metadata),
+            );
         }
         router
             .route(&format!("{prefix}/{{*rest}}"), any(handle))
@@ -320,6 +380,25 @@ impl Api {
             body_limit: self.body_limit,
             settings: &self.openapi,
         }
+    }
+}
+
+/// `GET /.well-known/oauth-protected-resource<prefix>`.
+async fn resource_metadata(State(api): State<Arc<Api>>, headers: HeaderMap) -> Response {
+    match &api.authenticator {
+        Some(authenticator) => {
+            let resource = crate::auth::web::resource(
+                api.resource.as_deref(),
+                authenticator.as_ref(),
+                &headers,
+                &api.prefix,
+            );
+            crate::auth::web::metadata_response(&crate::auth::web::metadata(
+                &resource,
+                authenticator.as_ref(),
+            ))
+        }
+        None => axum::response::IntoResponse::into_response(axum::http::StatusCode::NOT_FOUND),
     }
 }
 

@@ -19,6 +19,11 @@
 //!   `GET <prefix>/<res>/{id}` (`get`), `POST <prefix>/<res>` (`post`, and its `$`
 //!   acts as above), `PUT`/`PATCH`/`DELETE <prefix>/<res>/{id}` (or without `{id}`
 //!   when the method takes no `id`);
+//! * each path lists the methods the server answers there, and any other answers
+//!   405 with them in `Allow` (so does `OPTIONS`, with 204); a REST resource also
+//!   answers its verbs on both of its paths, as the JavaScript clients send them
+//!   (`PUT <res>` with the id in the body, `POST <res>/<id>` with `rpc-act`), which
+//!   the document leaves to the one form a new client should use;
 //! * tool schemas become `components/schemas` entries (`add.Params`,
 //!   `users.get.Result`); their `$defs` are lifted beside them, namespaced by tool
 //!   (`users.NewUser`), and every `$ref` is rewritten to match;
@@ -39,7 +44,7 @@ use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
 use serde_json::{Map, Value, json};
 
 use super::api::Api;
-use super::wire::{NDJSON, REQ_ID, RPC_TIMEOUT};
+use super::wire::{NDJSON, REQ_ID, RPC_TIMEOUT, RPC_TIMEOUT_MAX};
 use crate::options::CallOptions;
 use crate::registry::Registry;
 use crate::remote::{self, Catalog, Lookup};
@@ -974,8 +979,9 @@ impl<'v> Doc<'v> {
                 "rpcTimeout": {
                     "name": RPC_TIMEOUT, "in": "header", "required": false,
                     "description": "Bounds the call, in milliseconds (408 `TIMEOUT` past it); \
-                        `0` sets no bound, as the JavaScript servers read it.",
-                    "schema": {"type": "integer", "minimum": 0},
+                        `0` sets no bound, as the JavaScript servers read it. Anything but a \
+                        whole number that fits 64 bits is 400 `INVALID_HEADER`.",
+                    "schema": {"type": "integer", "minimum": 0, "maximum": RPC_TIMEOUT_MAX},
                 },
                 "reqId": {
                     "name": REQ_ID, "in": "header", "required": false,
@@ -1233,7 +1239,8 @@ fn error_responses(limit: usize) -> Map<String, Value> {
         (
             "MethodNotAllowed",
             "GET naming an act that is not read-only (`METHOD_NOT_ALLOWED`, \
-             `Allow: POST`)."
+             `Allow: POST`). A method a path does not list is refused the same \
+             way, with the path's methods in `Allow`."
                 .to_owned(),
         ),
         (

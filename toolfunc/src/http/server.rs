@@ -16,7 +16,10 @@ use serde_json::{Map, Value};
 use super::api::{Api, AuthRequest, router};
 use super::listen::{self, Limits};
 use super::wire::{self, NDJSON, REQ_ID, RPC_ACT, RPC_FN, RPC_RES_ID, RPC_TIMEOUT, X_REQUEST_ID};
+use crate::auth::Authenticator;
+use crate::auth::web;
 use crate::error::ToolError;
+use crate::identity::Identity;
 use crate::options::{CallOptions, Surface};
 use crate::registry::Registry;
 use crate::remote::ledger::{TaskPoll, Track};
@@ -199,9 +202,6 @@ pub(super) async fn handle(State(api): State<Arc<Api>>, request: Request) -> Res
     response
 }
 
-/// The methods the server answers; any other (`CONNECT`, `TRACE`, `PROMOTE`) is 405.
-const ALLOW: &str = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
-
 /// The headers a page on another site cannot send without the browser asking
 /// first (a CORS preflight this server never grants): a body sent with one of them
 /// comes from a program, not from a cross-site form.
@@ -214,44 +214,127 @@ const PROGRAM_HEADERS: [&str; 6] = [
     "x-client-id",
 ];
 
-/// The answer to a request that must go no further than its line and headers:
-/// an unserved method, a foreign host or origin, `OPTIONS`/`HEAD`, a body that does
-/// not say it is JSON.
-fn screen(api: &Api, parts: &axum::http::request::Parts) -> Option<Response> {
+/// The methods a path answers besides `OPTIONS` (which every path answers, with
+/// them in `Allow`). `HEAD` runs nothing, and no path answers it.
+#[derive(Debug, Clone, Copy, Default)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "one flag per HTTP method, read by name"
+)]
+struct Methods {
+    get: bool,
+    post: bool,
+    put: bool,
+    patch: bool,
+    delete: bool,
+}
+
+impl Methods {
+    /// Discovery and the built-in pages.
+    const GET: Self = Self {
+        get: true,
+        post: false,
+        put: false,
+        patch: false,
+        delete: false,
+    };
+
+    /// `rpcTask`: a poll is a GET, a cancel a POST.
+    const GET_POST: Self = Self {
+        get: true,
+        post: true,
+        put: false,
+        patch: false,
+        delete: false,
+    };
+
+    /// What a tool answers: POST always (a body names any act); GET when
+    /// something it runs is read-only, or the API lets GET write; and a REST
+    /// resource's PUT, PATCH and DELETE when it has those methods. A resource
+    /// answers them on both of its paths, `<res>` and `<res>/<id>`, as the
+    /// JavaScript clients send them: the 0.1.1 client's `put` is `PUT <res>` with the
+    /// id in the body, the 1.x client's is `POST <res>/<id>` with `rpc-act: put`.
+    fn of(api: &Api, def: &crate::tool::ToolDefinition) -> Self {
+        let resource = def.action.as_deref() == Some("res");
+        let has = |verb: &str| resource && def.acts.iter().any(|act| act.name == verb);
+        Self {
+            get: api.writes_over_get
+                || read_only(def, None)
+                || def.acts.iter().any(|act| read_only(def, Some(act))),
+            post: true,
+            put: has("put"),
+            patch: has("patch"),
+            delete: has("delete"),
+        }
+    }
+
+    fn allows(self, method: &Method) -> bool {
+        match *method {
+            Method::GET => self.get,
+            Method::POST => self.post,
+            Method::PUT => self.put,
+            Method::PATCH => self.patch,
+            Method::DELETE => self.delete,
+            _ => false,
+        }
+    }
+
+    /// The value of `Allow`: `"GET, POST, OPTIONS"`.
+    fn allow(self) -> String {
+        let mut allow = String::new();
+        for (on, name) in [
+            (self.get, "GET"),
+            (self.post, "POST"),
+            (self.put, "PUT"),
+            (self.patch, "PATCH"),
+            (self.delete, "DELETE"),
+            (true, "OPTIONS"),
+        ] {
+            if on {
+                if !allow.is_empty() {
+                    allow.push_str(", ");
+                }
+                allow.push_str(name);
+            }
+        }
+        allow
+    }
+}
+
+/// The method, before the content type, the body or the act: `OPTIONS` is answered
+/// here (204 with `Allow`; nothing runs, and no cross-origin access is granted), a
+/// method the path does not answer is 405 with `Allow`, and with
+/// [`Api::json_only`] a body that does not say it is JSON is 415. `refused` is the
+/// auth hook's word, asked before `OPTIONS` and 405 so that a caller it turns away
+/// learns nothing of what a path answers.
+fn check_method(
+    api: &Api,
+    parts: &axum::http::request::Parts,
+    methods: Methods,
+    tool: Option<&str>,
+    refused: impl FnOnce() -> Option<Response>,
+) -> Option<Response> {
     let method = &parts.method;
-    let known = [
-        Method::GET,
-        Method::POST,
-        Method::PUT,
-        Method::PATCH,
-        Method::DELETE,
-        Method::OPTIONS,
-        Method::HEAD,
-    ];
-    if !known.contains(method) {
-        return Some(method_not_allowed(
-            ALLOW,
-            format!("the method {method} is not served; use {ALLOW}"),
-        ));
+    if *method == Method::OPTIONS {
+        return Some(refused().unwrap_or_else(|| {
+            let mut response = Response::new(Body::empty());
+            *response.status_mut() = StatusCode::NO_CONTENT;
+            if let Ok(value) = HeaderValue::from_str(&methods.allow()) {
+                response.headers_mut().insert(header::ALLOW, value);
+            }
+            response
+        }));
     }
-    if let Err(err) = api.check_site(&parts.headers) {
-        return Some(error_response(None, &err));
-    }
-    if method == Method::OPTIONS {
-        // Nothing runs, and no cross-origin access is granted.
-        return Some(
-            Response::builder()
-                .status(StatusCode::NO_CONTENT)
-                .header(header::ALLOW, ALLOW)
-                .body(Body::empty())
-                .unwrap_or_default(),
-        );
-    }
-    if method == Method::HEAD {
-        return Some(method_not_allowed(
-            ALLOW,
-            "HEAD runs nothing; use GET".to_owned(),
-        ));
+    if !methods.allows(method) {
+        return Some(refused().unwrap_or_else(|| {
+            let allow = methods.allow();
+            let message = if *method == Method::HEAD {
+                format!("HEAD runs nothing; this path answers {allow}")
+            } else {
+                format!("{method} is not answered here; this path answers {allow}")
+            };
+            method_not_allowed(tool, &allow, message)
+        }));
     }
     let has_body = !(method == Method::GET || method == Method::DELETE);
     if has_body && api.json_only && !sent_by_program(&parts.headers) {
@@ -286,14 +369,18 @@ fn call_options(
     let sent = raw_header(RPC_TIMEOUT);
     let (timeout, malformed) = match sent {
         None => (None, None),
-        Some(t) => match t.trim().parse::<u64>() {
-            Ok(ms) => (Some(ms), None),
-            Err(_) => (
+        Some(t) => match wire::millis(&t) {
+            Some(ms) => (Some(ms), None),
+            None => (
                 None,
                 Some(ToolError::custom(
                     "INVALID_HEADER",
                     400,
-                    format!("`{RPC_TIMEOUT}` must be a whole number of milliseconds, not `{t}`"),
+                    format!(
+                        "`{RPC_TIMEOUT}` must be a whole number of milliseconds up to {}, \
+                         not `{t}`",
+                        wire::RPC_TIMEOUT_MAX
+                    ),
                 )),
             ),
         },
@@ -316,11 +403,20 @@ fn call_options(
 }
 
 async fn respond(api: &Api, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
-    if let Some(answer) = screen(api, &parts) {
-        return answer;
+    let (mut parts, body) = request.into_parts();
+    if let Err(err) = api.check_site(&parts.headers) {
+        return error_response(None, &err);
     }
-    let method = &parts.method;
+    if let Some(authenticator) = &api.authenticator {
+        match authenticate(api, authenticator.as_ref(), &parts).await {
+            Ok(identity) => {
+                parts.extensions.insert(identity);
+            }
+            // The try-it page is static and asks its visitor for the credential.
+            Err(_) if is_docs_page(api, &parts) => return super::docs::response(),
+            Err(refused) => return refused,
+        }
+    }
     let segments = match segments(parts.uri.path(), &api.prefix) {
         Ok(segments) => segments,
         Err(err) => return error_response(None, &err),
@@ -336,54 +432,50 @@ async fn respond(api: &Api, request: Request) -> Response {
     };
     let auth = |tool: Option<&str>, act: Option<&str>| authorize(api, &parts, tool, act);
     // A bad header is answered once the auth hook had its say.
-    let (options, malformed) = call_options(api, &parts.headers, &header_str);
+    let (mut options, malformed) = call_options(api, &parts.headers, &header_str);
+    if let Some(identity) = parts.extensions.get::<Identity>() {
+        options = options.identity(identity.clone());
+    }
     let named = header_str(RPC_FN);
     let Some(name) = named.clone().or_else(|| segments.first().cloned()) else {
-        if *method == Method::GET {
-            if let Some(refused) = auth(None, None) {
-                return refused;
-            }
-            let shown = remote::shown_to(&api.registry, Some(&options));
-            let offered = remote::Catalog::of(&api.registry);
-            return json_response(StatusCode::OK, &wire::discovery(&offered, shown));
+        // Discovery.
+        if let Some(answer) = check_method(api, &parts, Methods::GET, None, || auth(None, None)) {
+            return answer;
         }
-        return auth(None, None).unwrap_or_else(|| {
-            json_response(
-                StatusCode::NOT_FOUND,
-                &serde_json::json!({"error": "Not Found"}),
-            )
-        });
+        if let Some(refused) = auth(None, None) {
+            return refused;
+        }
+        let shown = remote::shown_to(&api.registry, Some(&options));
+        let offered = remote::Catalog::of(&api.registry);
+        return json_response(StatusCode::OK, &wire::discovery(&offered, shown));
     };
     // The name is found once: a tool of that name is served before the built-in
     // pages and the task poller of the same name.
     let found = match remote::find(&api.registry, &name, Lookup::TOOL, Some(&options)) {
         Ok(found) => found,
         Err(err) => {
-            let page = (named.is_none() && *method == Method::GET)
-                .then_some(segments.as_slice())
-                .and_then(|segments| match segments {
-                    [only] => Some(only.as_str()),
-                    _ => None,
-                });
-            // The OpenAPI document.
-            if page == Some(super::openapi::FILE) {
-                return auth(None, None)
-                    .unwrap_or_else(|| super::openapi::response(&api.openapi_view(), &options));
-            }
-            // The try-it page, when it is on: static, with no data, so served to
-            // anyone this API's host and origin checks let through (a visitor opens
-            // it and gives the credential the auth hook wants; everything it shows
-            // comes through the hook).
-            if api.docs && page == Some(super::docs::FILE) {
-                return super::docs::response();
+            if named.is_none()
+                && let Some(answer) = page(api, &parts, &segments, &options, &auth)
+            {
+                return answer;
             }
             if name == TASKS {
+                let refused = || auth(Some(TASKS), None);
+                let screened = check_method(api, &parts, Methods::GET_POST, Some(TASKS), refused);
+                if let Some(answer) = screened {
+                    return answer;
+                }
                 return tasks(api, &parts, &segments, body, &header_str, &auth).await;
             }
             // A caller the hook turns away learns nothing about which tools exist.
             return auth(None, None).unwrap_or_else(|| error_response(Some(&name), &err));
         }
     };
+    let methods = Methods::of(api, found.definition());
+    let refused = || auth(Some(found.name()), None);
+    if let Some(answer) = check_method(api, &parts, methods, Some(found.name()), refused) {
+        return answer;
+    }
     if named.is_some()
         && let Some(path_name) = segments.first()
         && !names(&found, path_name)
@@ -403,6 +495,7 @@ async fn respond(api: &Api, request: Request) -> Response {
         parts: &parts,
         segments: &segments,
         found,
+        methods,
     };
     let call = match request.call(body, &header_str, &auth).await {
         Ok(call) => call,
@@ -413,6 +506,37 @@ async fn respond(api: &Api, request: Request) -> Response {
     }
     let req_id = header_str(REQ_ID);
     run(api, call, options, req_id).await
+}
+
+/// The answer of a built-in page a path names by its one segment (with no tool of
+/// that name, and no `rpc-fn`): the OpenAPI document, and the try-it page when it
+/// is on. Both answer GET alone.
+fn page(
+    api: &Api,
+    parts: &axum::http::request::Parts,
+    segments: &[String],
+    options: &CallOptions,
+    auth: &impl Fn(Option<&str>, Option<&str>) -> Option<Response>,
+) -> Option<Response> {
+    let [only] = segments else {
+        return None;
+    };
+    if only == super::openapi::FILE {
+        let answer = check_method(api, parts, Methods::GET, None, || auth(None, None))
+            .or_else(|| auth(None, None))
+            .unwrap_or_else(|| super::openapi::response(&api.openapi_view(), options));
+        return Some(answer);
+    }
+    // The try-it page, when it is on: static, with no data, so served to anyone
+    // this API's host and origin checks let through (a visitor opens it and gives
+    // the credential the auth hook wants; everything it shows comes through the
+    // hook).
+    if api.docs && only == super::docs::FILE {
+        let answer = check_method(api, parts, Methods::GET, None, || None)
+            .unwrap_or_else(super::docs::response);
+        return Some(answer);
+    }
+    None
 }
 
 /// Whether `name` (from the path) names the tool `found` is: by its name or one of
@@ -441,6 +565,39 @@ fn sent_by_program(headers: &HeaderMap) -> bool {
     json || PROGRAM_HEADERS.iter().any(|h| headers.contains_key(*h))
 }
 
+/// The identity the request's bearer token proves, or the `401` (with its
+/// challenge) or `503` that refuses it.
+async fn authenticate(
+    api: &Api,
+    authenticator: &dyn Authenticator,
+    parts: &axum::http::request::Parts,
+) -> Result<Identity, Response> {
+    let resource = || {
+        web::resource(
+            api.resource.as_deref(),
+            authenticator,
+            &parts.headers,
+            &api.prefix,
+        )
+    };
+    web::check(authenticator, parts, resource, |err| {
+        error_response(None, err)
+    })
+    .await
+}
+
+/// Whether the request is for the try-it page (and no tool of that name).
+fn is_docs_page(api: &Api, parts: &axum::http::request::Parts) -> bool {
+    api.docs
+        && parts.method == Method::GET
+        && !parts.headers.contains_key(RPC_FN)
+        && segments(parts.uri.path(), &api.prefix)
+            .is_ok_and(|s| s.len() == 1 && s[0] == super::docs::FILE)
+        && !remote::Catalog::of(&api.registry)
+            .tools()
+            .any(|tool| tool.name == super::docs::FILE)
+}
+
 /// The auth hook's refusal of a request, if it refuses it.
 fn authorize(
     api: &Api,
@@ -455,6 +612,7 @@ fn authorize(
         path: parts.uri.path(),
         tool,
         act,
+        identity: parts.extensions.get::<Identity>(),
     };
     auth(&request).err().map(|err| error_response(tool, &err))
 }
@@ -481,6 +639,8 @@ struct Parsed<'a> {
     parts: &'a axum::http::request::Parts,
     segments: &'a [String],
     found: Found,
+    /// What the tool answers (for `Allow`).
+    methods: Methods,
 }
 
 impl Parsed<'_> {
@@ -501,6 +661,7 @@ impl Parsed<'_> {
             parts,
             segments,
             mut found,
+            methods,
         } = self;
         let method = &parts.method;
         let def = found.definition();
@@ -556,7 +717,7 @@ impl Parsed<'_> {
                     }
                 },
             };
-            Some(settle_act(def, method, sent, has_id)?)
+            Some(settle_act(def, method, sent, has_id, methods)?)
         } else {
             None
         };
@@ -569,7 +730,9 @@ impl Parsed<'_> {
                 || format!("`{name}`"),
                 |(_, a)| format!("`{}` of `{name}`", a.name),
             );
+            // What this act answers (the path may answer GET for other acts).
             return Err(Box::new(method_not_allowed(
+                Some(&name),
                 "POST",
                 format!("{what} is not marked read-only, so GET cannot run it; send a POST"),
             )));
@@ -633,6 +796,7 @@ fn settle_act(
     method: &Method,
     sent: Option<String>,
     has_id: bool,
+    methods: Methods,
 ) -> Result<usize, Box<Response>> {
     let name = def.name.as_str();
     let Some(sent) = sent else {
@@ -643,22 +807,15 @@ fn settle_act(
                 verb => verb.to_ascii_lowercase(),
             };
             return def.acts.iter().position(|d| d.name == verb).ok_or_else(|| {
-                let allow = resource_methods(def);
-                let mut response = error_response(
+                let allow = methods.allow();
+                Box::new(method_not_allowed(
                     Some(name),
-                    &ToolError::custom(
-                        "METHOD_NOT_ALLOWED",
-                        405,
-                        format!(
-                            "`{name}` has no `{verb}` method; it answers {allow}, or name an \
-                             act with `act` or `rpc-act`"
-                        ),
+                    &allow,
+                    format!(
+                        "`{name}` has no `{verb}` method; it answers {allow}, or name an \
+                         act with `act` or `rpc-act`"
                     ),
-                );
-                if let Ok(value) = HeaderValue::from_str(&allow) {
-                    response.headers_mut().insert(header::ALLOW, value);
-                }
-                Box::new(response)
+                ))
             });
         }
         let acts: Vec<&str> = def.acts.iter().map(|d| d.name.as_str()).collect();
@@ -693,26 +850,6 @@ fn settle_act(
         })
 }
 
-/// The HTTP methods a REST resource answers, for `Allow`: GET for `get`/`list`,
-/// POST for `post` and `$` methods, PUT, PATCH and DELETE for theirs.
-fn resource_methods(def: &crate::tool::ToolDefinition) -> String {
-    let has = |act: &str| def.acts.iter().any(|d| d.name == act);
-    let mut allow = Vec::new();
-    if has("get") || has("list") {
-        allow.push("GET");
-    }
-    if has("post") || def.acts.iter().any(|d| d.name.starts_with('$')) {
-        allow.push("POST");
-    }
-    for (act, method) in [("put", "PUT"), ("patch", "PATCH"), ("delete", "DELETE")] {
-        if has(act) {
-            allow.push(method);
-        }
-    }
-    allow.push("OPTIONS");
-    allow.join(", ")
-}
-
 /// Whether GET may run the tool or act: REST `get` and `list`, and whatever its
 /// annotations say is read-only.
 pub(super) fn read_only(
@@ -731,11 +868,12 @@ pub(super) fn read_only(
     }
 }
 
-fn method_not_allowed(allow: &'static str, message: String) -> Response {
-    let mut response = error_response(None, &ToolError::custom("METHOD_NOT_ALLOWED", 405, message));
-    response
-        .headers_mut()
-        .insert(header::ALLOW, HeaderValue::from_static(allow));
+/// 405 `METHOD_NOT_ALLOWED`, with the methods that are answered in `Allow`.
+fn method_not_allowed(tool: Option<&str>, allow: &str, message: String) -> Response {
+    let mut response = error_response(tool, &ToolError::custom("METHOD_NOT_ALLOWED", 405, message));
+    if let Ok(value) = HeaderValue::from_str(allow) {
+        response.headers_mut().insert(header::ALLOW, value);
+    }
     response
 }
 

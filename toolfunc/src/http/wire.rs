@@ -21,6 +21,9 @@ pub(crate) const RPC_RETRY_AFTER: &str = "rpc-retry-after";
 pub(crate) const X_REQUEST_ID: &str = "x-request-id";
 /// The caller's timeout for the call, in milliseconds.
 pub(crate) const RPC_TIMEOUT: &str = "rpc-timeout";
+/// The largest `rpc-timeout` read ([`millis`]: the range of the `u64` it is read
+/// into); the OpenAPI document gives it as the header's `maximum`.
+pub(crate) const RPC_TIMEOUT_MAX: u64 = u64::MAX;
 /// The caller's id (not verified), as the JavaScript clients send it.
 pub(crate) const CLIENT_IDS: [&str; 2] = ["rpc-client-id", "x-client-id"];
 /// The content type of a streamed response: one JSON value per line.
@@ -275,6 +278,18 @@ pub(crate) fn truthy(value: Option<&Value>) -> bool {
     }
 }
 
+/// A whole number of milliseconds as `rpc-timeout` carries it: ASCII digits
+/// between optional blanks, no sign, no fraction, no exponent, at most
+/// [`RPC_TIMEOUT_MAX`]. Anything else is `None`.
+pub(crate) fn millis(text: &str) -> Option<u64> {
+    let digits = text.trim_matches([' ', '\t']);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // Only digits: the parse fails only past the maximum.
+    digits.parse().ok()
+}
+
 /// A fresh request id: unique in the process and unlikely to meet another
 /// process's (the time in nanoseconds and a counter, in hex).
 pub(crate) fn request_id() -> String {
@@ -303,6 +318,27 @@ mod tests {
             json!(7)
         );
         assert_eq!(cast("7", None), json!("7"));
+    }
+
+    #[test]
+    fn timeouts_are_whole_milliseconds_within_64_bits() {
+        assert_eq!(millis("0"), Some(0));
+        assert_eq!(millis(" 250\t"), Some(250));
+        assert_eq!(millis("007"), Some(7));
+        assert_eq!(millis(&u64::MAX.to_string()), Some(RPC_TIMEOUT_MAX));
+        for bad in [
+            "",
+            " ",
+            "+5",
+            "-1",
+            "1.5",
+            "1e3",
+            "0x10",
+            "\u{663}",
+            "18446744073709551616",
+        ] {
+            assert_eq!(millis(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

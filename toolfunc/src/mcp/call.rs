@@ -446,7 +446,11 @@ impl Server {
     /// registry: a sync tool cannot ask its client anything (asking awaits), and
     /// with no layer to ask in its place nothing can be parked or reported.
     fn runs_straight(&self, found: &Found) -> bool {
-        found.runs_inline() && !self.shared.registry.has_layers() && !found.needs_confirmation()
+        // A kept runner carries no identity: authenticated calls take the other path.
+        found.runs_inline()
+            && !self.shared.registry.has_layers()
+            && !found.needs_confirmation()
+            && self.shared.authenticator.is_none()
     }
 
     /// A call with nothing to report while it runs: a tool that wants no progress

@@ -7,6 +7,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::json;
 
+use crate::identity::Identity;
 use crate::log::LogLevel;
 use crate::options::{CallOptions, Surface};
 
@@ -73,10 +74,13 @@ impl Server {
     /// and (with layers to read them) the HTTP headers.
     pub(super) fn caller_options(&self, context: &RequestContext<RoleServer>) -> CallOptions {
         let mut options = client_options(ClientInfo::of(context));
-        if self.shared.registry.has_layers()
-            && let Some(parts) = context.extensions.get::<axum::http::request::Parts>()
-        {
-            options = options.insert(parts.headers.clone());
+        if let Some(parts) = context.extensions.get::<axum::http::request::Parts>() {
+            if let Some(identity) = parts.extensions.get::<Identity>() {
+                options = options.identity(identity.clone());
+            }
+            if self.shared.registry.has_layers() {
+                options = options.insert(parts.headers.clone());
+            }
         }
         options
     }

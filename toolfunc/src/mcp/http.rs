@@ -23,6 +23,9 @@ use rmcp::transport::streamable_http_server::session::{
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 
+use crate::auth::{Authenticator, web};
+use crate::identity::Identity;
+
 /// Which browser origins may call the endpoint.
 #[derive(Clone, Debug)]
 pub(super) enum Origins {
@@ -80,6 +83,9 @@ pub(super) struct Sessions {
 #[derive(Default)]
 struct Open {
     sessions: HashMap<SessionId, bool>,
+    /// The verified subject each session was opened by, when an authenticator
+    /// guards the endpoint: only it may use the session.
+    owners: HashMap<SessionId, Box<str>>,
     /// Places taken by sessions being created.
     reserved: usize,
 }
@@ -190,7 +196,11 @@ impl SessionManager for Sessions {
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        self.open().sessions.remove(id);
+        {
+            let mut open = self.open();
+            open.sessions.remove(id);
+            open.owners.remove(id);
+        }
         Ok(self.inner.close_session(id).await?)
     }
 
@@ -256,6 +266,92 @@ impl SessionManager for Sessions {
 pub(super) struct Guard {
     pub(super) sessions: Arc<Sessions>,
     pub(super) max_body: usize,
+    /// Verifies every request's bearer token, when set.
+    pub(super) authenticator: Option<Arc<dyn Authenticator>>,
+    /// The resource URI of the endpoint, when set.
+    pub(super) resource: Option<String>,
+    /// Where the endpoint is mounted, when known (the request's path otherwise).
+    pub(super) path: Option<&'static str>,
+}
+
+impl Guard {
+    /// The identity of the request, or the 401 that refuses it; and whether the
+    /// session it names belongs to someone else (answered as an unknown session).
+    async fn authenticate(&self, request: &mut Request) -> Result<Option<Identity>, Response> {
+        let Some(authenticator) = &self.authenticator else {
+            return Ok(None);
+        };
+        let (parts, body) = std::mem::take(request).into_parts();
+        let resource = || {
+            let path = self.path.unwrap_or_else(|| parts.uri.path());
+            web::resource(
+                self.resource.as_deref(),
+                authenticator.as_ref(),
+                &parts.headers,
+                path,
+            )
+        };
+        let checked = web::check(authenticator.as_ref(), &parts, resource, |err| {
+            let mut response = json_response(
+                StatusCode::from_u16(err.status()).unwrap_or(StatusCode::UNAUTHORIZED),
+                &json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32001, "message": err.to_string()}}),
+            );
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            response
+        })
+        .await;
+        let identity = match checked {
+            Ok(identity) => identity,
+            Err(refused) => return Err(refused),
+        };
+        if let Some(id) = parts
+            .headers
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+        {
+            let open = self.sessions.open();
+            if open
+                .owners
+                .get(id)
+                .is_some_and(|owner| **owner != *identity.subject())
+            {
+                return Err(json_response(
+                    StatusCode::NOT_FOUND,
+                    &json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32001, "message": "Session not found"}}),
+                ));
+            }
+        }
+        let mut parts = parts;
+        parts.extensions.insert(identity.clone());
+        *request = Request::from_parts(parts, body);
+        Ok(Some(identity))
+    }
+
+    /// Records who opened the session a response names, if it is a new one.
+    fn own(&self, response: &Response, identity: Option<&Identity>) {
+        let (Some(identity), Some(id)) = (
+            identity,
+            response
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok()),
+        ) else {
+            return;
+        };
+        let mut open = self.sessions.open();
+        let known = open
+            .sessions
+            .get_key_value(id)
+            .map(|(s, _)| SessionId::clone(s));
+        if let Some(session) = known {
+            open.owners
+                .entry(session)
+                .or_insert_with(|| identity.subject().into());
+        }
+    }
 }
 
 /// The largest error body the SDK writes that is checked for an `id`.
@@ -273,9 +369,13 @@ pub(super) struct Guarded {
 /// and gives each JSON-RPC error body from the SDK an `id`.
 pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request) -> Response {
     let guard = &guarded.guard;
+    let mut request = request;
+    let identity = match guard.authenticate(&mut request).await {
+        Ok(identity) => identity,
+        Err(refused) => return refused,
+    };
     let opens_session =
         request.method() == Method::POST && !request.headers().contains_key("mcp-session-id");
-    let mut request = request;
     if opens_session && guard.sessions.full() {
         // At the cap: read the body to answer the initialize by its id.
         let (parts, body) = request.into_parts();
@@ -300,6 +400,7 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
     if was_refused {
         return refused(guard, &Value::Null);
     }
+    guard.own(&response, identity.as_ref());
     with_error_ids(response).await
 }
 

@@ -11,6 +11,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ServerHandler, ServiceExt};
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::{Authenticator, web};
 use crate::error::ToolError;
 use crate::options::CollectLimit;
 use crate::registry::Registry;
@@ -59,6 +60,10 @@ pub(super) struct Shared {
     sessions: http::Limits,
     origins: http::Origins,
     pub(super) collect_limit: CollectLimit,
+    /// Verifies the bearer token of every streamable HTTP request, when set.
+    pub(super) authenticator: Option<Arc<dyn Authenticator>>,
+    /// The resource URI of the HTTP endpoint, when set.
+    resource: Option<String>,
     /// The runner of straight sessionless calls, for the last client that made one
     /// (such clients name themselves again in every request).
     pub(super) sessionless_caller: KeptRunner,
@@ -113,6 +118,8 @@ impl Server {
                 },
                 origins: http::Origins::loopback(),
                 collect_limit: CollectLimit::default(),
+                authenticator: None,
+                resource: None,
                 sessionless_caller: KeptRunner::default(),
                 rounds: Arc::new(rounds::Rounds::new()),
             }),
@@ -162,6 +169,31 @@ impl Server {
     pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
         Arc::make_mut(&mut self.shared).instructions = Some(instructions.into());
         self.configured()
+    }
+
+    /// Makes the streamable HTTP endpoint an OAuth 2.1 resource server, as the MCP
+    /// specification's authorization asks: every request must carry an
+    /// `Authorization: Bearer` credential that `authenticator` verifies (a
+    /// [`Jwt`](crate::auth::jwt::Jwt) for an authorization server's tokens), else it
+    /// gets `401` with a `WWW-Authenticate: Bearer resource_metadata="…"` challenge;
+    /// [`router`](Self::router) serves the metadata (RFC 9728) at
+    /// `/.well-known/oauth-protected-resource/mcp`. The verified identity rides on
+    /// every call ([`Ctx::identity`](crate::Ctx::identity)), and a session belongs to
+    /// the subject that opened it: another subject naming it is told it does not
+    /// exist. stdio keeps the trust of the process that started the server.
+    #[must_use]
+    pub fn authenticate(mut self, authenticator: impl Authenticator) -> Self {
+        Arc::make_mut(&mut self.shared).authenticator = Some(Arc::new(authenticator));
+        self
+    }
+
+    /// The resource URI of the HTTP endpoint (`https://tools.example.com/mcp`),
+    /// published in its metadata and challenges. Default: the authenticator's
+    /// audience, else the request's own `Host` and path.
+    #[must_use]
+    pub fn resource(mut self, uri: impl Into<String>) -> Self {
+        Arc::make_mut(&mut self.shared).resource = Some(uri.into());
+        self
     }
 
     /// Bounds what a streaming tool gathers into one `tools/call` result (default
@@ -311,11 +343,23 @@ impl Server {
     /// ([`max_sessions`](Self::max_sessions),
     /// [`allowed_origins`](Self::allowed_origins) and the others).
     pub fn http_service(self, config: StreamableHttpServerConfig) -> axum::Router {
+        self.http_service_at(config, None)
+    }
+
+    /// [`http_service`](Self::http_service), mounted at `path` when known.
+    fn http_service_at(
+        self,
+        config: StreamableHttpServerConfig,
+        path: Option<&'static str>,
+    ) -> axum::Router {
         let config = self.shared.origins.apply(config);
         let sessions = http::Sessions::new(self.shared.sessions);
         let guard = http::Guard {
             sessions: Arc::clone(&sessions),
             max_body: config.max_request_body_bytes,
+            authenticator: self.shared.authenticator.clone(),
+            resource: self.shared.resource.clone(),
+            path,
         };
         let service = StreamableHttpService::new(move || Ok(self.session()), sessions, config);
         axum::Router::new()
@@ -328,10 +372,25 @@ impl Server {
     /// allowed origins (loopback pages only by default); merge it into an app, and
     /// serve that with [`serve`] (or on a [`NoDelay`](super::serve::NoDelay) listener): see there why.
     pub fn router(self) -> axum::Router {
-        axum::Router::new().nest_service(
+        let metadata = self.shared.authenticator.clone().map(|authenticator| {
+            let resource = self.shared.resource.clone();
+            move |headers: axum::http::HeaderMap| async move {
+                let resource =
+                    web::resource(resource.as_deref(), authenticator.as_ref(), &headers, PATH);
+                web::metadata_response(&web::metadata(&resource, authenticator.as_ref()))
+            }
+        });
+        let router = axum::Router::new().nest_service(
             PATH,
-            self.http_service(StreamableHttpServerConfig::default()),
-        )
+            self.http_service_at(StreamableHttpServerConfig::default(), Some(PATH)),
+        );
+        match metadata {
+            Some(metadata) => router.route(
+                &format!("{}{PATH}", web::WELL_KNOWN),
+                axum::routing::get(metadata),
+            ),
+            None => router,
+        }
     }
 
     /// Serves [`router`](Self::router) on `listener` with [`serve`] (`TCP_NODELAY` on

@@ -1,0 +1,207 @@
+//! An HTTP API as an OAuth 2.1 resource server: every request needs a bearer token
+//! the authenticator verifies; a refusal is a 401 with a challenge that names the
+//! protected-resource metadata (RFC 9728), served beside the API; the verified
+//! identity reaches the tool and the auth hook.
+
+#[path = "support/http.rs"]
+mod http;
+#[path = "support/tokens.rs"]
+mod tokens;
+
+use serde_json::{Value, json};
+use tokens::{Key, claims, jwks};
+use toolfunc::auth::ApiKeys;
+use toolfunc::auth::jwt::Jwt;
+use toolfunc::http::Api;
+use toolfunc::{Ctx, Identity, Registry, ToolError, ToolFunc};
+
+const ISSUER: &str = "https://as.example.com";
+const AUDIENCE: &str = "https://tools.example.com/api";
+const METADATA: &str = "https://tools.example.com/.well-known/oauth-protected-resource/api";
+
+/// `whoami` answers the verified identity it sees.
+fn registry() -> Registry {
+    let registry = Registry::new();
+    let whoami = ToolFunc::builder("whoami")
+        .params_schema(json!({"type": "object", "properties": {}}))
+        .handler_sync(|ctx: &Ctx, _args| {
+            Ok(match ctx.identity() {
+                Some(who) => json!({"sub": who.subject(), "scopes": who.scopes()}),
+                None => Value::Null,
+            })
+        })
+        .build()
+        .expect("whoami");
+    registry.register(whoami).expect("register");
+    registry
+}
+
+type Case<'a> = (&'a str, &'a str, Vec<(&'a str, &'a str)>, bool);
+
+fn bearer(token: &str) -> String {
+    format!("Bearer {token}")
+}
+
+#[tokio::test]
+async fn a_valid_token_reaches_the_tool_and_anything_else_gets_a_challenge() {
+    let key = Key::new("k1");
+    let auth = Jwt::with_keys(ISSUER, AUDIENCE, &jwks(&[&key])).expect("keys");
+    let addr = http::start(Api::new(registry()).authenticate(auth).docs(true)).await;
+    let token = key.sign(&claims(ISSUER, AUDIENCE, "user-7", "files:read"));
+    let auth_header = bearer(&token);
+
+    // With the token: discovery, the OpenAPI document and calls.
+    let headers = [("authorization", auth_header.as_str())];
+    let reply = http::call(addr, "POST", "/api/whoami", &headers, Some("{}")).await;
+    assert_eq!(
+        reply.ok(),
+        json!({"sub": "user-7", "scopes": ["files:read"]})
+    );
+    assert_eq!(
+        http::call(addr, "GET", "/api", &headers, None).await.status,
+        200
+    );
+    let doc = http::call(addr, "GET", "/api/openapi.json", &headers, None).await;
+    assert_eq!(doc.status, 200);
+
+    // Without it, or with a bad one: 401 and the challenge, before anything else
+    // (an unknown tool says nothing about which tools exist).
+    let expired = {
+        let mut c = claims(ISSUER, AUDIENCE, "user-7", "");
+        c["exp"] = json!(tokens::now() - 3600);
+        bearer(&key.sign(&c))
+    };
+    let foreign = bearer(&key.sign(&claims(ISSUER, "https://other.example.com", "u", "")));
+    // (method, path, headers, whether the token given is invalid)
+    let cases: Vec<Case<'_>> = vec![
+        ("POST", "/api/whoami", vec![], false),
+        ("GET", "/api", vec![], false),
+        ("GET", "/api/openapi.json", vec![], false),
+        ("POST", "/api/no-such-tool", vec![], false),
+        ("GET", "/api/rpcTask/abc", vec![], false),
+        (
+            "POST",
+            "/api/whoami",
+            vec![("authorization", "Bearer not-a-jwt")],
+            true,
+        ),
+        (
+            "POST",
+            "/api/whoami",
+            vec![("authorization", expired.as_str())],
+            true,
+        ),
+        (
+            "POST",
+            "/api/whoami",
+            vec![("authorization", foreign.as_str())],
+            true,
+        ),
+        (
+            "POST",
+            "/api/whoami",
+            vec![("authorization", "Basic dXNlcjpwYXNz")],
+            true,
+        ),
+        (
+            "POST",
+            "/api/whoami",
+            vec![("authorization", "Bearer ")],
+            true,
+        ),
+    ];
+    for (method, path, headers, invalid) in cases {
+        let body = (method == "POST").then_some("{}");
+        let reply = http::call(addr, method, path, &headers, body).await;
+        reply.error(401, "UNAUTHENTICATED");
+        let challenge = reply.header("www-authenticate").expect("a challenge");
+        assert!(
+            challenge.starts_with(&format!("Bearer resource_metadata=\"{METADATA}\"")),
+            "{method} {path}: {challenge}"
+        );
+        assert_eq!(
+            challenge.contains("error=\"invalid_token\""),
+            invalid,
+            "{method} {path} {headers:?}: {challenge}"
+        );
+    }
+
+    // A token in the query string is refused even when it is valid.
+    let path = format!("/api/whoami?access_token={token}");
+    let reply = http::call(addr, "POST", &path, &[], Some("{}")).await;
+    reply.error(401, "UNAUTHENTICATED");
+    let reply = http::call(addr, "POST", &path, &headers, Some("{}")).await;
+    reply.error(401, "UNAUTHENTICATED");
+
+    // The try-it page itself is static and opens without a token.
+    assert_eq!(http::get(addr, "/api/docs").await.status, 200);
+}
+
+#[tokio::test]
+async fn the_protected_resource_metadata_names_the_issuer() {
+    let key = Key::new("k1");
+    let auth = Jwt::with_keys(ISSUER, AUDIENCE, &jwks(&[&key])).expect("keys");
+    let addr = http::start(Api::new(registry()).authenticate(auth)).await;
+    let reply = http::get(addr, "/.well-known/oauth-protected-resource/api").await;
+    assert_eq!(
+        reply.ok(),
+        json!({
+            "resource": AUDIENCE,
+            "authorization_servers": [ISSUER],
+            "bearer_methods_supported": ["header"],
+        })
+    );
+    // Without an authenticator there is no metadata.
+    let addr = http::start(Api::new(registry())).await;
+    assert_eq!(
+        http::get(addr, "/.well-known/oauth-protected-resource/api")
+            .await
+            .status,
+        404
+    );
+}
+
+#[tokio::test]
+async fn api_keys_guard_an_api_and_the_hook_sees_the_identity() {
+    let keys = ApiKeys::new()
+        .key("key-a", Identity::new("alice"))
+        .key("key-b", Identity::new("bob"));
+    let api = Api::new(registry())
+        .authenticate(keys)
+        .resource("http://127.0.0.1/api")
+        .auth(|req| match req.identity.map(Identity::subject) {
+            Some("bob") if req.tool.is_some() => {
+                Err(ToolError::custom("FORBIDDEN", 403, "bob may only look"))
+            }
+            Some(_) => Ok(()),
+            None => Err(ToolError::custom("UNAUTHENTICATED", 401, "no identity")),
+        });
+    let addr = http::start(api).await;
+    let alice = [("authorization", "Bearer key-a")];
+    let bob = [("authorization", "bearer key-b")];
+    let reply = http::call(addr, "POST", "/api/whoami", &alice, Some("{}")).await;
+    assert_eq!(reply.ok()["sub"], "alice");
+    http::call(addr, "POST", "/api/whoami", &bob, Some("{}"))
+        .await
+        .error(403, "FORBIDDEN");
+    assert_eq!(
+        http::call(addr, "GET", "/api", &bob, None).await.status,
+        200
+    );
+    let reply = http::call(
+        addr,
+        "POST",
+        "/api/whoami",
+        &[("authorization", "Bearer key-c")],
+        Some("{}"),
+    )
+    .await;
+    reply.error(401, "UNAUTHENTICATED");
+    assert_eq!(
+        reply.header("www-authenticate"),
+        Some(
+            "Bearer resource_metadata=\"http://127.0.0.1/.well-known/oauth-protected-resource/api\", \
+             error=\"invalid_token\", error_description=\"the bearer token is not valid: unknown key\""
+        )
+    );
+}

@@ -1,0 +1,212 @@
+//! The HTTP side of an [`Authenticator`]: the bearer
+//! token a request carries (RFC 6750 §2.1, the `Authorization` header only), the
+//! `401` challenge that points a client at the protected-resource metadata, and that
+//! metadata (RFC 9728), as the MCP specification's authorization asks of a server.
+
+use std::fmt::Write as _;
+
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::{AuthError, Authenticator};
+
+/// Where RFC 9728 puts a protected resource's metadata, before the resource's path.
+pub(crate) const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
+
+/// The bearer token of a request: `None` without an `Authorization` header, an
+/// error for another scheme, several headers or a token in the query string (which
+/// logs and referrers would leak).
+pub(crate) fn bearer(parts: &Parts) -> Result<Option<&str>, AuthError> {
+    if parts.uri.query().is_some_and(|q| {
+        q.split('&')
+            .any(|pair| pair.split('=').next() == Some("access_token"))
+    }) {
+        return Err(AuthError::Invalid(
+            "tokens in the query string are refused; send `Authorization: Bearer …`".into(),
+        ));
+    }
+    let mut values = parts.headers.get_all(header::AUTHORIZATION).iter();
+    let Some(value) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err(AuthError::Invalid("several `Authorization` headers".into()));
+    }
+    let text = value
+        .to_str()
+        .map_err(|_| AuthError::Invalid("the `Authorization` header is not text".into()))?;
+    let (scheme, token) = text.trim().split_once(' ').unwrap_or((text.trim(), ""));
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Err(AuthError::Invalid(
+            "only `Authorization: Bearer` credentials are taken".into(),
+        ));
+    }
+    let token = token.trim();
+    if token.is_empty() {
+        return Err(AuthError::Invalid("the bearer token is empty".into()));
+    }
+    Ok(Some(token))
+}
+
+/// The resource a surface is: the one set on it, else the authenticator's
+/// audience, else this request's own origin and `path`.
+pub(crate) fn resource(
+    set: Option<&str>,
+    authenticator: &dyn Authenticator,
+    headers: &HeaderMap,
+    path: &str,
+) -> String {
+    if let Some(set) = set {
+        return set.to_owned();
+    }
+    if let Some(audience) = authenticator.resource() {
+        return audience;
+    }
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("localhost");
+    format!("http://{host}{path}")
+}
+
+/// The URL of `resource`'s metadata: the well-known segment between its origin
+/// and its path (RFC 9728 §3.1).
+pub(crate) fn metadata_url(resource: &str) -> String {
+    let (origin, path) = match resource.find("://") {
+        Some(scheme) => match resource[scheme + 3..].find('/') {
+            Some(slash) => resource.split_at(scheme + 3 + slash),
+            None => (resource, ""),
+        },
+        None => ("", resource),
+    };
+    format!("{origin}{WELL_KNOWN}{}", path.trim_end_matches('/'))
+}
+
+/// The metadata document of `resource`.
+pub(crate) fn metadata(resource: &str, authenticator: &dyn Authenticator) -> Value {
+    json!({
+        "resource": resource,
+        "authorization_servers": authenticator.authorization_servers(),
+        "bearer_methods_supported": ["header"],
+    })
+}
+
+/// A quoted-string value of a challenge parameter: quotes and backslashes escaped,
+/// anything but visible ASCII and spaces dropped.
+fn quoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            ' '..='~' => out.push(c),
+            _ => {}
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The `WWW-Authenticate` value of a refusal: a bearer challenge naming the
+/// metadata, with the OAuth error code and the scopes needed when there are some.
+pub(crate) fn challenge(
+    metadata_url: &str,
+    err: Option<&AuthError>,
+    scope: Option<&str>,
+) -> HeaderValue {
+    let mut value = format!("Bearer resource_metadata={}", quoted(metadata_url));
+    if let Some(scope) = scope {
+        let _ = write!(value, ", scope={}", quoted(scope));
+    }
+    if let Some(code) = err.and_then(AuthError::oauth_code) {
+        let _ = write!(value, ", error={}", quoted(code));
+        if let Some(err) = err {
+            let _ = write!(value, ", error_description={}", quoted(&err.to_string()));
+        }
+    }
+    HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static("Bearer"))
+}
+
+/// Adds the challenge to a refusal answered with 401.
+pub(crate) fn with_challenge(mut response: Response, challenge: HeaderValue) -> Response {
+    if response.status() == StatusCode::UNAUTHORIZED {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, challenge);
+    }
+    response
+}
+
+/// The metadata document as an answer (cacheable for an hour, readable from any
+/// origin: it is public by design).
+pub(crate) fn metadata_response(document: &Value) -> Response {
+    (
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "application/json"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+            (header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"),
+        ],
+        document.to_string(),
+    )
+        .into_response()
+}
+
+/// The identity a request's bearer token proves, or the refusal to answer: a `401`
+/// with the challenge naming the metadata of `resource`, or a `503`, each with
+/// `error` making the body.
+pub(crate) async fn check(
+    authenticator: &dyn Authenticator,
+    parts: &Parts,
+    resource: impl FnOnce() -> String,
+    error: impl FnOnce(&crate::error::ToolError) -> Response,
+) -> Result<crate::identity::Identity, Response> {
+    let checked = match bearer(parts) {
+        Ok(token) => authenticator.authenticate(token).await,
+        Err(err) => Err(err),
+    };
+    checked.map_err(|err| {
+        let challenge = challenge(&metadata_url(&resource()), Some(&err), None);
+        with_challenge(error(&err.to_tool_error()), challenge)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_metadata_sits_between_origin_and_path() {
+        assert_eq!(
+            metadata_url("https://tools.example.com/api"),
+            "https://tools.example.com/.well-known/oauth-protected-resource/api"
+        );
+        assert_eq!(
+            metadata_url("https://tools.example.com"),
+            "https://tools.example.com/.well-known/oauth-protected-resource"
+        );
+    }
+
+    #[test]
+    fn challenge_values_are_quoted_safely() {
+        let err = AuthError::Invalid("a \"quote\"\n and \\ more".into());
+        let value = challenge("https://x/.well-known/y", Some(&err), Some("a b"));
+        assert_eq!(
+            value.to_str().unwrap(),
+            "Bearer resource_metadata=\"https://x/.well-known/y\", scope=\"a b\", \
+             error=\"invalid_token\", error_description=\"the bearer token is not valid: \
+             a \\\"quote\\\" and \\\\ more\""
+        );
+        assert_eq!(
+            challenge("u", Some(&AuthError::Missing), None)
+                .to_str()
+                .unwrap(),
+            "Bearer resource_metadata=\"u\""
+        );
+    }
+}
