@@ -276,6 +276,20 @@ async fn keys_are_discovered_and_fetched_again_for_a_new_key_id_at_a_bounded_rat
         assert!(auth.authenticate(Some(&token)).await.is_err());
     }
     assert!(server.fetches.load(Ordering::SeqCst) <= 3);
+
+    // Or the keys' address is given instead of discovered.
+    let given = Jwt::with_jwks_uri(&server.url, AUDIENCE, format!("{}/jwks", server.url))
+        .await
+        .expect("fetched");
+    let token = second.sign(&claims(&server.url, AUDIENCE, "c", ""));
+    assert_eq!(
+        given
+            .authenticate(Some(&token))
+            .await
+            .expect("known key")
+            .subject(),
+        "c"
+    );
 }
 
 #[tokio::test]

@@ -117,6 +117,17 @@ impl Jwt {
                 tried.join("; ")
             )));
         };
+        Self::fetched(issuer, audience, client, jwks_uri).await
+    }
+
+    /// Checks tokens against the keys fetched from `jwks_uri` with `client`, which
+    /// fetches them again for unknown key ids.
+    async fn fetched(
+        issuer: impl Into<String>,
+        audience: impl Into<String>,
+        client: reqwest::Client,
+        jwks_uri: String,
+    ) -> Result<Self, ToolError> {
         let set = fetch_json(&client, &jwks_uri)
             .await
             .map_err(|e| setup_error(format!("the keys at {jwks_uri}: {e}")))?;
@@ -158,14 +169,7 @@ impl Jwt {
     ) -> Result<Self, ToolError> {
         let jwks_uri = jwks_uri.into();
         let client = client()?;
-        let set = fetch_json(&client, &jwks_uri)
-            .await
-            .map_err(|e| setup_error(format!("the keys at {jwks_uri}: {e}")))?;
-        let mut jwt = Self::with_keys(issuer, audience, &set)?;
-        jwt.jwks_uri = Some(jwks_uri);
-        jwt.client = Some(client);
-        *jwt.last_fetch.get_mut() = Some(Instant::now());
-        Ok(jwt)
+        Self::fetched(issuer, audience, client, jwks_uri).await
     }
 
     /// How far `exp` and `nbf` may be off for clock skew (default 60 s).
