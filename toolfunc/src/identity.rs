@@ -97,20 +97,6 @@ impl Identity {
         })
     }
 
-    /// The scopes of `needed` that were not granted, in their order.
-    pub fn missing_scopes<'a, S: AsRef<str>>(&self, needed: &'a [S]) -> Vec<&'a str> {
-        needed
-            .iter()
-            .map(AsRef::as_ref)
-            .filter(|s| {
-                self.0
-                    .scopes
-                    .binary_search_by(|g| g.as_str().cmp(s))
-                    .is_err()
-            })
-            .collect()
-    }
-
     /// All claims of the credential.
     pub fn claims(&self) -> &Map<String, Value> {
         &self.0.claims

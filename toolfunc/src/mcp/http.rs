@@ -291,22 +291,13 @@ impl Guard {
                 path,
             )
         };
-        let checked = web::check(authenticator.as_ref(), &parts, resource, |err| {
-            let mut response = json_response(
+        let identity = web::check(authenticator.as_ref(), &parts, resource, |err| {
+            json_response(
                 StatusCode::from_u16(err.status()).unwrap_or(StatusCode::UNAUTHORIZED),
                 &json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32001, "message": err.to_string()}}),
-            );
-            response.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-            response
+            )
         })
-        .await;
-        let identity = match checked {
-            Ok(identity) => identity,
-            Err(refused) => return Err(refused),
-        };
+        .await?;
         if let Some(id) = parts
             .headers
             .get("mcp-session-id")
