@@ -9,7 +9,8 @@
 //! `--auth-issuer URL --auth-audience URI` make both an OAuth 2.1 resource server:
 //! the issuer's keys are found through its `/.well-known/oauth-authorization-server`
 //! or `/.well-known/openid-configuration`, and every `/api` and `/mcp` request then
-//! needs a bearer JWT of that issuer for that audience.
+//! needs a bearer JWT of that issuer for that audience; the `users` service's writes
+//! (`post`, `put`, `delete`, `$promote`) need the scope `users:write` as well.
 
 mod demo;
 

@@ -218,7 +218,12 @@ async fn issuer(keys: Value) -> Issuer {
         .route(
             "/.well-known/oauth-authorization-server",
             get(|State(s): State<IssuerState>| async move {
-                json_body(&json!({"issuer": s.url, "jwks_uri": format!("{}/jwks", s.url)}))
+                json_body(&json!({
+                    "issuer": s.url,
+                    "jwks_uri": format!("{}/jwks", s.url),
+                    "authorization_endpoint": format!("{}/authorize", s.url),
+                    "token_endpoint": format!("{}/token", s.url),
+                }))
             }),
         )
         .route(
@@ -251,6 +256,10 @@ async fn keys_are_discovered_and_fetched_again_for_a_new_key_id_at_a_bounded_rat
         .expect("discovered")
         .refetch_every(Duration::from_millis(300));
     assert_eq!(auth.authorization_servers(), vec![server.url.clone()]);
+    // The endpoints a client gets tokens from, for the OpenAPI document.
+    let endpoints = auth.endpoints().expect("named in the metadata");
+    assert_eq!(endpoints.authorization, format!("{}/authorize", server.url));
+    assert_eq!(endpoints.token, format!("{}/token", server.url));
     assert_eq!(server.fetches.load(Ordering::SeqCst), 1);
     let token = first.sign(&claims(&server.url, AUDIENCE, "a", ""));
     assert!(auth.authenticate(Some(&token)).await.is_ok());

@@ -4,7 +4,8 @@
 //! bad arguments (`isError`), an unknown tool (protocol error), progress, a
 //! cancelled slow call, and tool list changes. Each runs with the `initialize`
 //! handshake (`legacy`, protocol 2025-11-25) and with the SDK's own protocol
-//! discovery (`auto`, 2026-07-28, sessionless).
+//! discovery (`auto`, 2026-07-28, sessionless). `interop/mcp_auth_client.py` drives
+//! the example server behind an OAuth authorization server of its own.
 
 #[path = "../examples/demo/mod.rs"]
 #[allow(dead_code)]
@@ -37,25 +38,50 @@ fn python() -> PathBuf {
     peers::python()
 }
 
-/// The `mcp_server` example, built by `cargo test` beside the test binaries (and
-/// built here when a single test target was asked for).
+/// The `mcp_server` example.
 fn example_server() -> PathBuf {
+    example("mcp_server")
+}
+
+/// The example `name`, built by `cargo test` beside the test binaries (and built
+/// here when a single test target was asked for).
+fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary has a path");
     let target = exe
         .parent()
         .and_then(std::path::Path::parent)
         .expect("test binaries live in target/<profile>/deps");
-    let server = target.join("examples/mcp_server");
+    let server = target.join("examples").join(name);
     if !server.is_file() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let status = std::process::Command::new(cargo)
-            .args(["build", "--example", "mcp_server"])
+            .args(["build", "--all-features", "--example", name])
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .status()
             .expect("cargo runs");
-        assert!(status.success(), "building the mcp_server example failed");
+        assert!(status.success(), "building the {name} example failed");
     }
     server
+}
+
+/// The example server behind an authorization server the Python script runs: the
+/// SDK without a token is refused (401 and a challenge naming the metadata); with
+/// a token that lacks `users:write` the writes are hidden and refused with 403
+/// `insufficient_scope`; and the SDK's own OAuth flow (client credentials) follows
+/// the challenge to the authorization server, gets a token and calls them.
+#[tokio::test]
+async fn python_sdk_with_oauth_against_the_example_server() {
+    let finished = process::run(
+        Command::new(python())
+            .arg("mcp_auth_client.py")
+            .arg("--server")
+            .arg(example("server"))
+            .current_dir(interop_dir()),
+        "the Python MCP client with OAuth",
+        LIMIT,
+    )
+    .await;
+    finished.assert_printed("checks passed", &[]);
 }
 
 /// Runs the Python client against the example over stdio, and returns what the

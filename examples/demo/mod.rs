@@ -142,6 +142,8 @@ impl Users {
     }
 }
 
+// Behind an authenticator, its writes (`post`, `put`, `delete`, `$promote`) need
+// the scope `users:write`.
 /// User resource.
 #[tool_service(name = "users")]
 impl Users {
@@ -161,6 +163,7 @@ impl Users {
     }
 
     /// Create a user from `val`; returns it with its new id.
+    #[tool(scopes = "users:write")]
     pub(crate) fn post(&self, val: NewUser) -> User {
         let mut table = self.lock();
         let id = table.next;
@@ -175,6 +178,7 @@ impl Users {
     }
 
     /// Update user `id` with the fields of `val`.
+    #[tool(scopes = "users:write")]
     pub(crate) fn put(&self, id: String, val: UserChanges) -> Result<User, ToolError> {
         let n = key(&id)?;
         let mut table = self.lock();
@@ -189,6 +193,7 @@ impl Users {
     }
 
     /// Delete user `id`.
+    #[tool(scopes = "users:write")]
     pub(crate) fn delete(&self, id: String) -> Result<Value, ToolError> {
         let n = key(&id)?;
         self.lock().rows.remove(&n).ok_or_else(|| missing(&id))?;
@@ -196,6 +201,7 @@ impl Users {
     }
 
     /// Make user `id` an admin.
+    #[tool(scopes = "users:write")]
     pub(crate) fn promote(&self, id: String) -> Result<User, ToolError> {
         let changes = UserChanges {
             name: None,

@@ -50,6 +50,7 @@ pub(crate) const KEYS: &[(&str, &[Position])] = &[
     ("background", &[Function]),
     ("check_output", &[Function]),
     ("needs_client", &[Function]),
+    ("scopes", &[Function, Service, Method]),
     ("timeout", &[Function, Service, Method]),
     ("concurrency", &[Function, Service]),
     ("depends", &[Function]),
@@ -126,6 +127,8 @@ pub(crate) struct ToolAttrs {
     pub(crate) tags: Option<Vec<LitStr>>,
     /// `needs_client = "sampling"` or a list: what the caller must be able to answer.
     pub(crate) needs_client: Option<Vec<LitStr>>,
+    /// `scopes = "files:read"` or a list: the OAuth scopes a caller from outside needs.
+    pub(crate) scopes: Option<Vec<LitStr>>,
     pub(crate) args: Option<Span>,
     pub(crate) deny_unknown_fields: Option<Span>,
     pub(crate) stream: Option<Span>,
@@ -259,6 +262,8 @@ impl ToolAttrs {
             "tags" => set(&mut self.tags, &key, str_list(&key, value)?),
             // needs_client = "sampling"  |  needs_client = ["sampling", "elicitation"]
             "needs_client" => set(&mut self.needs_client, &key, str_list(&key, value)?),
+            // scopes = "files:read"  |  scopes = ["files:read", "files:write"]
+            "scopes" => set(&mut self.scopes, &key, str_list(&key, value)?),
             // args
             "args" => set(&mut self.args, &key, flag(&key, &value)?),
             // deny_unknown_fields

@@ -17,6 +17,26 @@ pub(crate) fn tool(tool: &ToolFn, errors: &mut Errors) {
         ));
     }
     signature(tool, errors);
+    scopes(&tool.attrs, errors);
+}
+
+/// Each `scopes` entry is an OAuth scope token (RFC 6749 §3.3): one word of visible
+/// ASCII, without `"` or `\`.
+fn scopes(attrs: &crate::attr::ToolAttrs, errors: &mut Errors) {
+    for scope in attrs.scopes.iter().flatten() {
+        let value = scope.value();
+        let ok = !value.is_empty()
+            && value
+                .bytes()
+                .all(|b| matches!(b, 0x21 | 0x23..=0x5B | 0x5D..=0x7E));
+        if !ok {
+            errors.push(syn::Error::new_spanned(
+                scope,
+                "an OAuth scope is one word of visible ASCII characters, without spaces, \
+                 `\"` or `\\` (list several as `scopes = [\"files:read\", \"files:write\"]`)",
+            ));
+        }
+    }
 }
 
 /// The checks of a `#[tool_service]` impl block and of each of its methods.
@@ -61,9 +81,11 @@ pub(crate) fn service(service: &Service, errors: &mut Errors) {
             "#[tool_service] `name` cannot be empty",
         ));
     }
+    scopes(&service.attrs, errors);
     for (i, method) in service.methods.iter().enumerate() {
         let receiver_ok = receiver(&method.model, errors);
         signature(&method.model, errors);
+        scopes(&method.model.attrs, errors);
         if receiver_ok && matches!(method.model.output, Output::Stream(_)) && !method.by_arc() {
             errors.push(syn::Error::new_spanned(
                 &method.model.item.sig.inputs[0],

@@ -119,3 +119,12 @@ impl fmt::Debug for Identity {
             .finish()
     }
 }
+
+/// Whether `text` is an OAuth scope token (RFC 6749 §3.3): a non-empty run of
+/// visible ASCII characters other than `"` and `\`.
+pub(crate) fn is_scope(text: &str) -> bool {
+    !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| matches!(b, 0x21 | 0x23..=0x5B | 0x5D..=0x7E))
+}

@@ -184,12 +184,14 @@ pub(crate) fn execution_fields(model: &ToolFn, p: &TokenStream) -> TokenStream {
     let background_only = attrs.background.is_some_and(|(_, only)| only);
     let check_output = attrs.check_output.is_some();
     let needs_client = attrs.needs_client.iter().flatten();
+    let scopes = attrs.scopes.iter().flatten();
     quote! {
         timeout_ms: #timeout,
         background: #background,
         background_only: #background_only,
         check_output: #check_output,
         needs_client: &[#(#needs_client),*],
+        scopes: &[#(#scopes),*],
         depends: &[#(#depends),*],
         concurrency: #concurrency,
         annotations: #annotations,

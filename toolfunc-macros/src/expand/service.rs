@@ -57,6 +57,7 @@ pub(crate) fn service(service: &Service) -> TokenStream {
     let summary = some_str(attrs.summary.as_ref(), &p);
     let alias = attrs.alias.iter().flatten();
     let tags = attrs.tags.iter().flatten();
+    let scopes = attrs.scopes.iter().flatten();
     let api = attrs.api.as_ref().is_none_or(|lit| lit.value);
     let concurrency = concurrency_value(attrs, &p);
     let timeout = timeout_value(attrs, &p);
@@ -95,6 +96,7 @@ pub(crate) fn service(service: &Service) -> TokenStream {
                         timeout_ms: #timeout,
                         concurrency: #concurrency,
                         annotations: #annotations,
+                        scopes: &[#(#scopes),*],
                         api: #api,
                         methods: &__TOOLFUNC_METHODS,
                         setup: #setup,
@@ -144,6 +146,7 @@ fn method_spec(method: &Method, self_ty: &Type, p: &TokenStream) -> TokenStream 
     let title = some_str(attrs.title.as_ref(), p);
     let timeout = timeout_value(attrs, p);
     let annotations = annotation_values(attrs, p);
+    let scopes = attrs.scopes.iter().flatten();
     quote! {{
         #params_item
         #checks
@@ -157,6 +160,7 @@ fn method_spec(method: &Method, self_ty: &Type, p: &TokenStream) -> TokenStream 
             handler: #p::MethodHandler::#kind(__toolfunc_handler),
             timeout_ms: #timeout,
             annotations: #annotations,
+            scopes: &[#(#scopes),*],
         }
     }}
 }

@@ -50,6 +50,8 @@ pub struct Jwt {
     audience: String,
     leeway: Duration,
     jwks_uri: Option<String>,
+    /// The issuer's authorization and token endpoints, from its metadata.
+    endpoints: Option<super::Endpoints>,
     client: Option<reqwest::Client>,
     keys: RwLock<Keys>,
     /// Serialises fetches; holds when the last one started.
@@ -93,6 +95,7 @@ impl Jwt {
         let client = client()?;
         let mut tried = Vec::new();
         let mut jwks_uri = None;
+        let mut endpoints = None;
         for url in metadata_urls(&issuer) {
             match fetch_json(&client, &url).await {
                 Ok(doc) => {
@@ -106,6 +109,13 @@ impl Jwt {
                         return Err(setup_error(format!("{url} names no jwks_uri")));
                     };
                     jwks_uri = Some(uri.to_owned());
+                    let endpoint = |key: &str| doc.get(key).and_then(Value::as_str);
+                    if let (Some(authorization), Some(token)) = (
+                        endpoint("authorization_endpoint"),
+                        endpoint("token_endpoint"),
+                    ) {
+                        endpoints = Some(super::Endpoints::new(authorization, token));
+                    }
                     break;
                 }
                 Err(err) => tried.push(format!("{url}: {err}")),
@@ -117,7 +127,9 @@ impl Jwt {
                 tried.join("; ")
             )));
         };
-        Self::fetched(issuer, audience, client, jwks_uri).await
+        let mut jwt = Self::fetched(issuer, audience, client, jwks_uri).await?;
+        jwt.endpoints = endpoints;
+        Ok(jwt)
     }
 
     /// Checks tokens against the keys fetched from `jwks_uri` with `client`, which
@@ -151,6 +163,7 @@ impl Jwt {
             audience: audience.into(),
             leeway: Duration::from_secs(60),
             jwks_uri: None,
+            endpoints: None,
             client: None,
             keys: RwLock::new(keys),
             last_fetch: tokio::sync::Mutex::new(None),
@@ -328,6 +341,10 @@ impl Authenticator for Jwt {
 
     fn resource(&self) -> Option<String> {
         Some(self.audience.clone())
+    }
+
+    fn endpoints(&self) -> Option<super::Endpoints> {
+        self.endpoints.clone()
     }
 }
 

@@ -64,6 +64,33 @@ pub trait Authenticator: Send + Sync + 'static {
     fn resource(&self) -> Option<String> {
         None
     }
+
+    /// Where a client gets a token (the authorization server's authorization and
+    /// token endpoints), when the authenticator knows them; the OpenAPI document
+    /// declares an OAuth 2.0 authorization-code flow with them.
+    fn endpoints(&self) -> Option<Endpoints> {
+        None
+    }
+}
+
+/// An authorization server's endpoints, as its metadata (RFC 8414) names them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Endpoints {
+    /// `authorization_endpoint`: where a user grants a client access.
+    pub authorization: String,
+    /// `token_endpoint`: where a client trades a grant for a token.
+    pub token: String,
+}
+
+impl Endpoints {
+    /// The endpoints of an authorization server.
+    pub fn new(authorization: impl Into<String>, token: impl Into<String>) -> Self {
+        Self {
+            authorization: authorization.into(),
+            token: token.into(),
+        }
+    }
 }
 
 impl<T: Authenticator + ?Sized> Authenticator for Arc<T> {
@@ -80,6 +107,10 @@ impl<T: Authenticator + ?Sized> Authenticator for Arc<T> {
 
     fn resource(&self) -> Option<String> {
         (**self).resource()
+    }
+
+    fn endpoints(&self) -> Option<Endpoints> {
+        (**self).endpoints()
     }
 }
 

@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::{AuthError, Authenticator};
+use crate::error::ToolError;
 
 /// Where RFC 9728 puts a protected resource's metadata, before the resource's path.
 pub(crate) const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
@@ -84,13 +85,22 @@ pub(crate) fn metadata_url(resource: &str) -> String {
     format!("{origin}{WELL_KNOWN}{}", path.trim_end_matches('/'))
 }
 
-/// The metadata document of `resource`.
-pub(crate) fn metadata(resource: &str, authenticator: &dyn Authenticator) -> Value {
-    json!({
+/// The metadata document of `resource`, whose tools declare `scopes` (listed as
+/// `scopes_supported` when there are some).
+pub(crate) fn metadata(
+    resource: &str,
+    authenticator: &dyn Authenticator,
+    scopes: &[String],
+) -> Value {
+    let mut document = json!({
         "resource": resource,
         "authorization_servers": authenticator.authorization_servers(),
         "bearer_methods_supported": ["header"],
-    })
+    });
+    if !scopes.is_empty() {
+        document["scopes_supported"] = json!(scopes);
+    }
+    document
 }
 
 /// A quoted-string value of a challenge parameter: quotes and backslashes escaped,
@@ -132,6 +142,37 @@ pub(crate) fn challenge(
     HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static("Bearer"))
 }
 
+/// Adds the step-up challenge to the answer of a call refused for lacking scopes
+/// (`err` is [`INSUFFICIENT_SCOPE`](crate::remote::INSUFFICIENT_SCOPE), answered with
+/// 403): `error="insufficient_scope"` and the scopes the call needs (RFC 6750 §3.1),
+/// so that the client asks its authorization server for them.
+pub(crate) fn with_scope_challenge(
+    mut response: Response,
+    err: &ToolError,
+    metadata_url: impl FnOnce() -> String,
+) -> Response {
+    if err.code() != crate::remote::INSUFFICIENT_SCOPE {
+        return response;
+    }
+    let scope = err
+        .data()
+        .and_then(|data| data.get("scope").and_then(Value::as_str).map(str::to_owned))
+        .unwrap_or_default();
+    let value = format!(
+        "Bearer resource_metadata={}, scope={}, error=\"insufficient_scope\", \
+         error_description={}",
+        quoted(&metadata_url()),
+        quoted(&scope),
+        quoted(&err.to_string()),
+    );
+    if let Ok(value) = HeaderValue::from_str(&value) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
 /// Adds the challenge to a refusal answered with 401.
 pub(crate) fn with_challenge(mut response: Response, challenge: HeaderValue) -> Response {
     if response.status() == StatusCode::UNAUTHORIZED {
@@ -164,7 +205,7 @@ pub(crate) async fn check(
     authenticator: &dyn Authenticator,
     parts: &Parts,
     resource: impl FnOnce() -> String,
-    error: impl FnOnce(&crate::error::ToolError) -> Response,
+    error: impl FnOnce(&ToolError) -> Response,
 ) -> Result<crate::identity::Identity, Response> {
     let checked = match bearer(parts) {
         Ok(token) => authenticator.authenticate(token).await,

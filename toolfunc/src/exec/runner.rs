@@ -88,6 +88,11 @@ impl Runner {
         chain::layers(&self.registry, &self.scope).is_some()
     }
 
+    /// The verified identity its calls carry, if any.
+    pub(crate) fn identity(&self) -> Option<&crate::identity::Identity> {
+        self.scope.data().and_then(|data| data.identity.as_ref())
+    }
+
     /// The registry this runner calls into.
     pub fn registry(&self) -> &Registry {
         &self.registry

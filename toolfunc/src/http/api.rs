@@ -375,6 +375,10 @@ impl Api {
             registry: &self.registry,
             prefix: &self.prefix,
             auth: self.auth.is_some(),
+            oauth: self.authenticator.as_ref().map(|authenticator| {
+                let catalog = crate::remote::Catalog::of(&self.registry);
+                super::openapi::oauth_scheme(authenticator.as_ref(), catalog.scopes())
+            }),
             json_only: self.json_only,
             writes_over_get: self.writes_over_get,
             body_limit: self.body_limit,
@@ -396,6 +400,7 @@ async fn resource_metadata(State(api): State<Arc<Api>>, headers: HeaderMap) -> R
             crate::auth::web::metadata_response(&crate::auth::web::metadata(
                 &resource,
                 authenticator.as_ref(),
+                crate::remote::Catalog::of(&api.registry).scopes(),
             ))
         }
         None => axum::response::IntoResponse::into_response(axum::http::StatusCode::NOT_FOUND),

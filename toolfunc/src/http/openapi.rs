@@ -45,6 +45,7 @@ use serde_json::{Map, Value, json};
 
 use super::api::Api;
 use super::wire::{NDJSON, REQ_ID, RPC_TIMEOUT, RPC_TIMEOUT_MAX};
+use crate::auth::Authenticator;
 use crate::options::CallOptions;
 use crate::registry::Registry;
 use crate::remote::{self, Catalog, Lookup};
@@ -65,6 +66,9 @@ const SCHEMAS: &str = "#/components/schemas";
 
 /// The name of the security scheme written for an auth hook nobody described.
 const AUTH: &str = "auth";
+
+/// The name of the security scheme of the API's authenticator.
+const OAUTH: &str = "oauth2";
 
 /// The document settings of one [`Api`] and the document last made for it.
 #[derive(Debug, Default)]
@@ -92,6 +96,8 @@ pub(super) struct View<'a> {
     pub(super) registry: &'a Registry,
     pub(super) prefix: &'a str,
     pub(super) auth: bool,
+    /// The OAuth 2.0 security scheme of the API's authenticator, when it has one.
+    pub(super) oauth: Option<Value>,
     pub(super) json_only: bool,
     pub(super) writes_over_get: bool,
     pub(super) body_limit: usize,
@@ -107,13 +113,17 @@ struct Made {
     generation: u64,
     prefix: String,
     flags: (bool, bool, bool, usize),
+    oauth: Option<Value>,
     value: Value,
     bytes: Bytes,
 }
 
 impl Made {
     fn fits(&self, view: &View<'_>, generation: u64) -> bool {
-        self.generation == generation && self.prefix == view.prefix && self.flags == flags(view)
+        self.generation == generation
+            && self.prefix == view.prefix
+            && self.flags == flags(view)
+            && self.oauth == view.oauth
     }
 }
 
@@ -136,12 +146,13 @@ impl View<'_> {
         {
             return Arc::clone(made);
         }
-        let value = document(self, &|_| true);
+        let value = document(self, &remote::Sight::of(self.registry, None));
         let bytes = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
         let made = Arc::new(Made {
             generation,
             prefix: self.prefix.to_owned(),
             flags: flags(self),
+            oauth: self.oauth.clone(),
             value,
             bytes,
         });
@@ -150,13 +161,48 @@ impl View<'_> {
     }
 }
 
+/// The security scheme of an API whose `authenticator` verifies bearer tokens with
+/// `scopes`: OAuth 2.0's authorization-code flow when the authenticator knows its
+/// authorization server's endpoints, else a bearer token from the servers it names.
+pub(super) fn oauth_scheme(authenticator: &dyn Authenticator, scopes: &[String]) -> Value {
+    let servers = authenticator.authorization_servers();
+    let from = if servers.is_empty() {
+        String::new()
+    } else {
+        format!(" issued by {}", servers.join(", "))
+    };
+    let description = format!(
+        "An `Authorization: Bearer` token{from}. Each operation lists the scopes it \
+         needs; a token without them is refused with 403 `insufficient_scope`."
+    );
+    match authenticator.endpoints() {
+        Some(endpoints) => {
+            let scopes: Map<String, Value> = scopes
+                .iter()
+                .map(|scope| (scope.clone(), Value::from("")))
+                .collect();
+            json!({
+                "type": "oauth2",
+                "description": description,
+                "flows": {"authorizationCode": {
+                    "authorizationUrl": endpoints.authorization,
+                    "tokenUrl": endpoints.token,
+                    "scopes": scopes,
+                }},
+            })
+        }
+        None => json!({"type": "http", "scheme": "bearer", "description": description}),
+    }
+}
+
 /// The answer to `GET <prefix>/openapi.json` for the caller with `options`: the
-/// kept document, or, when layers decide what a caller sees, one made for this
-/// caller (a tool a layer hides from it is not described to it either).
+/// kept document, or, when layers or scopes decide what a caller sees, one made for
+/// this caller (a tool or act it may not see is not described to it either).
 pub(super) fn response(view: &View<'_>, options: &CallOptions) -> Response {
-    let bytes = if view.registry.has_layers() {
-        let shown = remote::shown_to(view.registry, Some(options));
-        Bytes::from(serde_json::to_vec(&document(view, &shown)).unwrap_or_default())
+    let scoped = options.identity.is_some() && !Catalog::of(view.registry).scopes().is_empty();
+    let bytes = if view.registry.has_layers() || scoped {
+        let sight = remote::Sight::of(view.registry, Some(options));
+        Bytes::from(serde_json::to_vec(&document(view, &sight)).unwrap_or_default())
     } else {
         view.made().bytes.clone()
     };
@@ -239,17 +285,18 @@ const SEGMENT: &AsciiSet = &CONTROLS
     .add(b'{')
     .add(b'}');
 
-/// The document of the tools `shown` lets through.
-fn document(view: &View<'_>, shown: &dyn Fn(&ToolDefinition) -> bool) -> Value {
+/// The document of the tools and acts the caller of `sight` sees.
+fn document(view: &View<'_>, sight: &remote::Sight<'_>) -> Value {
     let mut doc = Doc::new(view);
     // A tool of the same name as a built-in page is served in its place.
     let served = |name: &str| remote::find(view.registry, name, Lookup::TOOL, None).is_ok();
     let offered = Catalog::of(view.registry);
-    for def in offered.tools().filter(|def| shown(def)) {
-        doc.tool(def);
+    let mut background = false;
+    for def in offered.tools().filter_map(|def| sight.view(def)) {
+        background |= def.background;
+        doc.tool(&def);
     }
     doc.builtins(!served(FILE));
-    let background = offered.tools().any(|def| def.background && shown(def));
     if background && !served(super::server::TASKS) {
         doc.tasks();
     }
@@ -259,6 +306,8 @@ fn document(view: &View<'_>, shown: &dyn Fn(&ToolDefinition) -> bool) -> Value {
 /// Where one act's request is documented: its schema and where it goes.
 struct Branch {
     act: String,
+    /// The act's own scopes.
+    scopes: Vec<String>,
     operation_id: String,
     summary: Option<String>,
     request: Value,
@@ -504,6 +553,7 @@ impl<'v> Doc<'v> {
         );
         Branch {
             act: act.name.clone(),
+            scopes: act.scopes.clone(),
             operation_id: self.unique_id(format!("{}.{}", def.name, act.method())),
             summary: summary(act.title.as_deref(), act.description.as_deref()),
             request,
@@ -564,6 +614,12 @@ impl<'v> Doc<'v> {
                 }
                 if let Some(s) = &b.ok.ndjson {
                     entry["ndjson"] = s.clone();
+                }
+                if self.view.oauth.is_some() && !b.scopes.is_empty() {
+                    // The act's own scopes, on top of the operation's.
+                    let mut scopes = def.scopes.clone();
+                    scopes.extend(b.scopes.iter().filter(|s| !def.scopes.contains(s)).cloned());
+                    entry["security"] = self.security(&scopes);
                 }
                 entry
             })
@@ -753,7 +809,33 @@ impl<'v> Doc<'v> {
             ]),
         );
         operation.insert("responses".into(), self.responses(ok, risks, true));
+        if self.view.oauth.is_some() {
+            let mut scopes = def.scopes.clone();
+            for scope in act.iter().flat_map(|act| &act.scopes) {
+                if !scopes.contains(scope) {
+                    scopes.push(scope.clone());
+                }
+            }
+            operation.insert("security".into(), self.security(&scopes));
+        }
         Value::Object(operation)
+    }
+
+    /// An operation's security: a token with `scopes`, and the auth hook's word
+    /// when there is a hook.
+    fn security(&self, scopes: &[String]) -> Value {
+        let mut requirement = Map::new();
+        requirement.insert(OAUTH.to_owned(), json!(scopes));
+        if self.view.auth {
+            let name = self
+                .view
+                .settings
+                .security
+                .as_ref()
+                .map_or(AUTH, |(name, _)| name.as_str());
+            requirement.insert(name.to_owned(), json!([]));
+        }
+        json!([requirement])
     }
 
     fn responses(&self, ok: &Outcome, risks: Risks, call: bool) -> Value {
@@ -802,7 +884,7 @@ impl<'v> Doc<'v> {
         if call {
             refer("400", "BadRequest");
         }
-        if self.view.auth {
+        if self.view.auth || self.view.oauth.is_some() {
             refer("401", "Unauthorized");
         }
         refer("403", "Forbidden");
@@ -999,6 +1081,13 @@ impl<'v> Doc<'v> {
             },
             "paths": self.paths,
         });
+        // One requirement: a token the authenticator verifies and the hook's word.
+        let mut schemes = Map::new();
+        let mut requirement = Map::new();
+        if let Some(scheme) = &view.oauth {
+            schemes.insert(OAUTH.to_owned(), scheme.clone());
+            requirement.insert(OAUTH.to_owned(), json!([]));
+        }
         if view.auth {
             let (name, scheme) = settings.security.clone().unwrap_or_else(|| {
                 (
@@ -1012,11 +1101,11 @@ impl<'v> Doc<'v> {
                     }),
                 )
             });
-            let mut schemes = Map::new();
             schemes.insert(name.clone(), scheme);
-            components["securitySchemes"] = Value::Object(schemes);
-            let mut requirement = Map::new();
             requirement.insert(name, json!([]));
+        }
+        if !schemes.is_empty() {
+            components["securitySchemes"] = Value::Object(schemes);
             doc["security"] = json!([requirement]);
         }
         doc["components"] = components;

@@ -438,16 +438,7 @@ async fn respond(api: &Api, request: Request) -> Response {
     }
     let named = header_str(RPC_FN);
     let Some(name) = named.clone().or_else(|| segments.first().cloned()) else {
-        // Discovery.
-        if let Some(answer) = check_method(api, &parts, Methods::GET, None, || auth(None, None)) {
-            return answer;
-        }
-        if let Some(refused) = auth(None, None) {
-            return refused;
-        }
-        let shown = remote::shown_to(&api.registry, Some(&options));
-        let offered = remote::Catalog::of(&api.registry);
-        return json_response(StatusCode::OK, &wire::discovery(&offered, shown));
+        return discover(api, &parts, &options, &auth);
     };
     // The name is found once: a tool of that name is served before the built-in
     // pages and the task poller of the same name.
@@ -468,7 +459,7 @@ async fn respond(api: &Api, request: Request) -> Response {
                 return tasks(api, &parts, &segments, body, &header_str, &auth).await;
             }
             // A caller the hook turns away learns nothing about which tools exist.
-            return auth(None, None).unwrap_or_else(|| error_response(Some(&name), &err));
+            return auth(None, None).unwrap_or_else(|| refusal(api, &parts, Some(&name), &err));
         }
     };
     let methods = Methods::of(api, found.definition());
@@ -501,11 +492,34 @@ async fn respond(api: &Api, request: Request) -> Response {
         Ok(call) => call,
         Err(refused) => return *refused,
     };
-    if let Some(err) = malformed {
-        return error_response(Some(call.found.name()), &err);
+    // A bad header, else the act's scopes (now settled) with the tool's.
+    let admitted = malformed.map_or_else(
+        || call.found.authorize(Some(&options), Some(&call.params)),
+        Err,
+    );
+    if let Err(err) = admitted {
+        return refusal(api, &parts, Some(call.found.name()), &err);
     }
     let req_id = header_str(REQ_ID);
     run(api, call, options, req_id).await
+}
+
+/// Discovery: what the API offers this caller, by name.
+fn discover(
+    api: &Api,
+    parts: &axum::http::request::Parts,
+    options: &CallOptions,
+    auth: &impl Fn(Option<&str>, Option<&str>) -> Option<Response>,
+) -> Response {
+    if let Some(answer) = check_method(api, parts, Methods::GET, None, || auth(None, None)) {
+        return answer;
+    }
+    if let Some(refused) = auth(None, None) {
+        return refused;
+    }
+    let sight = remote::Sight::of(&api.registry, Some(options));
+    let offered = remote::Catalog::of(&api.registry);
+    json_response(StatusCode::OK, &wire::discovery(&offered, &sight))
 }
 
 /// The answer of a built-in page a path names by its one segment (with no tool of
@@ -584,6 +598,28 @@ async fn authenticate(
         error_response(None, err)
     })
     .await
+}
+
+/// The answer refusing a call with `err`; a call refused for its token's scopes
+/// carries the step-up challenge naming the scopes to ask for.
+fn refusal(
+    api: &Api,
+    parts: &axum::http::request::Parts,
+    tool: Option<&str>,
+    err: &ToolError,
+) -> Response {
+    let response = error_response(tool, err);
+    match &api.authenticator {
+        Some(authenticator) => web::with_scope_challenge(response, err, || {
+            web::metadata_url(&web::resource(
+                api.resource.as_deref(),
+                authenticator.as_ref(),
+                &parts.headers,
+                &api.prefix,
+            ))
+        }),
+        None => response,
+    }
 }
 
 /// Whether the request is for the try-it page (and no tool of that name).

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::error::ToolError;
-use crate::remote::Catalog;
+use crate::remote::{Catalog, Sight};
 use crate::tool::ToolDefinition;
 
 /// The header naming the tool (takes precedence over the path).
@@ -120,17 +120,17 @@ pub(crate) fn error_from_body(status: u16, body: &[u8], tool: &str) -> ToolError
     }
 }
 
-/// Discovery: the registry's advertised definitions keyed by name, leaving out
-/// tools with `api = false` and those `shown` refuses (hidden from this caller by a
-/// layer). Every entry carries `isApi: true` as the JavaScript servers write it;
+/// Discovery: the registry's advertised definitions keyed by name, as the caller
+/// of `sight` sees them: no tool with `api = false`, none a layer hides from it or
+/// whose scopes it lacks, and no act of a service it lacks the scopes of. Every entry carries `isApi: true` as the JavaScript servers write it;
 /// nothing carries function source.
-pub(crate) fn discovery(offered: &Catalog, shown: impl Fn(&ToolDefinition) -> bool) -> Value {
+pub(crate) fn discovery(offered: &Catalog, sight: &Sight<'_>) -> Value {
     let mut tools = Map::new();
     for def in offered.tools() {
-        if !shown(def) {
+        let Some(def) = sight.view(def) else {
             continue;
-        }
-        let mut value = serde_json::to_value(def).unwrap_or(Value::Null);
+        };
+        let mut value = serde_json::to_value(&*def).unwrap_or(Value::Null);
         if let Value::Object(map) = &mut value {
             map.insert("isApi".into(), Value::Bool(true));
         }

@@ -76,6 +76,11 @@ pub async fn run_tool_calls(
                 if let Value::Object(args) = &mut call.arguments {
                     found.name_act(args);
                 }
+                // A runner with a verified identity runs only what its scopes allow.
+                if let Err(err) = found.authorize_as(runner.identity(), Some(&call.arguments)) {
+                    done.push((index, ToolResult::new(call.id, call.name, Err(err)), false));
+                    continue;
+                }
                 if strict_nulls {
                     drop_optional_nulls(&found, &mut call.arguments);
                 }

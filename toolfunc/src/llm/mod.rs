@@ -91,8 +91,10 @@ pub fn tools(registry: &Registry, target: Target) -> Result<Value, ToolError> {
 }
 
 /// [`tools`] as the caller of `runner` may see them: a tool a call middleware layer
-/// hides from that caller is left out (see [`crate::layer`]). Without layers this is
-/// [`tools`] of the runner's registry, kept; with them the export is made per call.
+/// hides from that caller is left out (see [`crate::layer`]), and so is, for a
+/// caller with a verified [`Identity`](crate::identity::Identity), a tool or act
+/// whose scopes it lacks. Without layers or identity this is [`tools`] of the
+/// runner's registry, kept; with them the export is made per call.
 ///
 /// ```rust,standalone_crate
 /// use toolfunc::llm::{tools_for, Target};
@@ -120,10 +122,16 @@ pub fn tools(registry: &Registry, target: Target) -> Result<Value, ToolError> {
 /// assert!(theirs.as_array().unwrap().iter().any(|t| t["name"] == "audit_log"));
 /// ```
 pub fn tools_for(runner: &crate::exec::runner::Runner, target: Target) -> Result<Value, ToolError> {
-    if !runner.has_layers() {
+    let sight = crate::remote::Sight::of_runner(runner);
+    if !runner.has_layers() && !sight.has_identity() {
         return tools(runner.registry(), target);
     }
-    lower_all(runner.definitions(), target, false)
+    let definitions = runner
+        .definitions()
+        .iter()
+        .filter_map(|def| sight.view(def).map(std::borrow::Cow::into_owned))
+        .collect();
+    lower_all(definitions, target, false)
 }
 
 /// The key an export is kept under in its registry.

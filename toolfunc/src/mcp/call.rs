@@ -33,11 +33,9 @@ impl Server {
         name: &str,
         context: &RequestContext<RoleServer>,
     ) -> Result<(Found, Option<CallOptions>), ErrorData> {
-        // Made at once only for layers to judge; a straight call takes its session's.
-        let early = self
-            .shared
-            .registry
-            .has_layers()
+        // Made at once only for layers and scopes to judge; a straight call takes
+        // its session's.
+        let early = (self.shared.registry.has_layers() || self.shared.authenticator.is_some())
             .then(|| self.caller_options(context));
         match remote::find(
             &self.shared.registry,
@@ -46,6 +44,13 @@ impl Server {
             early.as_ref(),
         ) {
             Ok(found) => Ok((found, early)),
+            Err(err) if err.code() == remote::INSUFFICIENT_SCOPE => Err(ErrorData::new(
+                rmcp::model::ErrorCode(-32003),
+                err.to_string(),
+                Some(
+                    json!({"code": err.code(), "name": name, "scope": err.data().and_then(|d| d.get("scope").cloned())}),
+                ),
+            )),
             Err(_) => Err(ErrorData::invalid_params(
                 format!("unknown tool: {name}"),
                 Some(json!({"code": "NOT_FOUND", "name": name})),

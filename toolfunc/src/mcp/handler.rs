@@ -54,17 +54,19 @@ impl ServerHandler for Server {
         };
         let mut tools = page.to_vec();
         let registry = &self.shared.registry;
-        if registry.has_layers() {
+        if registry.has_layers() || self.shared.authenticator.is_some() {
             // What this client may not see is left out (the page may come out short;
             // the cursor still follows the whole list).
             let options = self.caller_options(&context);
-            let shown = remote::shown_to(registry, Some(&options));
+            let sight = remote::Sight::of(registry, Some(&options));
             let offered = remote::Catalog::of(registry);
             tools.retain(|tool| {
-                offered
-                    .function(&tool.name)
-                    .and_then(|function| offered.tool(&function.tool))
-                    .is_some_and(&shown)
+                offered.function(&tool.name).is_some_and(|function| {
+                    sight.permits(&function.definition.scopes)
+                        && offered
+                            .tool(&function.tool)
+                            .is_some_and(|def| sight.shows(def))
+                })
             });
         }
         let mut result = ListToolsResult::with_all_items(tools);

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::Response;
 use futures::Stream;
@@ -25,6 +26,9 @@ use serde_json::{Value, json};
 
 use crate::auth::{Authenticator, web};
 use crate::identity::Identity;
+use crate::options::{CallOptions, Surface};
+use crate::registry::Registry;
+use crate::remote::{self, Lookup};
 
 /// Which browser origins may call the endpoint.
 #[derive(Clone, Debug)]
@@ -272,6 +276,8 @@ pub(super) struct Guard {
     pub(super) resource: Option<String>,
     /// Where the endpoint is mounted, when known (the request's path otherwise).
     pub(super) path: Option<&'static str>,
+    /// The tools served, for the scopes a call needs.
+    pub(super) registry: Registry,
 }
 
 impl Guard {
@@ -321,6 +327,47 @@ impl Guard {
         Ok(Some(identity))
     }
 
+    /// The 403 refusing a `tools/call` in `body` whose tool needs scopes the
+    /// caller's token lacks (the MCP specification's step-up: the challenge names
+    /// them), or nothing.
+    fn lacks_scopes(&self, parts: &Parts, identity: &Identity, body: &[u8]) -> Option<Response> {
+        let message: Value = serde_json::from_slice(body).ok()?;
+        if message.get("method").and_then(Value::as_str) != Some("tools/call") {
+            return None;
+        }
+        let name = message.pointer("/params/name").and_then(Value::as_str)?;
+        let mut options = CallOptions::new()
+            .surface(Surface::Mcp)
+            .identity(identity.clone());
+        if self.registry.has_layers() {
+            options = options.insert(parts.headers.clone());
+        }
+        let err = remote::find(&self.registry, name, Lookup::FUNCTION, Some(&options)).err()?;
+        if err.code() != remote::INSUFFICIENT_SCOPE {
+            return None;
+        }
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        let body = json!({"jsonrpc": "2.0", "id": id, "error": {
+            "code": -32003,
+            "message": err.to_string(),
+            "data": {"code": err.code(), "scope": err.data().and_then(|d| d.get("scope").cloned())},
+        }});
+        let authenticator = self.authenticator.as_ref()?;
+        Some(web::with_scope_challenge(
+            json_response(StatusCode::FORBIDDEN, &body),
+            &err,
+            || {
+                let path = self.path.unwrap_or_else(|| parts.uri.path());
+                web::metadata_url(&web::resource(
+                    self.resource.as_deref(),
+                    authenticator.as_ref(),
+                    &parts.headers,
+                    path,
+                ))
+            },
+        ))
+    }
+
     /// Records who opened the session a response names, if it is a new one.
     fn own(&self, response: &Response, identity: Option<&Identity>) {
         let (Some(identity), Some(id)) = (
@@ -365,6 +412,20 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
         Ok(identity) => identity,
         Err(refused) => return refused,
     };
+    // A call its token lacks the scopes for is refused at the HTTP level (403).
+    if let Some(identity) = &identity
+        && request.method() == Method::POST
+        && !remote::Catalog::of(&guard.registry).scopes().is_empty()
+    {
+        let (parts, body) = request.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(body, guard.max_body).await else {
+            return too_large(guard.max_body);
+        };
+        if let Some(refused) = guard.lacks_scopes(&parts, identity, &bytes) {
+            return refused;
+        }
+        request = Request::from_parts(parts, Body::from(bytes));
+    }
     let opens_session =
         request.method() == Method::POST && !request.headers().contains_key("mcp-session-id");
     if opens_session && guard.sessions.full() {

@@ -360,6 +360,7 @@ impl Server {
             authenticator: self.shared.authenticator.clone(),
             resource: self.shared.resource.clone(),
             path,
+            registry: self.shared.registry.clone(),
         };
         let service = StreamableHttpService::new(move || Ok(self.session()), sessions, config);
         axum::Router::new()
@@ -374,10 +375,16 @@ impl Server {
     pub fn router(self) -> axum::Router {
         let metadata = self.shared.authenticator.clone().map(|authenticator| {
             let resource = self.shared.resource.clone();
+            let registry = self.shared.registry.clone();
             move |headers: axum::http::HeaderMap| async move {
                 let resource =
                     web::resource(resource.as_deref(), authenticator.as_ref(), &headers, PATH);
-                web::metadata_response(&web::metadata(&resource, authenticator.as_ref()))
+                let scopes = remote::Catalog::of(&registry);
+                web::metadata_response(&web::metadata(
+                    &resource,
+                    authenticator.as_ref(),
+                    scopes.scopes(),
+                ))
             }
         });
         let router = axum::Router::new().nest_service(

@@ -12,6 +12,8 @@ use crate::tool::ToolDefinition;
 pub(crate) struct Catalog {
     tools: Vec<ToolDefinition>,
     functions: Vec<Function>,
+    /// Every scope a tool or act offered remotely declares, sorted, each once.
+    scopes: Vec<String>,
 }
 
 /// One function: a tool that is not a service, or one act of a service named
@@ -42,6 +44,7 @@ impl Catalog {
             Err(_) => Arc::new(Self {
                 tools: Vec::new(),
                 functions: Vec::new(),
+                scopes: Vec::new(),
             }),
         }
     }
@@ -75,7 +78,29 @@ impl Catalog {
                 definition,
             })
             .collect();
-        Self { tools, functions }
+        let mut scopes: Vec<String> = tools
+            .iter()
+            .filter(|def| def.api)
+            .flat_map(|def| {
+                def.scopes
+                    .iter()
+                    .chain(def.acts.iter().flat_map(|a| &a.scopes))
+            })
+            .cloned()
+            .collect();
+        scopes.sort_unstable();
+        scopes.dedup();
+        Self {
+            tools,
+            functions,
+            scopes,
+        }
+    }
+
+    /// Every scope the tools and acts offered remotely declare, sorted: what the
+    /// protected-resource metadata lists as `scopes_supported`.
+    pub(crate) fn scopes(&self) -> &[String] {
+        &self.scopes
     }
 
     /// The tools remote callers may reach (`api`), in name order.

@@ -1,12 +1,15 @@
 //! Find and admit: a name from outside resolved once into a [`Found`] call, and what
 //! that call needs of its caller checked before it runs.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
 
 use super::catalog::Catalog;
 use crate::error::ToolError;
+use crate::exec::runner::Runner;
+use crate::identity::Identity;
 use crate::options::CallOptions;
 use crate::registry::{Registry, Resolved};
 use crate::tool::service::ActDefinition;
@@ -79,9 +82,12 @@ pub(crate) fn find(
         });
     };
     let def = found.resolved.tool.definition();
-    if (lookup.remote && !def.api) || !shown_to(registry, viewer)(def) {
+    if (lookup.remote && !def.api) || !Sight::of(registry, viewer).layers_show(def) {
         return Err(ToolError::not_found(name));
     }
+    // The tool's scopes, and its act's when the name chose one; a surface that
+    // settles the act later admits it again (`Found::authorize`).
+    found.authorize(viewer, None)?;
     Ok(found)
 }
 
@@ -138,21 +144,118 @@ pub(crate) fn tracked_shown(
         .is_none_or(|found| shown_to(registry, options)(found.definition()))
 }
 
-/// What the layers of `registry` let the caller of `options` see: a tool they hide
-/// is, to that caller, a tool that does not exist. Without layers, or without a
-/// caller to judge (a surface that leaves it to the execution core), everything.
+/// What the layers of `registry` and the scopes of its identity let the caller of
+/// `options` see: a tool they hide is, to that caller, a tool that does not exist.
+/// Without layers and identity, or without a caller to judge (a surface that leaves
+/// it to the execution core), everything.
 pub(crate) fn shown_to<'a>(
     registry: &Registry,
     options: Option<&'a CallOptions>,
 ) -> impl Fn(&ToolDefinition) -> bool + 'a {
-    let layers = options.and(registry.layers());
-    move |def| match (&layers, options) {
-        (Some(layers), Some(options)) => {
-            crate::layer::visible(layers, def, &crate::layer::viewer_of(options))
+    let sight = Sight::of(registry, options);
+    move |def| sight.shows(def)
+}
+
+/// What one caller may see of a catalogue: the layers' visibility, and the scopes
+/// its verified identity holds. Written once here, read by every listing and every
+/// lookup.
+pub(crate) struct Sight<'a> {
+    layers: Option<crate::layer::Layers>,
+    options: Option<&'a CallOptions>,
+    identity: Option<&'a Identity>,
+}
+
+impl<'a> Sight<'a> {
+    /// The sight of the caller of `options` on `registry`.
+    pub(crate) fn of(registry: &Registry, options: Option<&'a CallOptions>) -> Self {
+        Self {
+            layers: options.and(registry.layers()),
+            options,
+            identity: options.and_then(|options| options.identity.as_ref()),
         }
-        _ => true,
+    }
+
+    /// The sight of the caller of `runner` on definitions its layers already
+    /// chose: the scopes of its identity.
+    pub(crate) fn of_runner(runner: &'a Runner) -> Self {
+        Self {
+            layers: None,
+            options: None,
+            identity: runner.identity(),
+        }
+    }
+
+    /// Whether the caller is judged by scopes: it has a verified identity.
+    pub(crate) fn has_identity(&self) -> bool {
+        self.identity.is_some()
+    }
+
+    /// Whether the caller holds every scope of `needed` (a caller with no verified
+    /// identity is not judged by scopes).
+    pub(crate) fn permits(&self, needed: &[String]) -> bool {
+        needed.is_empty() || self.identity.is_none_or(|who| who.has_scopes(needed))
+    }
+
+    /// Whether the caller sees the tool (or function) `def`: its layers let it, and
+    /// it holds the scopes `def` needs.
+    pub(crate) fn shows(&self, def: &ToolDefinition) -> bool {
+        self.permits(&def.scopes) && self.layers_show(def)
+    }
+
+    /// Whether the layers let the caller see `def` (a tool they hide does not
+    /// exist for it; one it lacks scopes for exists, and a call is refused with
+    /// the scopes to ask for).
+    fn layers_show(&self, def: &ToolDefinition) -> bool {
+        match (&self.layers, self.options) {
+            (Some(layers), Some(options)) => {
+                crate::layer::visible(layers, def, &crate::layer::viewer_of(options))
+            }
+            _ => true,
+        }
+    }
+
+    /// `def` as the caller sees it: `None` when hidden (a service is hidden when
+    /// the caller may run none of its acts), else with the acts it may not run
+    /// left out (of `acts`, `methods` and the `act` parameter's choices).
+    pub(crate) fn view<'d>(&self, def: &'d ToolDefinition) -> Option<Cow<'d, ToolDefinition>> {
+        if !self.shows(def) {
+            return None;
+        }
+        if def.acts.iter().all(|act| self.permits(&act.scopes)) {
+            return Some(Cow::Borrowed(def));
+        }
+        let mut def = def.clone();
+        def.acts.retain(|act| self.permits(&act.scopes));
+        if def.acts.is_empty() {
+            return None;
+        }
+        let kept: Vec<String> = def.acts.iter().map(|act| act.name.clone()).collect();
+        def.methods.retain(|name| kept.contains(name));
+        if let Some(Value::Array(choices)) = def.params.pointer_mut("/properties/act/enum") {
+            choices.retain(|c| c.as_str().is_some_and(|c| kept.iter().any(|k| k == c)));
+        }
+        Some(Cow::Owned(def))
     }
 }
+
+/// The refusal of a call whose caller lacks scopes it needs: 403
+/// `INSUFFICIENT_SCOPE`, with every scope the call needs in `data.scope` (space
+/// separated, as OAuth writes them) for the client to ask its authorization server.
+pub(crate) fn insufficient_scope(needed: &[String]) -> ToolError {
+    let scope = needed.join(" ");
+    ToolError::custom(
+        INSUFFICIENT_SCOPE,
+        403,
+        format!(
+            "this call needs the scope `{scope}`; ask the authorization server for a \
+             token that grants it"
+        ),
+    )
+    .with_data(serde_json::json!({"scope": scope}))
+}
+
+/// The code of [`insufficient_scope`].
+pub(crate) const INSUFFICIENT_SCOPE: &str = "INSUFFICIENT_SCOPE";
 
 /// What a call needs of its caller that the caller must have said it can give.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -265,6 +368,58 @@ impl Found {
             return Err(Needs::Tasks);
         }
         Ok(())
+    }
+
+    /// The scopes the call needs: the tool's, and the act's (the one chosen, else
+    /// the one `args` names), each once.
+    pub(crate) fn scopes(&self, args: Option<&Value>) -> Vec<String> {
+        let def = self.definition();
+        let mut needed = def.scopes.clone();
+        let act = self.act().or_else(|| {
+            let named = args?.get("act")?.as_str()?;
+            def.acts
+                .iter()
+                .find(|a| a.name == named || a.name.strip_prefix('$') == Some(named))
+        });
+        for scope in act.iter().flat_map(|act| &act.scopes) {
+            if !needed.contains(scope) {
+                needed.push(scope.clone());
+            }
+        }
+        needed
+    }
+
+    /// Admits the call for the caller of `options` by its scopes: a caller with a
+    /// verified identity must hold every scope the tool and its act (chosen, or
+    /// named by `args`) need, else 403 [`insufficient_scope`]. Calls without an
+    /// identity (the program's own, a surface without an authenticator) pass.
+    pub(crate) fn authorize(
+        &self,
+        options: Option<&CallOptions>,
+        args: Option<&Value>,
+    ) -> Result<(), ToolError> {
+        self.authorize_as(options.and_then(|options| options.identity.as_ref()), args)
+    }
+
+    /// [`authorize`](Self::authorize) for the caller `identity`.
+    pub(crate) fn authorize_as(
+        &self,
+        identity: Option<&Identity>,
+        args: Option<&Value>,
+    ) -> Result<(), ToolError> {
+        let Some(identity) = identity else {
+            return Ok(());
+        };
+        let def = self.definition();
+        if def.scopes.is_empty() && def.acts.iter().all(|act| act.scopes.is_empty()) {
+            return Ok(());
+        }
+        let needed = self.scopes(args);
+        if identity.has_scopes(&needed) {
+            Ok(())
+        } else {
+            Err(insufficient_scope(&needed))
+        }
     }
 
     /// Writes the chosen act's canonical name into `args` as `act`, so that the

@@ -52,4 +52,6 @@ pub mod ledger;
 
 pub(crate) use catalog::Catalog;
 pub(crate) use dispatch::Plan;
-pub(crate) use find::{Found, Lookup, Needs, find, find_tracked, shown_to, tracked_shown};
+pub(crate) use find::{
+    Found, INSUFFICIENT_SCOPE, Lookup, Needs, Sight, find, find_tracked, tracked_shown,
+};

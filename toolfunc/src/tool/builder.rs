@@ -52,6 +52,7 @@ pub struct ToolBuilder {
     /// Whether each result is checked against the result schema.
     pub(crate) check_output: bool,
     pub(crate) needs_client: Vec<String>,
+    pub(crate) scopes: Vec<String>,
     pub(crate) annotations: Annotations,
     /// Derives the positional order from the typed handler's argument type.
     pub(crate) typed_order: Option<fn(&Value) -> Vec<String>>,
@@ -95,6 +96,7 @@ impl ToolBuilder {
             background_only: false,
             check_output: false,
             needs_client: Vec::new(),
+            scopes: Vec::new(),
             annotations: Annotations::default(),
             typed_order: None,
             handler: None,
@@ -172,6 +174,34 @@ impl ToolBuilder {
     /// Adds a tag.
     pub fn tag(mut self, tag: impl Into<String>) -> Self {
         self.tags.push(tag.into());
+        self
+    }
+
+    /// Adds OAuth scopes a caller from outside needs, all of them, to see and call
+    /// the tool: over HTTP, MCP and NATS, a caller whose verified
+    /// [`Identity`](crate::identity::Identity) lacks one does not find the tool in
+    /// listings, and a call by its name is refused with 403 `INSUFFICIENT_SCOPE`
+    /// naming the scopes to ask for. Surfaces without an authenticator and the
+    /// program's own calls are not checked. A scope is a non-empty run of visible
+    /// ASCII without `"` or `\` (RFC 6749 §3.3).
+    ///
+    /// ```
+    /// use toolfunc::ToolFunc;
+    ///
+    /// let tool = ToolFunc::builder("delete_file")
+    ///     .scopes(["files:write"])
+    ///     .handler_sync(|_ctx, _args| Ok(serde_json::Value::Null))
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(tool.definition().scopes, ["files:write"]);
+    /// ```
+    pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+        for scope in scopes {
+            let scope = scope.into();
+            if !self.scopes.contains(&scope) {
+                self.scopes.push(scope);
+            }
+        }
         self
     }
 
@@ -627,6 +657,12 @@ impl ToolBuilder {
             }
         };
         self.check_needs().map_err(definition_error)?;
+        if let Some(bad) = self.scopes.iter().find(|s| !crate::identity::is_scope(s)) {
+            return Err(definition_error(format!(
+                "`{bad}` is not an OAuth scope: a scope is a non-empty run of visible \
+                 ASCII characters without `\"` or `\\`"
+            )));
+        }
         let Some(handler) = self.handler else {
             return Err(definition_error("no handler was set".into()));
         };
@@ -657,6 +693,7 @@ impl ToolBuilder {
                 background: self.background,
                 background_only: self.background_only,
                 needs_client: self.needs_client,
+                scopes: self.scopes,
                 annotations: self.annotations,
                 action: self.action,
                 methods: self.methods,

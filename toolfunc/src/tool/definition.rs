@@ -75,6 +75,13 @@ pub struct ToolDefinition {
     /// capabilities is refused before the tool runs (`-32021`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub needs_client: Vec<String>,
+    /// The OAuth scopes a caller from outside needs, all of them, to see the tool
+    /// and call it (an act's own scopes add to these). Checked against the
+    /// [`Identity`](crate::identity::Identity) an authenticator verified; a surface
+    /// without an authenticator (stdio, a trusted network) and the program's own
+    /// calls are not checked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
     /// Hints about the tool's behaviour, carried to every export.
     #[serde(default, skip_serializing_if = "Annotations::is_empty")]
     pub annotations: Annotations,

@@ -61,6 +61,10 @@ pub struct ActDefinition {
     /// Hints about the method's behaviour.
     #[serde(default, skip_serializing_if = "Annotations::is_empty")]
     pub annotations: Annotations,
+    /// The OAuth scopes a caller needs for this act, besides the service's own
+    /// ([`ToolDefinition::scopes`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
 }
 
 impl ActDefinition {
@@ -87,6 +91,11 @@ impl ActDefinition {
         if !self.annotations.is_empty() {
             def.annotations = self.annotations.clone();
         }
+        for scope in &self.scopes {
+            if !def.scopes.contains(scope) {
+                def.scopes.push(scope.clone());
+            }
+        }
         def.alias.clear();
         def.action = None;
         def.methods.clear();
@@ -112,6 +121,8 @@ pub struct ServiceSpec<S: 'static> {
     pub timeout_ms: Option<u64>,
     pub concurrency: Option<usize>,
     pub annotations: Annotations,
+    /// `scopes = [...]`: the OAuth scopes every method needs.
+    pub scopes: &'static [&'static str],
     pub api: bool,
     pub methods: &'static [MethodSpec<S>],
     /// The `#[tool(setup)]` method: run when the service tool is placed in a registry.
@@ -141,6 +152,8 @@ pub struct MethodSpec<S: 'static> {
     pub handler: MethodHandler<S>,
     pub timeout_ms: Option<u64>,
     pub annotations: Annotations,
+    /// `scopes = [...]`: the OAuth scopes the method needs, besides the service's.
+    pub scopes: &'static [&'static str],
 }
 
 type ValueFuture = BoxFuture<'static, Result<Value, ToolError>>;
@@ -377,6 +390,7 @@ impl<S: Send + Sync + 'static> ServiceSpec<S> {
                 ),
                 timeout: method.timeout_ms,
                 annotations: method.annotations.clone(),
+                scopes: method.scopes.iter().map(|s| (*s).to_owned()).collect(),
             });
         }
         // Declaration order for the definitions too: the same order as `methods`.
@@ -406,6 +420,7 @@ impl<S: Send + Sync + 'static> ServiceSpec<S> {
         for tag in self.tags {
             builder = builder.tag(*tag);
         }
+        builder = builder.scopes(self.scopes.iter().copied());
         if let Some(ms) = self.timeout_ms {
             builder = builder.timeout(Duration::from_millis(ms));
         }

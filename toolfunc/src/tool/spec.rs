@@ -39,6 +39,8 @@ pub struct ToolSpec {
     pub check_output: bool,
     /// `needs_client`: what the caller must be able to answer.
     pub needs_client: &'static [&'static str],
+    /// `scopes = [...]`: the OAuth scopes a caller from outside needs.
+    pub scopes: &'static [&'static str],
     /// `(alias, tool name)` of each dependency.
     pub depends: &'static [(&'static str, &'static str)],
     pub concurrency: Option<usize>,
@@ -85,6 +87,7 @@ impl ToolSpec {
         builder.background_only = self.background_only;
         builder.check_output = self.check_output;
         builder.needs_client = self.needs_client.iter().map(|s| (*s).to_owned()).collect();
+        builder.scopes = self.scopes.iter().map(|s| (*s).to_owned()).collect();
         builder.concurrency = self.concurrency;
         builder.api = self.api;
         builder.annotations = self.annotations.clone();
