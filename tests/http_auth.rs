@@ -205,3 +205,59 @@ async fn api_keys_guard_an_api_and_the_hook_sees_the_identity() {
         )
     );
 }
+
+#[tokio::test]
+async fn an_inbound_token_is_never_passed_on_to_another_service() {
+    // Service B records the `Authorization` header of every request it gets.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = std::sync::Arc::clone(&seen);
+    let b = Registry::new();
+    let echo = ToolFunc::builder("echo_b")
+        .handler_sync(|_ctx, _args| Ok(json!("from b")))
+        .build()
+        .expect("echo_b");
+    b.register(echo).expect("register");
+    let b_addr = http::start(Api::new(b).auth(move |req| {
+        let header = req
+            .headers
+            .get("authorization")
+            .map(|v| v.to_str().unwrap_or_default().to_owned());
+        record.lock().expect("record").push(header);
+        Ok(())
+    }))
+    .await;
+    let remote = toolfunc::http::Client::connect(&format!("http://{b_addr}/api"))
+        .await
+        .expect("B answers");
+
+    // Service A, behind an authenticator (and a layer, so the request's headers
+    // ride on its calls), runs B's tool from one of its own.
+    let a = Registry::new().layer(toolfunc::layer::visibility(|_tool, _viewer| true));
+    a.register(remote.registry().get("echo_b").expect("B's tool"))
+        .expect("register");
+    let relay = ToolFunc::builder("relay")
+        .handler(|ctx: Ctx, _args| async move { ctx.run("echo_b", json!({})).await })
+        .build()
+        .expect("relay");
+    a.register(relay).expect("register");
+    let a_addr = http::start(
+        Api::new(a).authenticate(ApiKeys::new().key("a-secret", Identity::new("user-1"))),
+    )
+    .await;
+    let auth = bearer("a-secret");
+    let reply = http::call(
+        a_addr,
+        "POST",
+        "/api/relay",
+        &[
+            ("authorization", &auth),
+            ("content-type", "application/json"),
+        ],
+        Some("{}"),
+    )
+    .await;
+    assert_eq!(reply.ok(), json!("from b"));
+    let seen = seen.lock().expect("seen");
+    assert!(!seen.is_empty(), "B was called");
+    assert!(seen.iter().all(Option::is_none), "B saw: {seen:?}");
+}
