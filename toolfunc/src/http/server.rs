@@ -14,12 +14,12 @@ use futures::StreamExt;
 use serde_json::{Map, Value};
 
 use super::api::{Api, AuthRequest, router};
-use super::listen::{self, Limits};
 use super::wire::{self, NDJSON, REQ_ID, RPC_ACT, RPC_FN, RPC_RES_ID, RPC_TIMEOUT, X_REQUEST_ID};
 use crate::auth::Authenticator;
 use crate::auth::web;
 use crate::error::ToolError;
 use crate::identity::Identity;
+use crate::listen::{self, Limits};
 use crate::options::{CallOptions, Surface};
 use crate::registry::Registry;
 use crate::remote::ledger::{TaskPoll, Track};

@@ -1,6 +1,7 @@
-//! Accepting connections: HTTP/1 on hyper with a cap on open connections, a
-//! deadline for a request's head, and an idle timeout, so that idle or half-sent
-//! connections cannot pile up until the process runs out of descriptors.
+//! Accepting connections for the HTTP and MCP servers: HTTP/1 on hyper with
+//! `TCP_NODELAY`, a cap on open connections, a deadline for a request's head, and
+//! an idle timeout, so that idle or half-sent connections cannot pile up until the
+//! process runs out of descriptors.
 
 use std::convert::Infallible;
 use std::io;
@@ -148,7 +149,11 @@ impl hyper::body::Body for Receiving {
 }
 
 async fn connection(stream: TcpStream, app: axum::Router, limits: Limits) {
-    let _ = stream.set_nodelay(true);
+    // The MCP SDK writes an answer as a short SSE stream in small pieces: with
+    // Nagle's algorithm on, the last piece would wait for a delayed ACK (~40 ms).
+    if let Err(err) = stream.set_nodelay(true) {
+        tracing::debug!(error = %err, "cannot set TCP_NODELAY");
+    }
     let activity = Arc::new(Activity::default());
     let io = TokioIo::new(Watched {
         inner: stream,
