@@ -489,3 +489,31 @@ async fn a_long_call_is_not_cut_by_the_idle_timeout() {
     let reply = post(addr, "/api/sleep", r#"{"ms":700}"#).await;
     assert_eq!(reply.ok(), json!({"slept": 700}));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_refused_unread_is_answered_to_a_client_still_sending_it() {
+    let addr = start(Api::new(catalog()).body_limit(1024)).await;
+    let head = "POST /api/add HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n";
+    // Refused by its Content-Length, before a byte of it is read: every time, the
+    // client sends its 2 MiB and reads the 413 and its body, not a reset.
+    for round in 0..50 {
+        let reply = http_support::answer_while_sending(addr, head, 2 * 1024 * 1024)
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        reply.error(413, "PAYLOAD_TOO_LARGE");
+    }
+    // Refused before the body is needed (no such tool): the same.
+    let head =
+        "POST /api/nothing HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n";
+    for round in 0..10 {
+        let reply = http_support::answer_while_sending(addr, head, 2 * 1024 * 1024)
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        reply.error(404, "NOT_FOUND");
+    }
+    // The server still answers.
+    assert_eq!(
+        post(addr, "/api/add", r#"{"a":1,"b":2}"#).await.ok(),
+        json!(3.0)
+    );
+}

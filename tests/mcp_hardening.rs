@@ -942,3 +942,27 @@ async fn half_sent_headers_and_idle_http_connections_are_closed() {
         "a kept-alive connection stayed open"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_over_the_limit_is_answered_to_a_client_still_sending_it() {
+    let service = Server::new(registry())
+        .http_service(StreamableHttpServerConfig::default().with_max_request_body_bytes(1024));
+    let app = axum::Router::new().nest_service(toolfunc::mcp::PATH, service);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a free port");
+    let addr = listener.local_addr().expect("bound");
+    tokio::spawn(toolfunc::mcp::serve(listener, app));
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {}\r\n",
+        mcp_support::MODERN
+    );
+    for round in 0..50 {
+        let reply = http_support::answer_while_sending(addr, &head, 2 * 1024 * 1024)
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        assert_eq!(reply.status, 413, "round {round}: {}", reply.text());
+        assert!(reply.text().contains("1024 bytes"), "{}", reply.text());
+    }
+}

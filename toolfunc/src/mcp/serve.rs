@@ -1,6 +1,6 @@
 //! Serving the streamable HTTP endpoint: [`serve`] runs the accept loop
 //! `http::Server` runs (a cap on connections, a deadline for request heads, an
-//! idle timeout, `TCP_NODELAY`), and
+//! idle timeout, a lingering close after a body left unread, `TCP_NODELAY`), and
 //! [`NoDelay`] is the listener to hand `axum::serve` for an app with MCP in it.
 //!
 //! The SDK answers a request as a short SSE stream, written in small pieces: with
@@ -80,8 +80,10 @@ impl Listener for NoDelay {
 /// the default connection limits of [`Server::serve_http`](super::Server::serve_http):
 /// [`DEFAULT_MAX_CONNECTIONS`](super::DEFAULT_MAX_CONNECTIONS) open connections,
 /// [`DEFAULT_HEADER_TIMEOUT`](super::DEFAULT_HEADER_TIMEOUT) to send a request's
-/// head and [`DEFAULT_IDLE_TIMEOUT`](super::DEFAULT_IDLE_TIMEOUT) of silence on a
-/// connection with nothing running. `toolfunc::http::Server::merge` serves an MCP
+/// head, [`DEFAULT_IDLE_TIMEOUT`](super::DEFAULT_IDLE_TIMEOUT) of silence on a
+/// connection with nothing running, and up to
+/// [`DEFAULT_DRAIN_LIMIT`](super::DEFAULT_DRAIN_LIMIT) of a body left unread read
+/// and thrown away before closing. `toolfunc::http::Server::merge` serves an MCP
 /// router beside HTTP APIs with limits of your choosing.
 pub async fn serve(listener: impl Into<NoDelay>, app: axum::Router) -> std::io::Result<()> {
     listen::serve(listener.into().into_inner(), app, Limits::default()).await

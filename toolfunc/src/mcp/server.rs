@@ -297,6 +297,18 @@ impl Server {
         self
     }
 
+    /// How much of a request body left unread (one over the body limit, refused
+    /// with 413) [`serve_http`](Self::serve_http) still reads and throws away once
+    /// it has answered, for at most the [header timeout](Self::header_timeout),
+    /// before it closes the connection, so that a client still sending reads the
+    /// answer rather than a connection reset. `0` closes at once. Default
+    /// [`DEFAULT_DRAIN_LIMIT`](super::DEFAULT_DRAIN_LIMIT) (4 MiB).
+    #[must_use]
+    pub fn drain_limit(mut self, bytes: usize) -> Self {
+        Arc::make_mut(&mut self.shared).connections.drain_limit = bytes;
+        self
+    }
+
     /// The browser origins allowed to call the HTTP endpoint, in place of the
     /// default: pages on `localhost`, `127.0.0.1` and `[::1]`, over `http` or
     /// `https`, on any port. A request whose `Origin` header is present and not
@@ -432,7 +444,8 @@ impl Server {
     /// Serves [`router`](Self::router) on `listener` until the process ends, on the
     /// accept loop `toolfunc::http::Server` runs: `TCP_NODELAY` on every
     /// connection, at most [`max_connections`](Self::max_connections) open, a
-    /// [header timeout](Self::header_timeout) and an [idle timeout](Self::idle_timeout).
+    /// [header timeout](Self::header_timeout), an [idle timeout](Self::idle_timeout)
+    /// and a lingering close after a body left unread ([`drain_limit`](Self::drain_limit)).
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), toolfunc::ToolError> {
