@@ -62,8 +62,8 @@ impl Api {
     /// auth hook (the host and origin checks still apply): what it shows it reads
     /// from the API with the visitor's own requests, which the hook sees like any
     /// other. For an API behind a token, the visitor types the `Authorization`
-    /// value into the page, which sends it with every request. A tool named `docs`
-    /// is served instead.
+    /// value into the page, which sends it with every request; the `curl` line
+    /// names it `$TOKEN` and never shows it. A tool named `docs` is served instead.
     ///
     /// The page runs under a content security policy that allows only its own
     /// origin and its own script and styles, by a nonce made for each answer.
