@@ -517,3 +517,33 @@ async fn a_body_refused_unread_is_answered_to_a_client_still_sending_it() {
         json!(3.0)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_body_left_unread_holds_its_connection_after_the_answer() {
+    let addr = start_server(
+        Server::new()
+            .mount(Api::new(catalog()))
+            .unwrap()
+            .max_connections(1)
+            .header_timeout(Duration::from_secs(30)),
+    )
+    .await;
+    // A body read in full, on a connection the client then keeps open: the server
+    // closes at once, and its one place is free for the next client.
+    let body = br#"{"a":1,"b":2}"#;
+    let mut first = Conn::open(addr).await;
+    first
+        .send(&http_support::request(
+            "POST",
+            "/api/add",
+            &[("connection", "close")],
+            Some(body),
+        ))
+        .await;
+    assert_eq!(first.response(false).await.ok(), json!(3.0));
+    let next = timeout(LIMIT, post(addr, "/api/add", r#"{"a":2,"b":2}"#))
+        .await
+        .expect("the connection of a body read in full held the only place");
+    assert_eq!(next.ok(), json!(4.0));
+    drop(first);
+}

@@ -165,17 +165,22 @@ impl hyper::body::Body for Receiving {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
-        let this = self.project();
-        let polled = this.inner.poll_frame(cx);
-        match polled {
-            Poll::Ready(None) => {
-                this.share.take();
-                this.unread.0 = None;
-            }
+        let mut this = self.project();
+        let polled = this.inner.as_mut().poll_frame(cx);
+        // The end is read: with the last frame (a reader that stops at
+        // `is_end_stream` polls no further), or as the end of the frames.
+        let ended = match &polled {
+            Poll::Ready(None) => true,
+            Poll::Ready(Some(Ok(_))) => this.inner.is_end_stream(),
             Poll::Ready(Some(Err(_))) => {
                 this.share.take();
+                false
             }
-            _ => {}
+            Poll::Pending => false,
+        };
+        if ended {
+            this.share.take();
+            this.unread.0 = None;
         }
         polled
     }
