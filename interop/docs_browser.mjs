@@ -58,6 +58,9 @@ try {
   check('the page loads', answer && answer.status() === 200, answer && answer.status());
   const policy = answer.headers()['content-security-policy'] || '';
   check('the page comes with its content security policy', policy.includes("default-src 'none'") && policy.includes("connect-src 'self'"), policy);
+  // Its script and styles run under a nonce, not 'unsafe-inline': had the browser
+  // refused them, nothing below would be drawn, and the refusal would be logged.
+  check('the policy allows no inline code but the nonced tags', !policy.includes('unsafe-inline') && /script-src 'nonce-[^']+'/.test(policy), policy);
 
   const op = (id) => page.locator(`article[data-op="${id}"]`);
   const field = (id, path) => op(id).locator(`[data-path="${path}"]`);

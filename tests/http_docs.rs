@@ -52,6 +52,18 @@ async fn the_page_is_one_html_file_kept_to_its_own_origin() {
     assert!(policy.starts_with("default-src 'none'"), "{policy}");
     assert!(policy.contains("connect-src 'self'"), "{policy}");
     assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
+    // Only the page's own script and styles run: no inline code an injection
+    // could add, only the tags carrying this answer's nonce.
+    assert!(!policy.contains("unsafe-inline"), "{policy}");
+    let nonce = nonce_of(policy);
+    assert!(
+        policy.contains(&format!("script-src 'nonce-{nonce}'")),
+        "{policy}"
+    );
+    assert!(
+        policy.contains(&format!("style-src 'nonce-{nonce}'")),
+        "{policy}"
+    );
     assert_eq!(page.header("x-content-type-options"), Some("nosniff"));
     let html = page.text();
     assert!(html.starts_with("<!doctype html>") || html.starts_with("<!DOCTYPE html>"));
@@ -65,11 +77,47 @@ async fn the_page_is_one_html_file_kept_to_its_own_origin() {
     ] {
         assert!(!html.contains(needle), "the page loads `{needle}..`");
     }
-    // The same bytes under another prefix: the page finds its API from its address.
+    let tags = |html: &str, nonce: &str| {
+        let attribute = format!(" nonce=\"{nonce}\"");
+        (
+            html.matches(&format!("<script{attribute}>")).count(),
+            html.matches(&format!("<style{attribute}>")).count(),
+            html.matches("<script").count() + html.matches("<style").count(),
+        )
+    };
+    assert_eq!(tags(&html, &nonce), (1, 1, 2), "the tags carry the nonce");
+    // Each answer has a nonce of its own, from the system's random source.
+    let again = get(addr, "/api/docs").await;
+    let other_nonce = nonce_of(again.header("content-security-policy").expect("a policy"));
+    assert_ne!(other_nonce, nonce);
+    assert_eq!(tags(&again.text(), &other_nonce), (1, 1, 2));
+    // The same page under another prefix, but for its nonce: the page finds its API
+    // from its address.
     let addr = start(Api::new(registry()).prefix("/v2/tools").docs(true)).await;
     let other = get(addr, "/v2/tools/docs").await;
     assert_eq!(other.status, 200);
-    assert_eq!(other.body, page.body);
+    let other_nonce = nonce_of(other.header("content-security-policy").expect("a policy"));
+    assert_eq!(
+        other.text().replace(&other_nonce, "N"),
+        html.replace(&nonce, "N")
+    );
+}
+
+/// The nonce of a policy's `script-src`, checked to be long and of base64 digits.
+fn nonce_of(policy: &str) -> String {
+    let start = policy
+        .find("script-src 'nonce-")
+        .unwrap_or_else(|| panic!("no script nonce in {policy}"))
+        + "script-src 'nonce-".len();
+    let nonce: String = policy[start..].chars().take_while(|c| *c != '\'').collect();
+    assert!(nonce.len() >= 22, "a short nonce: {nonce:?}");
+    assert!(
+        nonce
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+/=-_".contains(c)),
+        "{nonce:?}"
+    );
+    nonce
 }
 
 #[tokio::test]

@@ -489,3 +489,61 @@ async fn a_long_call_is_not_cut_by_the_idle_timeout() {
     let reply = post(addr, "/api/sleep", r#"{"ms":700}"#).await;
     assert_eq!(reply.ok(), json!({"slept": 700}));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_refused_unread_is_answered_to_a_client_still_sending_it() {
+    let addr = start(Api::new(catalog()).body_limit(1024)).await;
+    let head = "POST /api/add HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n";
+    // Refused by its Content-Length, before a byte of it is read: every time, the
+    // client sends its 2 MiB and reads the 413 and its body, not a reset.
+    for round in 0..50 {
+        let reply = http_support::answer_while_sending(addr, head, 2 * 1024 * 1024)
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        reply.error(413, "PAYLOAD_TOO_LARGE");
+    }
+    // Refused before the body is needed (no such tool): the same.
+    let head =
+        "POST /api/nothing HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n";
+    for round in 0..10 {
+        let reply = http_support::answer_while_sending(addr, head, 2 * 1024 * 1024)
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        reply.error(404, "NOT_FOUND");
+    }
+    // The server still answers.
+    assert_eq!(
+        post(addr, "/api/add", r#"{"a":1,"b":2}"#).await.ok(),
+        json!(3.0)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_body_left_unread_holds_its_connection_after_the_answer() {
+    let addr = start_server(
+        Server::new()
+            .mount(Api::new(catalog()))
+            .unwrap()
+            .max_connections(1)
+            .header_timeout(Duration::from_secs(30)),
+    )
+    .await;
+    // A body read in full, on a connection the client then keeps open: the server
+    // closes at once, and its one place is free for the next client.
+    let body = br#"{"a":1,"b":2}"#;
+    let mut first = Conn::open(addr).await;
+    first
+        .send(&http_support::request(
+            "POST",
+            "/api/add",
+            &[("connection", "close")],
+            Some(body),
+        ))
+        .await;
+    assert_eq!(first.response(false).await.ok(), json!(3.0));
+    let next = timeout(LIMIT, post(addr, "/api/add", r#"{"a":2,"b":2}"#))
+        .await
+        .expect("the connection of a body read in full held the only place");
+    assert_eq!(next.ok(), json!(4.0));
+    drop(first);
+}

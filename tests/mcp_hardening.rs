@@ -3,8 +3,11 @@
 //! foreign origins are refused.
 //!
 //! stdio is driven through `serve_io` over in-memory pipes; streamable HTTP through
-//! `router()` on a loopback port.
+//! `router()` on a loopback port. Connections that never finish, never close or
+//! come in too many are raw sockets to `serve_http` and `mcp::serve`.
 
+#[path = "support/http.rs"]
+mod http_support;
 #[path = "support/mcp.rs"]
 mod mcp_support;
 
@@ -19,6 +22,7 @@ use toolfunc::mcp::Server;
 use toolfunc::mcp::rmcp::transport::StreamableHttpServerConfig;
 use toolfunc::{CollectLimit, Registry, ToolError, ToolFunc};
 
+use http_support::Conn;
 use mcp_support::{Answer, serve_http};
 
 /// Hang guard for every read: a healthy exchange takes milliseconds.
@@ -832,4 +836,133 @@ async fn http_json_rpc_errors_carry_an_id() {
     let error: Value = serde_json::from_str(&answer.body).expect("a JSON-RPC error");
     assert!(error.get("error").is_some(), "{error}");
     assert!(error.get("id").is_some(), "no id member: {error}");
+}
+
+// ---------------------------------------------------------------------------------
+// Connections
+
+/// Serves `server` with [`Server::serve_http`] on a loopback port; its address.
+async fn serve_connections(server: Server) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a free port");
+    let addr = listener.local_addr().expect("bound");
+    tokio::spawn(server.serve_http(listener));
+    addr
+}
+
+/// The bytes of a sessionless `tools/call` of `shout` (the connection kept alive).
+fn shout_request(addr: std::net::SocketAddr) -> Vec<u8> {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "shout", "arguments": {"text": "hi"},
+        "_meta": mcp_support::modern_meta(Value::Null)}})
+    .to_string();
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {}\r\n\
+         Mcp-Method: tools/call\r\nMcp-Name: shout\r\nContent-Length: {}\r\n\r\n{body}",
+        mcp_support::MODERN,
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// Reads until the answer to [`shout_request`] has come.
+async fn read_shout(conn: &mut Conn) {
+    while !String::from_utf8_lossy(&conn.buf).contains("\"HI\"") {
+        conn.more().await;
+    }
+}
+
+/// Whether the server closes `conn` within [`LIMIT`] (whatever it says first).
+async fn closed(conn: &mut Conn) -> bool {
+    timeout(LIMIT, async { while conn.fill().await {} })
+        .await
+        .is_ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_connections_are_capped() {
+    let server = Server::new(registry())
+        .max_connections(2)
+        .header_timeout(Duration::from_secs(30))
+        .idle_timeout(Duration::from_secs(30));
+    let addr = serve_connections(server).await;
+    // Two connections that say nothing hold both places.
+    let first = Conn::open(addr).await;
+    let _second = Conn::open(addr).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // A third waits in the backlog, unanswered...
+    let mut third = Conn::open(addr).await;
+    third.send(&shout_request(addr)).await;
+    let early = timeout(Duration::from_millis(500), third.stream.readable()).await;
+    assert!(
+        early.is_err(),
+        "a connection past the cap was served at once"
+    );
+    // ...until one of the two closes.
+    drop(first);
+    timeout(LIMIT, read_shout(&mut third))
+        .await
+        .expect("served once a place was free");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_sent_headers_and_idle_http_connections_are_closed() {
+    let server = Server::new(registry())
+        .header_timeout(Duration::from_millis(300))
+        .idle_timeout(Duration::from_millis(400));
+    let addr = serve_connections(server).await;
+    // Slowloris: a request head that never ends.
+    let mut slow = Conn::open(addr).await;
+    slow.send(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nx-a: 1\r\n")
+        .await;
+    // A connection that never sends anything.
+    let mut idle = Conn::open(addr).await;
+    // A body sent half-way.
+    let mut half = Conn::open(addr).await;
+    half.send(
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+          Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{\"a\":",
+    )
+    .await;
+    for (what, conn) in [
+        ("slow", &mut slow),
+        ("idle", &mut idle),
+        ("half", &mut half),
+    ] {
+        assert!(closed(conn).await, "the {what} connection was never closed");
+    }
+    // Kept alive after an answer, it closes too.
+    let mut kept = Conn::open(addr).await;
+    kept.send(&shout_request(addr)).await;
+    read_shout(&mut kept).await;
+    assert!(
+        closed(&mut kept).await,
+        "a kept-alive connection stayed open"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_over_the_limit_is_answered_to_a_client_still_sending_it() {
+    let service = Server::new(registry())
+        .http_service(StreamableHttpServerConfig::default().with_max_request_body_bytes(1024));
+    let app = axum::Router::new().nest_service(toolfunc::mcp::PATH, service);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a free port");
+    let addr = listener.local_addr().expect("bound");
+    tokio::spawn(toolfunc::mcp::serve(listener, app));
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {}\r\n",
+        mcp_support::MODERN
+    );
+    for round in 0..50 {
+        let reply = http_support::answer_while_sending(addr, &head, 2 * 1024 * 1024)
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        assert_eq!(reply.status, 413, "round {round}: {}", reply.text());
+        assert!(reply.text().contains("1024 bytes"), "{}", reply.text());
+    }
 }

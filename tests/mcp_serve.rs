@@ -1,11 +1,12 @@
 //! Serving MCP over HTTP without the 44 ms trap: the SDK answers each request as a
 //! short SSE stream written in pieces, and on a connection with Nagle's algorithm on
 //! (a plain `axum::serve`) the last piece waits for a delayed ACK. `mcp::NoDelay`
-//! sets `TCP_NODELAY` on every connection it accepts; `mcp::serve` and
-//! `mcp::Server::serve_http` take their listener only through it. The tests check
-//! what `NoDelay` accepts, and (on Linux) the server's own end of a live connection
-//! of `mcp::serve`, found among this process's file descriptors, against a plain
-//! `axum::serve`. No timing is measured.
+//! sets `TCP_NODELAY` on every connection it accepts, for `axum::serve`;
+//! `mcp::serve` and `mcp::Server::serve_http` run the accept loop of
+//! `http::Server`, which sets it too (its limits are `tests/mcp_hardening.rs`'s).
+//! The tests check what `NoDelay` accepts, and (on Linux) the server's own end of a
+//! live connection of `mcp::serve`, found among this process's file descriptors,
+//! against a plain `axum::serve`. No timing is measured.
 
 #[path = "support/mcp.rs"]
 mod mcp_support;

@@ -287,3 +287,99 @@ pub async fn start_server(server: Server) -> SocketAddr {
 pub async fn start(api: Api) -> SocketAddr {
     start_server(Server::new().mount(api).expect("mount")).await
 }
+
+/// Sends `head` (a request's line and headers, without the blank line) declaring a
+/// body of `declared` bytes, and then the whole body at a steady pace, as most HTTP
+/// clients do (they read the answer once their request is sent, or as curl does,
+/// while sending it). The answer is read as it comes. The exchange fails when the
+/// connection breaks before the whole body is sent and the whole answer read: a
+/// reset or a broken pipe is what a client reports then, not the server's answer.
+pub async fn answer_while_sending(
+    addr: SocketAddr,
+    head: &str,
+    declared: usize,
+) -> Result<Reply, String> {
+    let stream = TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    let (mut read, mut write) = stream.into_split();
+    let head = format!("{head}content-length: {declared}\r\n\r\n");
+    let writer = tokio::spawn(async move {
+        write
+            .write_all(head.as_bytes())
+            .await
+            .map_err(|e| format!("sending the head: {e}"))?;
+        let chunk = vec![b' '; 64 * 1024];
+        let mut sent = 0;
+        while sent < declared {
+            let n = chunk.len().min(declared - sent);
+            write
+                .write_all(&chunk[..n])
+                .await
+                .map_err(|e| format!("sending the body after {sent} bytes: {e}"))?;
+            sent += n;
+            // About 64 MB/s: a client on a fast link, not a flood.
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        Ok::<_, String>(write)
+    });
+    let reading = async {
+        let mut buf = Vec::new();
+        let (status, headers, body_at) = loop {
+            let n = read
+                .read_buf(&mut buf)
+                .await
+                .map_err(|e| format!("reading the answer: {e}"))?;
+            if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                let text = String::from_utf8_lossy(&buf[..end]).into_owned();
+                let mut lines = text.split("\r\n");
+                let status = lines
+                    .next()
+                    .and_then(|l| l.split(' ').nth(1))
+                    .and_then(|s| s.parse::<u16>().ok())
+                    .ok_or_else(|| format!("no status line in {text:?}"))?;
+                let headers: Vec<(String, String)> = lines
+                    .filter_map(|l| l.split_once(':'))
+                    .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+                    .collect();
+                break (status, headers, end + 4);
+            }
+            if n == 0 {
+                return Err(format!(
+                    "the connection ended before an answer: {:?}",
+                    String::from_utf8_lossy(&buf)
+                ));
+            }
+        };
+        let length = headers
+            .iter()
+            .find(|(n, _)| n == "content-length")
+            .and_then(|(_, v)| v.parse::<usize>().ok())
+            .ok_or_else(|| format!("no content-length in {headers:?}"))?;
+        while buf.len() < body_at + length {
+            let n = read
+                .read_buf(&mut buf)
+                .await
+                .map_err(|e| format!("reading the body of a {status}: {e}"))?;
+            if n == 0 {
+                return Err(format!("the body of a {status} was cut short"));
+            }
+        }
+        Ok(Reply {
+            status,
+            headers,
+            body: buf[body_at..body_at + length].to_vec(),
+        })
+    };
+    let reply = timeout(LIMIT, reading)
+        .await
+        .map_err(|_| format!("no answer within {LIMIT:?}"))?;
+    let sent = timeout(LIMIT, writer)
+        .await
+        .map_err(|_| format!("the body was not taken within {LIMIT:?}"))?
+        .map_err(|e| format!("the writer: {e}"))?;
+    let reply = reply?;
+    // Sent in full: the connection is closed with the request done.
+    drop(sent?);
+    Ok(reply)
+}

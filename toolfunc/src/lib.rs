@@ -79,6 +79,8 @@ pub mod http;
 mod id;
 mod identity;
 pub mod layer;
+#[cfg(any(feature = "http", feature = "mcp"))]
+mod listen;
 pub mod llm;
 mod local;
 mod log;

@@ -2,6 +2,11 @@
 //! into the binary, with its script and styles inline and nothing fetched from
 //! elsewhere. It reads the API's own OpenAPI document and discovery, draws a form
 //! per operation from the parameter schema, and calls the tools from the page.
+//!
+//! Its content security policy lets only the page's own `<script>` and `<style>`
+//! run: each answer carries a fresh nonce (128 bits from the system's CSPRNG) in
+//! the policy and on those two tags, so markup that found its way into the page
+//! (an injection) cannot run code or restyle it.
 
 use axum::body::Body;
 use axum::http::{StatusCode, header};
@@ -13,25 +18,35 @@ use super::api::Api;
 pub(super) const FILE: &str = "docs";
 
 /// The page. It finds the API from its own address (`<prefix>/docs`), so the same
-/// bytes serve every prefix and nothing is written into them per request.
+/// bytes serve every prefix; only the nonce is written into them per answer.
 const PAGE: &str = include_str!("docs.html");
 
-/// What the page may do: run its own inline script and styles, and talk to its
-/// own origin; no other source, no frames, no form posts elsewhere.
-const POLICY: &str = "default-src 'none'; script-src 'unsafe-inline'; \
-    style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; \
-    base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+/// Where the page's `<script>` and `<style>` tags take the nonce.
+const NONCE: &str = "{{nonce}}";
 
-/// The page as an answer.
+/// What the page may do: run its own script and styles (the tags with this
+/// answer's nonce), and talk to its own origin; no other source, no frames, no
+/// form posts elsewhere.
+fn policy(nonce: &str) -> String {
+    format!(
+        "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; \
+         connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; \
+         frame-ancestors 'none'"
+    )
+}
+
+/// The page as an answer, with a nonce of its own.
 pub(super) fn response() -> Response {
+    // 32 hex digits: valid base64 characters, as a CSP nonce must be.
+    let nonce = crate::id::random_hex();
     Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "text/html; charset=utf-8")
-        .header(header::CONTENT_SECURITY_POLICY, POLICY)
+        .header(header::CONTENT_SECURITY_POLICY, policy(&nonce))
         .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff")
         .header(header::REFERRER_POLICY, "no-referrer")
-        .header(header::CACHE_CONTROL, "no-cache")
-        .body(Body::from(PAGE))
+        .header(header::CACHE_CONTROL, "no-store")
+        .body(Body::from(PAGE.replace(NONCE, &nonce)))
         .unwrap_or_default()
 }
 
@@ -47,8 +62,11 @@ impl Api {
     /// auth hook (the host and origin checks still apply): what it shows it reads
     /// from the API with the visitor's own requests, which the hook sees like any
     /// other. For an API behind a token, the visitor types the `Authorization`
-    /// value into the page, which sends it with every request. A tool named `docs`
-    /// is served instead.
+    /// value into the page, which sends it with every request; the `curl` line
+    /// names it `$TOKEN` and never shows it. A tool named `docs` is served instead.
+    ///
+    /// The page runs under a content security policy that allows only its own
+    /// origin and its own script and styles, by a nonce made for each answer.
     ///
     /// ```
     /// use toolfunc::Registry;

@@ -5,7 +5,6 @@
 mod api;
 mod client;
 mod docs;
-mod listen;
 mod openapi;
 mod server;
 mod wire;
@@ -15,8 +14,10 @@ pub use axum;
 /// The reqwest version the client is built on (for [`Client::connect_with`]).
 pub use reqwest;
 
+pub use crate::listen::{
+    DEFAULT_DRAIN_LIMIT, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+};
 pub use api::{Api, AuthRequest, DEFAULT_BODY_LIMIT, LOOPBACK_HOSTS, router};
 pub use axum::http::HeaderMap;
 pub use client::Client;
-pub use listen::{DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 pub use server::{Server, serve};

@@ -14,12 +14,12 @@ use futures::StreamExt;
 use serde_json::{Map, Value};
 
 use super::api::{Api, AuthRequest, router};
-use super::listen::{self, Limits};
 use super::wire::{self, NDJSON, REQ_ID, RPC_ACT, RPC_FN, RPC_RES_ID, RPC_TIMEOUT, X_REQUEST_ID};
 use crate::auth::Authenticator;
 use crate::auth::web;
 use crate::error::ToolError;
 use crate::identity::Identity;
+use crate::listen::{self, Limits};
 use crate::options::{CallOptions, Surface};
 use crate::registry::Registry;
 use crate::remote::ledger::{TaskPoll, Track};
@@ -55,7 +55,8 @@ impl Server {
     /// A server with nothing mounted, and the default limits:
     /// [`DEFAULT_MAX_CONNECTIONS`](super::DEFAULT_MAX_CONNECTIONS) open connections, [`DEFAULT_HEADER_TIMEOUT`](super::DEFAULT_HEADER_TIMEOUT) to
     /// send a request's head, [`DEFAULT_IDLE_TIMEOUT`](super::DEFAULT_IDLE_TIMEOUT) of silence on a connection
-    /// with nothing running.
+    /// with nothing running, [`DEFAULT_DRAIN_LIMIT`](super::DEFAULT_DRAIN_LIMIT) of an unread body
+    /// read and thrown away before closing.
     pub fn new() -> Self {
         Self::default()
     }
@@ -111,6 +112,22 @@ impl Server {
     #[must_use]
     pub fn idle_timeout(mut self, timeout: Duration) -> Self {
         self.limits.idle_timeout = timeout;
+        self
+    }
+
+    /// How much of a request body the server did not read (a body refused by its
+    /// `Content-Length` with 413, a request refused before its body was needed) it
+    /// still reads and throws away once it has answered, for at most the
+    /// [header timeout](Self::header_timeout), before it closes the connection.
+    /// Closing with unread bytes makes the system reset the connection, and a
+    /// client still sending its body would report that reset, not the answer; so
+    /// the server sends its answer, then its end of the stream, and keeps reading
+    /// until the client closes, this many bytes are read, or the time is up.
+    /// `0` closes at once. Default
+    /// [`DEFAULT_DRAIN_LIMIT`](super::DEFAULT_DRAIN_LIMIT) (4 MiB).
+    #[must_use]
+    pub fn drain_limit(mut self, bytes: usize) -> Self {
+        self.limits.drain_limit = bytes;
         self
     }
 

@@ -17,6 +17,9 @@ mod stdio;
 pub mod tasks;
 mod tracked;
 
+pub use crate::listen::{
+    DEFAULT_DRAIN_LIMIT, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+};
 pub use client::ClientInfo;
 pub use serve::{NoDelay, serve};
 pub use server::{

@@ -1,19 +1,25 @@
-//! Serving the streamable HTTP endpoint on a TCP listener whose connections send
-//! without delay.
+//! Serving the streamable HTTP endpoint: [`serve`] runs the accept loop
+//! `http::Server` runs (a cap on connections, a deadline for request heads, an
+//! idle timeout, a lingering close after a body left unread, `TCP_NODELAY`), and
+//! [`NoDelay`] is the listener to hand `axum::serve` for an app with MCP in it.
 //!
 //! The SDK answers a request as a short SSE stream, written in small pieces: with
 //! Nagle's algorithm on (the default of a plain `axum::serve`), the last piece waits
 //! for the ACK of the one before, which the client delays (about 40 ms on Linux). So
 //! every sessionless call would take some 44 ms however fast its tool is. Every
-//! connection accepted here has `TCP_NODELAY` set, as `http::Server` does too.
+//! connection accepted here has `TCP_NODELAY` set.
 
 use std::net::SocketAddr;
 
 use axum::serve::Listener;
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::listen::{self, Limits};
+
 /// A TCP listener whose accepted connections have `TCP_NODELAY` set: what to hand
-/// `axum::serve` (or [`serve`]) for an app with MCP in it.
+/// `axum::serve` for an app with MCP in it, when it is served with `axum::serve`'s
+/// own options (a graceful shutdown). `axum::serve` has no cap on connections and
+/// no header or idle timeout: [`serve`] and [`Server::serve_http`](super::Server::serve_http) do.
 ///
 /// ```no_run
 /// # async fn demo() -> std::io::Result<()> {
@@ -70,7 +76,15 @@ impl Listener for NoDelay {
 }
 
 /// Serves `app` (an axum router with [`router`](super::router) merged in, say) on
-/// `listener`, every connection with `TCP_NODELAY`, until the listener fails.
+/// `listener` until the process ends, every connection with `TCP_NODELAY`, under
+/// the default connection limits of [`Server::serve_http`](super::Server::serve_http):
+/// [`DEFAULT_MAX_CONNECTIONS`](super::DEFAULT_MAX_CONNECTIONS) open connections,
+/// [`DEFAULT_HEADER_TIMEOUT`](super::DEFAULT_HEADER_TIMEOUT) to send a request's
+/// head, [`DEFAULT_IDLE_TIMEOUT`](super::DEFAULT_IDLE_TIMEOUT) of silence on a
+/// connection with nothing running, and up to
+/// [`DEFAULT_DRAIN_LIMIT`](super::DEFAULT_DRAIN_LIMIT) of a body left unread read
+/// and thrown away before closing. `toolfunc::http::Server::merge` serves an MCP
+/// router beside HTTP APIs with limits of your choosing.
 pub async fn serve(listener: impl Into<NoDelay>, app: axum::Router) -> std::io::Result<()> {
-    axum::serve(listener.into(), app).await
+    listen::serve(listener.into().into_inner(), app, Limits::default()).await
 }

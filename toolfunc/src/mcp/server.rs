@@ -13,12 +13,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::{Authenticator, web};
 use crate::error::ToolError;
+use crate::listen;
 use crate::options::CollectLimit;
 use crate::registry::Registry;
 use crate::remote;
 
 use super::client::KeptRunner;
-use super::serve::serve;
 use super::{http, rounds, stdio};
 
 /// Where [`router`] and [`Server::router`] answer.
@@ -58,6 +58,8 @@ pub(super) struct Shared {
     pub(super) page_size: usize,
     max_line_length: usize,
     sessions: http::Limits,
+    /// What [`Server::serve_http`] accepts connections under.
+    connections: listen::Limits,
     origins: http::Origins,
     pub(super) collect_limit: CollectLimit,
     /// Verifies the bearer token of every streamable HTTP request, when set.
@@ -116,6 +118,7 @@ impl Server {
                     uninitialized_lifetime: DEFAULT_UNINITIALIZED_SESSION_LIFETIME,
                     idle_lifetime: DEFAULT_SESSION_IDLE_LIFETIME,
                 },
+                connections: listen::Limits::default(),
                 origins: http::Origins::loopback(),
                 collect_limit: CollectLimit::default(),
                 authenticator: None,
@@ -262,6 +265,50 @@ impl Server {
         self
     }
 
+    /// The most HTTP connections [`serve_http`](Self::serve_http) keeps open at
+    /// once; past it new ones wait in the listen backlog until one closes. Default
+    /// [`DEFAULT_MAX_CONNECTIONS`](super::DEFAULT_MAX_CONNECTIONS) (1,024). `0`
+    /// counts as `1`.
+    #[must_use]
+    pub fn max_connections(mut self, max: usize) -> Self {
+        Arc::make_mut(&mut self.shared).connections.max_connections = max.max(1);
+        self
+    }
+
+    /// How long a client of [`serve_http`](Self::serve_http) has to send a
+    /// request's line and headers once the connection is ready for one (a
+    /// slowloris client is cut off); a connection kept alive between requests
+    /// closes after the same time. Default
+    /// [`DEFAULT_HEADER_TIMEOUT`](super::DEFAULT_HEADER_TIMEOUT) (10 seconds).
+    #[must_use]
+    pub fn header_timeout(mut self, timeout: Duration) -> Self {
+        Arc::make_mut(&mut self.shared).connections.header_timeout = timeout;
+        self
+    }
+
+    /// How long a connection of [`serve_http`](Self::serve_http) may move no byte
+    /// while no request runs on it (a body sent half-way, an answer nobody reads)
+    /// before it is closed; an open SSE stream counts as running. Default
+    /// [`DEFAULT_IDLE_TIMEOUT`](super::DEFAULT_IDLE_TIMEOUT) (60 seconds). Sessions
+    /// have their own lifetime ([`session_idle_lifetime`](Self::session_idle_lifetime)).
+    #[must_use]
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        Arc::make_mut(&mut self.shared).connections.idle_timeout = timeout;
+        self
+    }
+
+    /// How much of a request body left unread (one over the body limit, refused
+    /// with 413) [`serve_http`](Self::serve_http) still reads and throws away once
+    /// it has answered, for at most the [header timeout](Self::header_timeout),
+    /// before it closes the connection, so that a client still sending reads the
+    /// answer rather than a connection reset. `0` closes at once. Default
+    /// [`DEFAULT_DRAIN_LIMIT`](super::DEFAULT_DRAIN_LIMIT) (4 MiB).
+    #[must_use]
+    pub fn drain_limit(mut self, bytes: usize) -> Self {
+        Arc::make_mut(&mut self.shared).connections.drain_limit = bytes;
+        self
+    }
+
     /// The browser origins allowed to call the HTTP endpoint, in place of the
     /// default: pages on `localhost`, `127.0.0.1` and `[::1]`, over `http` or
     /// `https`, on any port. A request whose `Origin` header is present and not
@@ -371,7 +418,8 @@ impl Server {
     /// An axum router answering streamable HTTP at [`PATH`] (`/mcp`), with the
     /// SDK's default settings (loopback hosts only) and this server's limits and
     /// allowed origins (loopback pages only by default); merge it into an app, and
-    /// serve that with [`serve`] (or on a [`NoDelay`](super::serve::NoDelay) listener): see there why.
+    /// serve that with [`serve`](super::serve()) (or `toolfunc::http::Server::merge`,
+    /// or `axum::serve` on a [`NoDelay`](super::serve::NoDelay) listener): see there why.
     pub fn router(self) -> axum::Router {
         let metadata = self.shared.authenticator.clone().map(|authenticator| {
             let resource = self.shared.resource.clone();
@@ -400,8 +448,11 @@ impl Server {
         }
     }
 
-    /// Serves [`router`](Self::router) on `listener` with [`serve`] (`TCP_NODELAY` on
-    /// every connection), until the listener fails.
+    /// Serves [`router`](Self::router) on `listener` until the process ends, on the
+    /// accept loop `toolfunc::http::Server` runs: `TCP_NODELAY` on every
+    /// connection, at most [`max_connections`](Self::max_connections) open, a
+    /// [header timeout](Self::header_timeout), an [idle timeout](Self::idle_timeout)
+    /// and a lingering close after a body left unread ([`drain_limit`](Self::drain_limit)).
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), toolfunc::ToolError> {
@@ -414,7 +465,8 @@ impl Server {
     /// # }
     /// ```
     pub async fn serve_http(self, listener: tokio::net::TcpListener) -> Result<(), ToolError> {
-        serve(listener, self.router())
+        let limits = self.shared.connections;
+        listen::serve(listener, self.router(), limits)
             .await
             .map_err(|err| transport_error(&err))
     }
@@ -426,7 +478,7 @@ pub async fn serve_stdio(registry: impl Into<Registry>) -> Result<(), ToolError>
 }
 
 /// An axum router serving `registry` over streamable HTTP at `/mcp` (see
-/// [`Server::router`]); serve it with [`serve`].
+/// [`Server::router`]); serve it with [`serve`](super::serve()).
 pub fn router(registry: impl Into<Registry>) -> axum::Router {
     Server::new(registry).router()
 }

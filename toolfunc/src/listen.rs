@@ -1,6 +1,16 @@
-//! Accepting connections: HTTP/1 on hyper with a cap on open connections, a
-//! deadline for a request's head, and an idle timeout, so that idle or half-sent
-//! connections cannot pile up until the process runs out of descriptors.
+//! Accepting connections for the HTTP and MCP servers: HTTP/1 on hyper with
+//! `TCP_NODELAY`, a cap on open connections, a deadline for a request's head, an
+//! idle timeout, and a lingering close after a request body left unread.
+//!
+//! The limits keep idle or half-sent connections from piling up until the process
+//! runs out of descriptors. The lingering close is for a client still sending a body
+//! the server refused without reading it (413 by its `Content-Length`, a 401 or
+//! 404 before the body was needed): closing a socket with unread bytes in it makes
+//! the kernel send a reset, and a client that is still writing sees "connection
+//! reset" or "broken pipe" instead of the answer. So after such an answer the
+//! server half-closes (the client reads the answer, then the end) and reads and
+//! throws away what the client still sends, up to a limit of bytes and for at most
+//! the header timeout, before it closes.
 
 use std::convert::Infallible;
 use std::io;
@@ -16,9 +26,13 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use std::future::Future;
+use std::sync::atomic::AtomicBool;
+
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
+use tokio::time::Sleep;
 
 /// The default cap on open connections.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
@@ -28,6 +42,9 @@ pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// The default time a connection may go without a byte read or written while no
 /// request is running on it.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// The default of how much of a request body left unread the server reads and
+/// throws away after answering, before it closes the connection: 4 MiB.
+pub const DEFAULT_DRAIN_LIMIT: usize = 4 * 1024 * 1024;
 
 /// How connections are accepted and when they are closed.
 #[derive(Debug, Clone, Copy)]
@@ -35,6 +52,8 @@ pub(crate) struct Limits {
     pub(crate) max_connections: usize,
     pub(crate) header_timeout: Duration,
     pub(crate) idle_timeout: Duration,
+    /// What is read and thrown away of a body left unread before closing.
+    pub(crate) drain_limit: usize,
 }
 
 impl Default for Limits {
@@ -43,6 +62,7 @@ impl Default for Limits {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            drain_limit: DEFAULT_DRAIN_LIMIT,
         }
     }
 }
@@ -87,6 +107,9 @@ struct Activity {
     /// Of those, the ones whose request body is still being received: a client
     /// that stops sending half-way is idle, not busy.
     receiving: AtomicUsize,
+    /// Whether the last request's body was dropped before its end was read: the
+    /// client may still be sending it when the connection closes.
+    unread: AtomicBool,
 }
 
 impl Activity {
@@ -112,13 +135,25 @@ impl Drop for Share {
     }
 }
 
+/// Marks the connection's request body as left unread when dropped armed.
+struct Unread(Option<Arc<Activity>>);
+
+impl Drop for Unread {
+    fn drop(&mut self) {
+        if let Some(activity) = self.0.take() {
+            activity.unread.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
 pin_project_lite::pin_project! {
     /// A request body that counts as "receiving" until its end is read (or it is
-    /// dropped).
+    /// dropped), and as left unread if it is dropped before its end.
     struct Receiving {
         #[pin]
         inner: Incoming,
         share: Option<Share>,
+        unread: Unread,
     }
 }
 
@@ -130,10 +165,22 @@ impl hyper::body::Body for Receiving {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
-        let this = self.project();
-        let polled = this.inner.poll_frame(cx);
-        if matches!(polled, Poll::Ready(None | Some(Err(_)))) {
+        let mut this = self.project();
+        let polled = this.inner.as_mut().poll_frame(cx);
+        // The end is read: with the last frame (a reader that stops at
+        // `is_end_stream` polls no further), or as the end of the frames.
+        let ended = match &polled {
+            Poll::Ready(None) => true,
+            Poll::Ready(Some(Ok(_))) => this.inner.is_end_stream(),
+            Poll::Ready(Some(Err(_))) => {
+                this.share.take();
+                false
+            }
+            Poll::Pending => false,
+        };
+        if ended {
             this.share.take();
+            this.unread.0 = None;
         }
         polled
     }
@@ -148,20 +195,34 @@ impl hyper::body::Body for Receiving {
 }
 
 async fn connection(stream: TcpStream, app: axum::Router, limits: Limits) {
-    let _ = stream.set_nodelay(true);
+    // The MCP SDK writes an answer as a short SSE stream in small pieces: with
+    // Nagle's algorithm on, the last piece would wait for a delayed ACK (~40 ms).
+    if let Err(err) = stream.set_nodelay(true) {
+        tracing::debug!(error = %err, "cannot set TCP_NODELAY");
+    }
     let activity = Arc::new(Activity::default());
     let io = TokioIo::new(Watched {
         inner: stream,
         activity: Arc::clone(&activity),
+        drain_limit: limits.drain_limit,
+        drain_time: limits.header_timeout,
+        drain: None,
     });
     let service = TowerToHyperService::new(app);
     let watched = Arc::clone(&activity);
     let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
         let running = Share::enter(&watched, |a| &a.running);
+        // A body hyper drained by itself left nothing behind.
+        watched.unread.store(false, Ordering::Relaxed);
         let request = request.map(|inner| {
-            let share = (!hyper::body::Body::is_end_stream(&inner))
-                .then(|| Share::enter(&watched, |a| &a.receiving));
-            Receiving { inner, share }
+            let receiving = !hyper::body::Body::is_end_stream(&inner);
+            let share = receiving.then(|| Share::enter(&watched, |a| &a.receiving));
+            let unread = Unread(receiving.then(|| Arc::clone(&watched)));
+            Receiving {
+                inner,
+                share,
+                unread,
+            }
         });
         let call = hyper::service::Service::call(&service, request);
         async move {
@@ -226,12 +287,23 @@ async fn connection(stream: TcpStream, app: axum::Router, limits: Limits) {
 }
 
 pin_project_lite::pin_project! {
-    /// A stream that counts the reads and writes that moved bytes.
+    /// A stream that counts the reads and writes that moved bytes, and lingers
+    /// on its shutdown after a request body was left unread.
     struct Watched {
         #[pin]
         inner: TcpStream,
         activity: Arc<Activity>,
+        drain_limit: usize,
+        drain_time: Duration,
+        drain: Option<Drain>,
     }
+}
+
+/// A lingering close under way: the write side is shut, what comes in is thrown
+/// away until the client closes, `left` bytes are read, or `until` passes.
+struct Drain {
+    left: usize,
+    until: Pin<Box<Sleep>>,
 }
 
 impl Watched {
@@ -292,6 +364,39 @@ impl AsyncWrite for Watched {
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.project().inner.poll_shutdown(cx)
+        let mut this = self.project();
+        if this.drain.is_none() {
+            // The answer is written: the client reads it, then the end of the stream.
+            std::task::ready!(this.inner.as_mut().poll_shutdown(cx))?;
+            let unread = this.activity.unread.swap(false, Ordering::Relaxed);
+            if !unread || *this.drain_limit == 0 {
+                return Poll::Ready(Ok(()));
+            }
+            *this.drain = Some(Drain {
+                left: *this.drain_limit,
+                until: Box::pin(tokio::time::sleep(*this.drain_time)),
+            });
+        }
+        let Some(drain) = this.drain.as_mut() else {
+            return Poll::Ready(Ok(()));
+        };
+        let mut scratch = [0u8; 8 * 1024];
+        loop {
+            if drain.left == 0 || drain.until.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Ok(()));
+            }
+            let want = drain.left.min(scratch.len());
+            let mut buf = ReadBuf::new(&mut scratch[..want]);
+            match this.inner.as_mut().poll_read(cx, &mut buf) {
+                Poll::Pending => return Poll::Pending,
+                // A reset or the client's own end: nothing more to wait for.
+                Poll::Ready(Err(_)) => return Poll::Ready(Ok(())),
+                Poll::Ready(Ok(())) if buf.filled().is_empty() => return Poll::Ready(Ok(())),
+                Poll::Ready(Ok(())) => {
+                    drain.left -= buf.filled().len();
+                    Self::moved(this.activity);
+                }
+            }
+        }
     }
 }
