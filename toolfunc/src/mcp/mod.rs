@@ -18,6 +18,7 @@ pub mod tasks;
 mod tracked;
 
 pub use client::ClientInfo;
+pub use rounds::RoundLimits;
 pub use serve::{NoDelay, serve};
 pub use server::{
     DEFAULT_MAX_LINE_LENGTH, DEFAULT_MAX_SESSIONS, DEFAULT_PAGE_SIZE,
