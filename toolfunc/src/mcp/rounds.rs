@@ -428,9 +428,12 @@ impl Rounds {
                 bytes,
             },
         );
-        if !table.reaping {
+        if !table.reaping
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            // Outside a runtime (never, for a server) the next park reaps instead.
             table.reaping = true;
-            tokio::spawn(reap(Arc::downgrade(&self.table), limits.lifetime));
+            runtime.spawn(reap(Arc::downgrade(&self.table), limits.lifetime));
         }
         drop(table);
         drop(expired);
