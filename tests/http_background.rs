@@ -439,3 +439,61 @@ async fn background_calls_are_bounded_per_caller_and_ids_in_bytes() {
         .error(400, "TOO_LONG");
     assert_eq!(slow("carol", "c-1").await.status, 202);
 }
+
+#[tokio::test]
+async fn behind_an_authenticator_a_background_call_is_its_subjects() {
+    use toolfunc::Identity;
+    use toolfunc::auth::ApiKeys;
+    let keys = ApiKeys::new()
+        .key("key-a", Identity::new("alice"))
+        .key("key-b", Identity::new("bob"));
+    let api = Api::new(demo::catalog())
+        .authenticate(keys)
+        .resource("http://127.0.0.1/api");
+    let addr = start(api).await;
+    // Both state the same client id: a label, not who they are.
+    let alice = [
+        ("authorization", "Bearer key-a"),
+        ("rpc-client-id", "app"),
+        ("content-type", "application/json"),
+        ("req-id", "job"),
+    ];
+    let bob = [
+        ("authorization", "Bearer key-b"),
+        ("rpc-client-id", "app"),
+        ("content-type", "application/json"),
+        ("req-id", "job"),
+    ];
+    let slow = Some(r#"{"ms":30000}"#);
+    assert_eq!(
+        call(addr, "POST", "/api/report", &alice, slow).await.status,
+        202
+    );
+    call(addr, "GET", "/api/rpcTask/job", &bob[..2], None)
+        .await
+        .error(404, "NOT_FOUND");
+    // Nor does stating Alice's name make Bob Alice.
+    let posing = [
+        ("authorization", "Bearer key-b"),
+        ("rpc-client-id", "alice"),
+    ];
+    call(addr, "GET", "/api/rpcTask/job", &posing, None)
+        .await
+        .error(404, "NOT_FOUND");
+    assert_eq!(
+        call(addr, "POST", "/api/report", &bob, slow).await.status,
+        202
+    );
+    for who in [&alice[..2], &bob[..2]] {
+        assert_eq!(
+            call(addr, "GET", "/api/rpcTask/job", who, None)
+                .await
+                .status,
+            202
+        );
+        let mut cancel = who.to_vec();
+        cancel.push(("rpc-act", "$cancel"));
+        let cancelled = call(addr, "POST", "/api/rpcTask/job", &cancel, None).await;
+        assert_eq!(cancelled.ok(), json!({"success": true}));
+    }
+}

@@ -1138,7 +1138,12 @@ async fn tasks(
         );
     };
     // A poll carries no call: a malformed header changes nothing here.
-    let (poller, _) = call_options(api, &parts.headers, header_str);
+    let (mut poller, _) = call_options(api, &parts.headers, header_str);
+    // The poller is who its credential says, as the caller was: not the client id
+    // it states.
+    if let Some(identity) = parts.extensions.get::<Identity>() {
+        poller = poller.identity(identity.clone());
+    }
     let ledger = api.ledger.for_caller(poller.owner());
     let readable = ledger
         .tool_of(&id)
