@@ -783,3 +783,22 @@ async fn per_caller_limits_refuse_overlong_callers_and_keep_a_byte_budget() {
     b.await.unwrap();
     assert!(c.run("nap", json!({"ms": 1})).await.is_ok());
 }
+
+#[tokio::test]
+async fn a_per_caller_limit_before_a_shared_one_gives_each_caller_a_share() {
+    let registry = Registry::global()
+        .isolate()
+        .layer(ConcurrencyLimit::new(1).per_caller())
+        .layer(ConcurrencyLimit::new(2));
+    let ann = registry.with(CallOptions::new().caller("ann"));
+    let bob = registry.with(CallOptions::new().caller("bob"));
+    let first = ann.spawn("nap", json!({"ms": 300}));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Ann floods: refused at her share, before she takes from everyone's.
+    for _ in 0..3 {
+        let err = ann.run("nap", json!({"ms": 1})).await.unwrap_err();
+        assert_eq!(err.code(), "BUSY");
+    }
+    assert!(bob.run("nap", json!({"ms": 1})).await.is_ok());
+    assert_eq!(first.await.unwrap(), json!(300));
+}
