@@ -381,8 +381,9 @@ pub enum TaskPoll {
 
 /// A ledger of tracked calls on one registry. Clones share the ledger.
 ///
-/// The ledger as made finds any caller's call by its id;
-/// [`for_caller`](Self::for_caller) makes a view of it that finds only one caller's.
+/// The ledger as made finds any caller's call by its id (of an id several callers
+/// chose, the one started for no caller); [`for_caller`](Self::for_caller) makes a
+/// view of it that finds only one caller's.
 #[derive(Clone)]
 pub struct Ledger {
     inner: Arc<Inner>,
@@ -733,7 +734,7 @@ impl Ledger {
     /// the verified subject, else the stated caller (`None`: calls started for no
     /// one). What a surface reads the ledger through for its caller.
     ///
-    /// ```
+    /// ```rust,standalone_crate
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// use serde_json::json;
     /// use toolfunc::ledger::{Ledger, Track};
