@@ -66,10 +66,9 @@ impl Holdings {
         self.total.bytes += bytes;
     }
 
-    /// Gives back `entries` entries and `bytes` bytes of `owner`.
+    /// Gives back `entries` entries and `bytes` bytes of `owner` (nothing for an
+    /// owner that holds nothing).
     pub(crate) fn release(&mut self, owner: Option<&str>, entries: usize, bytes: usize) {
-        self.total.entries = self.total.entries.saturating_sub(entries);
-        self.total.bytes = self.total.bytes.saturating_sub(bytes);
         let usage = match owner {
             None => &mut self.anonymous,
             Some(owner) => match self.named.get_mut(owner) {
@@ -77,8 +76,12 @@ impl Holdings {
                 None => return,
             },
         };
-        usage.entries = usage.entries.saturating_sub(entries);
-        usage.bytes = usage.bytes.saturating_sub(bytes);
+        let entries = entries.min(usage.entries);
+        let bytes = bytes.min(usage.bytes);
+        usage.entries -= entries;
+        usage.bytes -= bytes;
+        self.total.entries = self.total.entries.saturating_sub(entries);
+        self.total.bytes = self.total.bytes.saturating_sub(bytes);
         if let Some(owner) = owner
             && usage.entries == 0
         {
