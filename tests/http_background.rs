@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolfunc::http::{Api, Client};
-use toolfunc::ledger::{Ledger, TaskStatus};
+use toolfunc::ledger::{Ledger, LedgerSettings, TaskStatus};
 
 use http_support::{Reply, call, start};
 
@@ -335,4 +335,165 @@ async fn the_client_streams_a_background_call_once_it_is_done() {
         items,
         vec![json!({"tick": 0}), json!({"tick": 1}), json!({"tick": 2})]
     );
+}
+
+#[tokio::test]
+async fn a_req_id_names_a_call_only_for_the_caller_who_sent_it() {
+    let addr = start(Api::new(demo::catalog())).await;
+    let json = ("content-type", "application/json");
+    let alice = call(
+        addr,
+        "POST",
+        "/api/report",
+        &[json, ("req-id", "job-7"), ("rpc-client-id", "alice")],
+        Some(r#"{"ms":30000}"#),
+    )
+    .await;
+    assert_eq!(alice.status, 202, "{}", alice.text());
+    // To Bob, Alice's id is exactly an id nobody used.
+    let bob = [("rpc-client-id", "bob")];
+    let taken = call(addr, "GET", "/api/rpcTask/job-7", &bob, None).await;
+    let unknown = call(addr, "GET", "/api/rpcTask/job-8", &bob, None).await;
+    assert_eq!(taken.status, unknown.status);
+    assert_eq!(taken.text(), unknown.text().replace("job-8", "job-7"));
+    // Bob may send the same req-id: his own call runs, under it, for him.
+    for (caller, ms) in [("bob", 1300), ("", 1200)] {
+        let mut headers = vec![json, ("req-id", "job-7")];
+        if !caller.is_empty() {
+            headers.push(("rpc-client-id", caller));
+        }
+        let own = call(
+            addr,
+            "POST",
+            "/api/report",
+            &headers,
+            Some(&format!(r#"{{"ms":{ms}}}"#)),
+        )
+        .await;
+        assert_eq!(own.status, 202, "{caller}: {}", own.text());
+        assert_eq!(own.header("req-id"), Some("job-7"));
+    }
+    let path = "/api/rpcTask/job-7";
+    for (asker, ms) in [(&bob[..], 1300), (&[][..], 1200)] {
+        let mut reply = call(addr, "GET", path, asker, None).await;
+        while reply.status == 202 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            reply = call(addr, "GET", path, asker, None).await;
+        }
+        assert_eq!(reply.ok(), json!({ "ms": ms }));
+    }
+    // Alice's call was never touched.
+    let alice = [("rpc-client-id", "alice")];
+    assert_eq!(call(addr, "GET", path, &alice, None).await.status, 202);
+    let cancel = [("rpc-client-id", "alice"), ("rpc-act", "$cancel")];
+    let cancelled = call(addr, "POST", path, &cancel, None).await;
+    assert_eq!(cancelled.ok(), json!({"success": true}));
+}
+
+/// Whether `id` is 128 random bits in hex, after an optional `task-`.
+fn unguessable(id: &str) -> bool {
+    let hex = id.strip_prefix("task-").unwrap_or(id);
+    hex.len() == 32 && hex.bytes().all(|c| c.is_ascii_hexdigit())
+}
+
+#[tokio::test]
+async fn without_a_req_id_the_server_makes_an_unguessable_one() {
+    let addr = start(Api::new(demo::catalog())).await;
+    let json = ("content-type", "application/json");
+    let mut seen = Vec::new();
+    for body in [r#"{"ms":10}"#, r#"{"ms":10}"#, r#"{"ms":1500}"#] {
+        let reply = call(addr, "POST", "/api/report", &[json], Some(body)).await;
+        let id = reply.header("req-id").expect("a req-id").to_owned();
+        assert!(unguessable(&id), "{id}");
+        assert!(!seen.contains(&id));
+        seen.push(id);
+    }
+}
+
+#[tokio::test]
+async fn background_calls_are_bounded_per_caller_and_ids_in_bytes() {
+    let registry = demo::catalog();
+    let settings = LedgerSettings::default()
+        .max_entries_per_caller(1)
+        .max_id_bytes(16);
+    let ledger = Ledger::with_settings(&registry, settings);
+    let addr = start(Api::new(&registry).ledger(ledger)).await;
+    let json = ("content-type", "application/json");
+    let slow = |caller: &'static str, id: &'static str| async move {
+        call(
+            addr,
+            "POST",
+            "/api/report",
+            &[json, ("rpc-client-id", caller), ("req-id", id)],
+            Some(r#"{"ms":30000}"#),
+        )
+        .await
+    };
+    assert_eq!(slow("alice", "a-1").await.status, 202);
+    // Alice floods: her next call is refused; Bob still gets in.
+    slow("alice", "a-2").await.error(429, "BUSY");
+    assert_eq!(slow("bob", "b-1").await.status, 202);
+    // A req-id past the cap is refused, with a stable code, and not kept.
+    slow("carol", "c-0123456789abcdef")
+        .await
+        .error(400, "TOO_LONG");
+    assert_eq!(slow("carol", "c-1").await.status, 202);
+}
+
+#[tokio::test]
+async fn behind_an_authenticator_a_background_call_is_its_subjects() {
+    use toolfunc::Identity;
+    use toolfunc::auth::ApiKeys;
+    let keys = ApiKeys::new()
+        .key("key-a", Identity::new("alice"))
+        .key("key-b", Identity::new("bob"));
+    let api = Api::new(demo::catalog())
+        .authenticate(keys)
+        .resource("http://127.0.0.1/api");
+    let addr = start(api).await;
+    // Both state the same client id: a label, not who they are.
+    let alice = [
+        ("authorization", "Bearer key-a"),
+        ("rpc-client-id", "app"),
+        ("content-type", "application/json"),
+        ("req-id", "job"),
+    ];
+    let bob = [
+        ("authorization", "Bearer key-b"),
+        ("rpc-client-id", "app"),
+        ("content-type", "application/json"),
+        ("req-id", "job"),
+    ];
+    let slow = Some(r#"{"ms":30000}"#);
+    assert_eq!(
+        call(addr, "POST", "/api/report", &alice, slow).await.status,
+        202
+    );
+    call(addr, "GET", "/api/rpcTask/job", &bob[..2], None)
+        .await
+        .error(404, "NOT_FOUND");
+    // Nor does stating Alice's name make Bob Alice.
+    let posing = [
+        ("authorization", "Bearer key-b"),
+        ("rpc-client-id", "alice"),
+    ];
+    call(addr, "GET", "/api/rpcTask/job", &posing, None)
+        .await
+        .error(404, "NOT_FOUND");
+    assert_eq!(
+        call(addr, "POST", "/api/report", &bob, slow).await.status,
+        202
+    );
+    for who in [&alice[..2], &bob[..2]] {
+        assert_eq!(
+            call(addr, "GET", "/api/rpcTask/job", who, None)
+                .await
+                .status,
+            202
+        );
+        let mut cancel = who.to_vec();
+        cancel.push(("rpc-act", "$cancel"));
+        let cancelled = call(addr, "POST", "/api/rpcTask/job", &cancel, None).await;
+        assert_eq!(cancelled.ok(), json!({"success": true}));
+    }
 }

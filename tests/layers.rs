@@ -733,3 +733,72 @@ async fn a_refilled_bucket_makes_room_for_a_new_caller() {
     assert_eq!(run("b").unwrap_err().code(), "RATE_LIMITED");
     assert!(run("nobody").is_ok(), "the shared allowance is untouched");
 }
+
+#[tokio::test]
+async fn per_caller_limits_refuse_overlong_callers_and_keep_a_byte_budget() {
+    let rate = Registry::global().isolate().layer(
+        RateLimit::new(1, Duration::from_secs(3600))
+            .per_caller()
+            .max_caller_bytes(64)
+            .max_bytes(100),
+    );
+    let run = |caller: String| {
+        rate.with(CallOptions::new().caller(caller))
+            .run_sync("add", json!({"a": 1, "b": 1}))
+    };
+    // A caller past the cap is refused with a clear code, and never kept.
+    let long = run("x".repeat(65)).unwrap_err();
+    assert_eq!((long.code(), long.status()), ("TOO_LONG", 400));
+    assert_eq!(long.data().unwrap()["max"], 64);
+    // Two 40-byte names fit the 100-byte budget; past it, new names share one
+    // allowance, however many of them come.
+    assert!(run("a".repeat(40)).is_ok());
+    assert!(run("b".repeat(40)).is_ok());
+    assert!(run("c".repeat(40)).is_ok());
+    assert_eq!(run("d".repeat(40)).unwrap_err().code(), "RATE_LIMITED");
+    assert_eq!(run("a".repeat(40)).unwrap_err().code(), "RATE_LIMITED");
+
+    let slots = Registry::global().isolate().layer(
+        ConcurrencyLimit::new(1)
+            .per_caller()
+            .max_caller_bytes(64)
+            .max_bytes(100),
+    );
+    let runner = |caller: String| slots.with(CallOptions::new().caller(caller));
+    let long = runner("x".repeat(65))
+        .run("nap", json!({"ms": 1}))
+        .await
+        .unwrap_err();
+    assert_eq!((long.code(), long.status()), ("TOO_LONG", 400));
+    let a = runner("a".repeat(40)).spawn("nap", json!({"ms": 300}));
+    let b = runner("b".repeat(40)).spawn("nap", json!({"ms": 300}));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // The budget is taken by callers in flight: a third is refused until one ends.
+    let c = runner("c".repeat(40));
+    assert_eq!(
+        c.run("nap", json!({"ms": 1})).await.unwrap_err().code(),
+        "BUSY"
+    );
+    assert_eq!(a.await.unwrap(), json!(300));
+    b.await.unwrap();
+    assert!(c.run("nap", json!({"ms": 1})).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_per_caller_limit_before_a_shared_one_gives_each_caller_a_share() {
+    let registry = Registry::global()
+        .isolate()
+        .layer(ConcurrencyLimit::new(1).per_caller())
+        .layer(ConcurrencyLimit::new(2));
+    let ann = registry.with(CallOptions::new().caller("ann"));
+    let bob = registry.with(CallOptions::new().caller("bob"));
+    let first = ann.spawn("nap", json!({"ms": 300}));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Ann floods: refused at her share, before she takes from everyone's.
+    for _ in 0..3 {
+        let err = ann.run("nap", json!({"ms": 1})).await.unwrap_err();
+        assert_eq!(err.code(), "BUSY");
+    }
+    assert!(bob.run("nap", json!({"ms": 1})).await.is_ok());
+    assert_eq!(first.await.unwrap(), json!(300));
+}

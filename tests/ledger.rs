@@ -281,3 +281,131 @@ async fn a_call_cancelled_while_it_waits_for_an_answer_ends() {
     let info = ledger.settle(&id, Duration::from_secs(60)).await.unwrap();
     assert!(info.status.is_finished());
 }
+
+fn as_caller(caller: &str) -> Track {
+    Track::new().options(CallOptions::new().caller(caller))
+}
+
+#[tokio::test]
+async fn a_tracked_call_is_found_by_its_id_and_its_caller() {
+    let ledger = Ledger::new(registry());
+    let ann = ledger
+        .start_with("work", json!({"ms": 60_000}), as_caller("ann").id("job"))
+        .unwrap();
+    // Another caller may use the same id: it names a call of its own.
+    let bob = ledger
+        .start_with("work", json!({"ms": 5}), as_caller("bob").id("job"))
+        .unwrap();
+    assert_eq!((ann.as_str(), bob.as_str()), ("job", "job"));
+    let (for_ann, for_bob) = (
+        ledger.for_caller(Some("ann")),
+        ledger.for_caller(Some("bob")),
+    );
+    assert_eq!(for_bob.wait("job").await.unwrap(), json!({"ms": 5}));
+    assert_eq!(for_ann.status("job").unwrap().status, TaskStatus::Working);
+    assert_eq!(
+        for_ann.status("job").unwrap().caller.as_deref(),
+        Some("ann")
+    );
+    // To anyone else it does not exist; a view lists only its caller's calls.
+    let eve = ledger.for_caller(Some("eve"));
+    assert!(eve.status("job").is_none());
+    assert_eq!(eve.poll("job").unwrap_err().code(), "NOT_FOUND");
+    assert_eq!(eve.cancel("job").unwrap_err().code(), "NOT_FOUND");
+    assert!(!eve.remove("job"));
+    assert!(eve.list().is_empty());
+    assert_eq!(for_ann.list().len(), 1);
+    assert!(!ledger.for_caller(None).visible_to("job", None));
+    // Its own caller cannot take it twice while it is kept.
+    let taken = ledger
+        .start_with("work", json!({}), as_caller("ann").id("job"))
+        .unwrap_err();
+    assert_eq!(taken.code(), "CONFLICT");
+    assert!(for_ann.remove("job"));
+}
+
+#[tokio::test]
+async fn each_caller_has_a_quota_and_the_ledger_a_byte_budget() {
+    let settings = LedgerSettings::default().max_entries_per_caller(2);
+    let ledger = Ledger::with_settings(registry(), settings);
+    for _ in 0..2 {
+        ledger
+            .start_with("work", json!({"ms": 60_000}), as_caller("ann"))
+            .unwrap();
+    }
+    // Ann floods: only she is refused; Bob and callers with no name still get in.
+    let refused = ledger
+        .start_with("work", json!({}), as_caller("ann"))
+        .unwrap_err();
+    assert_eq!((refused.code(), refused.status()), ("BUSY", 429));
+    ledger
+        .start_with("work", json!({"ms": 60_000}), as_caller("bob"))
+        .unwrap();
+    ledger.start("work", json!({"ms": 60_000})).unwrap();
+
+    // Bytes: the results a caller keeps count against its share and the total.
+    let registry = Registry::new();
+    registry
+        .register(
+            ToolFunc::builder("echo")
+                .handler_sync(|_ctx, args: Value| Ok(args["text"].clone()))
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let settings = LedgerSettings::default()
+        .max_bytes_per_caller(10_000)
+        .max_bytes(20_000);
+    let ledger = Ledger::with_settings(registry, settings);
+    let big = json!({"text": "x".repeat(12_000)});
+    let kept = ledger
+        .start_with("echo", big.clone(), as_caller("ann"))
+        .unwrap();
+    assert!(
+        ledger.wait(&kept).await.is_ok(),
+        "read, and kept for 5 minutes"
+    );
+    let refused = ledger
+        .start_with("echo", big.clone(), as_caller("ann"))
+        .unwrap_err();
+    assert_eq!((refused.code(), refused.status()), ("BUSY", 429));
+    let bob = ledger
+        .start_with("echo", big.clone(), as_caller("bob"))
+        .unwrap();
+    ledger.wait(&bob).await.unwrap();
+    // Past the total, everyone is refused until results are read or removed.
+    let full = ledger.start_with("echo", big, as_caller("cy")).unwrap_err();
+    assert_eq!((full.code(), full.status()), ("BUSY", 503));
+    assert!(ledger.remove(&kept));
+    ledger
+        .start_with("echo", json!({"text": "small"}), as_caller("cy"))
+        .unwrap();
+}
+
+#[tokio::test]
+async fn overlong_ids_and_callers_are_refused() {
+    let settings = LedgerSettings::default()
+        .max_id_bytes(8)
+        .max_caller_bytes(8);
+    let ledger = Ledger::with_settings(registry(), settings);
+    let long_id = ledger
+        .start_with("work", json!({}), Track::new().id("123456789"))
+        .unwrap_err();
+    assert_eq!((long_id.code(), long_id.status()), ("TOO_LONG", 400));
+    assert_eq!(long_id.data().unwrap()["max"], 8);
+    let long_caller = ledger
+        .start_with("work", json!({}), as_caller("123456789"))
+        .unwrap_err();
+    assert_eq!(long_caller.code(), "TOO_LONG");
+    assert!(ledger.list().is_empty());
+    // Within the caps, and the ledger's own ids: fine.
+    ledger
+        .start_with("work", json!({}), as_caller("12345678").id("12345678"))
+        .unwrap();
+    ledger.start("work", json!({})).unwrap();
+    let defaults = LedgerSettings::default();
+    assert_eq!(
+        (defaults.max_id_bytes, defaults.max_caller_bytes),
+        (256, 256)
+    );
+}

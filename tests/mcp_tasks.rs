@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolfunc::ledger::{Ledger, TaskStatus};
-use toolfunc::mcp::Server;
+use toolfunc::mcp::{RoundLimits, Server};
 use toolfunc::{Ctx, Registry, ToolError, ToolFunc, layer};
 
 use mcp_support::{Answer, LIMIT, modern_request, serve_http};
@@ -81,6 +81,18 @@ fn registry() -> Registry {
             .build(),
         ToolFunc::builder("plain")
             .handler_sync(|_ctx, _args| Ok(json!("plain")))
+            .build(),
+        // No task: asks its caller in a round, then greets.
+        ToolFunc::builder("greet")
+            .handler(|ctx: Ctx, _args: Value| async move {
+                let schema = json!({"type": "object", "properties": {"name": {"type": "string"}}});
+                let answer = ctx.elicit_named("name", "Who?", schema).await?;
+                let content = answer.content.unwrap_or_default();
+                Ok(json!(format!(
+                    "Hello, {}!",
+                    content["name"].as_str().unwrap_or("?")
+                )))
+            })
             .build(),
     ];
     for tool in tools {
@@ -394,14 +406,19 @@ async fn a_task_is_only_its_own_clients() {
     assert_eq!(listed[0].status, TaskStatus::Working);
 
     let mut other = Client::new(&url, takes_tasks("intruder"));
-    let refused = other.error("tasks/get", json!({"taskId": id})).await;
-    assert_eq!(refused["code"], -32602, "{refused}");
-    let refused = other.error("tasks/cancel", json!({"taskId": id})).await;
-    assert_eq!(refused["code"], -32602);
-    let refused = other
-        .error("tasks/update", json!({"taskId": id, "inputResponses": {}}))
-        .await;
-    assert_eq!(refused["code"], -32602);
+    // Exactly what an id that does not exist gets, with its id in place.
+    let unknown = format!("task-{}", "0".repeat(32));
+    for method in ["tasks/get", "tasks/cancel", "tasks/update"] {
+        let params = |task: &str| json!({"taskId": task, "inputResponses": {}});
+        let refused = other.error(method, params(&id)).await;
+        assert_eq!(refused["code"], -32602, "{method}: {refused}");
+        let none = other.error(method, params(&unknown)).await;
+        let none = serde_json::to_string(&none).unwrap().replace(&unknown, &id);
+        assert_eq!(serde_json::to_string(&refused).unwrap(), none, "{method}");
+    }
+    // Nor can anyone list tasks.
+    let listed = other.error("tasks/list", json!({})).await;
+    assert_eq!(listed["code"], -32601, "{listed}");
     assert_eq!(owner.get(&id).await["status"], "working");
 
     // While the layers hide its tool, its own client cannot read it either.
@@ -412,4 +429,126 @@ async fn a_task_is_only_its_own_clients() {
 
     owner.result("tasks/cancel", json!({"taskId": id})).await;
     assert_eq!(owner.until(&id, "cancelled").await["status"], "cancelled");
+}
+
+/// The capabilities of a 2026-07-28 client that answers elicitations (no tasks).
+fn asks(name: &str) -> Value {
+    json!({
+        "io.modelcontextprotocol/clientInfo": {"name": name, "version": "1.0.0"},
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}
+    })
+}
+
+/// A retry of `greet` answering its question with `name`, under `state`.
+fn greet_retry(state: &str, name: &str) -> Value {
+    json!({
+        "name": "greet",
+        "arguments": {},
+        "inputResponses": {"name": {"action": "accept", "content": {"name": name}}},
+        "requestState": state,
+    })
+}
+
+#[tokio::test]
+async fn a_request_state_is_bound_to_its_caller() {
+    let url = serve(Server::new(registry())).await;
+    let mut alice = Client::new(&url, asks("alice"));
+    let round = alice.call("greet", json!({})).await;
+    assert_eq!(round["resultType"], "input_required", "{round}");
+    let state = round["requestState"].as_str().expect("a state").to_owned();
+    // Someone else replaying it is refused as for a forged state, and takes nothing.
+    let mut mallory = Client::new(&url, asks("mallory"));
+    let replayed = mallory
+        .error("tools/call", greet_retry(&state, "Mallory"))
+        .await;
+    assert_eq!(replayed["code"], -32602, "{replayed}");
+    let forged = mallory
+        .error("tools/call", greet_retry("not-a-state", "Mallory"))
+        .await;
+    assert_eq!(replayed["message"], forged["message"]);
+    // Its own caller's retry still answers it.
+    let done = alice
+        .result("tools/call", greet_retry(&state, "Alice"))
+        .await;
+    assert_eq!(done["content"][0]["text"], "Hello, Alice!", "{done}");
+}
+
+#[tokio::test]
+async fn a_parked_round_past_its_lifetime_is_reaped_without_traffic() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    /// Set when the call it lives in ends or is dropped.
+    struct Ended(Arc<AtomicBool>);
+    impl Drop for Ended {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let ended = Arc::new(AtomicBool::new(false));
+    let flag = ended.clone();
+    let registry = Registry::new();
+    registry
+        .register(
+            ToolFunc::builder("wait")
+                .handler(move |ctx: Ctx, _args: Value| {
+                    let guard = Ended(flag.clone());
+                    async move {
+                        let _guard = guard;
+                        ctx.elicit("Still there?", json!({"type": "object"}))
+                            .await?;
+                        Ok(json!("answered"))
+                    }
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let limits = RoundLimits::default().lifetime(Duration::from_millis(200));
+    let url = serve(Server::new(registry).round_limits(limits)).await;
+    let mut client = Client::new(&url, asks("a"));
+    let round = client.call("wait", json!({})).await;
+    assert_eq!(round["resultType"], "input_required", "{round}");
+    let state = round["requestState"].as_str().unwrap().to_owned();
+    assert!(!ended.load(Ordering::SeqCst));
+    // No request comes; the round is reaped all the same, and its call ended.
+    for _ in 0..100 {
+        if ended.load(Ordering::SeqCst) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(ended.load(Ordering::SeqCst), "the parked call still runs");
+    let late = client
+        .error(
+            "tools/call",
+            json!({"name": "wait", "arguments": {}, "inputResponses": {}, "requestState": state}),
+        )
+        .await;
+    assert_eq!(late["code"], -32602, "{late}");
+}
+
+#[tokio::test]
+async fn parked_rounds_are_bounded_per_caller() {
+    let limits = RoundLimits::default()
+        .max_parked_per_caller(1)
+        .max_caller_bytes(64);
+    let url = serve(Server::new(registry()).round_limits(limits)).await;
+    let mut alice = Client::new(&url, asks("alice"));
+    let round = alice.call("greet", json!({})).await;
+    assert_eq!(round["resultType"], "input_required", "{round}");
+    // Alice floods: her second parked round is refused ...
+    let refused = alice
+        .error("tools/call", json!({"name": "greet", "arguments": {}}))
+        .await;
+    assert_eq!(refused["data"]["code"], "BUSY", "{refused}");
+    // ... while Bob still gets in.
+    let mut bob = Client::new(&url, asks("bob"));
+    let round = bob.call("greet", json!({})).await;
+    assert_eq!(round["resultType"], "input_required", "{round}");
+    // A caller name past the cap is refused with a clear code, not kept.
+    let mut long = Client::new(&url, asks(&"x".repeat(65)));
+    let refused = long
+        .error("tools/call", json!({"name": "greet", "arguments": {}}))
+        .await;
+    assert_eq!(refused["data"]["code"], "TOO_LONG", "{refused}");
 }

@@ -90,6 +90,7 @@ pub mod mcp;
 pub mod nats;
 mod options;
 mod panic;
+mod quota;
 mod registry;
 mod remote;
 pub mod schema;

@@ -1104,6 +1104,8 @@ async fn run_in_background(
     req_id: Option<String>,
 ) -> Response {
     let name = found.name().to_owned();
+    // The call is its caller's: its `req-id` names it for that caller alone.
+    let ledger = api.ledger.for_caller(options.owner());
     let mut track = Track::new().options(options);
     if streamed {
         track = track.streamed();
@@ -1111,12 +1113,12 @@ async fn run_in_background(
     if let Some(id) = req_id {
         track = track.id(id);
     }
-    let id = match found.track(&api.ledger, params, track) {
+    let id = match found.track(&ledger, params, track) {
         Ok(id) => id,
         Err(err) => return error_response(Some(&name), &err),
     };
-    if let Ok(result) = tokio::time::timeout(soft, api.ledger.wait(&id)).await {
-        api.ledger.remove(&id);
+    if let Ok(result) = tokio::time::timeout(soft, ledger.wait(&id)).await {
+        ledger.remove(&id);
         return match result {
             Ok(items) if streamed => ndjson_response(&items),
             Ok(value) => json_response(StatusCode::OK, &value),
@@ -1138,10 +1140,10 @@ async fn run_in_background(
     response
 }
 
-/// A poll (`get`) or a cancel (`$cancel`) of a background call. Only its caller
-/// (when it was started for a named one) may read or cancel it, and only while the
-/// layers let that caller see its tool; anyone else is answered as for an unknown
-/// id.
+/// A poll (`get`) or a cancel (`$cancel`) of a background call. The id names the
+/// poller's own call of that id (else one started for no caller): only its caller
+/// may read or cancel it, and only while the layers let that caller see its tool;
+/// to anyone else it is an unknown id, whoever else uses it.
 async fn tasks(
     api: &Api,
     parts: &axum::http::request::Parts,
@@ -1189,12 +1191,16 @@ async fn tasks(
         );
     };
     // A poll carries no call: a malformed header changes nothing here.
-    let (poller, _) = call_options(api, &parts.headers, header_str);
-    let readable = api.ledger.visible_to(&id, poller.owner())
-        && api
-            .ledger
-            .tool_of(&id)
-            .is_none_or(|tool| remote::tracked_shown(&api.registry, &tool, Some(&poller)));
+    let (mut poller, _) = call_options(api, &parts.headers, header_str);
+    // The poller is who its credential says, as the caller was: not the client id
+    // it states.
+    if let Some(identity) = parts.extensions.get::<Identity>() {
+        poller = poller.identity(identity.clone());
+    }
+    let ledger = api.ledger.for_caller(poller.owner());
+    let readable = ledger
+        .tool_of(&id)
+        .is_some_and(|tool| remote::tracked_shown(&api.registry, &tool, Some(&poller)));
     if !readable {
         return error_response(
             Some(TASKS),
@@ -1205,13 +1211,13 @@ async fn tasks(
         );
     }
     if act == "$cancel" {
-        return match api.ledger.cancel(&id) {
+        return match ledger.cancel(&id) {
             Ok(()) => json_response(StatusCode::OK, &serde_json::json!({"success": true})),
             Err(err) => error_response(Some(TASKS), &err),
         };
     }
-    let streamed = api.ledger.status(&id).is_some_and(|info| info.streamed);
-    match api.ledger.poll(&id) {
+    let streamed = ledger.status(&id).is_some_and(|info| info.streamed);
+    match ledger.poll(&id) {
         Ok(TaskPoll::Working(_)) => json_response(
             StatusCode::ACCEPTED,
             &serde_json::json!({"status": 102, "code": 102, "message": "Keep Polling"}),

@@ -290,15 +290,10 @@ pub(crate) fn millis(text: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
-/// A fresh request id: unique in the process and unlikely to meet another
-/// process's (the time in nanoseconds and a counter, in hex).
+/// A fresh request id: 128 random bits in hex, so nobody can guess it (a call that
+/// moves to the background is tracked under its request id).
 pub(crate) fn request_id() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("{nanos:x}-{:x}", NEXT.fetch_add(1, Ordering::Relaxed))
+    crate::id::random_hex()
 }
 
 #[cfg(test)]

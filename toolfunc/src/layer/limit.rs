@@ -1,7 +1,10 @@
 //! Limits over callers: how often ([`RateLimit`]) and how many at once
 //! ([`ConcurrencyLimit`]). Both refuse at once rather than wait, so they work the
 //! same for sync callers and never hold a network request open; both keep bounded
-//! memory however many caller ids arrive.
+//! memory however many caller ids arrive, and however long: per caller, they keep
+//! at most [`DEFAULT_MAX_CALLERS`] callers, [`DEFAULT_MAX_TABLE_BYTES`] bytes of
+//! their names, and refuse a caller name longer than [`DEFAULT_MAX_CALLER_BYTES`]
+//! with `TOO_LONG` (400) (each a setting).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -13,20 +16,33 @@ use serde_json::json;
 
 use super::{Call, Layer, Next, Reply, ReplyFuture};
 use crate::error::ToolError;
+use crate::quota::too_long;
 
 /// How many callers a per-caller limit tracks by default; callers past it share one
 /// allowance.
 pub const DEFAULT_MAX_CALLERS: usize = 10_000;
 
+/// The longest caller name (the verified subject, else the stated caller) a
+/// per-caller limit takes by default, in bytes; a call of a longer one is refused
+/// with `TOO_LONG` (400).
+pub const DEFAULT_MAX_CALLER_BYTES: usize = 256;
+
+/// How many bytes of caller names a per-caller limit keeps by default; past them,
+/// new callers are treated as past [`DEFAULT_MAX_CALLERS`].
+pub const DEFAULT_MAX_TABLE_BYTES: usize = 1 << 20;
+
 /// How often a full per-caller table is swept for buckets that refilled.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
-/// Whose allowance a call draws on.
-fn key(per_caller: bool, call: &Call) -> Option<&str> {
-    if per_caller {
-        call.ctx().principal()
-    } else {
-        None
+/// Whose allowance a call draws on; `TOO_LONG` for a caller name past `max` bytes,
+/// which is never kept.
+fn key(per_caller: bool, max: usize, call: &Call) -> Result<Option<&str>, ToolError> {
+    match call.ctx().principal() {
+        Some(caller) if per_caller => match too_long("caller", caller, max) {
+            Some(refused) => Err(refused),
+            None => Ok(Some(caller)),
+        },
+        _ => Ok(None),
     }
 }
 
@@ -34,9 +50,12 @@ fn key(per_caller: bool, call: &Call) -> Option<&str> {
 /// refilled at `calls` per `per`. A call past the allowance is refused with
 /// `RATE_LIMITED` (HTTP 429) whose data gives `retryAfterMs`.
 ///
-/// Memory is bounded: at most [`max_callers`](Self::max_callers) buckets are kept
-/// (idle full buckets are dropped first); callers past that share one bucket, so a
-/// flood of made-up caller ids cannot grow the table or escape the limit.
+/// Memory is bounded: at most [`max_callers`](Self::max_callers) buckets are kept,
+/// with at most [`max_bytes`](Self::max_bytes) of their callers' names (idle full
+/// buckets are dropped first); callers past that share one bucket, so a flood of
+/// made-up caller ids cannot grow the table or escape the limit. A caller name
+/// longer than [`max_caller_bytes`](Self::max_caller_bytes) is refused with
+/// `TOO_LONG` (400).
 ///
 /// ```rust,standalone_crate
 /// use std::time::Duration;
@@ -68,6 +87,8 @@ pub struct RateLimit {
     rate: f64,
     per_caller: bool,
     max_callers: usize,
+    max_caller_bytes: usize,
+    max_bytes: usize,
     buckets: Mutex<Buckets>,
 }
 
@@ -80,6 +101,8 @@ struct Buckets {
     /// When full buckets were last dropped to make room: at most once a second, so
     /// a flood of new caller ids cannot make every call scan the table.
     swept: Option<Instant>,
+    /// The bytes of the names in `by_caller`.
+    bytes: usize,
 }
 
 #[derive(Clone, Copy)]
@@ -110,6 +133,8 @@ impl fmt::Debug for RateLimit {
             .field("per_second", &self.rate)
             .field("per_caller", &self.per_caller)
             .field("max_callers", &self.max_callers)
+            .field("max_caller_bytes", &self.max_caller_bytes)
+            .field("max_bytes", &self.max_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -125,6 +150,8 @@ impl RateLimit {
             rate: f64::from(calls) / per.as_secs_f64(),
             per_caller: false,
             max_callers: DEFAULT_MAX_CALLERS,
+            max_caller_bytes: DEFAULT_MAX_CALLER_BYTES,
+            max_bytes: DEFAULT_MAX_TABLE_BYTES,
             buckets: Mutex::default(),
         }
     }
@@ -143,6 +170,22 @@ impl RateLimit {
         self
     }
 
+    /// The longest caller name taken, in bytes (default
+    /// [`DEFAULT_MAX_CALLER_BYTES`]); a longer one is refused with `TOO_LONG`.
+    #[must_use]
+    pub fn max_caller_bytes(mut self, max: usize) -> Self {
+        self.max_caller_bytes = max;
+        self
+    }
+
+    /// How many bytes of caller names the buckets may keep (default
+    /// [`DEFAULT_MAX_TABLE_BYTES`]); callers past it share one bucket.
+    #[must_use]
+    pub fn max_bytes(mut self, max: usize) -> Self {
+        self.max_bytes = max;
+        self
+    }
+
     /// Takes one token for `caller`, or says how long until one is there.
     fn take(&self, caller: Option<&str>) -> Result<(), Duration> {
         let now = Instant::now();
@@ -152,20 +195,30 @@ impl RateLimit {
             by_caller,
             shared,
             swept,
+            bytes,
         } = &mut *buckets;
+        let (max_callers, max_bytes) = (self.max_callers, self.max_bytes);
+        let room = |by_caller: &HashMap<Box<str>, Bucket>, bytes: usize, caller: &str| {
+            by_caller.len() < max_callers && bytes.saturating_add(caller.len()) <= max_bytes
+        };
         let bucket = match caller {
             Some(caller) if by_caller.contains_key(caller) => by_caller.get_mut(caller),
             Some(caller) => {
                 let due = swept.is_none_or(|at| now.saturating_duration_since(at) >= SWEEP_EVERY);
-                if by_caller.len() >= self.max_callers && due {
+                if !room(by_caller, *bytes, caller) && due {
                     // Full buckets are as good as new ones: drop them to make room.
                     *swept = Some(now);
-                    by_caller.retain(|_, b| {
+                    by_caller.retain(|name, b| {
                         b.refill(capacity, rate, now);
-                        b.tokens < capacity
+                        let keep = b.tokens < capacity;
+                        if !keep {
+                            *bytes = bytes.saturating_sub(name.len());
+                        }
+                        keep
                     });
                 }
-                if by_caller.len() < self.max_callers {
+                if room(by_caller, *bytes, caller) {
+                    *bytes += caller.len();
                     Some(
                         by_caller
                             .entry(caller.into())
@@ -195,7 +248,11 @@ impl RateLimit {
 
 impl Layer for RateLimit {
     fn call(&self, call: Call, next: Next) -> ReplyFuture {
-        match self.take(key(self.per_caller, &call)) {
+        let caller = match key(self.per_caller, self.max_caller_bytes, &call) {
+            Ok(caller) => caller,
+            Err(refused) => return ReplyFuture::ready(Err(refused)),
+        };
+        match self.take(caller) {
             Ok(()) => next.run(call),
             Err(wait) => {
                 let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1);
@@ -216,8 +273,10 @@ impl Layer for RateLimit {
 /// dropped.
 ///
 /// Memory is bounded by the calls in flight: a caller's count is dropped when its
-/// last call ends, and at most [`max_callers`](Self::max_callers) callers are
-/// tracked at once (a new caller past that is refused).
+/// last call ends, and at most [`max_callers`](Self::max_callers) callers, with at
+/// most [`max_bytes`](Self::max_bytes) of their names, are tracked at once (a new
+/// caller past that is refused with `BUSY`). A caller name longer than
+/// [`max_caller_bytes`](Self::max_caller_bytes) is refused with `TOO_LONG` (400).
 ///
 /// ```rust,standalone_crate
 /// use toolfunc::layer::ConcurrencyLimit;
@@ -230,6 +289,8 @@ pub struct ConcurrencyLimit {
     max: usize,
     per_caller: bool,
     max_callers: usize,
+    max_caller_bytes: usize,
+    max_bytes: usize,
     counts: Arc<Mutex<Counts>>,
 }
 
@@ -237,6 +298,8 @@ pub struct ConcurrencyLimit {
 struct Counts {
     by_caller: HashMap<Box<str>, usize>,
     shared: usize,
+    /// The bytes of the names in `by_caller`.
+    bytes: usize,
 }
 
 impl fmt::Debug for ConcurrencyLimit {
@@ -245,6 +308,8 @@ impl fmt::Debug for ConcurrencyLimit {
             .field("max", &self.max)
             .field("per_caller", &self.per_caller)
             .field("max_callers", &self.max_callers)
+            .field("max_caller_bytes", &self.max_caller_bytes)
+            .field("max_bytes", &self.max_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -257,6 +322,8 @@ impl ConcurrencyLimit {
             max,
             per_caller: false,
             max_callers: DEFAULT_MAX_CALLERS,
+            max_caller_bytes: DEFAULT_MAX_CALLER_BYTES,
+            max_bytes: DEFAULT_MAX_TABLE_BYTES,
             counts: Arc::default(),
         }
     }
@@ -276,16 +343,35 @@ impl ConcurrencyLimit {
         self
     }
 
+    /// The longest caller name taken, in bytes (default
+    /// [`DEFAULT_MAX_CALLER_BYTES`]); a longer one is refused with `TOO_LONG`.
+    #[must_use]
+    pub fn max_caller_bytes(mut self, max: usize) -> Self {
+        self.max_caller_bytes = max;
+        self
+    }
+
+    /// How many bytes of names the callers with calls in flight may have, together
+    /// (default [`DEFAULT_MAX_TABLE_BYTES`]); a new caller past it is refused with
+    /// `BUSY`.
+    #[must_use]
+    pub fn max_bytes(mut self, max: usize) -> Self {
+        self.max_bytes = max;
+        self
+    }
+
     /// Takes a slot for `caller`, released when the permit drops.
     fn acquire(&self, caller: Option<&str>) -> Option<Permit> {
         let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
         let slot = match caller {
             None => &mut counts.shared,
             Some(caller) => {
-                if !counts.by_caller.contains_key(caller)
-                    && counts.by_caller.len() >= self.max_callers
-                {
-                    return None;
+                if !counts.by_caller.contains_key(caller) {
+                    let bytes = counts.bytes.saturating_add(caller.len());
+                    if counts.by_caller.len() >= self.max_callers || bytes > self.max_bytes {
+                        return None;
+                    }
+                    counts.bytes = bytes;
                 }
                 counts.by_caller.entry(caller.into()).or_default()
             }
@@ -317,6 +403,7 @@ impl Drop for Permit {
                     *count = count.saturating_sub(1);
                     if *count == 0 {
                         counts.by_caller.remove(caller);
+                        counts.bytes = counts.bytes.saturating_sub(caller.len());
                     }
                 }
             }
@@ -326,7 +413,11 @@ impl Drop for Permit {
 
 impl Layer for ConcurrencyLimit {
     fn call(&self, call: Call, next: Next) -> ReplyFuture {
-        let Some(permit) = self.acquire(key(self.per_caller, &call)) else {
+        let caller = match key(self.per_caller, self.max_caller_bytes, &call) {
+            Ok(caller) => caller,
+            Err(refused) => return ReplyFuture::ready(Err(refused)),
+        };
+        let Some(permit) = self.acquire(caller) else {
             let err = ToolError::Busy {
                 name: call.tool().to_owned(),
             };

@@ -15,7 +15,10 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use serde_json::Value;
 
-pub use limit::{ConcurrencyLimit, DEFAULT_MAX_CALLERS, RateLimit};
+pub use limit::{
+    ConcurrencyLimit, DEFAULT_MAX_CALLER_BYTES, DEFAULT_MAX_CALLERS, DEFAULT_MAX_TABLE_BYTES,
+    RateLimit,
+};
 pub use trace::Trace;
 
 use crate::error::ToolError;

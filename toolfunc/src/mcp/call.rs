@@ -188,6 +188,8 @@ impl Server {
         answered: rmcp::model::InputResponses,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // Parked, the call stays its caller's: only that caller resumes it.
+        let owner = options.owner().map(str::to_owned);
         let (question_tx, questions) = mpsc::unbounded_channel::<rounds::Question>();
         let (report_tx, reports) = mpsc::unbounded_channel();
         let cancel = CancellationToken::new();
@@ -235,6 +237,7 @@ impl Server {
         }));
         let running = rounds::Running {
             tool: name.to_owned(),
+            owner,
             outcome,
             questions,
             reports,
@@ -277,7 +280,7 @@ impl Server {
     }
 
     /// A retry of `name` with the `state` of a round: its answers go to the call
-    /// that round parked.
+    /// that round parked, when the state was made for this caller.
     async fn resume_round(
         &self,
         name: &str,
@@ -286,9 +289,16 @@ impl Server {
         gate: LogGate,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        match self.shared.rounds.resume(name, state).map_err(refused)? {
+        let options = self.caller_options(context);
+        let owner = options.owner();
+        match self
+            .shared
+            .rounds
+            .resume(name, owner, state)
+            .map_err(refused)?
+        {
             rounds::Held::Call(running) => self.answer_round(running, answers, gate, context).await,
-            rounds::Held::Task(parked) => self.resume_task(name, parked, answers).await,
+            rounds::Held::Task(parked) => self.resume_task(name, owner, parked, answers).await,
         }
     }
 

@@ -21,6 +21,7 @@ pub use crate::listen::{
     DEFAULT_DRAIN_LIMIT, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
 };
 pub use client::ClientInfo;
+pub use rounds::RoundLimits;
 pub use serve::{NoDelay, serve};
 pub use server::{
     DEFAULT_MAX_LINE_LENGTH, DEFAULT_MAX_SESSIONS, DEFAULT_PAGE_SIZE,

@@ -124,7 +124,7 @@ impl Server {
                 authenticator: None,
                 resource: None,
                 sessionless_caller: KeptRunner::default(),
-                rounds: Arc::new(rounds::Rounds::new()),
+                rounds: Arc::new(rounds::Rounds::new(rounds::RoundLimits::default())),
             }),
             session: Arc::default(),
         }
@@ -208,6 +208,17 @@ impl Server {
         shared.collect_limit = limit;
         // The kept runner carries the old limit.
         shared.sessionless_caller = KeptRunner::default();
+        self
+    }
+
+    /// Bounds the calls parked between rounds of questions to sessionless
+    /// (2026-07-28) clients: how many and how many bytes, in all and per caller,
+    /// the longest caller name, and how long each waits for the client's next round
+    /// (see [`RoundLimits`](super::RoundLimits) for the defaults). A call past its
+    /// lifetime is cancelled by a timer, whether or not any request comes.
+    #[must_use]
+    pub fn round_limits(mut self, limits: super::RoundLimits) -> Self {
+        Arc::make_mut(&mut self.shared).rounds = Arc::new(rounds::Rounds::new(limits));
         self
     }
 

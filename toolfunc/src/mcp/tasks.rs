@@ -15,9 +15,9 @@
 //!
 //! A tool error is a `completed` task whose result has `isError: true`; a panic is
 //! a `failed` task (`-32603`); a cancelled call is `cancelled`. A task belongs to
-//! the client that started it (its `clientInfo.name`) and is read only while the
-//! layers let that client see its tool: anyone else gets `-32602`, as for an id
-//! that does not exist. A client that does not declare the extension runs
+//! the client that started it (the verified subject, else its `clientInfo.name`)
+//! and is read only while the layers let that client see its tool: anyone else
+//! gets exactly the `-32602` an id that does not exist gets. A client that does not declare the extension runs
 //! `background` tools to the end in one round, and is refused `background = "only"`
 //! tools with `-32021`.
 
@@ -154,7 +154,9 @@ impl Server {
         plan: Plan,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let ledger = self.shared.ledger.clone();
+        // The task is its caller's, and read through the caller's view of the ledger.
+        let owner = options.owner().map(str::to_owned);
+        let ledger = self.shared.ledger.for_caller(owner.as_deref());
         let id = format!("task-{}", crate::id::random_hex());
         let declared = context
             .client_capabilities()
@@ -189,18 +191,20 @@ impl Server {
         found
             .track(&ledger, args, track)
             .map_err(|err| refused(&err))?;
-        self.settle_task(called, id, plan).await
+        self.settle_task(called, (&ledger, owner.as_deref()), id, plan)
+            .await
     }
 
     /// Waits up to the soft deadline, then answers: a round of questions, the
-    /// call's own result, or the task.
+    /// call's own result, or the task. `ledger` is the caller's view, `owner` the
+    /// caller.
     pub(super) async fn settle_task(
         &self,
         called: &str,
+        (ledger, owner): (&Ledger, Option<&str>),
         id: String,
         plan: Plan,
     ) -> Result<CallToolResponse, ErrorData> {
-        let ledger = &self.shared.ledger;
         let info = if plan.soft.is_zero() {
             ledger.status(&id)
         } else {
@@ -220,7 +224,7 @@ impl Server {
             let state = self
                 .shared
                 .rounds
-                .park_task(called, parked)
+                .park_task(called, owner, parked)
                 .map_err(rounds::refused)?;
             return Ok(CallToolResponse::InputRequired(
                 rmcp::model::InputRequiredResult::new(Some(requests), Some(state)),
@@ -238,10 +242,12 @@ impl Server {
         ))))
     }
 
-    /// A retry answering the questions a call asked before it became a task.
+    /// A retry of `owner` answering the questions a call asked before it became a
+    /// task.
     pub(super) async fn resume_task(
         &self,
         called: &str,
+        owner: Option<&str>,
         mut parked: Parked,
         answers: &rmcp::model::InputResponses,
     ) -> Result<CallToolResponse, ErrorData> {
@@ -250,27 +256,25 @@ impl Server {
         let ledger = parked
             .ledger
             .take()
-            .unwrap_or_else(|| self.shared.ledger.clone());
+            .unwrap_or_else(|| self.shared.ledger.for_caller(owner));
         answer(&ledger, &id, answers);
-        self.settle_task(called, id, plan).await
+        self.settle_task(called, (&ledger, owner), id, plan).await
     }
 
-    /// The task `id` if this client may see it, else `-32602` as for an unknown id.
+    /// The task `id` if this client may see it, with the client's view of the
+    /// ledger; else `-32602`, exactly as for an id that does not exist.
     fn task_for(
         &self,
         id: &str,
         context: &RequestContext<RoleServer>,
-    ) -> Result<TaskInfo, ErrorData> {
-        let ledger = &self.shared.ledger;
+    ) -> Result<(Ledger, TaskInfo), ErrorData> {
         let options = self.caller_options(context);
-        if !ledger.visible_to(id, options.owner()) {
-            return Err(unknown_task(id));
-        }
+        let ledger = self.shared.ledger.for_caller(options.owner());
         let info = ledger.status(id).ok_or_else(|| unknown_task(id))?;
         if !remote::tracked_shown(&self.shared.registry, &info.tool, Some(&options)) {
             return Err(unknown_task(id));
         }
-        Ok(info)
+        Ok((ledger, info))
     }
 
     /// `tasks/get`: where the task stands, with its questions or its result.
@@ -279,13 +283,13 @@ impl Server {
         params: &GetTaskParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let info = self.task_for(&params.task_id, context)?;
+        let (ledger, info) = self.task_for(&params.task_id, context)?;
         let payload = match info.status {
             TaskStatus::InputRequired => TaskPayload::InputRequired {
                 input_requests: requests_of(&info.questions),
             },
             TaskStatus::Cancelled => TaskPayload::Cancelled,
-            status if status.is_finished() => match self.shared.ledger.poll(&info.id) {
+            status if status.is_finished() => match ledger.poll(&info.id) {
                 Ok(TaskPoll::Done(outcome)) => payload_of(outcome, self.task_shape(&info, context)),
                 _ => TaskPayload::Working,
             },
@@ -304,8 +308,8 @@ impl Server {
         params: &UpdateTaskParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let info = self.task_for(&params.task_id, context)?;
-        answer(&self.shared.ledger, &info.id, &params.input_responses);
+        let (ledger, info) = self.task_for(&params.task_id, context)?;
+        answer(&ledger, &info.id, &params.input_responses);
         Ok(())
     }
 
@@ -315,11 +319,8 @@ impl Server {
         params: &CancelTaskParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let info = self.task_for(&params.task_id, context)?;
-        self.shared
-            .ledger
-            .cancel(&info.id)
-            .map_err(|_| unknown_task(&info.id))
+        let (ledger, info) = self.task_for(&params.task_id, context)?;
+        ledger.cancel(&info.id).map_err(|_| unknown_task(&info.id))
     }
 
     /// How the result of the task's tool is answered.

@@ -3,8 +3,7 @@
 //! A [`Ledger`] starts calls on a registry and keeps each one under an id: while it
 //! runs, its status, progress, caller and age; once done, its result, for as long as
 //! its [`Retention`] says. A tracked call can be cancelled by id, and one nobody
-//! asks about for too long is cancelled for them. The ledger is bounded: past
-//! [`LedgerSettings::max_entries`] a new call is refused with `BUSY`.
+//! asks about for too long is cancelled for them.
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -26,13 +25,23 @@
 //! # }).unwrap();
 //! ```
 //!
+//! A call started for a caller ([`CallOptions::caller`], or the verified subject of
+//! [`CallOptions::identity`]) belongs to it, and is found by its id **and** its
+//! caller: an id the caller chose ([`Track::id`], the HTTP `req-id`) names one call
+//! per caller, so two callers may use the same id, and one caller learns nothing of
+//! another's ids. A surface that reads the ledger for others (HTTP `rpcTask`, MCP
+//! `tasks/get`) reads it through [`Ledger::for_caller`], which finds only that
+//! caller's calls (and calls started for no one); any other id is unknown to it.
+//! Ids the ledger makes are 128 random bits, so they cannot be guessed.
+//!
+//! The ledger is bounded, in entries and in bytes (ids, names and kept results),
+//! in all and per caller, so one caller filling its share is refused (`BUSY`, 429)
+//! while others still get in; a full ledger refuses everyone (`BUSY`, 503). Ids a
+//! caller chose and caller names longer than their caps are refused with
+//! `TOO_LONG` (400). See [`LedgerSettings`] for the defaults.
+//!
 //! Expired entries are swept when the ledger is used (at most once a second), so an
 //! idle ledger holds what it held; its size is bounded either way.
-//!
-//! A call started for a named [`caller`](CallOptions::caller) belongs to it: a
-//! surface that reads the ledger for others (HTTP `rpcTask`, MCP `tasks/get`) asks
-//! [`Ledger::visible_to`] first and answers as for an unknown id when the asker is
-//! someone else. Ids the ledger makes are 128 random bits, so they cannot be guessed.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -43,7 +52,8 @@ use tokio::sync::{oneshot, watch};
 
 use crate::ask::ClientRequest;
 use crate::error::ToolError;
-use crate::options::{CallOptions, Progress};
+use crate::options::{CallOptions, Progress, json_size};
+use crate::quota::{Holdings, too_long};
 use crate::registry::{Registry, Resolved};
 use tokio_util::sync::CancellationToken;
 
@@ -60,12 +70,42 @@ pub enum Retention {
 }
 
 /// The ledger's bounds and defaults.
+///
+/// | bound | default | past it |
+/// | --- | --- | --- |
+/// | [`max_entries`](Self::max_entries) | 10,000 calls | `BUSY` (503) |
+/// | [`max_entries_per_caller`](Self::max_entries_per_caller) | 1,000 calls | `BUSY` (429) for that caller |
+/// | [`max_bytes`](Self::max_bytes) | 256 MiB | `BUSY` (503) |
+/// | [`max_bytes_per_caller`](Self::max_bytes_per_caller) | 32 MiB | `BUSY` (429) for that caller |
+/// | [`max_id_bytes`](Self::max_id_bytes) | 256 bytes | `TOO_LONG` (400) |
+/// | [`max_caller_bytes`](Self::max_caller_bytes) | 256 bytes | `TOO_LONG` (400) |
+///
+/// Calls started for no caller share one caller's share.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct LedgerSettings {
     /// How many calls the ledger tracks at once, running or finished (default
-    /// 10,000); a call past it is refused with `BUSY`.
+    /// 10,000); a call past it is refused with `BUSY` (503).
     pub max_entries: usize,
+    /// How many calls one caller may have tracked at once (default 1,000); its call
+    /// past it is refused with `BUSY` (429), and other callers' are not.
+    pub max_entries_per_caller: usize,
+    /// How many bytes the ledger keeps, in all: the ids, tool and caller names of
+    /// its calls and the results it keeps, estimated as the length of their JSON
+    /// text (default 256 MiB). While it holds that much, a new call is refused with
+    /// `BUSY` (503); reading or removing results makes room.
+    pub max_bytes: usize,
+    /// How many of those bytes one caller's calls may hold (default 32 MiB); while
+    /// they hold that much, its new call is refused with `BUSY` (429).
+    pub max_bytes_per_caller: usize,
+    /// The longest id a caller may choose for its call ([`Track::id`], the HTTP
+    /// `req-id`), in bytes (default 256); a longer one is refused with `TOO_LONG`
+    /// (400).
+    pub max_id_bytes: usize,
+    /// The longest caller a call may be kept for (the stated caller, or the verified
+    /// subject), in bytes (default 256); a longer one is refused with `TOO_LONG`
+    /// (400).
+    pub max_caller_bytes: usize,
     /// How long results are kept unless a tool or a call says otherwise (default:
     /// 5 minutes after the call finished).
     pub retention: Retention,
@@ -82,6 +122,11 @@ impl Default for LedgerSettings {
     fn default() -> Self {
         Self {
             max_entries: 10_000,
+            max_entries_per_caller: 1_000,
+            max_bytes: 256 << 20,
+            max_bytes_per_caller: 32 << 20,
+            max_id_bytes: 256,
+            max_caller_bytes: 256,
             retention: Retention::KeepFor(Duration::from_secs(300)),
             tool_retention: HashMap::new(),
             max_run_time: Some(Duration::from_secs(3600)),
@@ -95,6 +140,41 @@ impl LedgerSettings {
     #[must_use]
     pub fn max_entries(mut self, max: usize) -> Self {
         self.max_entries = max;
+        self
+    }
+
+    /// Sets [`max_entries_per_caller`](Self::max_entries_per_caller).
+    #[must_use]
+    pub fn max_entries_per_caller(mut self, max: usize) -> Self {
+        self.max_entries_per_caller = max;
+        self
+    }
+
+    /// Sets [`max_bytes`](Self::max_bytes).
+    #[must_use]
+    pub fn max_bytes(mut self, max: usize) -> Self {
+        self.max_bytes = max;
+        self
+    }
+
+    /// Sets [`max_bytes_per_caller`](Self::max_bytes_per_caller).
+    #[must_use]
+    pub fn max_bytes_per_caller(mut self, max: usize) -> Self {
+        self.max_bytes_per_caller = max;
+        self
+    }
+
+    /// Sets [`max_id_bytes`](Self::max_id_bytes).
+    #[must_use]
+    pub fn max_id_bytes(mut self, max: usize) -> Self {
+        self.max_id_bytes = max;
+        self
+    }
+
+    /// Sets [`max_caller_bytes`](Self::max_caller_bytes).
+    #[must_use]
+    pub fn max_caller_bytes(mut self, max: usize) -> Self {
+        self.max_caller_bytes = max;
         self
     }
 
@@ -145,8 +225,11 @@ impl Track {
         Self::default()
     }
 
-    /// Tracks the call under this id (the ledger makes one otherwise); an id that
-    /// is still tracked is refused with `CONFLICT`.
+    /// Tracks the call under this id (the ledger makes one otherwise). The id names
+    /// the call among its caller's: an id this caller's call still holds is refused
+    /// with `CONFLICT`, one another caller's call holds is not (and tells nothing of
+    /// it), one longer than [`LedgerSettings::max_id_bytes`] is refused with
+    /// `TOO_LONG`.
     #[must_use]
     pub fn id(mut self, id: impl Into<String>) -> Self {
         self.id = Some(id.into());
@@ -297,17 +380,66 @@ pub enum TaskPoll {
 }
 
 /// A ledger of tracked calls on one registry. Clones share the ledger.
+///
+/// The ledger as made finds any caller's call by its id (of an id several callers
+/// chose, the one started for no caller); [`for_caller`](Self::for_caller) makes a
+/// view of it that finds only one caller's.
 #[derive(Clone)]
 pub struct Ledger {
     inner: Arc<Inner>,
+    scope: Scope,
 }
 
 impl std::fmt::Debug for Ledger {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let held = self.inner.lock().held.total();
         f.debug_struct("Ledger")
             .field("settings", &self.inner.settings)
-            .field("entries", &self.inner.lock().entries.len())
+            .field("entries", &held.entries)
+            .field("bytes", &held.bytes)
             .finish_non_exhaustive()
+    }
+}
+
+/// Whose calls a [`Ledger`] finds by id.
+#[derive(Clone)]
+enum Scope {
+    /// Any caller's (the ledger as made).
+    Any,
+    /// One caller's, and those started for no one ([`Ledger::for_caller`]).
+    Caller(Option<Arc<str>>),
+}
+
+/// Which call of an id a lookup means.
+#[derive(Clone, Copy)]
+enum Who<'a> {
+    /// The one call with the id; of several, the one started for no one.
+    Any,
+    /// The call of this caller (or of no one, for `None`), nobody else's.
+    Exactly(Option<&'a str>),
+    /// This caller's call, else one started for no one.
+    Sees(Option<&'a str>),
+}
+
+impl Who<'_> {
+    /// The index of the call meant among the calls of one id.
+    fn find(self, calls: &[Entry]) -> Option<usize> {
+        let of = |owner: Option<&str>| calls.iter().position(|e| e.caller.as_deref() == owner);
+        match self {
+            Self::Any if calls.len() == 1 => Some(0),
+            Self::Any | Self::Sees(None) => of(None),
+            Self::Exactly(owner) => of(owner),
+            Self::Sees(owner) => of(owner).or_else(|| of(None)),
+        }
+    }
+
+    /// Whether the call of `owner` is one this lookup lists.
+    fn lists(self, owner: Option<&str>) -> bool {
+        match self {
+            Self::Any => true,
+            Self::Exactly(who) => owner == who,
+            Self::Sees(who) => owner.is_none() || owner == who,
+        }
     }
 }
 
@@ -318,7 +450,12 @@ struct Inner {
 }
 
 struct State {
-    entries: HashMap<String, Entry>,
+    /// The calls by id: one id names at most one call of each caller (almost always
+    /// just one call).
+    entries: HashMap<Box<str>, Vec<Entry>>,
+    held: Holdings,
+    /// Tells an entry from a later one under the same id and caller.
+    next_serial: u64,
     last_sweep: Instant,
 }
 
@@ -329,8 +466,10 @@ struct Waiting {
 }
 
 struct Entry {
+    serial: u64,
     tool: String,
     act: Option<String>,
+    /// Whose call it is: the owner key of its options.
     caller: Option<String>,
     started: SystemTime,
     started_at: Instant,
@@ -346,6 +485,8 @@ struct Entry {
     /// Bumped on every change a waiter may want: a question, an answer, the end.
     changed: watch::Sender<u64>,
     streamed: bool,
+    /// What it counts against the byte budgets.
+    bytes: usize,
 }
 
 impl Entry {
@@ -400,6 +541,15 @@ fn status_of(result: &Result<Value, ToolError>) -> TaskStatus {
     }
 }
 
+/// What a call's result counts against the byte budgets: the length of its JSON
+/// text, estimated.
+fn result_bytes(result: &Result<Value, ToolError>) -> usize {
+    match result {
+        Ok(value) => json_size(value),
+        Err(err) => err.to_string().len() + err.data().map_or(0, |data| json_size(&data)),
+    }
+}
+
 /// How often, at most, a ledger in use sweeps its expired entries.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
@@ -413,6 +563,35 @@ impl Inner {
 }
 
 impl State {
+    fn get(&self, who: Who<'_>, id: &str) -> Option<&Entry> {
+        let calls = self.entries.get(id)?;
+        who.find(calls).map(|at| &calls[at])
+    }
+
+    fn get_mut(&mut self, who: Who<'_>, id: &str) -> Option<&mut Entry> {
+        let calls = self.entries.get_mut(id)?;
+        who.find(calls).map(move |at| &mut calls[at])
+    }
+
+    /// The entry `serial` under `id`, if it is still kept.
+    fn by_serial(&mut self, id: &str, serial: u64) -> Option<&mut Entry> {
+        self.entries
+            .get_mut(id)?
+            .iter_mut()
+            .find(|e| e.serial == serial)
+    }
+
+    /// Removes the call meant and gives back what it held.
+    fn take(&mut self, who: Who<'_>, id: &str) -> Option<Entry> {
+        let calls = self.entries.get_mut(id)?;
+        let entry = calls.swap_remove(who.find(calls)?);
+        if calls.is_empty() {
+            self.entries.remove(id);
+        }
+        self.held.release(entry.caller.as_deref(), 1, entry.bytes);
+        Some(entry)
+    }
+
     /// Removes expired results and cancels calls nobody polled for too long.
     fn sweep(&mut self, settings: &LedgerSettings, force: bool) {
         let now = Instant::now();
@@ -420,9 +599,19 @@ impl State {
             return;
         }
         self.last_sweep = now;
-        self.entries.retain(|_, entry| !entry.expired(now));
+        let held = &mut self.held;
+        self.entries.retain(|_, calls| {
+            calls.retain(|entry| {
+                let expired = entry.expired(now);
+                if expired {
+                    held.release(entry.caller.as_deref(), 1, entry.bytes);
+                }
+                !expired
+            });
+            !calls.is_empty()
+        });
         if let Some(limit) = settings.unpolled_limit {
-            for entry in self.entries.values() {
+            for entry in self.entries.values().flatten() {
                 if entry.outcome.is_none()
                     && now.saturating_duration_since(entry.last_polled) > limit
                 {
@@ -431,6 +620,61 @@ impl State {
             }
         }
     }
+
+    /// Why a new call of `owner` may not be kept now, if it may not.
+    fn refusal(&self, settings: &LedgerSettings, owner: Option<&str>) -> Option<ToolError> {
+        let mine = self.held.of(owner);
+        let whose = owner.map_or_else(
+            || "calls started for no caller".to_owned(),
+            |o| format!("the caller `{o}`"),
+        );
+        if mine.entries >= settings.max_entries_per_caller {
+            return Some(busy(
+                429,
+                format!(
+                    "{whose} already has {} tracked calls (its limit); read or remove \
+                     finished ones, or raise LedgerSettings::max_entries_per_caller",
+                    mine.entries
+                ),
+            ));
+        }
+        if mine.bytes >= settings.max_bytes_per_caller {
+            return Some(busy(
+                429,
+                format!(
+                    "the tracked calls of {whose} already hold {} bytes (its limit); read \
+                     or remove finished ones, or raise LedgerSettings::max_bytes_per_caller",
+                    mine.bytes
+                ),
+            ));
+        }
+        let all = self.held.total();
+        if all.entries >= settings.max_entries {
+            return Some(busy(
+                503,
+                format!(
+                    "the ledger already tracks {} calls (its limit); read or remove \
+                     finished ones, or raise LedgerSettings::max_entries",
+                    all.entries
+                ),
+            ));
+        }
+        if all.bytes >= settings.max_bytes {
+            return Some(busy(
+                503,
+                format!(
+                    "the ledger already holds {} bytes (its limit); read or remove \
+                     finished ones, or raise LedgerSettings::max_bytes",
+                    all.bytes
+                ),
+            ));
+        }
+        None
+    }
+}
+
+fn busy(status: u16, message: String) -> ToolError {
+    ToolError::custom("BUSY", status, message)
 }
 
 /// What a tracked call runs: a tool by name, or one already found.
@@ -475,9 +719,58 @@ impl Ledger {
                 settings,
                 state: Mutex::new(State {
                     entries: HashMap::new(),
+                    held: Holdings::default(),
+                    next_serial: 0,
                     last_sweep: Instant::now(),
                 }),
             }),
+            scope: Scope::Any,
+        }
+    }
+
+    /// This ledger as `caller` sees it: every id names `caller`'s call of that id,
+    /// else one started for no caller, and no other caller's call; [`list`](Self::list)
+    /// lists only those. `caller` is whose a call is, as [`TaskInfo::caller`] says:
+    /// the verified subject, else the stated caller (`None`: calls started for no
+    /// one). What a surface reads the ledger through for its caller.
+    ///
+    /// ```rust,standalone_crate
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use serde_json::json;
+    /// use toolfunc::ledger::{Ledger, Track};
+    /// use toolfunc::{tool, CallOptions, Registry};
+    ///
+    /// /// Adds two numbers.
+    /// #[tool]
+    /// fn add(a: f64, b: f64) -> f64 {
+    ///     a + b
+    /// }
+    ///
+    /// let ledger = Ledger::new(Registry::global());
+    /// let ann = Track::new().id("sum").options(CallOptions::new().caller("ann"));
+    /// ledger.start_with("add", json!({"a": 1, "b": 2}), ann)?;
+    /// // Bob may use the same id: it names his own call.
+    /// let bob = Track::new().id("sum").options(CallOptions::new().caller("bob"));
+    /// ledger.start_with("add", json!({"a": 5, "b": 5}), bob)?;
+    /// assert_eq!(ledger.for_caller(Some("ann")).wait("sum").await?, json!(3.0));
+    /// assert_eq!(ledger.for_caller(Some("bob")).wait("sum").await?, json!(10.0));
+    /// assert!(ledger.for_caller(Some("eve")).status("sum").is_none());
+    /// # Ok::<(), toolfunc::ToolError>(())
+    /// # }).unwrap();
+    /// ```
+    #[must_use]
+    pub fn for_caller(&self, caller: Option<&str>) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+            scope: Scope::Caller(caller.map(Arc::from)),
+        }
+    }
+
+    /// Which call of an id this ledger (or view) means.
+    fn who(&self) -> Who<'_> {
+        match &self.scope {
+            Scope::Any => Who::Any,
+            Scope::Caller(caller) => Who::Sees(caller.as_deref()),
         }
     }
 
@@ -496,11 +789,14 @@ impl Ledger {
         self.start_with(name, args, Track::new())
     }
 
-    /// Starts `name` with `args`, tracked as `track` says, and returns its id.
+    /// Starts `name` with `args`, tracked as `track` says, and returns its id. The
+    /// call belongs to the caller of its options, whichever view starts it.
     ///
-    /// Refused with `BUSY` when the ledger is full, `CONFLICT` when the id is still
-    /// tracked, `FAILED` outside a tokio runtime. An unknown tool or bad arguments
-    /// are the call's result, read like any other.
+    /// Refused with `BUSY` when the ledger, or the caller's share of it, is full
+    /// (see [`LedgerSettings`]), `CONFLICT` when the caller's call of that id is
+    /// still tracked, `TOO_LONG` for an id or a caller past its cap, `FAILED`
+    /// outside a tokio runtime. An unknown tool or bad arguments are the call's
+    /// result, read like any other.
     pub fn start_with(&self, name: &str, args: Value, track: Track) -> Result<String, ToolError> {
         self.start_call(Callee::Named(name), args, track)
     }
@@ -527,6 +823,13 @@ impl Ledger {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| ToolError::failed("a tracked call needs a tokio runtime to run on"))?;
         let settings = &self.inner.settings;
+        if let Some(too_long) = track
+            .id
+            .as_deref()
+            .and_then(|id| too_long("id", id, settings.max_id_bytes))
+        {
+            return Err(too_long);
+        }
         let id = track.id.unwrap_or_else(fresh_id);
         let retention = track.retention.unwrap_or_else(|| {
             settings
@@ -537,84 +840,77 @@ impl Ledger {
         });
         let mut options = track.options.unwrap_or_default();
         let caller = options.owner().map(str::to_owned);
+        if let Some(too_long) = caller
+            .as_deref()
+            .and_then(|c| too_long("caller", c, settings.max_caller_bytes))
+        {
+            return Err(too_long);
+        }
         if let Some(limit) = settings.max_run_time {
             options = options.timeout(limit);
         }
-        let token = CancellationToken::new();
-        options = options.cancel_on(token.clone());
-        let weak = Arc::downgrade(&self.inner);
-        let progress_id = id.clone();
-        options = options.also_on_progress(move |progress| {
-            if let Some(inner) = weak.upgrade()
-                && let Some(entry) = inner.lock().entries.get_mut(&progress_id)
-            {
-                entry.progress = Some(progress);
-                entry.touch();
-            }
-        });
-        if track.park_questions {
-            options = self.parking(options, &id);
-        }
         let act = args.get("act").and_then(Value::as_str).map(str::to_owned);
-        {
+        let bytes = id.len()
+            + name.len()
+            + caller.as_ref().map_or(0, String::len)
+            + act.as_ref().map_or(0, String::len);
+        let token = CancellationToken::new();
+        let serial = {
             let mut state = self.inner.lock();
             state.sweep(settings, false);
-            if state.entries.contains_key(&id) {
+            let owner = caller.as_deref();
+            if state.get(Who::Exactly(owner), &id).is_some() {
                 return Err(ToolError::conflict(format!(
                     "a tracked call with the id `{id}` is still kept"
                 )));
             }
-            if state.entries.len() >= settings.max_entries {
+            if state.refusal(settings, owner).is_some() {
                 state.sweep(settings, true);
             }
-            if state.entries.len() >= settings.max_entries {
-                return Err(ToolError::custom(
-                    "BUSY",
-                    503,
-                    format!(
-                        "the ledger already tracks {} calls (its limit); read or remove \
-                         finished ones, or raise LedgerSettings::max_entries",
-                        state.entries.len()
-                    ),
-                ));
+            if let Some(refused) = state.refusal(settings, owner) {
+                return Err(refused);
             }
+            let serial = state.next_serial;
+            state.next_serial += 1;
             let now = Instant::now();
             let started = SystemTime::now();
-            state.entries.insert(
-                id.clone(),
-                Entry {
+            state.held.add(owner, 1, bytes);
+            state
+                .entries
+                .entry(id.as_str().into())
+                .or_default()
+                .push(Entry {
+                    serial,
                     tool: name.to_owned(),
                     act,
-                    caller,
+                    caller: caller.clone(),
                     started,
                     started_at: now,
                     updated: started,
                     last_polled: now,
                     retention,
                     progress: None,
-                    token,
+                    token: token.clone(),
                     outcome: None,
                     waiting: Vec::new(),
                     asked: 0,
                     changed: watch::Sender::new(0),
                     streamed: track.streamed,
-                },
-            );
+                    bytes,
+                });
+            serial
+        };
+        options = self.reporting(options.cancel_on(token), &id, serial);
+        if track.park_questions {
+            options = self.parking(options, &id, serial);
         }
         let call = self.run(target, args, options, track.streamed);
-        let weak: Weak<Inner> = Arc::downgrade(&self.inner);
-        let entry_id = id.clone();
-        runtime.spawn(async move {
-            let result = call.await;
-            if let Some(inner) = weak.upgrade()
-                && let Some(entry) = inner.lock().entries.get_mut(&entry_id)
-            {
-                entry.outcome = Some((result, Instant::now()));
-                // Questions left unanswered are moot now.
-                entry.waiting.clear();
-                entry.touch();
-            }
-        });
+        runtime.spawn(record(
+            Arc::downgrade(&self.inner),
+            id.clone(),
+            serial,
+            call,
+        ));
         Ok(id)
     }
 
@@ -647,14 +943,29 @@ impl Ledger {
         }
     }
 
-    /// `options` whose questions wait in this ledger, on the call `id`.
-    fn parking(&self, options: CallOptions, id: &str) -> CallOptions {
+    /// `options` whose progress is kept on the call `id` (`serial`).
+    fn reporting(&self, options: CallOptions, id: &str, serial: u64) -> CallOptions {
+        let weak = Arc::downgrade(&self.inner);
+        let id = id.to_owned();
+        options.also_on_progress(move |progress| {
+            if let Some(inner) = weak.upgrade()
+                && let Some(entry) = inner.lock().by_serial(&id, serial)
+            {
+                entry.progress = Some(progress);
+                entry.touch();
+            }
+        })
+    }
+
+    /// `options` whose questions wait in this ledger, on the call `id` (`serial`).
+    fn parking(&self, options: CallOptions, id: &str, serial: u64) -> CallOptions {
         let ledger = Arc::downgrade(&self.inner);
         let id = id.to_owned();
         options.on_named_client_request(move |name, request| {
-            let asked = ledger
-                .upgrade()
-                .map(|inner| Ledger { inner }.ask(&id, name, request));
+            let asked = ledger.upgrade().map(|inner| {
+                let mut state = inner.lock();
+                ask_entry(state.by_serial(&id, serial), name, request)
+            });
             async move {
                 match asked {
                     Some(answer) => answer.await,
@@ -667,20 +978,19 @@ impl Ledger {
     }
 
     /// Whether `caller` may read or cancel the call `id`: it is tracked, and it was
-    /// started for no named caller or for `caller`. Surfaces that read the ledger
-    /// for others answer as for an unknown id when it is not.
+    /// started for `caller` or for no caller. What [`for_caller`](Self::for_caller)
+    /// finds.
     pub fn visible_to(&self, id: &str, caller: Option<&str>) -> bool {
-        self.inner
-            .lock()
-            .entries
-            .get(id)
-            .is_some_and(|entry| entry.caller.is_none() || entry.caller.as_deref() == caller)
+        self.inner.lock().get(Who::Sees(caller), id).is_some()
     }
 
     /// The tool the call `id` runs (`None` when it is not tracked), without
     /// counting as a poll: what a surface checks its caller may see.
     pub fn tool_of(&self, id: &str) -> Option<String> {
-        self.inner.lock().entries.get(id).map(|e| e.tool.clone())
+        self.inner
+            .lock()
+            .get(self.who(), id)
+            .map(|e| e.tool.clone())
     }
 
     /// What the ledger knows of `id`; `None` when it tracks no such call. Counts as
@@ -688,7 +998,7 @@ impl Ledger {
     pub fn status(&self, id: &str) -> Option<TaskInfo> {
         let mut state = self.inner.lock();
         state.sweep(&self.inner.settings, false);
-        let entry = state.entries.get_mut(id)?;
+        let entry = state.get_mut(self.who(), id)?;
         entry.last_polled = Instant::now();
         Some(entry.info(id))
     }
@@ -697,16 +1007,17 @@ impl Ledger {
     /// [`Retention::UntilRead`]), else where it stands. `NOT_FOUND` for an id the
     /// ledger does not track.
     pub fn poll(&self, id: &str) -> Result<TaskPoll, ToolError> {
+        let who = self.who();
         let mut state = self.inner.lock();
         state.sweep(&self.inner.settings, false);
-        let entry = state.entries.get_mut(id).ok_or_else(|| unknown(id))?;
+        let entry = state.get_mut(who, id).ok_or_else(|| unknown(id))?;
         entry.last_polled = Instant::now();
         let Some((result, _)) = &entry.outcome else {
             return Ok(TaskPoll::Working(entry.info(id)));
         };
         let result = result.clone();
         if entry.retention == Retention::UntilRead {
-            state.entries.remove(id);
+            state.take(who, id);
         }
         Ok(TaskPoll::Done(result))
     }
@@ -747,7 +1058,7 @@ impl Ledger {
         loop {
             let mut changed = {
                 let mut state = self.inner.lock();
-                let entry = state.entries.get_mut(id).ok_or_else(|| unknown(id))?;
+                let entry = state.get_mut(self.who(), id).ok_or_else(|| unknown(id))?;
                 entry.last_polled = Instant::now();
                 if done(entry) {
                     return Ok(());
@@ -779,37 +1090,8 @@ impl Ledger {
         name: Option<String>,
         request: ClientRequest,
     ) -> impl Future<Output = Result<Value, ToolError>> + Send + use<> {
-        let (answer, answered) = oneshot::channel();
-        let token = {
-            let mut state = self.inner.lock();
-            state.entries.get_mut(id).map(|entry| {
-                entry.asked += 1;
-                let key =
-                    name.unwrap_or_else(|| format!("{}_{}", request.capability(), entry.asked));
-                // A name asked again replaces the older question.
-                entry.waiting.retain(|w| w.question.key != key);
-                entry.waiting.push(Waiting {
-                    question: Question { key, request },
-                    answer,
-                });
-                entry.touch();
-                entry.token.clone()
-            })
-        };
-        async move {
-            let Some(token) = token else {
-                return Err(ToolError::failed("the call asking is not tracked"));
-            };
-            match token.run_until_cancelled(answered).await {
-                Some(Ok(answer)) => answer,
-                Some(Err(_)) => Err(ToolError::Cancelled {
-                    reason: Some("the question was not answered".into()),
-                }),
-                None => Err(ToolError::Cancelled {
-                    reason: Some("the call was cancelled while it waited for an answer".into()),
-                }),
-            }
-        }
+        let mut state = self.inner.lock();
+        ask_entry(state.get_mut(self.who(), id), name, request)
     }
 
     /// Answers the question `key` of the call `id` (see [`TaskInfo::questions`]).
@@ -818,7 +1100,7 @@ impl Ledger {
     /// [`Ctx::ask`](crate::Ctx::ask): for an elicitation, `{"action", "content"}`.
     pub fn answer(&self, id: &str, key: &str, answer: Value) -> Result<bool, ToolError> {
         let mut state = self.inner.lock();
-        let entry = state.entries.get_mut(id).ok_or_else(|| unknown(id))?;
+        let entry = state.get_mut(self.who(), id).ok_or_else(|| unknown(id))?;
         entry.last_polled = Instant::now();
         let Some(at) = entry.waiting.iter().position(|w| w.question.key == key) else {
             return Ok(false);
@@ -834,7 +1116,7 @@ impl Ledger {
     /// error. `NOT_FOUND` for an id the ledger does not track.
     pub fn cancel(&self, id: &str) -> Result<(), ToolError> {
         let state = self.inner.lock();
-        let entry = state.entries.get(id).ok_or_else(|| unknown(id))?;
+        let entry = state.get(self.who(), id).ok_or_else(|| unknown(id))?;
         if entry.outcome.is_none() {
             entry.token.cancel();
         }
@@ -843,8 +1125,8 @@ impl Ledger {
 
     /// Forgets a call; a running one is cancelled first. Whether it was tracked.
     pub fn remove(&self, id: &str) -> bool {
-        let mut state = self.inner.lock();
-        match state.entries.remove(id) {
+        let entry = self.inner.lock().take(self.who(), id);
+        match entry {
             Some(entry) => {
                 if entry.outcome.is_none() {
                     entry.token.cancel();
@@ -855,16 +1137,83 @@ impl Ledger {
         }
     }
 
-    /// Every tracked call, running or finished, oldest first.
+    /// Every tracked call, running or finished, oldest first (of a
+    /// [`for_caller`](Self::for_caller) view, that caller's and those started for
+    /// no one).
     pub fn list(&self) -> Vec<TaskInfo> {
+        let who = self.who();
         let mut state = self.inner.lock();
         state.sweep(&self.inner.settings, false);
         let mut all: Vec<TaskInfo> = state
             .entries
             .iter()
+            .flat_map(|(id, calls)| calls.iter().map(move |entry| (id, entry)))
+            .filter(|(_, entry)| who.lists(entry.caller.as_deref()))
             .map(|(id, entry)| entry.info(id))
             .collect();
         all.sort_by_key(|info| info.started);
         all
+    }
+}
+
+/// Runs the call `id` (`serial`) and keeps its result, counted against the byte
+/// budgets, while the ledger is there.
+async fn record(
+    ledger: Weak<Inner>,
+    id: String,
+    serial: u64,
+    call: futures::future::BoxFuture<'static, Result<Value, ToolError>>,
+) {
+    let result = call.await;
+    let Some(inner) = ledger.upgrade() else {
+        return;
+    };
+    let mut state = inner.lock();
+    let added = result_bytes(&result);
+    let Some(entry) = state.by_serial(&id, serial) else {
+        return;
+    };
+    entry.outcome = Some((result, Instant::now()));
+    entry.bytes += added;
+    // Questions left unanswered are moot now.
+    entry.waiting.clear();
+    entry.touch();
+    let owner = entry.caller.clone();
+    state.held.add(owner.as_deref(), 0, added);
+}
+
+/// Parks a question on `entry` (`None`: the call is not tracked): the answer to
+/// come, or its end.
+fn ask_entry(
+    entry: Option<&mut Entry>,
+    name: Option<String>,
+    request: ClientRequest,
+) -> impl Future<Output = Result<Value, ToolError>> + Send + use<> {
+    let (answer, answered) = oneshot::channel();
+    let token = entry.map(|entry| {
+        entry.asked += 1;
+        let key = name.unwrap_or_else(|| format!("{}_{}", request.capability(), entry.asked));
+        // A name asked again replaces the older question.
+        entry.waiting.retain(|w| w.question.key != key);
+        entry.waiting.push(Waiting {
+            question: Question { key, request },
+            answer,
+        });
+        entry.touch();
+        entry.token.clone()
+    });
+    async move {
+        let Some(token) = token else {
+            return Err(ToolError::failed("the call asking is not tracked"));
+        };
+        match token.run_until_cancelled(answered).await {
+            Some(Ok(answer)) => answer,
+            Some(Err(_)) => Err(ToolError::Cancelled {
+                reason: Some("the question was not answered".into()),
+            }),
+            None => Err(ToolError::Cancelled {
+                reason: Some("the call was cancelled while it waited for an answer".into()),
+            }),
+        }
     }
 }
