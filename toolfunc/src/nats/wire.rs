@@ -14,8 +14,13 @@ use crate::tool::ToolDefinition;
 /// The subject prefix and service name when none is set.
 pub(crate) const DEFAULT_PREFIX: &str = "toolfunc";
 
-/// The caller's id (not verified; NATS permissions are the boundary).
+/// The caller's name: a label for logs; with an authenticator it grants nothing.
 pub(crate) const CALLER: &str = "Tf-Caller";
+/// The bearer token a worker with an authenticator checks on every request.
+pub(crate) const AUTHORIZATION: &str = "Authorization";
+/// The requester's secret for one call: a control message acts on the call only
+/// when it shows the same one (or comes from the call's verified subject).
+pub(crate) const CONTROL_KEY: &str = "Tf-Control-Key";
 /// The call's id: the key a cancel or a credit names.
 pub(crate) const CALL_ID: &str = "Tf-Call-Id";
 /// The time the caller still gives the call, in milliseconds.
@@ -55,6 +60,21 @@ pub(crate) fn call_subject(prefix: &str, tool: &str) -> String {
 /// `<prefix>.tools`: the definitions, from any worker.
 pub(crate) fn tools_subject(prefix: &str) -> String {
     format!("{prefix}.tools")
+}
+
+/// `<prefix>.tools.<worker>`: the definitions of that worker.
+pub(crate) fn worker_tools_subject(prefix: &str, worker: &str) -> String {
+    format!("{prefix}.tools.{worker}")
+}
+
+/// `<prefix>.submit.<tool>`: stores a durable call (any durable worker).
+pub(crate) fn submit_subject(prefix: &str, tool: &str) -> String {
+    format!("{prefix}.submit.{tool}")
+}
+
+/// `<prefix>.outcome`: reads a durable call's state (any durable worker).
+pub(crate) fn outcome_subject(prefix: &str) -> String {
+    format!("{prefix}.outcome")
 }
 
 /// `<prefix>.events`: a worker's catalog changed (published, not requested).
@@ -180,6 +200,18 @@ pub(crate) fn error_headers(err: &ToolError) -> HeaderMap {
     if text.len() <= MAX_ERROR_JSON {
         headers.insert(ERROR, header_value(&text));
     }
+    headers
+}
+
+/// The headers of an error answer sent without the service API: the error's own
+/// and the micro-services standard's.
+pub(crate) fn service_error_headers(err: &ToolError) -> HeaderMap {
+    let mut headers = error_headers(err);
+    headers.insert(
+        SERVICE_ERROR,
+        header_value(&short(&err.to_string(), MAX_ERROR_TEXT)),
+    );
+    headers.insert(SERVICE_ERROR_CODE, err.status().to_string().as_str());
     headers
 }
 
