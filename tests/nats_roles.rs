@@ -140,49 +140,8 @@ async fn the_shipped_roles_keep_clients_to_their_own_calls() {
         "bob opened the result bucket"
     );
 
-    // Bob cannot write the bucket: a forged record never lands.
-    let admin = async_nats::jetstream::new(connect(&server, "worker", "worker-pass").await);
-    let bucket = admin.get_key_value("toolfunc_results").await.unwrap();
-    let before = bucket.entry(&id).await.unwrap().unwrap();
-    let forged = json!({"id": id, "status": "completed", "result": "forged"});
-    bob_nats
-        .publish(
-            format!("$KV.toolfunc_results.{id}"),
-            forged.to_string().into(),
-        )
-        .await
-        .unwrap();
-    bob_nats.flush().await.unwrap();
-    let after = bucket.entry(&id).await.unwrap().unwrap();
-    assert_eq!(after.revision, before.revision, "bob wrote the bucket");
-    assert_eq!(alice.wait(&id).await.unwrap(), json!({"kept": true}));
-
-    // Bob cannot publish catalogue events: the first event a worker-role
-    // listener hears is the one published after his.
-    let listener = connect(&server, "worker", "worker-pass").await;
-    let mut events = listener.subscribe("toolfunc.events").await.unwrap();
-    listener.flush().await.unwrap();
-    bob_nats
-        .publish(
-            "toolfunc.events",
-            json!({"worker": "bob"}).to_string().into(),
-        )
-        .await
-        .unwrap();
-    bob_nats.flush().await.unwrap();
-    listener
-        .publish(
-            "toolfunc.events",
-            json!({"worker": "marker"}).to_string().into(),
-        )
-        .await
-        .unwrap();
-    let first = tokio::time::timeout(Duration::from_secs(5), events.next())
-        .await
-        .unwrap()
-        .unwrap();
-    let first: Value = serde_json::from_slice(&first.payload).unwrap();
-    assert_eq!(first["worker"], "marker", "bob published a catalogue event");
+    bob_cannot_write_the_bucket(&server, &bob_nats, &alice, &id).await;
+    bob_cannot_announce_a_catalogue(&server, &bob_nats).await;
 
     // Bob cannot control Alice's call, even knowing its id.
     let call = tokio::spawn({
@@ -224,4 +183,59 @@ async fn the_shipped_roles_keep_clients_to_their_own_calls() {
         !matches!(heard, Ok(Some(_))),
         "bob heard a call on the workers' subjects"
     );
+}
+
+/// A forged record Bob publishes to the bucket never lands.
+async fn bob_cannot_write_the_bucket(
+    server: &NatsServer,
+    bob_nats: &async_nats::Client,
+    alice: &Client,
+    id: &str,
+) {
+    // Bob cannot write the bucket: a forged record never lands.
+    let admin = async_nats::jetstream::new(connect(server, "worker", "worker-pass").await);
+    let bucket = admin.get_key_value("toolfunc_results").await.unwrap();
+    let before = bucket.entry(id).await.unwrap().unwrap();
+    let forged = json!({"id": id, "status": "completed", "result": "forged"});
+    bob_nats
+        .publish(
+            format!("$KV.toolfunc_results.{id}"),
+            forged.to_string().into(),
+        )
+        .await
+        .unwrap();
+    bob_nats.flush().await.unwrap();
+    let after = bucket.entry(id).await.unwrap().unwrap();
+    assert_eq!(after.revision, before.revision, "bob wrote the bucket");
+    assert_eq!(alice.wait(id).await.unwrap(), json!({"kept": true}));
+}
+
+/// The first event a worker-role listener hears is the one published after Bob's.
+async fn bob_cannot_announce_a_catalogue(server: &NatsServer, bob_nats: &async_nats::Client) {
+    // Bob cannot publish catalogue events: the first event a worker-role
+    // listener hears is the one published after his.
+    let listener = connect(server, "worker", "worker-pass").await;
+    let mut events = listener.subscribe("toolfunc.events").await.unwrap();
+    listener.flush().await.unwrap();
+    bob_nats
+        .publish(
+            "toolfunc.events",
+            json!({"worker": "bob"}).to_string().into(),
+        )
+        .await
+        .unwrap();
+    bob_nats.flush().await.unwrap();
+    listener
+        .publish(
+            "toolfunc.events",
+            json!({"worker": "marker"}).to_string().into(),
+        )
+        .await
+        .unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(5), events.next())
+        .await
+        .unwrap()
+        .unwrap();
+    let first: Value = serde_json::from_slice(&first.payload).unwrap();
+    assert_eq!(first["worker"], "marker", "bob published a catalogue event");
 }

@@ -257,7 +257,7 @@ async fn a_caller_that_has_gone_is_noticed_and_its_call_cancelled() {
     // A raw caller asks for heartbeats, then its connection goes away.
     let nats = raw(&server).await;
     let inbox = nats.new_inbox();
-    let _replies = nats.subscribe(inbox.clone()).await.unwrap();
+    let replies = nats.subscribe(inbox.clone()).await.unwrap();
     let mut headers = async_nats::HeaderMap::new();
     headers.insert("Tf-Heartbeat", "100");
     nats.publish_with_reply_and_headers("toolfunc.call.nap", inbox, headers, "{}".into())
@@ -265,7 +265,7 @@ async fn a_caller_that_has_gone_is_noticed_and_its_call_cancelled() {
         .unwrap();
     nats.flush().await.unwrap();
     eventually("the call to start", || worker.in_flight() == 1).await;
-    drop(_replies);
+    drop(replies);
     drop(nats);
     eventually("the worker to cancel the abandoned call", || {
         worker.in_flight() == 0
@@ -402,7 +402,7 @@ fn blocking(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_worker_cannot_make_a_durable_call_run_twice_at_once() {
     let server = NatsServer::start();
-    let ack_wait = Duration::from_millis(1000);
+    let ack_wait = Duration::from_secs(1);
     let (running, most, runs) = (
         Arc::new(AtomicUsize::new(0)),
         Arc::new(AtomicUsize::new(0)),
@@ -437,7 +437,7 @@ async fn a_slow_worker_cannot_make_a_durable_call_run_twice_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_finished_outcome_of_a_durable_call_wins() {
     let server = NatsServer::start();
-    let ack_wait = Duration::from_millis(1000);
+    let ack_wait = Duration::from_secs(1);
     let (running, most, runs) = (
         Arc::new(AtomicUsize::new(0)),
         Arc::new(AtomicUsize::new(0)),
