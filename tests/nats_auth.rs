@@ -304,3 +304,38 @@ async fn a_control_message_needs_a_good_token_too() {
     assert_eq!(code(&answer).as_deref(), Some("CANCELLED"));
     assert_eq!(worker.in_flight(), 0);
 }
+
+#[tokio::test]
+async fn discovery_lists_only_what_the_caller_may_see() {
+    let server = NatsServer::start();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let registry = catalog(&seen).layer(toolfunc::layer::visibility(|tool, viewer| {
+        tool.name != "count"
+            || viewer
+                .identity()
+                .is_some_and(|who| who.has_scopes(&["streams"]))
+    }));
+    let _worker = Worker::builder(registry)
+        .authenticate(
+            ApiKeys::new()
+                .key("ann-key", Identity::new("ann"))
+                .key("root-key", Identity::new("root").with_scopes(["streams"])),
+        )
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let ann = Client::builder()
+        .token("ann-key")
+        .connect(&server.url())
+        .await
+        .unwrap();
+    assert_eq!(ann.names(), ["whoami"]);
+    let mut items = ann.run_stream("count", json!({}));
+    assert_eq!(items.next().await.unwrap().unwrap_err().code(), "NOT_FOUND");
+    let root = Client::builder()
+        .token("root-key")
+        .connect(&server.url())
+        .await
+        .unwrap();
+    assert_eq!(root.names(), ["count", "whoami"]);
+}

@@ -256,11 +256,12 @@ pub(crate) fn is_error(headers: Option<&HeaderMap>) -> bool {
     header(headers, SERVICE_ERROR_CODE).is_some() || header(headers, ERROR).is_some()
 }
 
-/// The definitions a worker serves: every tool a NATS client may call (`api`
-/// tools whose names fit a subject), keyed by name.
-pub(crate) fn discovery(registry: &Registry) -> Value {
+/// The definitions a worker serves to one caller: every tool a NATS client may
+/// call (`api` tools whose names fit a subject) that `shown` lets it see, keyed
+/// by name.
+pub(crate) fn discovery(registry: &Registry, shown: impl Fn(&ToolDefinition) -> bool) -> Value {
     let mut tools = Map::new();
-    for def in served(&Catalog::of(registry)) {
+    for def in served(&Catalog::of(registry)).filter(|def| shown(def)) {
         if let Ok(value) = serde_json::to_value(def) {
             tools.insert(def.name.clone(), value);
         }

@@ -507,15 +507,28 @@ async fn serve_discovery(shared: Arc<Shared>, mut endpoint: service::endpoint::E
         if shared.guard.reply(&request.message).is_none() {
             continue;
         }
-        if let Err(err) = shared
-            .guard
-            .identity(request.message.headers.as_ref())
-            .await
-        {
-            respond_error(&request, &err).await;
-            continue;
+        let headers = request.message.headers.as_ref();
+        let identity = match shared.guard.identity(headers).await {
+            Ok(identity) => identity,
+            Err(err) => {
+                respond_error(&request, &err).await;
+                continue;
+            }
+        };
+        // Listed as the layers show them to this caller: a tool it may not see is
+        // not in its list (and calling it is `NOT_FOUND`).
+        let mut viewer = CallOptions::new().surface(Surface::Nats);
+        if let Some(identity) = identity {
+            viewer = viewer.identity(identity);
         }
-        let body = wire::discovery(&shared.registry).to_string();
+        if let Some(caller) = wire::header(headers, CALLER) {
+            viewer = viewer.caller(caller);
+        }
+        let body = wire::discovery(
+            &shared.registry,
+            remote::shown_to(&shared.registry, Some(&viewer)),
+        )
+        .to_string();
         let _ = request.respond(Ok(body.into())).await;
     }
 }
