@@ -536,6 +536,25 @@ async fn a_durable_id_the_worker_cannot_use_is_refused_when_submitted() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(done["result"], json!({"x": 1}));
+    // Garbage is answered with a clean error, never a crash.
+    for garbage in [
+        &b"\xff\xfe"[..],
+        b"[1]",
+        br#"{"id": 5}"#,
+        br#"{"id": "a b"}"#,
+        b"",
+    ] {
+        let read = nats
+            .request("toolfunc.outcome", garbage.to_vec().into())
+            .await
+            .unwrap();
+        assert_eq!(code(&read).as_deref(), Some("NOT_FOUND"), "{garbage:?}");
+    }
+    let refused = nats
+        .request("toolfunc.submit.echo", "[1]".into())
+        .await
+        .unwrap();
+    assert_eq!(code(&refused).as_deref(), Some("ARGUMENTS"));
     // The same id twice is refused, not run again.
     let mut headers = async_nats::HeaderMap::new();
     headers.insert("Tf-Call-Id", "raw-1");
