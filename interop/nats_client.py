@@ -8,6 +8,7 @@ Usage: python nats_client.py nats://127.0.0.1:4222
 
 import asyncio
 import json
+import secrets
 import sys
 
 import nats
@@ -42,14 +43,16 @@ async def main(url):
     check(headers.get("Tf-Error-Code") == "USER_NOT_FOUND", "and its stable code")
     check(json.loads(headers["Tf-Error"])["data"]["what"] == "99", "and its data")
 
-    # A stream, two items ahead at most, granting one credit per item taken.
+    # A stream, two items ahead at most, granting one credit per item taken. Control
+    # messages show the secret the call was sent with (Tf-Control-Key).
+    key = secrets.token_hex(16)
     inbox = nc.new_inbox()
     sub = await nc.subscribe(inbox)
     await nc.publish(
         "toolfunc.call.countdown",
         json.dumps({"count": 5, "stream": True}).encode(),
         reply=inbox,
-        headers={"Tf-Stream": "2", "Tf-Call-Id": "py-stream-1"},
+        headers={"Tf-Stream": "2", "Tf-Call-Id": "py-stream-1", "Tf-Control-Key": key},
     )
     items = []
     while True:
@@ -64,23 +67,31 @@ async def main(url):
         await nc.publish(
             msg.headers["Tf-Control"],
             b"",
-            headers={"Tf-Call-Id": "py-stream-1", "Tf-Credit": "1"},
+            headers={"Tf-Call-Id": "py-stream-1", "Tf-Control-Key": key, "Tf-Credit": "1"},
         )
     await sub.unsubscribe()
     check(items == [{"tick": n} for n in (5, 4, 3, 2, 1)], "the stream's items in order, then its end")
 
-    # A long call, cancelled by id on the broadcast control subject.
+    # A long call, cancelled on the broadcast control subject: by its id and secret;
+    # the id alone (or a wrong secret) cancels nothing.
+    key = secrets.token_hex(16)
     inbox = nc.new_inbox()
     sub = await nc.subscribe(inbox)
     await nc.publish(
         "toolfunc.call.sleep",
         b'{"ms": 30000}',
         reply=inbox,
-        headers={"Tf-Call-Id": "py-sleep-1", "Tf-Heartbeat": "100"},
+        headers={"Tf-Call-Id": "py-sleep-1", "Tf-Heartbeat": "100", "Tf-Control-Key": key},
     )
     beat = await sub.next_msg(timeout=5)
     check((beat.headers or {}).get("Tf-Kind") == "heartbeat", "a running call sends heartbeats")
-    await nc.publish("toolfunc.ctl", b"", headers={"Tf-Call-Id": "py-sleep-1", "Tf-Cancel": "enough"})
+    for guess in ({}, {"Tf-Control-Key": "guess"}):
+        await nc.publish("toolfunc.ctl", b"", headers={"Tf-Call-Id": "py-sleep-1", "Tf-Cancel": "no", **guess})
+    msg = await sub.next_msg(timeout=5)
+    check((msg.headers or {}).get("Tf-Kind") == "heartbeat", "a cancel without the call's secret is ignored")
+    await nc.publish(
+        "toolfunc.ctl", b"", headers={"Tf-Call-Id": "py-sleep-1", "Tf-Control-Key": key, "Tf-Cancel": "enough"}
+    )
     while True:
         msg = await sub.next_msg(timeout=5)
         if (msg.headers or {}).get("Tf-Kind") != "heartbeat":

@@ -27,6 +27,12 @@ impl NatsServer {
 
     /// A server with extra config lines (`max_payload: 4096`).
     pub fn with_config(extra: &str) -> Self {
+        Self::with_setup(extra, &[], &[])
+    }
+
+    /// A server with extra config lines, `files` written beside its config (for
+    /// `include`), and `env` in its environment (for `$VAR` references).
+    pub fn with_setup(extra: &str, files: &[(&str, String)], env: &[(&str, &str)]) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
@@ -42,10 +48,14 @@ impl NatsServer {
             ),
         )
         .expect("the config");
+        for (name, text) in files {
+            std::fs::write(dir.join(name), text).expect("a file beside the config");
+        }
         let program = interop::nats_server();
         let child = Command::new(&program)
             .arg("-c")
             .arg(&config)
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -15,12 +15,15 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::TraceParent;
+use super::durable;
 use super::wire::{
-    self, Abort, CALL_ID, CALLER, CANCEL, CONTROL, CREDIT, HEARTBEAT, KIND, STREAM, lock,
+    self, AUTHORIZATION, Abort, CALL_ID, CALLER, CANCEL, CONTROL, CONTROL_KEY, CREDIT, HEARTBEAT,
+    KIND, STREAM, lock,
 };
 use crate::error::ToolError;
 use crate::exec::ctx::Ctx;
 use crate::exec::runner::Runner;
+use crate::id::random_hex;
 use crate::options::CallOptions;
 use crate::registry::{Registry, UnregisterOptions};
 use crate::tool::ItemStream;
@@ -28,14 +31,17 @@ use crate::tool::{ToolDefinition, ToolFunc, ToolRef};
 use crate::transport::Transport;
 
 /// Sets up a [`Client`]: the subject prefix, how often workers prove they are
-/// alive, how far a stream may run ahead, how often an idempotent call is tried.
-#[derive(Debug, Clone)]
+/// alive, how far a stream may run ahead, how often an idempotent call is tried,
+/// how long a call may take, the bearer token it shows.
+#[derive(Clone)]
 #[must_use]
 pub struct ClientBuilder {
     prefix: Option<String>,
     heartbeat: Duration,
     window: u32,
     attempts: u32,
+    timeout: Duration,
+    token: Option<String>,
 }
 
 impl Default for ClientBuilder {
@@ -45,9 +51,28 @@ impl Default for ClientBuilder {
             heartbeat: Duration::from_secs(1),
             window: 64,
             attempts: 3,
+            timeout: DEFAULT_TIMEOUT,
+            token: None,
         }
     }
 }
+
+impl std::fmt::Debug for ClientBuilder {
+    // The token is a secret: only whether there is one is shown.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("prefix", &self.prefix)
+            .field("heartbeat", &self.heartbeat)
+            .field("window", &self.window)
+            .field("attempts", &self.attempts)
+            .field("timeout", &self.timeout)
+            .field("token", &self.token.is_some())
+            .finish()
+    }
+}
+
+/// The deadline of a call that sets none of its own.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl ClientBuilder {
     /// The workers' subject prefix (`toolfunc` unless set, or the path of a
@@ -75,6 +100,23 @@ impl ClientBuilder {
     /// set), all within the call's deadline.
     pub fn attempts(mut self, attempts: u32) -> Self {
         self.attempts = attempts.max(1);
+        self
+    }
+
+    /// The deadline of every call that has none of its own (from
+    /// [`CallOptions::timeout`] or an enclosing call's context): 60 s unless set.
+    /// The worker gets it too (`Tf-Timeout`) and stops the call when it passes, so
+    /// no call holds a worker for ever; a stream's deadline covers all its items.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Sends `Authorization: Bearer <token>` with every request (calls, streams,
+    /// discovery, control messages, durable submits and outcome reads), for
+    /// workers built with [`WorkerBuilder::authenticate`](super::WorkerBuilder::authenticate).
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
         self
     }
 
@@ -126,7 +168,6 @@ impl ClientBuilder {
         let follow = tokio::spawn(follow(events, Arc::clone(&remote), registry.clone()));
         Ok(Client {
             registry,
-            tasks: super::durable::Tasks::new(nats.clone(), prefix.clone()),
             remote,
             _follow: Arc::new(Abort(follow)),
         })
@@ -163,7 +204,6 @@ impl ClientBuilder {
 pub struct Client {
     registry: Registry,
     remote: Arc<Remote>,
-    tasks: super::durable::Tasks,
     _follow: Arc<Abort>,
 }
 
@@ -252,20 +292,52 @@ impl Client {
             return Err(ToolError::not_found(name));
         }
         let payload = self.remote.payload(&args)?;
-        let id = self.remote.call_id();
-        self.tasks.submit(&id, &canonical, payload, None).await?;
+        let id = random_hex();
+        let mut headers = self.remote.auth_headers();
+        headers.insert(CALL_ID, wire::header_value(&id));
+        let answer = self
+            .remote
+            .ask(
+                wire::submit_subject(&self.remote.prefix, &canonical),
+                headers,
+                payload,
+            )
+            .await?;
+        wire::result(&answer.payload)?;
         Ok(id)
     }
 
     /// Where a durable call stands: still queued or working, or done with its
-    /// outcome. `NOT_FOUND` for an id no call has (or whose outcome expired).
+    /// outcome. `NOT_FOUND` for an id no call has, whose outcome expired, or
+    /// that is another owner's.
     pub async fn poll(&self, id: &str) -> Result<crate::remote::ledger::TaskPoll, ToolError> {
-        self.tasks.poll(id).await
+        if !durable::valid_key(id) {
+            return Err(durable::unknown(id));
+        }
+        let body = serde_json::json!({ "id": id }).to_string();
+        let answer = self
+            .remote
+            .ask(
+                wire::outcome_subject(&self.remote.prefix),
+                self.remote.auth_headers(),
+                body.into(),
+            )
+            .await?;
+        Ok(durable::decode(id, &answer.payload))
     }
 
-    /// Waits for a durable call's outcome (bound it with `tokio::time::timeout`).
+    /// Waits for a durable call's outcome, asking the workers again and again
+    /// (every 50 ms at first, every second at most); bound it with
+    /// `tokio::time::timeout`.
     pub async fn wait(&self, id: &str) -> Result<Value, ToolError> {
-        self.tasks.wait(id).await
+        let mut pause = Duration::from_millis(50);
+        loop {
+            if let crate::remote::ledger::TaskPoll::Done(outcome) = self.poll(id).await? {
+                return outcome;
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(1));
+        }
     }
 
     /// Runs the tool `name` and yields its items as the worker sends them.
@@ -352,7 +424,7 @@ struct Remote {
     /// `_INBOX.<id>`: every reply comes to `<inbox>.<token>`.
     inbox: String,
     pending: Pending,
-    /// The next reply token (and, after the inbox's unique part, call id).
+    /// The next reply token.
     next: AtomicU64,
     settings: ClientBuilder,
     _mux: Abort,
@@ -433,23 +505,33 @@ async fn follow(mut events: async_nats::Subscriber, remote: Arc<Remote>, registr
         while let Some(Some(next)) = futures::FutureExt::now_or_never(events.next()) {
             latest = next;
         }
-        let announced = serde_json::from_slice::<Value>(&latest.payload)
+        // An event only says that a worker's catalogue changed; what the worker
+        // now serves is asked of the workers themselves, never taken from it.
+        let worker = serde_json::from_slice::<Value>(&latest.payload)
             .ok()
-            .and_then(|v| v.get("tools").cloned());
-        if let Err(err) = reload(&remote, &registry, announced.as_ref()).await {
+            .and_then(|v| v.get("worker").and_then(Value::as_str).map(str::to_owned))
+            .filter(|worker| !worker.contains('.') && wire::subject_safe(worker));
+        if let Err(err) = reload(&remote, &registry, worker.as_deref()).await {
             tracing::debug!(error = %err, "cannot reload the NATS service's definitions");
         }
     }
 }
 
-/// Loads the definitions from any worker (plus `also`, a worker's own list) and
-/// makes the registry hold exactly those.
+/// Loads the definitions from any worker (plus those of `worker`, which said its
+/// catalogue changed) and makes the registry hold exactly those.
 async fn reload(
     remote: &Arc<Remote>,
     registry: &Registry,
-    also: Option<&Value>,
+    worker: Option<&str>,
 ) -> Result<(), ToolError> {
-    let listing = match discover(remote).await {
+    let own = match worker {
+        Some(worker) => discover(remote, &wire::worker_tools_subject(&remote.prefix, worker))
+            .await
+            .ok(),
+        None => None,
+    };
+    let also = own.as_ref();
+    let listing = match discover(remote, &wire::tools_subject(&remote.prefix)).await {
         Ok(listing) => listing,
         // A worker's announcement still adds its tools when no worker answers
         // discovery in time; nothing is removed on so little knowledge.
@@ -488,11 +570,16 @@ async fn reload(
     Ok(())
 }
 
-/// The definitions of any worker, keyed by name.
-async fn discover(remote: &Remote) -> Result<Value, ToolError> {
+/// The definitions of a worker (any, on `subject` of the queue group; one, on its
+/// own), keyed by name.
+async fn discover(remote: &Remote, subject: &str) -> Result<Value, ToolError> {
     let answer = remote
         .nats
-        .request(wire::tools_subject(&remote.prefix), bytes::Bytes::new())
+        .request_with_headers(
+            subject.to_owned(),
+            remote.auth_headers(),
+            bytes::Bytes::new(),
+        )
         .await
         .map_err(|e| match e.kind() {
             async_nats::RequestErrorKind::NoResponders => ToolError::custom(
@@ -591,6 +678,8 @@ struct Attempt {
     remote: Arc<Remote>,
     token: String,
     call_id: String,
+    /// The secret the attempt's control messages show (`Tf-Control-Key`).
+    key: String,
     messages: mpsc::Receiver<Message>,
     seen: Arc<Seen>,
     armed: bool,
@@ -614,7 +703,8 @@ impl Attempt {
         Self {
             remote: Arc::clone(remote),
             token,
-            call_id: remote.call_id(),
+            call_id: random_hex(),
+            key: random_hex(),
             messages,
             seen,
             armed: true,
@@ -679,9 +769,14 @@ impl Attempt {
         });
     }
 
+    /// The headers of a control message for this attempt: the call id, the
+    /// secret that shows the message is the requester's, the bearer token.
+    fn control_headers(&self) -> HeaderMap {
+        control_headers(&self.remote, &self.call_id, &self.key)
+    }
+
     fn credit(&self, items: u32) {
-        let mut headers = HeaderMap::new();
-        headers.insert(CALL_ID, wire::header_value(&self.call_id));
+        let mut headers = self.control_headers();
         headers.insert(CREDIT, items.to_string().as_str());
         self.control(headers);
     }
@@ -693,7 +788,7 @@ impl Attempt {
         let every = self.remote.settings.heartbeat;
         let seen = Arc::clone(&self.seen);
         let prefix = self.remote.prefix.clone();
-        let call_id = self.call_id.clone();
+        let base = self.control_headers();
         Abort(tokio::spawn(async move {
             let mut ticks = tokio::time::interval(every);
             ticks.tick().await;
@@ -702,8 +797,7 @@ impl Attempt {
                 let subject = lock(&seen.control)
                     .clone()
                     .unwrap_or_else(|| wire::control_subject(&prefix, None));
-                let mut headers = HeaderMap::new();
-                headers.insert(CALL_ID, wire::header_value(&call_id));
+                let mut headers = base.clone();
                 headers.insert(CREDIT, "0");
                 if nats
                     .publish_with_headers(subject, headers, bytes::Bytes::new())
@@ -721,19 +815,65 @@ impl Drop for Attempt {
     fn drop(&mut self) {
         lock(&self.remote.pending).remove(&self.token);
         if self.armed {
-            let mut headers = HeaderMap::new();
-            headers.insert(CALL_ID, wire::header_value(&self.call_id));
+            let mut headers = self.control_headers();
             headers.insert(CANCEL, "the caller gave up");
             self.control(headers);
         }
     }
 }
 
+/// The headers of a control message: the call id, the requester's secret, the
+/// bearer token.
+fn control_headers(remote: &Remote, call_id: &str, key: &str) -> HeaderMap {
+    let mut headers = remote.auth_headers();
+    headers.insert(CALL_ID, wire::header_value(call_id));
+    headers.insert(CONTROL_KEY, wire::header_value(key));
+    headers
+}
+
 impl Remote {
-    /// A call id unique across clients: the inbox's random part and a counter.
-    fn call_id(&self) -> String {
-        let unique = self.inbox.rsplit('.').next().unwrap_or_default();
-        format!("{unique}-{}", self.next.fetch_add(1, Ordering::Relaxed))
+    /// Headers with the bearer token, when the client has one.
+    fn auth_headers(&self) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        if let Some(token) = &self.settings.token {
+            headers.insert(
+                AUTHORIZATION,
+                wire::header_value(&format!("Bearer {token}")),
+            );
+        }
+        headers
+    }
+
+    /// A request to the workers (a durable submit or outcome read): its answer,
+    /// or the error it carries; `NO_WORKER` when no worker takes such requests.
+    async fn ask(
+        &self,
+        subject: String,
+        headers: HeaderMap,
+        payload: bytes::Bytes,
+    ) -> Result<Message, ToolError> {
+        let answer = self
+            .nats
+            .request_with_headers(subject, headers, payload)
+            .await
+            .map_err(|e| match e.kind() {
+                async_nats::RequestErrorKind::NoResponders => ToolError::custom(
+                    "NO_WORKER",
+                    503,
+                    format!("no worker takes durable calls under `{}`", self.prefix),
+                ),
+                _ => unreachable("reach a durable worker", &e),
+            })?;
+        if let Some(headers) = answer.headers.as_ref().filter(|h| wire::is_error(Some(h))) {
+            return Err(wire::error_from_headers(headers, "durable"));
+        }
+        Ok(answer)
+    }
+
+    /// A call's deadline: its context's, else the client's default.
+    fn deadline(&self, ctx: Option<&Ctx>) -> Instant {
+        ctx.and_then(Ctx::deadline)
+            .map_or_else(|| Instant::now() + self.settings.timeout, Instant::from_std)
     }
 
     fn payload(&self, args: &Value) -> Result<bytes::Bytes, ToolError> {
@@ -752,9 +892,13 @@ impl Remote {
         tries < self.settings.attempts && deadline.is_none_or(|d| Instant::now() < d)
     }
 
-    fn headers(&self, ctx: Option<&Ctx>, call_id: &str, deadline: Option<Instant>) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        headers.insert(CALL_ID, wire::header_value(call_id));
+    fn headers(
+        &self,
+        ctx: Option<&Ctx>,
+        attempt: &Attempt,
+        deadline: Option<Instant>,
+    ) -> HeaderMap {
+        let mut headers = control_headers(self, &attempt.call_id, &attempt.key);
         headers.insert(
             HEARTBEAT,
             self.settings.heartbeat.as_millis().to_string().as_str(),
@@ -802,12 +946,12 @@ impl Remote {
     ) -> Result<Value, ToolError> {
         let payload = self.payload(&args)?;
         let retry = ctx.is_some_and(|ctx| idempotent(ctx.definition(), &args));
-        let deadline = ctx.and_then(Ctx::deadline).map(Instant::from_std);
+        let deadline = Some(self.deadline(ctx));
         let mut tries = 0;
         loop {
             tries += 1;
             let mut attempt = Attempt::open(self);
-            let headers = self.headers(ctx, &attempt.call_id, deadline);
+            let headers = self.headers(ctx, &attempt, deadline);
             self.publish(tool, &attempt, headers, payload.clone())
                 .await?;
             match attempt.next(deadline).await {
@@ -857,13 +1001,13 @@ impl Remote {
         }
         let payload = self.payload(&args)?;
         let retry = ctx.is_some_and(|ctx| idempotent(ctx.definition(), &args));
-        let deadline = ctx.and_then(Ctx::deadline).map(Instant::from_std);
+        let deadline = Some(self.deadline(ctx));
         let window = self.settings.window;
         let mut tries = 0;
         loop {
             tries += 1;
             let mut attempt = Attempt::open(self);
-            let mut headers = self.headers(ctx, &attempt.call_id, deadline);
+            let mut headers = self.headers(ctx, &attempt, deadline);
             headers.insert(STREAM, window.to_string().as_str());
             self.publish(tool, &attempt, headers, payload.clone())
                 .await?;

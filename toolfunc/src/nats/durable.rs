@@ -1,18 +1,32 @@
-//! Durable calls on JetStream: a submitted call is stored in a work-queue stream
-//! before it is acknowledged, workers take it from a shared durable consumer (a
-//! worker that dies mid-call has it redelivered to another), and the outcome is
-//! kept in a key-value bucket for the retention time.
+//! Durable calls on JetStream: a call submitted to a worker
+//! (`<prefix>.submit.<tool>`) is stored in a work-queue stream before it is
+//! acknowledged, workers take it from a shared durable consumer (a worker that dies
+//! mid-call has it redelivered to another), and the outcome is kept in a key-value
+//! bucket for the retention time and read through a worker (`<prefix>.outcome`),
+//! which shows it to its owner only.
+//!
+//! Who runs a call is decided in the bucket, by compare-and-set on the record's
+//! revision: a worker claims the call for a lease it renews while the call runs,
+//! another that is handed the call while the lease holds gives it back, and the
+//! first outcome written wins. Records a worker writes are sealed with a secret
+//! only the stored call carries, so a record written by anyone else (a forged
+//! `completed`, or a claim that never ends) is taken for no record at all.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_nats::HeaderMap;
 use async_nats::jetstream::{self, AckKind, consumer, kv, stream};
 use futures::StreamExt;
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
-use super::wire::{self, CALL_ID, CALLER};
+use super::guard::Guard;
+use super::wire::{self, CALL_ID, CALLER, lock};
 use crate::error::ToolError;
+use crate::id::random_hex;
+use crate::identity::Identity;
 use crate::options::CallOptions;
 use crate::registry::Registry;
 use crate::remote::ledger::{TaskInfo, TaskPoll, TaskStatus};
@@ -53,7 +67,10 @@ impl DurableSettings {
     }
 
     /// How long a worker may go without a sign of life (it sends one every third
-    /// of this while a call runs) before its call is given to another worker.
+    /// of this while a call runs) before its call is given to another worker. A
+    /// worker's claim on a call lasts twice this from its last sign of life: a
+    /// worker handed a call whose claim still holds gives it back, so a worker
+    /// that is slow but alive never has its call run beside it.
     pub fn ack_wait(mut self, wait: Duration) -> Self {
         self.ack_wait = wait.max(Duration::from_millis(300));
         self
@@ -96,6 +113,15 @@ pub(crate) fn bucket_name(prefix: &str) -> String {
 
 const CONSUMER: &str = "workers";
 
+/// On a stored call: when it was submitted (ms since the epoch).
+const SUBMITTED: &str = "Tf-Submitted";
+/// On a stored call: whose it is (the verified subject, else the stated caller).
+const OWNER: &str = "Tf-Owner";
+/// On a stored call: the identity its submitter proved (`{"sub", "iss", "scopes"}`).
+const IDENTITY: &str = "Tf-Identity";
+/// On a stored call: the secret the workers seal its records with.
+const SEAL_KEY: &str = "Tf-Seal-Key";
+
 fn name_part(prefix: &str) -> String {
     prefix
         .chars()
@@ -128,8 +154,12 @@ fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// Opens (or creates) the stream and the bucket.
-pub(crate) async fn open(
+async fn open(
     js: &jetstream::Context,
     prefix: &str,
     settings: &DurableSettings,
@@ -147,27 +177,20 @@ pub(crate) async fn open(
         })
         .await
         .map_err(|e| jetstream_error("open the task stream", &e))?;
-    let store = open_bucket(js, prefix, Some(settings)).await?;
+    let store = open_bucket(js, prefix, settings).await?;
     Ok((stream, store))
 }
 
-/// The bucket; created with `settings` when it is missing and they are given.
-pub(crate) async fn open_bucket(
+/// The bucket; created with `settings` when it is missing.
+async fn open_bucket(
     js: &jetstream::Context,
     prefix: &str,
-    settings: Option<&DurableSettings>,
+    settings: &DurableSettings,
 ) -> Result<kv::Store, ToolError> {
     let bucket = bucket_name(prefix);
     if let Ok(store) = js.get_key_value(&bucket).await {
         return Ok(store);
     }
-    let Some(settings) = settings else {
-        return Err(ToolError::custom(
-            "NO_WORKER",
-            503,
-            format!("no worker has set up durable calls under `{prefix}`"),
-        ));
-    };
     let created = js
         .create_key_value(kv::Config {
             bucket: bucket.clone(),
@@ -189,15 +212,28 @@ pub(crate) async fn open_bucket(
     }
 }
 
+/// What a worker's durable side shares: the bucket, the stream, the checks.
+#[derive(Clone)]
+struct Durable {
+    client: async_nats::Client,
+    js: jetstream::Context,
+    store: kv::Store,
+    prefix: String,
+    guard: Arc<Guard>,
+    /// The tools served, for the scopes a submitted call needs.
+    registry: Registry,
+}
+
 /// Takes durable calls from the shared consumer and runs them until the task is
 /// aborted: only as many as it has room to run (so none waits unacknowledged in a
-/// buffer), and it answers for calls JetStream gave up redelivering.
+/// buffer); answers submits and outcome reads; and answers for calls JetStream
+/// gave up redelivering.
 pub(crate) async fn serve(
     client: async_nats::Client,
     registry: Registry,
-    prefix: String,
-    worker: String,
+    (prefix, worker): (String, String),
     settings: DurableSettings,
+    guard: Arc<Guard>,
 ) -> Result<tokio::task::JoinHandle<()>, ToolError> {
     let concurrency = settings.per_worker;
     let js = jetstream::new(client.clone());
@@ -228,6 +264,7 @@ pub(crate) async fn serve(
             "the workers' consumer was created with other durable settings; using its own"
         );
     }
+    let queue = format!("{prefix}.workers");
     // Calls delivered `max_deliver` times without an outcome: one worker (a queue
     // group) writes `WORKER_LOST` for them and takes them out of the queue.
     let advisories = client
@@ -236,66 +273,307 @@ pub(crate) async fn serve(
                 "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{}.{CONSUMER}",
                 stream_name(&prefix)
             ),
-            format!("{prefix}.workers"),
+            queue.clone(),
         )
         .await
         .map_err(|e| jetstream_error("follow redelivery advisories", &e))?;
-    let limit = Arc::new(tokio::sync::Semaphore::new(concurrency));
-    let skip = task_subject(&prefix, "").len();
+    let submits = client
+        .queue_subscribe(wire::submit_subject(&prefix, ">"), queue.clone())
+        .await
+        .map_err(|e| jetstream_error("take durable submits", &e))?;
+    let reads = client
+        .queue_subscribe(wire::outcome_subject(&prefix), queue)
+        .await
+        .map_err(|e| jetstream_error("take outcome reads", &e))?;
+    let durable = Durable {
+        client,
+        js,
+        store,
+        prefix,
+        guard,
+        registry: registry.clone(),
+    };
     let job = Job {
         registry,
-        store,
+        store: durable.store.clone(),
         worker,
         ack_wait,
         max_deliver,
-        skip,
+        skip: task_subject(&durable.prefix, "").len(),
+        running: Arc::new(Mutex::new(HashSet::new())),
     };
     Ok(tokio::spawn(async move {
-        let gave_up = tokio::spawn(give_up(advisories, stream, job.store.clone()));
-        let _gave_up = wire::Abort(gave_up);
-        loop {
-            // Wait for room, then ask for as many calls as there is room for.
-            let Ok(first) = Arc::clone(&limit).acquire_owned().await else {
-                return;
-            };
-            let room = 1 + limit.available_permits();
-            let batch = consumer
-                .batch()
-                .max_messages(room)
-                .expires(Duration::from_secs(5))
-                .messages()
-                .await;
-            let Ok(mut batch) = batch else {
-                tokio::time::sleep(Duration::from_millis(500)).await;
-                continue;
-            };
-            let mut permit = Some(first);
-            while let Some(next) = batch.next().await {
-                let Ok(message) = next else { continue };
-                let held = if let Some(held) = permit.take() {
-                    held
-                } else if let Ok(held) = Arc::clone(&limit).try_acquire_owned() {
-                    held
-                } else {
-                    // No room after all: give it back for another worker.
-                    let _ = message.ack_with(AckKind::Nak(None)).await;
-                    continue;
-                };
-                let job = job.clone();
-                tokio::spawn(async move {
-                    job.run(message).await;
-                    drop(held);
-                });
-            }
-            // Keep the info fresh so a changed consumer is noticed on restart.
-            let _ = consumer.info().await;
-        }
+        let _gave_up = wire::Abort(tokio::spawn(give_up(
+            advisories,
+            stream,
+            durable.store.clone(),
+            ack_wait,
+        )));
+        let _submits = wire::Abort(tokio::spawn(serve_submits(durable.clone(), submits)));
+        let _reads = wire::Abort(tokio::spawn(serve_reads(durable, reads)));
+        take_calls(consumer, concurrency, job).await;
     }))
 }
 
-/// Answers for calls JetStream stopped redelivering: a `WORKER_LOST` outcome, and
-/// the call out of the queue.
-async fn give_up(mut advisories: async_nats::Subscriber, stream: stream::Stream, store: kv::Store) {
+/// Takes calls from the consumer, as many as there is room to run, and runs them.
+async fn take_calls(mut consumer: consumer::PullConsumer, concurrency: usize, job: Job) {
+    let limit = Arc::new(tokio::sync::Semaphore::new(concurrency));
+    loop {
+        // Wait for room, then ask for as many calls as there is room for.
+        let Ok(first) = Arc::clone(&limit).acquire_owned().await else {
+            return;
+        };
+        let room = 1 + limit.available_permits();
+        let batch = consumer
+            .batch()
+            .max_messages(room)
+            .expires(Duration::from_secs(5))
+            .messages()
+            .await;
+        let Ok(mut batch) = batch else {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            continue;
+        };
+        let mut permit = Some(first);
+        while let Some(next) = batch.next().await {
+            let Ok(message) = next else { continue };
+            let held = if let Some(held) = permit.take() {
+                held
+            } else if let Ok(held) = Arc::clone(&limit).try_acquire_owned() {
+                held
+            } else {
+                // No room after all: give it back for another worker.
+                let _ = message.ack_with(AckKind::Nak(None)).await;
+                continue;
+            };
+            let job = job.clone();
+            tokio::spawn(async move {
+                job.run(message).await;
+                drop(held);
+            });
+        }
+        // Keep the info fresh so a changed consumer is noticed on restart.
+        let _ = consumer.info().await;
+    }
+}
+
+/// Answers an error to a request that was not made through the service API.
+async fn answer_error(client: &async_nats::Client, reply: &str, err: &ToolError) {
+    let _ = client
+        .publish_with_headers(
+            reply.to_owned(),
+            wire::service_error_headers(err),
+            bytes::Bytes::new(),
+        )
+        .await;
+}
+
+async fn answer_value(client: &async_nats::Client, reply: &str, value: &Value) {
+    let _ = client
+        .publish(reply.to_owned(), value.to_string().into())
+        .await;
+}
+
+async fn serve_submits(durable: Durable, mut submits: async_nats::Subscriber) {
+    while let Some(message) = submits.next().await {
+        let durable = durable.clone();
+        tokio::spawn(async move {
+            let Some(reply) = durable.guard.reply(&message).map(str::to_owned) else {
+                return;
+            };
+            match durable.submit(&message).await {
+                Ok(answer) => answer_value(&durable.client, &reply, &answer).await,
+                Err(err) => answer_error(&durable.client, &reply, &err).await,
+            }
+        });
+    }
+}
+
+async fn serve_reads(durable: Durable, mut reads: async_nats::Subscriber) {
+    while let Some(message) = reads.next().await {
+        let durable = durable.clone();
+        tokio::spawn(async move {
+            let Some(reply) = durable.guard.reply(&message).map(str::to_owned) else {
+                return;
+            };
+            match durable.read(&message).await {
+                Ok(answer) => answer_value(&durable.client, &reply, &answer).await,
+                Err(err) => answer_error(&durable.client, &reply, &err).await,
+            }
+        });
+    }
+}
+
+fn bad_id(id: &str) -> ToolError {
+    ToolError::custom(
+        "BAD_ID",
+        400,
+        format!(
+            "`{}` cannot be a durable call's id: 1 to 256 of A-Z a-z 0-9 - _ = / . (not first or last)",
+            wire::short(id, 64)
+        ),
+    )
+}
+
+/// The identity of a stored call, as its header carries it.
+fn identity_header(identity: &Identity) -> String {
+    json!({"sub": identity.subject(), "iss": identity.issuer(), "scopes": identity.scopes()})
+        .to_string()
+}
+
+fn identity_from_header(text: &str) -> Option<Identity> {
+    let value: Value = serde_json::from_str(text).ok()?;
+    let mut identity = Identity::new(value.get("sub")?.as_str()?);
+    if let Some(issuer) = value.get("iss").and_then(Value::as_str) {
+        identity = identity.with_issuer(issuer);
+    }
+    if let Some(scopes) = value.get("scopes").and_then(Value::as_array) {
+        identity = identity.with_scopes(scopes.iter().filter_map(Value::as_str));
+    }
+    Some(identity)
+}
+
+impl Durable {
+    /// Stores a submitted call: its record (`queued`) first, so no id is taken
+    /// twice, then the call itself; answers `{"id", "status": "queued"}`.
+    async fn submit(&self, message: &async_nats::Message) -> Result<Value, ToolError> {
+        let headers = message.headers.as_ref();
+        let identity = self.guard.identity(headers).await?;
+        let tool = message
+            .subject
+            .get(wire::submit_subject(&self.prefix, "").len()..)
+            .unwrap_or_default();
+        if !wire::subject_safe(tool) {
+            return Err(ToolError::not_found(tool));
+        }
+        let id = match wire::header(headers, CALL_ID) {
+            Some(id) if valid_key(id) => id.to_owned(),
+            Some(id) => return Err(bad_id(id)),
+            None => random_hex(),
+        };
+        // Only an object of named arguments is a call; its schema is checked when
+        // it runs.
+        let args = wire::arguments(&message.payload)?;
+        // A tool or act the caller lacks the scopes for is refused now, not when
+        // it runs (a tool this worker does not serve is judged by one that does).
+        if let Some(identity) = &identity {
+            let options = CallOptions::new().identity(identity.clone());
+            match remote::find(&self.registry, tool, Lookup::TOOL, Some(&options)) {
+                Ok(found) => found.authorize(Some(&options), Some(&args))?,
+                Err(err) if err.code() == remote::INSUFFICIENT_SCOPE => return Err(err),
+                Err(_) => {}
+            }
+        }
+        let caller = wire::header(headers, CALLER);
+        let owner = identity.as_ref().map(Identity::subject).or(caller);
+        let submitted = now_ms();
+        let queued = json!({
+            "id": id, "tool": tool, "status": "queued", "attempt": 0,
+            "owner": owner, "caller": caller, "submitted": submitted, "updated": submitted,
+        });
+        match self.store.create(&id, queued.to_string().into()).await {
+            Ok(_) => {}
+            Err(err) if err.kind() == kv::CreateErrorKind::AlreadyExists => {
+                return Err(ToolError::custom(
+                    "DUPLICATE",
+                    409,
+                    format!("a durable call with the id `{id}` exists already"),
+                ));
+            }
+            Err(err) => return Err(jetstream_error("record the call", &err)),
+        }
+        let mut stored = HeaderMap::new();
+        stored.insert(CALL_ID, wire::header_value(&id));
+        stored.insert("Nats-Msg-Id", wire::header_value(&id));
+        stored.insert(SUBMITTED, submitted.to_string().as_str());
+        stored.insert(SEAL_KEY, random_hex().as_str());
+        if let Some(owner) = owner {
+            stored.insert(OWNER, wire::header_value(owner));
+        }
+        if let Some(caller) = caller {
+            stored.insert(CALLER, wire::header_value(caller));
+        }
+        if let Some(identity) = &identity {
+            stored.insert(IDENTITY, wire::header_value(&identity_header(identity)));
+        }
+        if let Some(parent) = wire::header(headers, wire::TRACEPARENT) {
+            stored.insert(wire::TRACEPARENT, wire::header_value(parent));
+        }
+        let sent = match self
+            .js
+            .publish_with_headers(
+                task_subject(&self.prefix, tool),
+                stored,
+                message.payload.clone(),
+            )
+            .await
+        {
+            Ok(ack) => ack.await.map(|_| ()).map_err(|e| e.to_string()),
+            Err(err) => Err(err.to_string()),
+        };
+        if let Err(why) = sent {
+            let _ = self.store.delete(&id).await;
+            return Err(ToolError::custom(
+                "NOT_STORED",
+                503,
+                format!("the call to `{tool}` was not stored: {why}"),
+            ));
+        }
+        Ok(json!({"id": id, "status": "queued"}))
+    }
+
+    /// A call's record, for its owner only (`{"id": ..}` in the payload, or a
+    /// `Tf-Call-Id` header): `NOT_FOUND` for an id no call has and for another
+    /// owner's call alike.
+    async fn read(&self, message: &async_nats::Message) -> Result<Value, ToolError> {
+        let headers = message.headers.as_ref();
+        let identity = self.guard.identity(headers).await?;
+        let reader = identity
+            .as_ref()
+            .map(Identity::subject)
+            .or_else(|| wire::header(headers, CALLER));
+        let asked = serde_json::from_slice::<Value>(&message.payload).ok();
+        let id = asked
+            .as_ref()
+            .and_then(|v| v.get("id"))
+            .and_then(Value::as_str)
+            .or_else(|| wire::header(headers, CALL_ID))
+            .unwrap_or_default()
+            .to_owned();
+        if !valid_key(&id) {
+            return Err(unknown(&id));
+        }
+        let entry = self
+            .store
+            .entry(&id)
+            .await
+            .map_err(|e| jetstream_error("read the call's state", &e))?;
+        let Some(entry) = entry.filter(|e| e.operation == kv::Operation::Put) else {
+            return Err(unknown(&id));
+        };
+        let Ok(Value::Object(mut record)) = serde_json::from_slice::<Value>(&entry.value) else {
+            return Err(unknown(&id));
+        };
+        if let Some(owner) = record.get("owner").and_then(Value::as_str)
+            && reader != Some(owner)
+        {
+            return Err(unknown(&id));
+        }
+        record.remove("seal");
+        record.remove("lease");
+        Ok(Value::Object(record))
+    }
+}
+
+/// Answers for calls JetStream stopped redelivering: a `WORKER_LOST` outcome
+/// (unless a worker still holds the call, which then writes its own), and the
+/// call out of the queue.
+async fn give_up(
+    mut advisories: async_nats::Subscriber,
+    stream: stream::Stream,
+    store: kv::Store,
+    ack_wait: Duration,
+) {
     while let Some(advisory) = advisories.next().await {
         let Some(sequence) = serde_json::from_slice::<Value>(&advisory.payload)
             .ok()
@@ -306,28 +584,46 @@ async fn give_up(mut advisories: async_nats::Subscriber, stream: stream::Stream,
         let Ok(message) = stream.get_raw_message(sequence).await else {
             continue;
         };
-        let headers = Some(&message.headers);
-        if let Some(id) = wire::header(headers, CALL_ID).filter(|id| valid_key(id)) {
-            let done = store
-                .get(id)
-                .await
-                .ok()
-                .flatten()
-                .is_some_and(|bytes| matches!(decode(id, &bytes), TaskPoll::Done(_)));
-            if !done {
+        let stream = stream.clone();
+        let store = store.clone();
+        tokio::spawn(async move {
+            let headers = Some(&message.headers);
+            let id = wire::header(headers, CALL_ID).filter(|id| valid_key(id));
+            let key = wire::header(headers, SEAL_KEY);
+            if let (Some(id), Some(key)) = (id, key) {
+                let seal = Seal::new(id, key);
                 let err = ToolError::custom(
                     "WORKER_LOST",
                     503,
                     "every worker that took this durable call was lost before it finished",
                 );
-                let record = json!({
-                    "id": id, "status": "failed", "updated": now_ms(),
+                let mut lost = json!({
+                    "id": id, "status": "failed", "worker": "", "attempt": 0,
+                    "owner": wire::header(headers, OWNER),
+                    "caller": wire::header(headers, CALLER),
+                    "updated": now_ms(),
                     "error": serde_json::to_value(&err).unwrap_or(Value::Null),
                 });
-                let _ = store.put(id, record.to_string().into()).await;
+                seal.sign(&mut lost);
+                // A worker that still holds the call writes its outcome: wait for
+                // its claim to end before writing this one.
+                for _ in 0..64 {
+                    match read(&store, id, &seal).await {
+                        Ok(Read::Done) => break,
+                        Ok(Read::Held { until, .. }) => {
+                            tokio::time::sleep(until.max(ack_wait / 3)).await;
+                        }
+                        Ok(Read::Free { revision }) => {
+                            if write_rev(&store, id, revision, &lost).await.is_some() {
+                                break;
+                            }
+                        }
+                        Err(_) => tokio::time::sleep(ack_wait / 3).await,
+                    }
+                }
             }
-        }
-        let _ = stream.delete_message(sequence).await;
+            let _ = stream.delete_message(sequence).await;
+        });
     }
 }
 
@@ -342,6 +638,134 @@ pub(crate) fn valid_key(id: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '=' | '/' | '.'))
 }
 
+/// What seals a call's records: HMAC-SHA256 under the secret its stored message
+/// carries, over the fields that decide who runs it.
+#[derive(Clone)]
+struct Seal {
+    id: String,
+    key: ring::hmac::Key,
+}
+
+impl Seal {
+    fn new(id: &str, secret: &str) -> Self {
+        Self {
+            id: id.to_owned(),
+            key: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret.as_bytes()),
+        }
+    }
+
+    fn text(&self, record: &Value) -> String {
+        let field = |key: &str| match record.get(key) {
+            Some(Value::String(text)) => text.clone(),
+            Some(Value::Number(n)) => n.to_string(),
+            _ => String::new(),
+        };
+        format!(
+            "{}\n{}\n{}\n{}\n{}",
+            self.id,
+            field("status"),
+            field("worker"),
+            field("attempt"),
+            field("lease")
+        )
+    }
+
+    /// Adds the seal to a record this worker writes.
+    fn sign(&self, record: &mut Value) {
+        let tag = ring::hmac::sign(&self.key, self.text(record).as_bytes());
+        record["seal"] = Value::String(hex(tag.as_ref()));
+    }
+
+    /// Whether a record carries this call's seal.
+    fn verify(&self, record: &Value) -> bool {
+        let Some(seal) = record.get("seal").and_then(Value::as_str).and_then(unhex) else {
+            return false;
+        };
+        ring::hmac::verify(&self.key, self.text(record).as_bytes(), &seal).is_ok()
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Where a call stands in the bucket, as the workers judge it.
+enum Read {
+    /// A sealed outcome: the call ran.
+    Done,
+    /// A worker's sealed claim that still holds, for `until` more.
+    Held { worker: String, until: Duration },
+    /// No outcome and no live claim (queued, a claim past its lease, a record no
+    /// worker sealed, or none): the call may be claimed over this revision (0: no
+    /// record).
+    Free { revision: u64 },
+}
+
+async fn read(store: &kv::Store, id: &str, seal: &Seal) -> Result<Read, ToolError> {
+    let entry = store
+        .entry(id)
+        .await
+        .map_err(|e| jetstream_error("read the call's state", &e))?;
+    let Some(entry) = entry else {
+        return Ok(Read::Free { revision: 0 });
+    };
+    let revision = entry.revision;
+    if entry.operation != kv::Operation::Put {
+        return Ok(Read::Free { revision });
+    }
+    let Ok(record) = serde_json::from_slice::<Value>(&entry.value) else {
+        return Ok(Read::Free { revision });
+    };
+    if !seal.verify(&record) {
+        return Ok(Read::Free { revision });
+    }
+    match record.get("status").and_then(Value::as_str) {
+        Some("completed" | "failed") => Ok(Read::Done),
+        Some("working") => {
+            let lease = record.get("lease").and_then(Value::as_u64).unwrap_or(0);
+            let now = now_ms();
+            if lease > now {
+                Ok(Read::Held {
+                    worker: record
+                        .get("worker")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    until: Duration::from_millis(lease - now),
+                })
+            } else {
+                Ok(Read::Free { revision })
+            }
+        }
+        _ => Ok(Read::Free { revision }),
+    }
+}
+
+/// Writes `record` over `revision` (0: where there is none) and answers the new
+/// revision; `None` when the record changed meanwhile (or cannot be written).
+async fn write_rev(store: &kv::Store, id: &str, revision: u64, record: &Value) -> Option<u64> {
+    let body = bytes::Bytes::from(record.to_string());
+    if revision == 0 {
+        store.create(id, body).await.ok()
+    } else {
+        store.update(id, body, revision).await.ok()
+    }
+}
+
 #[derive(Clone)]
 struct Job {
     registry: Registry,
@@ -350,9 +774,75 @@ struct Job {
     ack_wait: Duration,
     max_deliver: i64,
     skip: usize,
+    /// The calls this worker runs now, by id: a second delivery of one is left
+    /// to the first.
+    running: Arc<Mutex<HashSet<String>>>,
+}
+
+/// How a claim on a call came out.
+enum Claim {
+    /// This worker holds it, at this revision.
+    Held(u64),
+    /// The call ran already.
+    Done,
+    /// Another worker holds it, for this long still.
+    Busy(Duration),
+}
+
+/// The options of a durable call's run: its id, the caller it stated, the
+/// identity its submitter proved, the token a lost claim cancels.
+fn options(
+    id: &str,
+    caller: Option<&str>,
+    identity: Option<Identity>,
+    cancel: CancellationToken,
+) -> CallOptions {
+    let mut options = CallOptions::new()
+        .surface(crate::options::Surface::Nats)
+        .call_id(id)
+        .cancel_on(cancel);
+    if let Some(caller) = caller {
+        options = options.caller(caller);
+    }
+    if let Some(identity) = identity {
+        options = options.identity(identity);
+    }
+    options
+}
+
+/// Takes a call out of the running set when its run ends.
+struct Running<'a>(&'a Mutex<HashSet<String>>, String);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        lock(self.0).remove(&self.1);
+    }
 }
 
 impl Job {
+    /// How long a claim lasts from its last renewal.
+    fn lease(&self) -> Duration {
+        self.ack_wait * 2
+    }
+
+    async fn claim(&self, id: &str, seal: &Seal, working: &Value) -> Result<Claim, ToolError> {
+        for _ in 0..8 {
+            match read(&self.store, id, seal).await? {
+                Read::Done => return Ok(Claim::Done),
+                Read::Held { worker, until } if worker != self.worker => {
+                    return Ok(Claim::Busy(until));
+                }
+                Read::Held { .. } => {}
+                Read::Free { revision } => {
+                    if let Some(revision) = write_rev(&self.store, id, revision, working).await {
+                        return Ok(Claim::Held(revision));
+                    }
+                }
+            }
+        }
+        Ok(Claim::Busy(Duration::from_millis(200)))
+    }
+
     async fn run(self, message: jetstream::Message) {
         let tool = message
             .subject
@@ -360,98 +850,98 @@ impl Job {
             .unwrap_or_default()
             .to_owned();
         let headers = message.headers.as_ref();
-        let Some(id) = wire::header(headers, CALL_ID)
-            .filter(|id| valid_key(id))
-            .map(str::to_owned)
-        else {
-            // Not a call this crate sent: nothing to answer under.
+        let (Some(id), Some(secret)) = (
+            wire::header(headers, CALL_ID)
+                .filter(|id| valid_key(id))
+                .map(str::to_owned),
+            wire::header(headers, SEAL_KEY),
+        ) else {
+            // Not a call a worker stored: nothing to answer under.
+            tracing::warn!(%tool, "a durable task message no worker stored; dropped");
             let _ = message.ack_with(AckKind::Term).await;
             return;
         };
-        let attempt = message.info().map_or(1, |info| info.delivered);
-        let caller = wire::header(headers, CALLER).map(str::to_owned);
-        let submitted = wire::header(headers, "Tf-Submitted").and_then(|t| t.parse::<u64>().ok());
-        let record = |status: &str| {
-            json!({
-                "id": id, "tool": tool, "status": status, "worker": self.worker,
-                "attempt": attempt, "caller": caller, "submitted": submitted,
-                "updated": now_ms(),
-            })
-        };
-        // Delivered again after its outcome was written (the worker died before it
-        // acknowledged): the call ran; do not run it twice.
-        if let Ok(Some(bytes)) = self.store.get(&id).await
-            && matches!(decode(&id, &bytes), TaskPoll::Done(_))
-        {
-            let _ = message.double_ack().await;
+        let seal = Seal::new(&id, secret);
+        if !lock(&self.running).insert(id.clone()) {
+            // This worker runs it already; that run acknowledges it.
             return;
         }
+        let _running = Running(&self.running, id.clone());
+        let attempt = message.info().map_or(1, |info| info.delivered);
+        let owner = wire::header(headers, OWNER).map(str::to_owned);
+        let caller = wire::header(headers, CALLER).map(str::to_owned);
+        let identity = wire::header(headers, IDENTITY).and_then(identity_from_header);
+        let submitted = wire::header(headers, SUBMITTED).and_then(|t| t.parse::<u64>().ok());
+        let record = |status: &str, lease: u64| {
+            let mut record = json!({
+                "id": id, "tool": tool, "status": status, "worker": self.worker,
+                "attempt": attempt, "owner": owner, "caller": caller,
+                "submitted": submitted, "updated": now_ms(),
+            });
+            if lease > 0 {
+                record["lease"] = json!(lease);
+            }
+            seal.sign(&mut record);
+            record
+        };
         // Hidden tools are not reachable over NATS, durable calls included.
         // Found once; layers judge the call in the execution core, with its options.
         let found = remote::find(&self.registry, &tool, Lookup::TOOL, None)
             .ok()
             .filter(|found| wire::subject_safe(found.name()));
-        let served = found.is_some();
-        if !served && attempt < self.max_deliver {
+        if found.is_none() && attempt < self.max_deliver {
             // Another worker may serve it: give it back.
             let _ = message
                 .ack_with(AckKind::Nak(Some(Duration::from_millis(200))))
                 .await;
             return;
         }
-        self.put(&id, record("working")).await;
-        // Signs of life while the call runs, so it is not given to another worker.
-        let beat = {
-            let every = self.ack_wait / 3;
-            let progress = message.clone();
-            tokio::spawn(async move {
-                let mut ticks = tokio::time::interval(every);
-                ticks.tick().await;
-                loop {
-                    ticks.tick().await;
-                    if progress.ack_with(AckKind::Progress).await.is_err() {
-                        return;
-                    }
-                }
-            })
+        let lease = || now_ms().saturating_add(millis(self.lease()));
+        let Some(revision) = self
+            .take(&message, (&id, &seal), &record("working", lease()))
+            .await
+        else {
+            return;
         };
+        // Signs of life while the call runs, so it is not given to another
+        // worker, and the claim renewed; a claim lost to another worker cancels
+        // this run.
+        let cancel = CancellationToken::new();
+        let held = Arc::new(Mutex::new(Some(revision)));
+        let beat = self.keep_claim(
+            message.clone(),
+            (&id, &seal),
+            record("working", 1),
+            (Arc::clone(&held), cancel.clone()),
+        );
         let outcome = match (wire::arguments(&message.payload), found) {
             (Ok(_), None) => Err(ToolError::not_found_because(
                 tool.clone(),
                 "no NATS worker serves a tool by this name",
             )),
             (Ok(args), Some(found)) => {
-                let options = CallOptions::new()
-                    .surface(crate::options::Surface::Nats)
-                    .call_id(id.clone());
-                let options = match &caller {
-                    Some(caller) => options.caller(caller.clone()),
-                    None => options,
-                };
+                let options = options(&id, caller.as_deref(), identity, cancel.clone());
                 found.run(&self.registry.with(options), args).await
             }
             (Err(err), _) => Err(err),
         };
         beat.abort();
-        let mut done = record(match outcome {
-            Ok(_) => "completed",
-            Err(_) => "failed",
-        });
+        if lock(&held).is_none() {
+            // Another worker holds the call now: its run answers and acknowledges.
+            tracing::debug!(%id, "a durable call's claim went to another worker");
+            return;
+        }
+        let status = if outcome.is_ok() {
+            "completed"
+        } else {
+            "failed"
+        };
+        let mut done = record(status, 0);
         match outcome {
             Ok(value) => done["result"] = value,
             Err(err) => done["error"] = serde_json::to_value(&err).unwrap_or(Value::Null),
         }
-        if !self.put(&id, done).await {
-            // The outcome could not be kept (too large for the bucket): say so.
-            let err = ToolError::custom(
-                "TOO_LARGE",
-                413,
-                "the call's outcome is larger than the result bucket keeps",
-            );
-            let mut failed = record("failed");
-            failed["error"] = serde_json::to_value(&err).unwrap_or(Value::Null);
-            self.put(&id, failed).await;
-        }
+        self.settle(&id, &seal, &done, record("failed", 0)).await;
         // Acknowledged once the outcome is kept; confirmed, so a lost ack does not
         // run the call again.
         if message.double_ack().await.is_err() && attempt >= self.max_deliver {
@@ -459,127 +949,133 @@ impl Job {
         }
     }
 
-    async fn put(&self, id: &str, record: Value) -> bool {
-        let body = record.to_string();
-        match self.store.put(id, body.into()).await {
-            Ok(_) => true,
-            Err(err) => {
-                tracing::warn!(%id, error = %err, "cannot keep a durable call's state");
-                false
-            }
-        }
-    }
-}
-
-/// The client's side: submit, poll, wait.
-#[derive(Debug, Clone)]
-pub(crate) struct Tasks {
-    js: jetstream::Context,
-    prefix: String,
-    store: Arc<tokio::sync::OnceCell<kv::Store>>,
-}
-
-impl Tasks {
-    pub(crate) fn new(client: async_nats::Client, prefix: String) -> Self {
-        Self {
-            js: jetstream::new(client),
-            prefix,
-            store: Arc::new(tokio::sync::OnceCell::new()),
-        }
-    }
-
-    async fn store(&self) -> Result<&kv::Store, ToolError> {
-        self.store
-            .get_or_try_init(|| open_bucket(&self.js, &self.prefix, None))
-            .await
-    }
-
-    pub(crate) async fn submit(
+    /// Claims the call for this worker: the claim's revision, or `None` when the
+    /// message was answered otherwise (acknowledged for a call that ran, given
+    /// back while another worker holds it or the bucket is out of reach).
+    async fn take(
         &self,
-        id: &str,
-        tool: &str,
-        payload: bytes::Bytes,
-        caller: Option<&str>,
-    ) -> Result<(), ToolError> {
-        let store = self.store().await?;
-        let mut headers = HeaderMap::new();
-        headers.insert(CALL_ID, wire::header_value(id));
-        headers.insert("Nats-Msg-Id", wire::header_value(id));
-        let submitted = now_ms();
-        headers.insert("Tf-Submitted", submitted.to_string().as_str());
-        if let Some(caller) = caller {
-            headers.insert(CALLER, wire::header_value(caller));
-        }
-        let ack = self
-            .js
-            .publish_with_headers(task_subject(&self.prefix, tool), headers, payload)
-            .await
-            .map_err(|e| jetstream_error("submit the call", &e))?;
-        ack.await.map_err(|e| {
-            ToolError::custom(
-                "NOT_STORED",
-                503,
-                format!("the call to `{tool}` was not stored: {e}"),
-            )
-        })?;
-        // Stored: say so, unless a worker has already written what it does.
-        let queued = json!({
-            "id": id, "tool": tool, "status": "queued", "attempt": 0,
-            "caller": caller, "submitted": submitted, "updated": submitted,
-        });
-        let _ = store.create(id, queued.to_string().into()).await;
-        Ok(())
-    }
-
-    pub(crate) async fn poll(&self, id: &str) -> Result<TaskPoll, ToolError> {
-        if !valid_key(id) {
-            return Err(unknown(id));
-        }
-        let store = self.store().await?;
-        let entry = store
-            .get(id)
-            .await
-            .map_err(|e| jetstream_error("read the call's state", &e))?;
-        match entry {
-            Some(bytes) => Ok(decode(id, &bytes)),
-            None => Err(unknown(id)),
-        }
-    }
-
-    pub(crate) async fn wait(&self, id: &str) -> Result<Value, ToolError> {
-        if !valid_key(id) {
-            return Err(unknown(id));
-        }
-        let store = self.store().await?;
-        // An id no call has (or whose outcome expired) is no call to wait for.
-        if let TaskPoll::Done(result) = self.poll(id).await? {
-            return result;
-        }
-        let mut watch = store
-            .watch_with_history(id)
-            .await
-            .map_err(|e| jetstream_error("watch the call's state", &e))?;
-        // A key that does not exist yet is no error: the submitter may still be
-        // writing it. The caller's deadline bounds the wait.
-        while let Some(entry) = watch.next().await {
-            let entry = entry.map_err(|e| jetstream_error("watch the call's state", &e))?;
-            if let TaskPoll::Done(result) = decode(id, &entry.value) {
-                return result;
+        message: &jetstream::Message,
+        (id, seal): (&str, &Seal),
+        working: &Value,
+    ) -> Option<u64> {
+        match self.claim(id, seal, working).await {
+            Ok(Claim::Held(revision)) => return Some(revision),
+            Ok(Claim::Done) => {
+                // Delivered again after its outcome was written (the worker died
+                // before it acknowledged): the call ran; do not run it twice.
+                let _ = message.double_ack().await;
+            }
+            Ok(Claim::Busy(until)) => {
+                // Another worker runs it and is alive: back when its claim ends.
+                let _ = message
+                    .ack_with(AckKind::Nak(Some(until + Duration::from_millis(100))))
+                    .await;
+            }
+            Err(err) => {
+                tracing::warn!(%id, error = %err, "cannot claim a durable call");
+                let _ = message
+                    .ack_with(AckKind::Nak(Some(Duration::from_millis(500))))
+                    .await;
             }
         }
-        Err(unknown(id))
+        None
+    }
+
+    /// Keeps `done`, or (when it is too large for the bucket) `failed` with a
+    /// `TOO_LARGE` error that says so.
+    async fn settle(&self, id: &str, seal: &Seal, done: &Value, mut failed: Value) {
+        if !self.finish(id, seal, done).await {
+            let err = ToolError::custom(
+                "TOO_LARGE",
+                413,
+                "the call's outcome is larger than the result bucket keeps",
+            );
+            failed["error"] = serde_json::to_value(&err).unwrap_or(Value::Null);
+            self.finish(id, seal, &failed).await;
+        }
+    }
+
+    /// Sends JetStream a sign of life every third of `ack_wait` and renews the
+    /// claim (`working`, this worker's) in the bucket; when the claim is lost to
+    /// another worker's claim or outcome, clears `held` and cancels the run.
+    fn keep_claim(
+        &self,
+        progress: jetstream::Message,
+        (id, seal): (&str, &Seal),
+        working: Value,
+        (held, cancel): (Arc<Mutex<Option<u64>>>, CancellationToken),
+    ) -> tokio::task::JoinHandle<()> {
+        let every = self.ack_wait / 3;
+        let lease = self.lease();
+        let (store, id, seal) = (self.store.clone(), id.to_owned(), seal.clone());
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(every);
+            ticks.tick().await;
+            loop {
+                ticks.tick().await;
+                if progress.ack_with(AckKind::Progress).await.is_err() {
+                    return;
+                }
+                let Some(revision) = *lock(&held) else { return };
+                let mut next = working.clone();
+                next["lease"] = json!(now_ms().saturating_add(millis(lease)));
+                next["updated"] = json!(now_ms());
+                seal.sign(&mut next);
+                let mut renewed = write_rev(&store, &id, revision, &next).await;
+                if renewed.is_none() {
+                    // Changed meanwhile: a record no worker sealed (or a lapsed
+                    // claim) is claimed over; another worker's claim or outcome
+                    // ends this run.
+                    if let Ok(Read::Free { revision }) = read(&store, &id, &seal).await {
+                        renewed = write_rev(&store, &id, revision, &next).await;
+                    }
+                }
+                *lock(&held) = renewed;
+                if renewed.is_none() {
+                    cancel.cancel();
+                    return;
+                }
+            }
+        })
+    }
+
+    /// Writes an outcome unless another is there already: the first finished
+    /// outcome wins. `false` when it could not be written at all.
+    async fn finish(&self, id: &str, seal: &Seal, done: &Value) -> bool {
+        for _ in 0..8 {
+            let revision = match read(&self.store, id, seal).await {
+                Ok(Read::Done) => return true,
+                Ok(Read::Free { revision }) => revision,
+                // Another worker took the call over and runs it still: this run
+                // finished first.
+                Ok(Read::Held { .. }) => match self.store.entry(id).await {
+                    Ok(Some(entry)) => entry.revision,
+                    _ => continue,
+                },
+                Err(err) => {
+                    tracing::warn!(%id, error = %err, "cannot read a durable call's state");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                }
+            };
+            if write_rev(&self.store, id, revision, done).await.is_some() {
+                return true;
+            }
+        }
+        tracing::warn!(%id, "cannot keep a durable call's outcome");
+        false
     }
 }
 
-fn unknown(id: &str) -> ToolError {
+pub(crate) fn unknown(id: &str) -> ToolError {
     ToolError::not_found_because(
         id,
         "no durable call has this id, or its outcome is past retention",
     )
 }
 
-/// A record as what a poll says.
-fn decode(id: &str, bytes: &[u8]) -> TaskPoll {
+/// A record, as a worker's outcome read answers it, as what a poll says.
+pub(crate) fn decode(id: &str, bytes: &[u8]) -> TaskPoll {
     let Ok(record) = serde_json::from_slice::<Value>(bytes) else {
         return TaskPoll::Done(Err(ToolError::Output {
             path: None,
@@ -618,5 +1114,48 @@ fn decode(id: &str, bytes: &[u8]) -> TaskPoll {
                 streamed: false,
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seals_cover_the_fields_that_decide_who_runs_a_call() {
+        let seal = Seal::new("id-1", "secret");
+        let mut record = json!({"status": "working", "worker": "w", "attempt": 1, "lease": 5});
+        seal.sign(&mut record);
+        assert!(seal.verify(&record));
+        let mut longer = record.clone();
+        longer["lease"] = json!(6);
+        assert!(!seal.verify(&longer));
+        let mut done = record.clone();
+        done["status"] = json!("completed");
+        assert!(!seal.verify(&done));
+        assert!(!Seal::new("id-1", "other").verify(&record));
+        assert!(!Seal::new("id-2", "secret").verify(&record));
+        let mut garbage = record;
+        garbage["seal"] = json!("zz");
+        assert!(!seal.verify(&garbage));
+    }
+
+    #[test]
+    fn hex_round_trips() {
+        assert_eq!(unhex(&hex(&[0, 1, 254, 255])), Some(vec![0, 1, 254, 255]));
+        assert_eq!(unhex("abc"), None);
+        assert_eq!(unhex("zz"), None);
+    }
+
+    #[test]
+    fn identities_survive_their_header() {
+        let who = Identity::new("ann")
+            .with_issuer("https://i")
+            .with_scopes(["a", "b"]);
+        let back = identity_from_header(&identity_header(&who)).unwrap();
+        assert_eq!(back.subject(), "ann");
+        assert_eq!(back.issuer(), Some("https://i"));
+        assert_eq!(back.scopes(), ["a", "b"]);
+        assert!(identity_from_header("{}").is_none());
     }
 }

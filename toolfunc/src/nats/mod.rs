@@ -4,6 +4,7 @@
 
 mod client;
 mod durable;
+mod guard;
 mod wire;
 mod worker;
 

@@ -8,14 +8,19 @@ use serde_json::{Map, Value, json};
 
 use crate::error::ToolError;
 use crate::registry::Registry;
-use crate::remote::Catalog;
+use crate::remote::{Catalog, Sight};
 use crate::tool::ToolDefinition;
 
 /// The subject prefix and service name when none is set.
 pub(crate) const DEFAULT_PREFIX: &str = "toolfunc";
 
-/// The caller's id (not verified; NATS permissions are the boundary).
+/// The caller's name: a label for logs; with an authenticator it grants nothing.
 pub(crate) const CALLER: &str = "Tf-Caller";
+/// The bearer token a worker with an authenticator checks on every request.
+pub(crate) const AUTHORIZATION: &str = "Authorization";
+/// The requester's secret for one call: a control message acts on the call only
+/// when it shows the same one (or comes from the call's verified subject).
+pub(crate) const CONTROL_KEY: &str = "Tf-Control-Key";
 /// The call's id: the key a cancel or a credit names.
 pub(crate) const CALL_ID: &str = "Tf-Call-Id";
 /// The time the caller still gives the call, in milliseconds.
@@ -55,6 +60,21 @@ pub(crate) fn call_subject(prefix: &str, tool: &str) -> String {
 /// `<prefix>.tools`: the definitions, from any worker.
 pub(crate) fn tools_subject(prefix: &str) -> String {
     format!("{prefix}.tools")
+}
+
+/// `<prefix>.tools.<worker>`: the definitions of that worker.
+pub(crate) fn worker_tools_subject(prefix: &str, worker: &str) -> String {
+    format!("{prefix}.tools.{worker}")
+}
+
+/// `<prefix>.submit.<tool>`: stores a durable call (any durable worker).
+pub(crate) fn submit_subject(prefix: &str, tool: &str) -> String {
+    format!("{prefix}.submit.{tool}")
+}
+
+/// `<prefix>.outcome`: reads a durable call's state (any durable worker).
+pub(crate) fn outcome_subject(prefix: &str) -> String {
+    format!("{prefix}.outcome")
 }
 
 /// `<prefix>.events`: a worker's catalog changed (published, not requested).
@@ -183,6 +203,18 @@ pub(crate) fn error_headers(err: &ToolError) -> HeaderMap {
     headers
 }
 
+/// The headers of an error answer sent without the service API: the error's own
+/// and the micro-services standard's.
+pub(crate) fn service_error_headers(err: &ToolError) -> HeaderMap {
+    let mut headers = error_headers(err);
+    headers.insert(
+        SERVICE_ERROR,
+        header_value(&short(&err.to_string(), MAX_ERROR_TEXT)),
+    );
+    headers.insert(SERVICE_ERROR_CODE, err.status().to_string().as_str());
+    headers
+}
+
 /// The most bytes of error JSON an answer carries in `Tf-Error`.
 pub(crate) const MAX_ERROR_JSON: usize = 16 * 1024;
 /// The most bytes of an error message in `Nats-Service-Error`.
@@ -224,12 +256,13 @@ pub(crate) fn is_error(headers: Option<&HeaderMap>) -> bool {
     header(headers, SERVICE_ERROR_CODE).is_some() || header(headers, ERROR).is_some()
 }
 
-/// The definitions a worker serves: every tool a NATS client may call (`api`
-/// tools whose names fit a subject), keyed by name.
-pub(crate) fn discovery(registry: &Registry) -> Value {
+/// The definitions a worker serves to one caller: every tool a NATS client may
+/// call (`api` tools whose names fit a subject) that `shown` lets it see, keyed
+/// by name.
+pub(crate) fn discovery(registry: &Registry, sight: &Sight<'_>) -> Value {
     let mut tools = Map::new();
-    for def in served(&Catalog::of(registry)) {
-        if let Ok(value) = serde_json::to_value(def) {
+    for def in served(&Catalog::of(registry)).filter_map(|def| sight.view(def)) {
+        if let Ok(value) = serde_json::to_value(&*def) {
             tools.insert(def.name.clone(), value);
         }
     }

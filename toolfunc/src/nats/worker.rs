@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_nats::HeaderMap;
 use async_nats::service::{self, Request, ServiceExt};
+use async_nats::{HeaderMap, RequestErrorKind};
 use futures::StreamExt;
 use serde_json::Value;
 use tokio::sync::Semaphore;
@@ -14,8 +14,13 @@ use tokio::task::JoinHandle;
 
 use super::TraceParent;
 use super::durable::DurableSettings;
-use super::wire::{self, CALL_ID, CALLER, CANCEL, CONTROL, CREDIT, HEARTBEAT, KIND, STREAM, lock};
+use super::guard::{self, Guard};
+use super::wire::{
+    self, CALL_ID, CALLER, CANCEL, CONTROL, CONTROL_KEY, CREDIT, HEARTBEAT, KIND, STREAM, lock,
+};
+use crate::auth::Authenticator;
 use crate::error::ToolError;
+use crate::identity::Identity;
 use crate::options::{CallOptions, Surface};
 use crate::registry::SubscriptionError;
 use crate::registry::{Registry, RegistryEvent};
@@ -29,8 +34,8 @@ const HEARTBEAT_MS: std::ops::RangeInclusive<u64> = 50..=60_000;
 const WINDOW: std::ops::RangeInclusive<u32> = 1..=1024;
 
 /// Sets up a [`Worker`]: the service name, the subject prefix, the cap on calls in
-/// flight. Made by [`Worker::builder`].
-#[derive(Debug, Clone)]
+/// flight, who may call. Made by [`Worker::builder`].
+#[derive(Clone)]
 #[must_use]
 pub struct WorkerBuilder {
     registry: Registry,
@@ -40,6 +45,24 @@ pub struct WorkerBuilder {
     description: Option<String>,
     max_in_flight: usize,
     durable: Option<DurableSettings>,
+    authenticator: Option<Arc<dyn Authenticator>>,
+    inbox_prefix: String,
+}
+
+impl std::fmt::Debug for WorkerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerBuilder")
+            .field("registry", &self.registry)
+            .field("name", &self.name)
+            .field("prefix", &self.prefix)
+            .field("version", &self.version)
+            .field("description", &self.description)
+            .field("max_in_flight", &self.max_in_flight)
+            .field("durable", &self.durable)
+            .field("authenticator", &self.authenticator.is_some())
+            .field("inbox_prefix", &self.inbox_prefix)
+            .finish()
+    }
 }
 
 impl WorkerBuilder {
@@ -85,6 +108,47 @@ impl WorkerBuilder {
         self
     }
 
+    /// Requires of every request an `Authorization: Bearer <token>` header that
+    /// `authenticator` verifies: calls, streams, discovery, control messages,
+    /// durable submits and outcome reads. A call without one, or with one it
+    /// refuses, is answered `UNAUTHENTICATED` (401; `UNAVAILABLE`, 503, when the
+    /// token cannot be checked now) and runs nothing; a control message is
+    /// ignored. The verified [`Identity`] rides on the call
+    /// ([`Ctx::identity`](crate::Ctx::identity)), so layers and limits key on its
+    /// subject, and durable calls belong to it; what a client states about itself
+    /// (`Tf-Caller`) stays a label.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), toolfunc::ToolError> {
+    /// use toolfunc::auth::ApiKeys;
+    /// use toolfunc::{Identity, Registry};
+    ///
+    /// let worker = toolfunc::nats::Worker::builder(Registry::global())
+    ///     .authenticate(ApiKeys::new().key("s3cret", Identity::new("ci")))
+    ///     .connect("nats://127.0.0.1:4222")
+    ///     .await?;
+    /// let client = toolfunc::nats::Client::builder()
+    ///     .token("s3cret")
+    ///     .connect("nats://127.0.0.1:4222")
+    ///     .await?;
+    /// # let _ = (worker, client); Ok(()) }
+    /// ```
+    pub fn authenticate(mut self, authenticator: impl Authenticator) -> Self {
+        self.authenticator = Some(Arc::new(authenticator));
+        self
+    }
+
+    /// The subjects this worker answers to: a request whose reply subject does
+    /// not start with `prefix` is dropped unanswered and counted
+    /// ([`Worker::dropped_replies`]), so no one can point a worker's answers,
+    /// heartbeats or stream items at a subject of their choosing. `_INBOX.`
+    /// unless set (async-nats's, nats-py's and the `nats` CLI's inboxes); set it
+    /// when clients use another (`ConnectOptions::custom_inbox_prefix`).
+    pub fn inbox_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.inbox_prefix = prefix.into();
+        self
+    }
+
     /// Connects to the NATS server at `url` (`nats://host:4222`, `host:4222`, a
     /// comma-separated list) and starts serving; see [`start`](Self::start).
     pub async fn connect(self, url: &str) -> Result<Worker, ToolError> {
@@ -110,7 +174,9 @@ impl WorkerBuilder {
             .await
             .map_err(|e| nats_error("start the service", &*e))?;
         let id = service.info().await.id;
+        let guard = Arc::new(Guard::new(self.authenticator.clone(), self.inbox_prefix));
         let shared = Arc::new(Shared {
+            guard: Arc::clone(&guard),
             client: client.clone(),
             registry: self.registry.clone(),
             prefix: prefix.clone(),
@@ -124,11 +190,19 @@ impl WorkerBuilder {
         });
         let mut tasks = Vec::new();
         let mut controls = Vec::new();
-        // Discovery, answered by any one worker.
+        // Discovery, answered by any one worker; and this worker's own list.
         let tools = shared
             .endpoint(Some("tools"), &wire::tools_subject(&prefix), HashMap::new())
             .await?;
         tasks.push(tokio::spawn(serve_discovery(Arc::clone(&shared), tools)));
+        let own = shared
+            .endpoint(
+                None,
+                &wire::worker_tools_subject(&prefix, &id),
+                HashMap::new(),
+            )
+            .await?;
+        tasks.push(tokio::spawn(serve_discovery(Arc::clone(&shared), own)));
         // Control: the broadcast subject and this worker's own.
         for subject in [wire::control_subject(&prefix, None), shared.control.clone()] {
             let subscriber = client
@@ -142,9 +216,9 @@ impl WorkerBuilder {
                 super::durable::serve(
                     client.clone(),
                     self.registry.clone(),
-                    prefix.clone(),
-                    id.clone(),
+                    (prefix.clone(), id.clone()),
                     settings,
+                    guard,
                 )
                 .await?,
             );
@@ -196,6 +270,8 @@ impl Worker {
             description: None,
             max_in_flight: MAX_IN_FLIGHT,
             durable: None,
+            authenticator: None,
+            inbox_prefix: guard::DEFAULT_INBOX.to_owned(),
         }
     }
 
@@ -216,6 +292,12 @@ impl Worker {
         names
     }
 
+    /// How many requests this worker dropped unanswered because their reply
+    /// subject was not under its [inbox prefix](WorkerBuilder::inbox_prefix).
+    pub fn dropped_replies(&self) -> u64 {
+        self.shared.guard.dropped()
+    }
+
     /// How many calls are running now.
     pub fn in_flight(&self) -> usize {
         self.shared.max_in_flight - self.shared.in_flight.available_permits()
@@ -228,7 +310,7 @@ impl Worker {
         let all = u32::try_from(self.shared.max_in_flight).unwrap_or(u32::MAX);
         let drained = tokio::time::timeout(grace, self.shared.in_flight.acquire_many(all)).await;
         if drained.is_err() {
-            for control in lock(&self.shared.calls).values() {
+            for control in lock(&self.shared.calls).values().flatten() {
                 control.cancel.cancel();
             }
         }
@@ -271,14 +353,17 @@ impl Drop for Worker {
 
 #[derive(Debug)]
 struct Shared {
+    /// Who may ask what: the authenticator, the inbox prefix.
+    guard: Arc<Guard>,
     client: async_nats::Client,
     registry: Registry,
     prefix: String,
     id: String,
     /// This worker's control subject.
     control: String,
-    /// Running calls by call id: how to cancel them and feed their credits.
-    calls: Mutex<HashMap<String, Arc<Control>>>,
+    /// Running calls by call id: how to cancel them and feed their credits
+    /// (several callers may pick one id; each controls only its own).
+    calls: Mutex<HashMap<String, Vec<Arc<Control>>>>,
     in_flight: Arc<Semaphore>,
     max_in_flight: usize,
     /// The endpoint task of each served tool.
@@ -293,6 +378,26 @@ struct Control {
     credit: Semaphore,
     /// When the consumer last sent a control message (or the call began).
     heard: Mutex<tokio::time::Instant>,
+    /// The requester's secret (`Tf-Control-Key`), which its control messages show.
+    key: Option<String>,
+    /// The verified subject of the requester: with one, only its control messages act.
+    subject: Option<String>,
+}
+
+impl Control {
+    /// Whether a control message showing `key`, from `who`, is the requester's:
+    /// a call with a verified subject obeys that subject only; any other, the
+    /// message that shows its secret.
+    fn obeys(&self, key: Option<&str>, who: Option<&Identity>) -> bool {
+        match &self.subject {
+            Some(mine) => who.is_some_and(|who| who.subject() == mine),
+            None => self
+                .key
+                .as_deref()
+                .zip(key)
+                .is_some_and(|(mine, shown)| guard::same_secret(mine, shown)),
+        }
+    }
 }
 
 fn nats_error(what: &str, err: &(dyn std::error::Error + '_)) -> ToolError {
@@ -367,13 +472,10 @@ async fn sync(shared: &Arc<Shared>) {
         }
     }
     if changed {
-        // The worker's whole list rides along (when it fits), so a client learns of
-        // a tool even if the worker that answers its reload lacks it.
-        let mut event =
-            serde_json::json!({"worker": shared.id, "tools": wire::discovery(&shared.registry)});
-        if event.to_string().len() > shared.client.server_info().max_payload / 2 {
-            event = serde_json::json!({"worker": shared.id});
-        }
+        // Only which worker changed: clients ask it (`<prefix>.tools.<worker>`) and
+        // any worker for the definitions, and take none from an event, which
+        // anyone allowed to publish there could have sent.
+        let event = serde_json::json!({"worker": shared.id});
         let _ = shared
             .client
             .publish(
@@ -402,7 +504,32 @@ async fn watch(shared: Arc<Shared>, mut events: crate::registry::Subscription) {
 
 async fn serve_discovery(shared: Arc<Shared>, mut endpoint: service::endpoint::Endpoint) {
     while let Some(request) = endpoint.next().await {
-        let body = wire::discovery(&shared.registry).to_string();
+        if shared.guard.reply(&request.message).is_none() {
+            continue;
+        }
+        let headers = request.message.headers.as_ref();
+        let identity = match shared.guard.identity(headers).await {
+            Ok(identity) => identity,
+            Err(err) => {
+                respond_error(&request, &err).await;
+                continue;
+            }
+        };
+        // Listed as the layers and its scopes show them to this caller: a tool it
+        // may not see is not in its list (and calling it is `NOT_FOUND`, or 403
+        // `INSUFFICIENT_SCOPE` for one it lacks the scopes for).
+        let mut viewer = CallOptions::new().surface(Surface::Nats);
+        if let Some(identity) = identity {
+            viewer = viewer.identity(identity);
+        }
+        if let Some(caller) = wire::header(headers, CALLER) {
+            viewer = viewer.caller(caller);
+        }
+        let body = wire::discovery(
+            &shared.registry,
+            &remote::Sight::of(&shared.registry, Some(&viewer)),
+        )
+        .to_string();
         let _ = request.respond(Ok(body.into())).await;
     }
 }
@@ -413,16 +540,34 @@ async fn serve_control(shared: Arc<Shared>, mut subscriber: async_nats::Subscrib
         let Some(id) = wire::header(headers, CALL_ID) else {
             continue;
         };
-        let Some(control) = lock(&shared.calls).get(id).cloned() else {
+        if !lock(&shared.calls).contains_key(id) {
+            continue;
+        }
+        // With an authenticator, a control message proves who sends it too.
+        let Ok(who) = shared.guard.identity(headers).await else {
             continue;
         };
-        *lock(&control.heard) = tokio::time::Instant::now();
-        if let Some(credit) = wire::header(headers, CREDIT).and_then(|c| c.parse::<u32>().ok()) {
-            let room = (*WINDOW.end() as usize).saturating_sub(control.credit.available_permits());
-            control.credit.add_permits((credit as usize).min(room));
-        }
-        if wire::header(headers, CANCEL).is_some() {
-            control.cancel.cancel();
+        let key = wire::header(headers, CONTROL_KEY);
+        let controls: Vec<Arc<Control>> = lock(&shared.calls)
+            .get(id)
+            .map(|all| {
+                all.iter()
+                    .filter(|c| c.obeys(key, who.as_ref()))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        for control in controls {
+            *lock(&control.heard) = tokio::time::Instant::now();
+            if let Some(credit) = wire::header(headers, CREDIT).and_then(|c| c.parse::<u32>().ok())
+            {
+                let room =
+                    (*WINDOW.end() as usize).saturating_sub(control.credit.available_permits());
+                control.credit.add_permits((credit as usize).min(room));
+            }
+            if wire::header(headers, CANCEL).is_some() {
+                control.cancel.cancel();
+            }
         }
     }
 }
@@ -436,6 +581,7 @@ async fn serve_tool(shared: Arc<Shared>, mut endpoint: service::endpoint::Endpoi
 /// What a call asked for in its headers.
 struct Asked {
     call_id: String,
+    key: Option<String>,
     timeout: Option<Duration>,
     options: CallOptions,
     heartbeat: Option<Duration>,
@@ -445,7 +591,11 @@ struct Asked {
 /// Numbers the calls that came without an id.
 static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-fn asked(headers: Option<&HeaderMap>, worker: &str) -> Result<Asked, ToolError> {
+fn asked(
+    headers: Option<&HeaderMap>,
+    worker: &str,
+    identity: Option<Identity>,
+) -> Result<Asked, ToolError> {
     let number = |name: &str| -> Result<Option<u64>, ToolError> {
         wire::header(headers, name)
             .map(|text| {
@@ -466,6 +616,9 @@ fn asked(headers: Option<&HeaderMap>, worker: &str) -> Result<Asked, ToolError> 
     }
     if let Some(caller) = wire::header(headers, CALLER) {
         options = options.caller(caller);
+    }
+    if let Some(identity) = identity {
+        options = options.identity(identity);
     }
     if let Some(parent) = wire::header(headers, wire::TRACEPARENT) {
         options = options.insert(TraceParent(parent.to_owned()));
@@ -489,6 +642,7 @@ fn asked(headers: Option<&HeaderMap>, worker: &str) -> Result<Asked, ToolError> 
     );
     Ok(Asked {
         call_id,
+        key: wire::header(headers, CONTROL_KEY).map(str::to_owned),
         timeout,
         options,
         heartbeat,
@@ -510,22 +664,28 @@ impl Drop for Registered<'_> {
             task.abort();
         }
         let mut calls = lock(&self.shared.calls);
-        if calls
-            .get(&self.id)
-            .is_some_and(|c| Arc::ptr_eq(c, &self.control))
-        {
-            calls.remove(&self.id);
+        if let Some(all) = calls.get_mut(&self.id) {
+            all.retain(|c| !Arc::ptr_eq(c, &self.control));
+            if all.is_empty() {
+                calls.remove(&self.id);
+            }
         }
     }
 }
 
 async fn handle(shared: Arc<Shared>, request: Request, tool: String) {
-    let Some(reply) = request.message.reply.clone() else {
-        // A publish with nowhere to answer: nothing can be run for it.
+    // A publish with nowhere to answer, or with an answer meant for a subject that
+    // is no inbox: nothing is run for it.
+    let Some(reply) = shared.guard.reply(&request.message).map(str::to_owned) else {
         return;
     };
     let headers = request.message.headers.as_ref();
-    let asked = match asked(headers, &shared.id) {
+    let identity = match shared.guard.identity(headers).await {
+        Ok(identity) => identity,
+        Err(err) => return respond_error(&request, &err).await,
+    };
+    let subject = identity.as_ref().map(|who| who.subject().to_owned());
+    let asked = match asked(headers, &shared.id, identity) {
         Ok(asked) => asked,
         Err(err) => return respond_error(&request, &err).await,
     };
@@ -539,6 +699,10 @@ async fn handle(shared: Arc<Shared>, request: Request, tool: String) {
         Ok(found) => found,
         Err(err) => return respond_error(&request, &err).await,
     };
+    // The act the arguments name needs its scopes too.
+    if let Err(err) = found.authorize(Some(&asked.options), Some(&args)) {
+        return respond_error(&request, &err).await;
+    }
     let Ok(_permit) = Arc::clone(&shared.in_flight).try_acquire_owned() else {
         let err = ToolError::custom(
             "OVERLOADED",
@@ -554,30 +718,16 @@ async fn handle(shared: Arc<Shared>, request: Request, tool: String) {
         cancel: CancellationToken::new(),
         credit: Semaphore::new(asked.window.unwrap_or(0) as usize),
         heard: Mutex::new(tokio::time::Instant::now()),
+        key: asked.key.clone(),
+        subject,
     });
-    lock(&shared.calls).insert(asked.call_id.clone(), Arc::clone(&control));
-    let heartbeat = asked.heartbeat.map(|every| {
-        let client = shared.client.clone();
-        let reply = reply.clone();
-        let control_subject = shared.control.clone();
-        tokio::spawn(async move {
-            let mut ticks = tokio::time::interval(every);
-            ticks.tick().await;
-            loop {
-                ticks.tick().await;
-                let mut headers = HeaderMap::new();
-                headers.insert(KIND, wire::KIND_HEARTBEAT);
-                headers.insert(CONTROL, wire::header_value(&control_subject));
-                if client
-                    .publish_with_headers(reply.clone(), headers, bytes::Bytes::new())
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
-            }
-        })
-    });
+    lock(&shared.calls)
+        .entry(asked.call_id.clone())
+        .or_default()
+        .push(Arc::clone(&control));
+    let heartbeat = asked
+        .heartbeat
+        .map(|every| heartbeat(&shared, reply.clone(), control.cancel.clone(), every));
     let registered = Registered {
         shared: &shared,
         id: asked.call_id.clone(),
@@ -595,7 +745,15 @@ async fn handle(shared: Arc<Shared>, request: Request, tool: String) {
                 deadline: asked.timeout.map(|t| tokio::time::Instant::now() + t),
                 idle: asked.heartbeat.map_or(STREAM_IDLE, |every| every * 3),
             };
-            stream(&shared, &request, (found, args), options, &control, limits).await;
+            stream(
+                &shared,
+                (&request, &reply),
+                (found, args),
+                options,
+                &control,
+                limits,
+            )
+            .await;
         } else {
             match found.run(&shared.registry.with(options), args).await {
                 Ok(value) => respond_value(&shared, &request, &value).await,
@@ -605,6 +763,42 @@ async fn handle(shared: Arc<Shared>, request: Request, tool: String) {
     };
     tracing::Instrument::instrument(work, span).await;
     drop(registered);
+}
+
+/// Sends the caller a heartbeat every `every` while its call runs. Each is a
+/// request that nobody answers: the server says at once when no one listens on the
+/// caller's inbox any more (the caller has gone), and the call is cancelled.
+fn heartbeat(
+    shared: &Shared,
+    reply: String,
+    cancel: CancellationToken,
+    every: Duration,
+) -> JoinHandle<()> {
+    let client = shared.client.clone();
+    let control_subject = shared.control.clone();
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(every);
+        ticks.tick().await;
+        loop {
+            ticks.tick().await;
+            let mut headers = HeaderMap::new();
+            headers.insert(KIND, wire::KIND_HEARTBEAT);
+            headers.insert(CONTROL, wire::header_value(&control_subject));
+            let probe = async_nats::Request::new()
+                .headers(headers)
+                .timeout(Some(every));
+            match client.send_request(reply.clone(), probe).await {
+                Err(err) if err.kind() == RequestErrorKind::NoResponders => {
+                    tracing::debug!("a NATS caller has gone; cancelling its call");
+                    cancel.cancel();
+                    return;
+                }
+                Err(err) if err.kind() == RequestErrorKind::TimedOut => {}
+                Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
 }
 
 /// How long a stream may wait for its consumer.
@@ -623,15 +817,12 @@ const STREAM_IDLE: Duration = Duration::from_secs(60);
 /// than its credits, then an end marker or the error.
 async fn stream(
     shared: &Shared,
-    request: &Request,
+    (request, reply): (&Request, &str),
     (found, args): (Found, Value),
     options: CallOptions,
     control: &Control,
     limits: StreamLimits,
 ) {
-    let Some(reply) = request.message.reply.clone() else {
-        return;
-    };
     let tool = found.name().to_owned();
     let tool = tool.as_str();
     let mut items = found.stream(&shared.registry.with(options), args);
@@ -686,7 +877,7 @@ async fn stream(
                 headers.insert(CONTROL, wire::header_value(&shared.control));
                 if let Err(err) = shared
                     .client
-                    .publish_with_headers(reply.clone(), headers, body)
+                    .publish_with_headers(reply.to_owned(), headers, body)
                     .await
                 {
                     tracing::debug!(tool, error = %err, "a stream's consumer is gone");

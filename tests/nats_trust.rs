@@ -1,0 +1,566 @@
+//! The NATS trust boundary against a real nats-server: bearer tokens checked by the
+//! worker on every request, replies only to inboxes, catalogue events that carry
+//! no definitions, control messages only from the call's own requester, durable
+//! calls owned by their submitter and claimed with compare-and-set, a default
+//! deadline, a caller that has gone, and ids refused when submitted.
+
+#[path = "support/nats.rs"]
+mod nats_server;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+use toolfunc::nats::async_nats;
+use toolfunc::nats::{Client, DurableSettings, Worker};
+use toolfunc::{Registry, ToolFunc};
+
+use nats_server::NatsServer;
+
+async fn raw(server: &NatsServer) -> async_nats::Client {
+    async_nats::connect(server.url()).await.unwrap()
+}
+
+/// Waits until `check` holds (at most 20 s).
+async fn eventually(what: &str, check: impl Fn() -> bool) {
+    for _ in 0..1000 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{what} did not happen within 20 s");
+}
+
+fn echo() -> ToolFunc {
+    ToolFunc::builder("echo")
+        .handler_sync(|_ctx, args| Ok(args))
+        .build()
+        .unwrap()
+}
+
+/// A tool that notes its call id and runs for `ms` milliseconds (or until
+/// cancelled), answering `"done"`.
+fn nap(ids: &Arc<Mutex<Vec<String>>>, ms: u64) -> ToolFunc {
+    let ids = Arc::clone(ids);
+    ToolFunc::builder("nap")
+        .handler(move |ctx, _args| {
+            ids.lock()
+                .unwrap()
+                .push(ctx.call_id().unwrap_or_default().to_owned());
+            async move {
+                let token = ctx.cancellation_token();
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_millis(ms)) => Ok(json!("done")),
+                    () = token.cancelled() => Ok(json!("cancelled")),
+                }
+            }
+        })
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_reply_subject_outside_the_inbox_prefix_is_dropped_and_counted() {
+    let server = NatsServer::start();
+    let registry = Registry::new();
+    registry.register(echo()).unwrap();
+    let worker = Worker::builder(registry)
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let nats = raw(&server).await;
+    // A request whose answer would land on someone else's subject.
+    let mut elsewhere = nats.subscribe("victim.>").await.unwrap();
+    nats.publish_with_reply("toolfunc.call.echo", "victim.feed", r#"{"x":1}"#.into())
+        .await
+        .unwrap();
+    nats.flush().await.unwrap();
+    // A request from an inbox is answered as before.
+    let answer = nats
+        .request("toolfunc.call.echo", r#"{"x":2}"#.into())
+        .await
+        .unwrap();
+    assert_eq!(&answer.payload[..], br#"{"x":2}"#);
+    let stray = tokio::time::timeout(Duration::from_millis(500), elsewhere.next()).await;
+    assert!(stray.is_err(), "the worker answered to `victim.feed`");
+    eventually("the dropped request to be counted", || {
+        worker.dropped_replies() == 1
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_forged_event_carrying_definitions_is_not_trusted() {
+    let server = NatsServer::start();
+    let registry = Registry::new();
+    registry.register(echo()).unwrap();
+    let _worker = Worker::builder(registry)
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let client = Client::connect(&server.url()).await.unwrap();
+    assert_eq!(client.names(), ["echo"]);
+    let forged = json!({
+        "worker": "anyone",
+        "tools": {
+            "evil": {"name": "evil", "description": "runs where the forger says",
+                     "params": {"type": "object", "properties": {}}},
+            "echo": {"name": "echo", "description": "replaced",
+                     "params": {"type": "object", "properties": {}}},
+        },
+    });
+    let nats = raw(&server).await;
+    nats.publish("toolfunc.events", forged.to_string().into())
+        .await
+        .unwrap();
+    nats.flush().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        client.names(),
+        ["echo"],
+        "the forged definitions were taken"
+    );
+    assert_ne!(
+        client
+            .get("echo")
+            .unwrap()
+            .definition()
+            .description
+            .as_deref(),
+        Some("replaced")
+    );
+    // A genuine change still reaches the client, through discovery.
+    let late = Registry::new();
+    late.register(
+        ToolFunc::builder("late")
+            .handler_sync(|_ctx, _args| Ok(json!("late")))
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    let _second = Worker::builder(late).connect(&server.url()).await.unwrap();
+    eventually("the client to learn of `late`", || client.has("late")).await;
+    assert_eq!(client.run("late", json!({})).await.unwrap(), json!("late"));
+}
+
+#[tokio::test]
+async fn a_cancel_from_another_requester_is_ignored() {
+    let server = NatsServer::start();
+    let ids = Arc::new(Mutex::new(Vec::new()));
+    let registry = Registry::new();
+    registry.register(nap(&ids, 1500)).unwrap();
+    let worker = Worker::builder(registry)
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let client = Client::connect(&server.url()).await.unwrap();
+    let call = tokio::spawn({
+        let client = client.clone();
+        async move { client.run("nap", json!({})).await }
+    });
+    eventually("the call to start", || !ids.lock().unwrap().is_empty()).await;
+    let id = ids.lock().unwrap()[0].clone();
+    // Someone else names the call by its id, on both control subjects.
+    let nats = raw(&server).await;
+    for subject in [
+        "toolfunc.ctl".to_owned(),
+        format!("toolfunc.ctl.{}", worker.id()),
+    ] {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Tf-Call-Id", id.as_str());
+        headers.insert("Tf-Cancel", "not yours");
+        headers.insert("Tf-Control-Key", "a guess");
+        nats.publish_with_headers(subject, headers, "".into())
+            .await
+            .unwrap();
+    }
+    nats.flush().await.unwrap();
+    assert_eq!(call.await.unwrap().unwrap(), json!("done"));
+    // The requester's own cancel still works.
+    let call = tokio::spawn({
+        let client = client.clone();
+        async move { client.run("nap", json!({})).await }
+    });
+    eventually("the second call to start", || {
+        ids.lock().unwrap().len() == 2
+    })
+    .await;
+    call.abort();
+    eventually("the requester's cancel to stop the call", || {
+        worker.in_flight() == 0
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn every_call_has_a_default_deadline() {
+    let server = NatsServer::start();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let registry = Registry::new();
+    {
+        let seen = Arc::clone(&seen);
+        registry
+            .register(
+                ToolFunc::builder("slow")
+                    .handler(move |ctx, _args| {
+                        seen.lock().unwrap().push(ctx.deadline());
+                        async move {
+                            tokio::time::sleep(Duration::from_secs(30)).await;
+                            Ok(json!("late"))
+                        }
+                    })
+                    .build()
+                    .unwrap(),
+            )
+            .unwrap();
+    }
+    let worker = Worker::builder(registry)
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let client = Client::builder()
+        .timeout(Duration::from_millis(400))
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let err = client.run("slow", json!({})).await.unwrap_err();
+    assert_eq!(err.code(), "TIMEOUT");
+    assert!(
+        seen.lock().unwrap()[0].is_some(),
+        "the worker's call has a deadline"
+    );
+    eventually("the call to end on the worker", || worker.in_flight() == 0).await;
+    // The default client has one too.
+    let plain = Client::connect(&server.url()).await.unwrap();
+    let call = tokio::spawn(async move { plain.run("slow", json!({})).await });
+    eventually("the second call to start", || {
+        seen.lock().unwrap().len() == 2
+    })
+    .await;
+    assert!(seen.lock().unwrap()[1].is_some());
+    call.abort();
+}
+
+#[tokio::test]
+async fn a_caller_that_has_gone_is_noticed_and_its_call_cancelled() {
+    let server = NatsServer::start();
+    let ids = Arc::new(Mutex::new(Vec::new()));
+    let registry = Registry::new();
+    registry.register(nap(&ids, 30_000)).unwrap();
+    let worker = Worker::builder(registry)
+        .connect(&server.url())
+        .await
+        .unwrap();
+    // A raw caller asks for heartbeats, then its connection goes away.
+    let nats = raw(&server).await;
+    let inbox = nats.new_inbox();
+    let replies = nats.subscribe(inbox.clone()).await.unwrap();
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Tf-Heartbeat", "100");
+    nats.publish_with_reply_and_headers("toolfunc.call.nap", inbox, headers, "{}".into())
+        .await
+        .unwrap();
+    nats.flush().await.unwrap();
+    eventually("the call to start", || worker.in_flight() == 1).await;
+    drop(replies);
+    drop(nats);
+    eventually("the worker to cancel the abandoned call", || {
+        worker.in_flight() == 0
+    })
+    .await;
+}
+
+/// A durable worker whose `count` tool counts its runs and runs at most one call at
+/// a time, the first one waiting for `gate`.
+#[tokio::test]
+async fn a_forged_record_does_not_stop_a_run() {
+    let server = NatsServer::start();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let registry = Registry::new();
+    {
+        let runs = Arc::clone(&runs);
+        let gate = Arc::clone(&gate);
+        registry
+            .register(
+                ToolFunc::builder("count")
+                    .handler(move |_ctx, args| {
+                        let n = runs.fetch_add(1, Ordering::SeqCst);
+                        let gate = Arc::clone(&gate);
+                        async move {
+                            if args["hold"] == json!(true) {
+                                gate.notified().await;
+                            }
+                            Ok(json!({"run": n}))
+                        }
+                    })
+                    .build()
+                    .unwrap(),
+            )
+            .unwrap();
+    }
+    let _worker = Worker::builder(registry)
+        .durable(DurableSettings::new().per_worker(1))
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let client = Client::connect(&server.url()).await.unwrap();
+    let first = client.submit("count", json!({"hold": true})).await.unwrap();
+    eventually("the first call to run", || runs.load(Ordering::SeqCst) == 1).await;
+    let second = client.submit("count", json!({})).await.unwrap();
+    // While the second waits, a record says it is done.
+    let js = async_nats::jetstream::new(raw(&server).await);
+    let bucket = js.get_key_value("toolfunc_results").await.unwrap();
+    for status in ["working", "completed"] {
+        let forged = json!({
+            "id": second, "tool": "count", "status": status, "result": "forged",
+            "worker": "forger", "attempt": 1, "lease": u64::MAX,
+        });
+        bucket
+            .put(&second, forged.to_string().into())
+            .await
+            .unwrap();
+        let forged = json!({"id": first, "status": status, "result": "forged"});
+        bucket.put(&first, forged.to_string().into()).await.unwrap();
+    }
+    gate.notify_one();
+    eventually("the second call to run", || {
+        runs.load(Ordering::SeqCst) == 2
+    })
+    .await;
+    let outcome = tokio::time::timeout(Duration::from_secs(20), client.wait(&second))
+        .await
+        .expect("the second call ran")
+        .unwrap();
+    assert_eq!(outcome, json!({"run": 1}));
+    let outcome = tokio::time::timeout(Duration::from_secs(20), client.wait(&first))
+        .await
+        .expect("the first call finished")
+        .unwrap();
+    assert_eq!(outcome, json!({"run": 0}));
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+/// Starts a durable worker on a runtime of its own, in a thread of its own, so a
+/// tool that blocks its thread makes the whole worker slow (no sign of life for a
+/// while) but not dead. Returns when the worker serves.
+fn slow_worker(url: String, registry: Registry, ack_wait: Duration) -> std::thread::JoinHandle<()> {
+    let (ready, started) = std::sync::mpsc::channel();
+    let thread = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let worker = Worker::builder(registry)
+                .durable(DurableSettings::new().ack_wait(ack_wait).per_worker(1))
+                .connect(&url)
+                .await
+                .unwrap();
+            ready.send(()).unwrap();
+            // Serve for the test's length.
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            drop(worker);
+        });
+    });
+    started.recv().unwrap();
+    thread
+}
+
+/// A durable tool that answers `name`, after blocking its thread for `block` on
+/// its first run; counts the runs going on at once and the most seen.
+fn blocking(
+    name: &'static str,
+    block: Duration,
+    running: &Arc<AtomicUsize>,
+    most: &Arc<AtomicUsize>,
+    runs: &Arc<AtomicUsize>,
+) -> Registry {
+    let (running, most, runs) = (Arc::clone(running), Arc::clone(most), Arc::clone(runs));
+    let registry = Registry::new();
+    registry
+        .register(
+            ToolFunc::builder("job")
+                .handler_sync(move |_ctx, _args| {
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    std::thread::sleep(block);
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    Ok(json!(name))
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    registry
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_worker_cannot_make_a_durable_call_run_twice_at_once() {
+    let server = NatsServer::start();
+    let ack_wait = Duration::from_secs(1);
+    let (running, most, runs) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    // The first worker blocks for longer than JetStream waits for a sign of life,
+    // but less than its claim lasts.
+    let slow = blocking("slow", ack_wait * 3 / 2, &running, &most, &runs);
+    let _a = slow_worker(server.url(), slow, ack_wait);
+    let client = Client::connect(&server.url()).await.unwrap();
+    let id = client.submit("job", json!({})).await.unwrap();
+    eventually("the slow worker to take the call", || {
+        runs.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    let quick = blocking("quick", Duration::ZERO, &running, &most, &runs);
+    let _b = Worker::builder(quick)
+        .durable(DurableSettings::new().ack_wait(ack_wait))
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let outcome = tokio::time::timeout(Duration::from_secs(20), client.wait(&id))
+        .await
+        .expect("the call finished")
+        .unwrap();
+    assert_eq!(outcome, json!("slow"));
+    tokio::time::sleep(ack_wait * 2).await;
+    assert_eq!(most.load(Ordering::SeqCst), 1, "the call ran twice at once");
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the call ran twice");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_finished_outcome_of_a_durable_call_wins() {
+    let server = NatsServer::start();
+    let ack_wait = Duration::from_secs(1);
+    let (running, most, runs) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    // The first worker blocks past its claim: another takes the call over,
+    // finishes first, and its outcome stays.
+    let slow = blocking("slow", ack_wait * 5, &running, &most, &runs);
+    let a = slow_worker(server.url(), slow, ack_wait);
+    let client = Client::connect(&server.url()).await.unwrap();
+    let id = client.submit("job", json!({})).await.unwrap();
+    eventually("the slow worker to take the call", || {
+        runs.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    let quick = blocking("quick", Duration::ZERO, &running, &most, &runs);
+    let _b = Worker::builder(quick)
+        .durable(DurableSettings::new().ack_wait(ack_wait))
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let outcome = tokio::time::timeout(Duration::from_secs(20), client.wait(&id))
+        .await
+        .expect("the call finished")
+        .unwrap();
+    assert_eq!(outcome, json!("quick"));
+    // The slow run ends later; the outcome it would write does not replace the first.
+    eventually("the slow run to end", || {
+        running.load(Ordering::SeqCst) == 0
+    })
+    .await;
+    tokio::time::sleep(ack_wait * 2).await;
+    match client.poll(&id).await.unwrap() {
+        toolfunc::ledger::TaskPoll::Done(Ok(value)) => assert_eq!(value, json!("quick")),
+        poll => panic!("expected the first outcome, got {poll:?}"),
+    }
+    drop(a);
+}
+
+#[tokio::test]
+async fn a_durable_id_the_worker_cannot_use_is_refused_when_submitted() {
+    let server = NatsServer::start();
+    let registry = Registry::new();
+    registry.register(echo()).unwrap();
+    let _worker = Worker::builder(registry)
+        .durable(DurableSettings::new())
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let nats = raw(&server).await;
+    let code = |message: &async_nats::Message| {
+        message
+            .headers
+            .as_ref()
+            .and_then(|h| h.get("Tf-Error-Code"))
+            .map(|v| v.as_str().to_owned())
+    };
+    for bad in ["two words", "a*b", "ünï", ".dot", "x>"] {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Tf-Call-Id", bad);
+        let answer = nats
+            .request_with_headers("toolfunc.submit.echo", headers, "{}".into())
+            .await
+            .unwrap();
+        assert_eq!(code(&answer).as_deref(), Some("BAD_ID"), "{bad}");
+    }
+    // A usable id is queued, and a raw submitter can tell it from an unknown one.
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Tf-Call-Id", "raw-1");
+    let answer = nats
+        .request_with_headers("toolfunc.submit.echo", headers, r#"{"x":1}"#.into())
+        .await
+        .unwrap();
+    assert_eq!(code(&answer), None);
+    let queued: Value = serde_json::from_slice(&answer.payload).unwrap();
+    assert_eq!(
+        (queued["id"].as_str(), queued["status"].as_str()),
+        (Some("raw-1"), Some("queued"))
+    );
+    let unknown = nats
+        .request("toolfunc.outcome", r#"{"id":"raw-2"}"#.into())
+        .await
+        .unwrap();
+    assert_eq!(code(&unknown).as_deref(), Some("NOT_FOUND"));
+    let mut done = Value::Null;
+    for _ in 0..200 {
+        let read = nats
+            .request("toolfunc.outcome", r#"{"id":"raw-1"}"#.into())
+            .await
+            .unwrap();
+        assert_eq!(code(&read), None);
+        done = serde_json::from_slice(&read.payload).unwrap();
+        if done["status"] == "completed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(done["result"], json!({"x": 1}));
+    // Garbage is answered with a clean error, never a crash.
+    for garbage in [
+        &b"\xff\xfe"[..],
+        b"[1]",
+        br#"{"id": 5}"#,
+        br#"{"id": "a b"}"#,
+        b"",
+    ] {
+        let read = nats
+            .request("toolfunc.outcome", garbage.to_vec().into())
+            .await
+            .unwrap();
+        assert_eq!(code(&read).as_deref(), Some("NOT_FOUND"), "{garbage:?}");
+    }
+    let refused = nats
+        .request("toolfunc.submit.echo", "[1]".into())
+        .await
+        .unwrap();
+    assert_eq!(code(&refused).as_deref(), Some("ARGUMENTS"));
+    // The same id twice is refused, not run again.
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Tf-Call-Id", "raw-1");
+    let again = nats
+        .request_with_headers("toolfunc.submit.echo", headers, "{}".into())
+        .await
+        .unwrap();
+    assert_eq!(code(&again).as_deref(), Some("DUPLICATE"));
+}
