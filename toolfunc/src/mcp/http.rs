@@ -428,6 +428,7 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
     }
     let opens_session =
         request.method() == Method::POST && !request.headers().contains_key("mcp-session-id");
+    let closes_session = request.method() == Method::DELETE;
     if opens_session && guard.sessions.full() {
         // At the cap: read the body to answer the initialize by its id.
         let (parts, body) = request.into_parts();
@@ -451,6 +452,14 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
         .await;
     if was_refused {
         return refused(guard, &Value::Null);
+    }
+    let mut response = response;
+    if closes_session && response.status() == StatusCode::ACCEPTED {
+        // A closed session has nothing more to say: `204 No Content`, which
+        // clients take as done (the SDK's `202` reads as a failure to some).
+        *response.status_mut() = StatusCode::NO_CONTENT;
+        response.headers_mut().remove(header::CONTENT_LENGTH);
+        *response.body_mut() = Body::empty();
     }
     guard.own(&response, identity.as_ref());
     with_error_ids(response).await
