@@ -151,6 +151,7 @@ impl Registry {
         let tools: Vec<ToolRef> = {
             let mut state = self.write();
             state.aliases.clear();
+            state.index = None;
             state.tools.drain().map(|(_, slot)| slot.tool).collect()
         };
         for tool in &tools {
