@@ -154,6 +154,18 @@ fn the_tool_a_query_names_comes_first_then_the_best_matches() {
     }
     let long = "weather ".repeat(100_000);
     assert_eq!(registry.search(&long, 10).len(), 2);
+    // As many different words as a large request can carry.
+    let letters = |mut n: usize| {
+        let mut word = String::new();
+        while n > 0 || word.is_empty() {
+            word.push(char::from(b'a' + u8::try_from(n % 26).expect("below 26")));
+            n /= 26;
+        }
+        word
+    };
+    let many: Vec<String> = (0..100_000).map(letters).collect();
+    let many = format!("{} humidity", many.join(" "));
+    assert!(names(&registry.search(&many, 10)).contains(&"air_quality"));
 }
 
 #[test]

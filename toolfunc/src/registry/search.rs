@@ -10,7 +10,7 @@
 //! statistics BM25 weighs words with are summed over the chain, and a tool a child
 //! shadows is found once, as the child's.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::RwLockReadGuard;
 
 use super::{Registry, State};
@@ -109,8 +109,10 @@ impl Registry {
     /// scores in name order. Words are compared lower-cased, split at anything that
     /// is not a letter or digit and at `camelCase` humps, with English plurals
     /// folded (`users` finds `user`); a few words every description has (`the`,
-    /// `of`, `a`...) are not searched for. A query with no word to search for finds
-    /// only a tool it names.
+    /// `of`, `a`...) and words over 64 characters are not searched for. A query with
+    /// no word to search for finds only a tool it names. A search costs time in the
+    /// length of its query: bound what a caller may send (HTTP discovery's search
+    /// takes at most 1 KiB by default).
     ///
     /// This is the program's own search: it sees every tool, whatever a layer or a
     /// caller's scopes would hide. For a caller's search, use
@@ -266,6 +268,9 @@ fn index_of(state: &State) -> &Index {
         .unwrap_or_else(|| EMPTY.get_or_init(Index::default))
 }
 
+/// Words already seen.
+type Set = HashSet<String, rustc_hash::FxBuildHasher>;
+
 /// A query's words, each once, and the name it may be.
 struct Query {
     words: Vec<String>,
@@ -274,9 +279,12 @@ struct Query {
 
 impl Query {
     fn new(text: &str) -> Self {
+        // In the query's order (scores add up the same way every time), each once.
         let mut words = Vec::new();
+        let mut seen = Set::default();
         each_word(text, |word| {
-            if !words.iter().any(|w| w == word) {
+            if !seen.contains(word) {
+                seen.insert(word.to_owned());
                 words.push(word.to_owned());
             }
         });
@@ -414,14 +422,16 @@ impl Index {
     /// Adds (or replaces) the document of the tool `def` describes.
     pub(super) fn add(&mut self, def: &ToolDefinition) {
         self.remove(&def.name);
-        let mut counts: Vec<(String, f32)> = Vec::new();
+        let mut counts: HashMap<String, f32, rustc_hash::FxBuildHasher> = HashMap::default();
         let mut len = 0.0_f32;
         fields(def, |text, weight| {
             each_word(text, |word| {
                 len += 1.0;
-                match counts.iter_mut().find(|(w, _)| w == word) {
-                    Some((_, count)) => *count += weight,
-                    None => counts.push((word.to_owned(), weight)),
+                match counts.get_mut(word) {
+                    Some(count) => *count += weight,
+                    None => {
+                        counts.insert(word.to_owned(), weight);
+                    }
                 }
             });
         });
