@@ -493,7 +493,7 @@ async fn http_discovery_refuses_a_bad_query_with_its_path() {
         ("/api?q=%20%20", "/q"),
         (long.as_str(), "/q"),
         ("/api?q=weather&q=city", "/q"),
-        ("/api?limit=3", "/q"),
+        ("/api?limit=0", "/limit"),
         ("/api?q=weather&limit=", "/limit"),
         ("/api?q=weather&limit=ten", "/limit"),
         ("/api?q=weather&limit=-1", "/limit"),
@@ -506,9 +506,18 @@ async fn http_discovery_refuses_a_bad_query_with_its_path() {
         let body = http::get(addr, path).await.error(400, "ARGUMENTS");
         assert_eq!(body["data"]["path"], at, "{path}: {body}");
     }
-    // At the bounds, an answer.
+    // At the bounds, an answer; the bound counts characters.
     let exactly = format!("/api?q={}", "a".repeat(1024));
     assert_eq!(http::get(addr, &exactly).await.ok(), json!({}));
+    let wide = format!("/api?q={}", "%C3%A9".repeat(1024));
+    assert_eq!(http::get(addr, &wide).await.ok(), json!({}));
+    let body = http::get(addr, &format!("{wide}%C3%A9"))
+        .await
+        .error(400, "ARGUMENTS");
+    assert_eq!(body["data"]["path"], "/q");
+    // Without `q`, discovery lists every tool; a `limit` is checked all the same.
+    let all = http::get(addr, "/api?limit=3").await.ok();
+    assert_eq!(all.as_object().map(Map::len), Some(8));
     http::get(addr, "/api?q=weather&limit=100").await.ok();
     // Other parameters are left alone, as discovery always did.
     http::get(addr, "/api?q=weather&p=1").await.ok();
@@ -542,6 +551,7 @@ async fn the_openapi_document_lists_the_search_parameters() {
     assert_eq!(q["in"], "query");
     assert_eq!(q["required"], false);
     assert_eq!(q["schema"]["maxLength"], 1024);
+    assert_eq!(q["schema"]["pattern"], "\\S");
     let limit = parameters
         .iter()
         .find(|p| p["name"] == "limit")

@@ -28,8 +28,8 @@ pub const DEFAULT_SEARCH_RESULTS: usize = 10;
 /// The largest `limit` discovery's search accepts by default: 100.
 pub const DEFAULT_MAX_SEARCH_RESULTS: usize = 100;
 
-/// The longest query `q` discovery's search accepts by default, in bytes (once
-/// percent-decoded): 1 KiB.
+/// The longest query `q` discovery's search accepts by default, in characters
+/// (once percent-decoded): 1,024 (at most 4 KiB of UTF-8).
 pub const DEFAULT_MAX_SEARCH_QUERY: usize = 1024;
 
 /// What an auth hook sees of a request, before anything runs.
@@ -101,7 +101,7 @@ pub struct Api {
     pub(super) openapi: super::openapi::Settings,
     /// The largest `limit` of a discovery search.
     pub(super) max_search_results: usize,
-    /// The longest `q` of a discovery search, in bytes.
+    /// The longest `q` of a discovery search, in characters.
     pub(super) max_search_query: usize,
 }
 
@@ -258,12 +258,13 @@ impl Api {
         self
     }
 
-    /// The longest query `q` discovery's search accepts, in bytes once
-    /// percent-decoded (default [`DEFAULT_MAX_SEARCH_QUERY`]); a longer one is 400
-    /// `ARGUMENTS`. A search costs time in the length of its query.
+    /// The longest query `q` discovery's search accepts, in characters once
+    /// percent-decoded (default [`DEFAULT_MAX_SEARCH_QUERY`]; the OpenAPI
+    /// document's `maxLength`); a longer one is 400 `ARGUMENTS`. A search costs time
+    /// in the length of its query.
     #[must_use]
-    pub fn max_search_query(mut self, bytes: usize) -> Self {
-        self.max_search_query = bytes;
+    pub fn max_search_query(mut self, chars: usize) -> Self {
+        self.max_search_query = chars;
         self
     }
 

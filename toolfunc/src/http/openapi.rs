@@ -946,11 +946,13 @@ impl<'v> Doc<'v> {
                             "type": "string",
                             "minLength": 1,
                             "maxLength": self.view.max_search_query,
+                            "pattern": "\\S",
                         },
                     },
                     {
                         "name": "limit", "in": "query", "required": false,
-                        "description": "How many tools a search answers at most (with `q` only).",
+                        "description": "How many tools a search answers at most; \
+                                        without `q`, discovery lists every tool.",
                         "schema": {
                             "type": "integer",
                             "minimum": 1,

@@ -554,7 +554,9 @@ fn discover(
 }
 
 /// The search a discovery request asks for (`?q=…&limit=…`), checked against the
-/// API's bounds: `None` for plain discovery. Other query parameters are left alone.
+/// API's bounds: `None` for plain discovery, which lists every tool (a `limit`
+/// without `q` is checked, and bounds nothing). Other query parameters are left
+/// alone.
 fn search_of(api: &Api, query: &str) -> Result<Option<(String, usize)>, ToolError> {
     let (mut q, mut limit) = (None, None);
     for (key, value) in form_urlencoded::parse(query.as_bytes()) {
@@ -570,27 +572,6 @@ fn search_of(api: &Api, query: &str) -> Result<Option<(String, usize)>, ToolErro
             ));
         }
     }
-    let Some(q) = q else {
-        return match limit {
-            None => Ok(None),
-            Some(_) => Err(ToolError::arguments(
-                "/q",
-                "`limit` bounds a search: give the search's words in `q`",
-            )),
-        };
-    };
-    if q.trim().is_empty() {
-        return Err(ToolError::arguments("/q", "the search `q` is empty"));
-    }
-    if q.len() > api.max_search_query {
-        return Err(ToolError::arguments(
-            "/q",
-            format!(
-                "the search `q` is longer than {} bytes",
-                api.max_search_query
-            ),
-        ));
-    }
     let max = api.max_search_results;
     let limit = match limit {
         None => super::api::DEFAULT_SEARCH_RESULTS.min(max),
@@ -604,6 +585,22 @@ fn search_of(api: &Api, query: &str) -> Result<Option<(String, usize)>, ToolErro
             }
         },
     };
+    let Some(q) = q else {
+        return Ok(None);
+    };
+    if q.trim().is_empty() {
+        return Err(ToolError::arguments("/q", "the search `q` is empty"));
+    }
+    // Characters, as the OpenAPI document's `maxLength` counts them.
+    if q.chars().count() > api.max_search_query {
+        return Err(ToolError::arguments(
+            "/q",
+            format!(
+                "the search `q` is longer than {} characters",
+                api.max_search_query
+            ),
+        ));
+    }
     Ok(Some((q.into_owned(), limit)))
 }
 

@@ -112,7 +112,7 @@ impl Registry {
     /// `of`, `a`...) and words over 64 characters are not searched for. A query with
     /// no word to search for finds only a tool it names. A search costs time in the
     /// length of its query: bound what a caller may send (HTTP discovery's search
-    /// takes at most 1 KiB by default).
+    /// takes at most 1,024 characters by default).
     ///
     /// This is the program's own search: it sees every tool, whatever a layer or a
     /// caller's scopes would hide. For a caller's search, use
