@@ -252,6 +252,47 @@ fn the_index_follows_the_registry_tool_by_tool() {
 }
 
 #[test]
+fn searches_and_changes_from_many_threads_agree() {
+    let registry = catalogue();
+    assert!(!registry.search("weather", 1).is_empty()); // the index is made
+    std::thread::scope(|threads| {
+        for writer in 0..3 {
+            let registry = &registry;
+            threads.spawn(move || {
+                for i in 0..100 {
+                    let name = format!("buoy_{writer}_{i}");
+                    registry
+                        .register(tool(&name, "A drifting buoy.", &[]))
+                        .expect("registered");
+                    if i % 2 == 1 {
+                        assert!(registry.unregister(&name));
+                    }
+                }
+            });
+        }
+        for _ in 0..2 {
+            let registry = &registry;
+            threads.spawn(move || {
+                for _ in 0..100 {
+                    for hit in registry.search("drifting buoy", 20) {
+                        assert!(hit.name().starts_with("buoy_"), "{hit:?}");
+                    }
+                }
+            });
+        }
+    });
+    let hits = registry.search("drifting buoy", 1_000);
+    assert_eq!(hits.len(), 150);
+    for writer in 0..3 {
+        for i in 0..100 {
+            let name = format!("buoy_{writer}_{i}");
+            let first = registry.search(&name, 1);
+            assert_eq!(first[0].exact(), i % 2 == 0, "{name}: {first:?}");
+        }
+    }
+}
+
+#[test]
 fn a_hit_carries_the_definition_as_listed() {
     let registry = Registry::new();
     let tool = builder("summarised", "A very long description of the tool.", &[])

@@ -254,7 +254,8 @@ impl Registry {
                 state.index = Some(index);
             }
         }
-        // Once made, an index is only ever changed, never taken away.
+        // Once made, an index is only ever changed (emptied by `clear`), never taken
+        // away.
         self.read()
     }
 }
