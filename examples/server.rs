@@ -6,6 +6,10 @@
 //! clients at `http://127.0.0.1:3000/mcp`, and prints how to call them.
 //! `--addr HOST:PORT` (or `PORT`) and `--prefix /path` change where.
 //!
+//! `--extra-tools N` adds N generated tools (distinct names, a sentence of
+//! description, five typed parameters each; `demo/generated.rs`), to try discovery's
+//! search (`?q=`) on a large catalogue.
+//!
 //! `--auth-issuer URL --auth-audience URI` make both an OAuth 2.1 resource server:
 //! the issuer's keys are found through its `/.well-known/oauth-authorization-server`
 //! or `/.well-known/openid-configuration`, and every `/api` and `/mcp` request then
@@ -13,6 +17,8 @@
 //! (`post`, `put`, `delete`, `$promote`) need the scope `users:write` as well.
 
 mod demo;
+#[path = "demo/generated.rs"]
+mod generated;
 
 use std::sync::Arc;
 
@@ -22,7 +28,8 @@ use toolfunc::http::{Api, Server};
 
 fn usage() -> ! {
     eprintln!(
-        "usage: server [--addr HOST:PORT] [--prefix /api] [--auth-issuer URL --auth-audience URI]\n\
+        "usage: server [--addr HOST:PORT] [--prefix /api] [--extra-tools N] \
+         [--auth-issuer URL --auth-audience URI]\n\
          (PORT in the environment also sets the port)"
     );
     std::process::exit(2)
@@ -36,11 +43,18 @@ async fn main() -> std::io::Result<()> {
     );
     let mut prefix = "/api".to_owned();
     let (mut issuer, mut audience) = (None, None);
+    let mut extra = 0;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--addr" => addr = args.next().unwrap_or_else(|| usage()),
             "--prefix" => prefix = args.next().unwrap_or_else(|| usage()),
+            "--extra-tools" => {
+                extra = args
+                    .next()
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .unwrap_or_else(|| usage());
+            }
             "--auth-issuer" => issuer = Some(args.next().unwrap_or_else(|| usage())),
             "--auth-audience" => audience = Some(args.next().unwrap_or_else(|| usage())),
             _ => usage(),
@@ -59,6 +73,13 @@ async fn main() -> std::io::Result<()> {
     };
     // The catalog's #[tool] functions and Default #[tool_service]s are in the global
     // registry already.
+    for tool in generated::tools(extra) {
+        let registered = tool.and_then(|tool| Registry::global().register(tool));
+        if let Err(err) = registered {
+            eprintln!("cannot add a generated tool: {err}");
+            std::process::exit(1)
+        }
+    }
     // One ledger for both surfaces: a background call started over HTTP or as an
     // MCP task is listed in one place.
     let ledger = toolfunc::ledger::Ledger::new(Registry::global());
@@ -81,6 +102,11 @@ async fn main() -> std::io::Result<()> {
         server = server.merge(mcp.router());
     }
     println!("toolfunc demo server listening on {base}");
+    if extra > 0 {
+        println!(
+            "with {extra} generated tools besides the demo's: try `curl '{base}?q=refund+invoice'`"
+        );
+    }
     if let Some(auth) = &auth {
         println!(
             "every call needs `-H 'Authorization: Bearer <token>'`: a JWT of {} for {}",
@@ -91,6 +117,7 @@ async fn main() -> std::io::Result<()> {
     println!();
     println!("  open {base}/docs in a browser                        # try every tool");
     println!("  curl {base}                                          # discovery");
+    println!("  curl '{base}?q=add+numbers&limit=5'                  # search discovery");
     println!("  curl {base}/openapi.json                             # OpenAPI 3.1");
     println!("  curl --json '{{\"a\":1,\"b\":2}}' {base}/add                # 3.0");
     println!("  curl --json '{{\"act\":\"$hello\",\"name\":\"Ann\"}}' {base}/greeter");

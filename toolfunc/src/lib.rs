@@ -116,8 +116,8 @@ pub use identity::Identity;
 pub use log::{LogLevel, LogMessage};
 pub use options::{Binding, CallOptions, CollectLimit, Progress, Surface};
 pub use registry::{
-    CallStatus, RegisterOptions, Registry, RegistryEvent, Subscription, SubscriptionError,
-    UnregisterOptions, UnregisterScope,
+    CallStatus, RegisterOptions, Registry, RegistryEvent, SearchHit, Subscription,
+    SubscriptionError, UnregisterOptions, UnregisterScope,
 };
 pub use remote::ledger;
 /// Cancellation tokens, as [`CallOptions::cancel_on`] and [`Ctx::cancellation_token`] use them.

@@ -71,15 +71,22 @@ impl Runner {
     /// caller, surface and extensions of this runner's options.
     pub fn definitions(&self) -> Vec<ToolDefinition> {
         let definitions = self.registry.definitions();
-        match chain::layers(&self.registry, &self.scope) {
-            None => definitions,
-            Some(layers) => {
-                let viewer = self.scope.viewer();
-                definitions
-                    .into_iter()
-                    .filter(|d| crate::layer::visible(&layers, d, &viewer))
-                    .collect()
-            }
+        if !self.has_layers() {
+            return definitions;
+        }
+        let shown = self.layers_show();
+        definitions.into_iter().filter(|d| shown(d)).collect()
+    }
+
+    /// Whether the layers of this runner (and its registry) let its caller see a
+    /// tool: the rule [`definitions`](Self::definitions) filters with.
+    pub(crate) fn layers_show(&self) -> impl Fn(&ToolDefinition) -> bool + '_ {
+        let layers = chain::layers(&self.registry, &self.scope);
+        let viewer = self.scope.viewer();
+        move |def| {
+            layers
+                .as_ref()
+                .is_none_or(|layers| crate::layer::visible(layers, def, &viewer))
         }
     }
 

@@ -21,6 +21,17 @@ use crate::remote::ledger::Ledger;
 /// The default request body limit: 1 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
 
+/// How many tools discovery's search (`GET <prefix>?q=…`) answers when the request
+/// names no `limit`: 10 (or [`Api::max_search_results`], when that is smaller).
+pub const DEFAULT_SEARCH_RESULTS: usize = 10;
+
+/// The largest `limit` discovery's search accepts by default: 100.
+pub const DEFAULT_MAX_SEARCH_RESULTS: usize = 100;
+
+/// The longest query `q` discovery's search accepts by default, in characters
+/// (once percent-decoded): 1,024 (at most 4 KiB of UTF-8).
+pub const DEFAULT_MAX_SEARCH_QUERY: usize = 1024;
+
 /// What an auth hook sees of a request, before anything runs.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -88,6 +99,10 @@ pub struct Api {
     pub(super) ledger: Ledger,
     /// How `<prefix>/openapi.json` describes the API, and the document last made.
     pub(super) openapi: super::openapi::Settings,
+    /// The largest `limit` of a discovery search.
+    pub(super) max_search_results: usize,
+    /// The longest `q` of a discovery search, in characters.
+    pub(super) max_search_query: usize,
 }
 
 impl fmt::Debug for Api {
@@ -104,6 +119,8 @@ impl fmt::Debug for Api {
             .field("writes_over_get", &self.writes_over_get)
             .field("collect_limit", &self.collect_limit)
             .field("docs", &self.docs)
+            .field("max_search_results", &self.max_search_results)
+            .field("max_search_query", &self.max_search_query)
             .finish_non_exhaustive()
     }
 }
@@ -131,6 +148,8 @@ impl Api {
             ledger: Ledger::new(&registry),
             registry,
             openapi: super::openapi::Settings::default(),
+            max_search_results: DEFAULT_MAX_SEARCH_RESULTS,
+            max_search_query: DEFAULT_MAX_SEARCH_QUERY,
         }
     }
 
@@ -226,6 +245,26 @@ impl Api {
     #[must_use]
     pub fn collect_limit(mut self, limit: CollectLimit) -> Self {
         self.collect_limit = Some(limit);
+        self
+    }
+
+    /// The largest `limit` discovery's search (`GET <prefix>?q=…&limit=…`) accepts
+    /// (default [`DEFAULT_MAX_SEARCH_RESULTS`], at least 1); a larger one is 400
+    /// `ARGUMENTS`. A search without `limit` answers [`DEFAULT_SEARCH_RESULTS`]
+    /// tools, or this many when it is smaller.
+    #[must_use]
+    pub fn max_search_results(mut self, max: usize) -> Self {
+        self.max_search_results = max.max(1);
+        self
+    }
+
+    /// The longest query `q` discovery's search accepts, in characters once
+    /// percent-decoded (default [`DEFAULT_MAX_SEARCH_QUERY`]; the OpenAPI
+    /// document's `maxLength`); a longer one is 400 `ARGUMENTS`. A search costs time
+    /// in the length of its query.
+    #[must_use]
+    pub fn max_search_query(mut self, chars: usize) -> Self {
+        self.max_search_query = chars;
         self
     }
 
@@ -382,6 +421,8 @@ impl Api {
             json_only: self.json_only,
             writes_over_get: self.writes_over_get,
             body_limit: self.body_limit,
+            max_search_results: self.max_search_results,
+            max_search_query: self.max_search_query,
             settings: &self.openapi,
         }
     }

@@ -17,7 +17,10 @@ pub use reqwest;
 pub use crate::listen::{
     DEFAULT_DRAIN_LIMIT, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
 };
-pub use api::{Api, AuthRequest, DEFAULT_BODY_LIMIT, LOOPBACK_HOSTS, router};
+pub use api::{
+    Api, AuthRequest, DEFAULT_BODY_LIMIT, DEFAULT_MAX_SEARCH_QUERY, DEFAULT_MAX_SEARCH_RESULTS,
+    DEFAULT_SEARCH_RESULTS, LOOPBACK_HOSTS, router,
+};
 pub use axum::http::HeaderMap;
 pub use client::Client;
 pub use server::{Server, serve};

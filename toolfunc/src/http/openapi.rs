@@ -101,6 +101,9 @@ pub(super) struct View<'a> {
     pub(super) json_only: bool,
     pub(super) writes_over_get: bool,
     pub(super) body_limit: usize,
+    /// The bounds of discovery's search.
+    pub(super) max_search_results: usize,
+    pub(super) max_search_query: usize,
     pub(super) settings: &'a Settings,
 }
 
@@ -112,7 +115,7 @@ struct Cache(RwLock<Option<Arc<Made>>>);
 struct Made {
     generation: u64,
     prefix: String,
-    flags: (bool, bool, bool, usize),
+    flags: Flags,
     oauth: Option<Value>,
     value: Value,
     bytes: Bytes,
@@ -127,12 +130,17 @@ impl Made {
     }
 }
 
-fn flags(view: &View<'_>) -> (bool, bool, bool, usize) {
+/// The settings of a view the document says something of.
+type Flags = (bool, bool, bool, usize, usize, usize);
+
+fn flags(view: &View<'_>) -> Flags {
     (
         view.auth,
         view.json_only,
         view.writes_over_get,
         view.body_limit,
+        view.max_search_results,
+        view.max_search_query,
     )
 }
 
@@ -918,13 +926,41 @@ impl<'v> Doc<'v> {
             ndjson: None,
         };
         let id = self.unique_id("discovery".into());
-        let responses = self.responses(&discovery, Risks::default(), false);
+        let mut responses = self.responses(&discovery, Risks::default(), false);
+        responses["400"] = json!({"$ref": "#/components/responses/BadRequest"});
+        let results = self.view.max_search_results;
         self.put(
             root,
             "get",
             json!({
                 "operationId": id,
                 "summary": "Discovery: the definition of every tool, by name.",
+                "description": "With `q`, a search: the tools that best match its words \
+                                (the tool it names first), best first, in the same shape.",
+                "parameters": [
+                    {
+                        "name": "q", "in": "query", "required": false,
+                        "description": "Words to search the tools' names, titles, \
+                                        descriptions, tags and parameters for.",
+                        "schema": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": self.view.max_search_query,
+                            "pattern": "\\S",
+                        },
+                    },
+                    {
+                        "name": "limit", "in": "query", "required": false,
+                        "description": "How many tools a search answers at most; \
+                                        without `q`, discovery lists every tool.",
+                        "schema": {
+                            "type": "integer",
+                            "minimum": 1,
+                            "maximum": results,
+                            "default": super::api::DEFAULT_SEARCH_RESULTS.min(results),
+                        },
+                    },
+                ],
                 "responses": responses,
             }),
         );
@@ -1306,7 +1342,8 @@ fn error_responses(limit: usize) -> Map<String, Value> {
             "BadRequest",
             "Malformed JSON, parameters that are not an object or do not match the \
              schema (`ARGUMENTS`, with the JSON Pointer in `data.path`), a service call \
-             naming no act."
+             naming no act, a discovery search with an empty or over-long `q` or a \
+             `limit` out of bounds (`ARGUMENTS`, `data.path` `/q` or `/limit`)."
                 .to_owned(),
         ),
         (

@@ -535,8 +535,73 @@ fn discover(
         return refused;
     }
     let sight = remote::Sight::of(&api.registry, Some(options));
-    let offered = remote::Catalog::of(&api.registry);
-    json_response(StatusCode::OK, &wire::discovery(&offered, &sight))
+    match search_of(api, parts.uri.query().unwrap_or_default()) {
+        Err(err) => error_response(None, &err),
+        Ok(Some((query, limit))) => {
+            let found = remote::search(&api.registry, &query, limit, &sight);
+            let mut response = Response::new(Body::from(wire::ranked_discovery(&found)));
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            response
+        }
+        Ok(None) => {
+            let offered = remote::Catalog::of(&api.registry);
+            json_response(StatusCode::OK, &wire::discovery(&offered, &sight))
+        }
+    }
+}
+
+/// The search a discovery request asks for (`?q=…&limit=…`), checked against the
+/// API's bounds: `None` for plain discovery, which lists every tool (a `limit`
+/// without `q` is checked, and bounds nothing). Other query parameters are left
+/// alone.
+fn search_of(api: &Api, query: &str) -> Result<Option<(String, usize)>, ToolError> {
+    let (mut q, mut limit) = (None, None);
+    for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+        let slot = match &*key {
+            "q" => &mut q,
+            "limit" => &mut limit,
+            _ => continue,
+        };
+        if slot.replace(value).is_some() {
+            return Err(ToolError::arguments(
+                format!("/{key}"),
+                format!("`{key}` is given more than once"),
+            ));
+        }
+    }
+    let max = api.max_search_results;
+    let limit = match limit {
+        None => super::api::DEFAULT_SEARCH_RESULTS.min(max),
+        Some(text) => match text.parse::<usize>() {
+            Ok(n) if (1..=max).contains(&n) => n,
+            _ => {
+                return Err(ToolError::arguments(
+                    "/limit",
+                    format!("`limit` must be a whole number from 1 to {max}"),
+                ));
+            }
+        },
+    };
+    let Some(q) = q else {
+        return Ok(None);
+    };
+    if q.trim().is_empty() {
+        return Err(ToolError::arguments("/q", "the search `q` is empty"));
+    }
+    // Characters, as the OpenAPI document's `maxLength` counts them.
+    if q.chars().count() > api.max_search_query {
+        return Err(ToolError::arguments(
+            "/q",
+            format!(
+                "the search `q` is longer than {} characters",
+                api.max_search_query
+            ),
+        ));
+    }
+    Ok(Some((q.into_owned(), limit)))
 }
 
 /// The answer of a built-in page a path names by its one segment (with no tool of

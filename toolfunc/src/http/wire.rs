@@ -130,13 +130,35 @@ pub(crate) fn discovery(offered: &Catalog, sight: &Sight<'_>) -> Value {
         let Some(def) = sight.view(def) else {
             continue;
         };
-        let mut value = serde_json::to_value(&*def).unwrap_or(Value::Null);
-        if let Value::Object(map) = &mut value {
-            map.insert("isApi".into(), Value::Bool(true));
-        }
-        tools.insert(def.name.clone(), value);
+        tools.insert(def.name.clone(), discovery_entry(&def));
     }
     Value::Object(tools)
+}
+
+/// Discovery of `found` (a search's tools, best first): the same object, its keys
+/// written in the order given (a `serde_json::Map` would sort them).
+pub(crate) fn ranked_discovery(found: &[ToolDefinition]) -> Vec<u8> {
+    let mut body = vec![b'{'];
+    for (at, def) in found.iter().enumerate() {
+        if at > 0 {
+            body.push(b',');
+        }
+        // Strings and JSON values always serialise.
+        let _ = serde_json::to_writer(&mut body, &def.name);
+        body.push(b':');
+        let _ = serde_json::to_writer(&mut body, &discovery_entry(def));
+    }
+    body.push(b'}');
+    body
+}
+
+/// One discovery entry: the definition, with `isApi: true`.
+fn discovery_entry(def: &ToolDefinition) -> Value {
+    let mut value = serde_json::to_value(def).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut value {
+        map.insert("isApi".into(), Value::Bool(true));
+    }
+    value
 }
 
 /// A definition from a discovery entry. JavaScript servers write `params` as

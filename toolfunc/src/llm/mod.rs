@@ -6,7 +6,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::error::ToolError;
-use crate::registry::Registry;
+use crate::registry::{Registry, SearchHit};
 use crate::tool::ToolDefinition;
 
 mod lower;
@@ -132,6 +132,67 @@ pub fn tools_for(runner: &crate::exec::runner::Runner, target: Target) -> Result
         .filter_map(|def| sight.view(def).map(std::borrow::Cow::into_owned))
         .collect();
     lower_all(definitions, target, false)
+}
+
+/// The tools that best match `query` among those the caller of `runner` may see,
+/// best first, at most `limit`: [`Registry::search`] less what [`tools_for`] leaves
+/// out (a tool a layer hides from that caller; for a caller with a verified
+/// [`Identity`](crate::identity::Identity), a tool it lacks the scopes for), each
+/// hit's definition as that caller sees it (a service's acts it may not run left
+/// out). Hidden tools do not count against `limit`.
+///
+/// With thousands of tools, give a model this search (as a tool of its own) instead
+/// of every definition, and [`tool`] the hits it asks for into its next request.
+///
+/// ```rust,standalone_crate
+/// use toolfunc::llm::{search_for, tool, Target};
+/// use toolfunc::{layer, CallOptions, Registry, ToolFunc};
+///
+/// let registry = Registry::new();
+/// for (name, description) in [
+///     ("invoice_get", "Fetches an invoice by number."),
+///     ("invoice_void", "Voids an invoice; finance staff only."),
+///     ("customer_get", "Fetches a customer."),
+/// ] {
+///     let tool = ToolFunc::builder(name)
+///         .description(description)
+///         .handler_sync(|_, _| Ok(serde_json::Value::Null))
+///         .build()
+///         .unwrap();
+///     registry.register(tool).unwrap();
+/// }
+/// let registry = registry.layer(layer::visibility(|tool, viewer| {
+///     tool.name != "invoice_void" || viewer.caller() == Some("finance")
+/// }));
+/// let guest = registry.with(CallOptions::new().caller("guest"));
+/// let hits = search_for(&guest, "invoice", 10);
+/// assert_eq!(hits.len(), 1);
+/// assert_eq!(hits[0].name(), "invoice_get");
+/// let finance = registry.with(CallOptions::new().caller("finance"));
+/// assert_eq!(search_for(&finance, "void an invoice", 10)[0].name(), "invoice_void");
+/// // The hits, in a provider's dialect, for the model's next request.
+/// let exported = tool(hits[0].definition(), Target::Anthropic).unwrap();
+/// assert_eq!(exported["name"], "invoice_get");
+/// ```
+pub fn search_for(
+    runner: &crate::exec::runner::Runner,
+    query: &str,
+    limit: usize,
+) -> Vec<SearchHit> {
+    let layers_show = runner.layers_show();
+    let sight = crate::remote::Sight::of_runner(runner);
+    runner
+        .registry()
+        .search_by(query, limit, |found| {
+            let def = found.definition();
+            if !layers_show(def) {
+                return None;
+            }
+            sight.view(def).map(|def| def.advertised())
+        })
+        .into_iter()
+        .map(|ranked| SearchHit::new(ranked.item, ranked.score, ranked.exact))
+        .collect()
 }
 
 /// The key an export is kept under in its registry.

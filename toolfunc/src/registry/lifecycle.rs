@@ -151,6 +151,10 @@ impl Registry {
         let tools: Vec<ToolRef> = {
             let mut state = self.write();
             state.aliases.clear();
+            // Emptied, not dropped: a search that made it counts on finding it.
+            if let Some(index) = &mut state.index {
+                *index = super::search::Index::default();
+            }
             state.tools.drain().map(|(_, slot)| slot.tool).collect()
         };
         for tool in &tools {

@@ -5,6 +5,7 @@
 
 mod events;
 mod lifecycle;
+mod search;
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
@@ -16,6 +17,7 @@ use tokio::sync::broadcast;
 pub(crate) use cache::generation;
 pub(crate) use events::Observer;
 pub use events::{CallStatus, RegistryEvent, Subscription, SubscriptionError};
+pub use search::SearchHit;
 
 use crate::error::ToolError;
 use crate::layer::{Layer, Layers};
@@ -142,6 +144,9 @@ struct State {
     tools: Map<Slot>,
     /// alias → name of the tool that owns it.
     aliases: Map<String>,
+    /// The words of the tools here, made on the first search and then changed with
+    /// `tools` (see [`search`]).
+    index: Option<search::Index>,
 }
 
 struct Slot {
@@ -216,12 +221,18 @@ impl State {
                 self.aliases.insert(alias.clone(), tool.name().to_owned());
             }
         }
+        if let Some(index) = &mut self.index {
+            index.add(tool.definition());
+        }
         self.tools
             .insert(tool.name().to_owned(), Slot { tool, refs, ready });
     }
 
     fn remove(&mut self, name: &str) -> Option<Slot> {
         let slot = self.tools.remove(name)?;
+        if let Some(index) = &mut self.index {
+            index.remove(name);
+        }
         for alias in &slot.tool.definition().alias {
             if self.aliases.get(alias).is_some_and(|owner| owner == name) {
                 self.aliases.remove(alias);

@@ -105,7 +105,7 @@ impl Catalog {
 
     /// The tools remote callers may reach (`api`), in name order.
     pub(crate) fn tools(&self) -> impl Iterator<Item = &ToolDefinition> {
-        self.tools.iter().filter(|def| def.api)
+        self.tools.iter().filter(|def| offered(def))
     }
 
     /// The functions remote callers may reach, in name order.
@@ -130,4 +130,9 @@ impl Catalog {
             .ok()?;
         self.tools.get(at)
     }
+}
+
+/// Whether the catalogue offers the tool `def` to remote callers: its `api`.
+pub(crate) fn offered(def: &ToolDefinition) -> bool {
+    def.api
 }

@@ -34,6 +34,8 @@
 //! the registry under a typed key; HTTP discovery, the OpenAPI document, MCP
 //! `tools/list`, the served LLM exports and the NATS endpoints all read it, and a
 //! caller's view of it is filtered by the same visibility rule as `find`.
+//! A search (`search.rs`, HTTP discovery's `?q=`) ranks with the registry's index
+//! and keeps what the catalogue offers and the caller's sight shows.
 //!
 //! The [`ledger`] (calls tracked by id, polled, cancelled, swept) lives on this
 //! floor too: it is how a surface answers a call that outlives its request.
@@ -49,9 +51,11 @@ mod catalog;
 mod dispatch;
 mod find;
 pub mod ledger;
+mod search;
 
 pub(crate) use catalog::Catalog;
 pub(crate) use dispatch::Plan;
 pub(crate) use find::{
     Found, INSUFFICIENT_SCOPE, Lookup, Needs, Sight, find, find_tracked, tracked_shown,
 };
+pub(crate) use search::search;

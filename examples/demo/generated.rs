@@ -1,0 +1,372 @@
+//! A generated catalogue, for trying search on thousands of tools: each tool has a
+//! distinct name, a sentence of description and five typed parameters, drawn from
+//! a varied vocabulary by a fixed pseudo-random sequence (the same tools every
+//! run). `cargo run --example server -- --extra-tools 10000` serves them;
+//! `benches/search.rs` searches them.
+
+use serde_json::{Map, Value, json};
+use toolfunc::{ToolError, ToolFunc};
+
+const VERBS: &[&str] = &[
+    "fetch",
+    "list",
+    "create",
+    "update",
+    "delete",
+    "archive",
+    "restore",
+    "export",
+    "import",
+    "sync",
+    "validate",
+    "approve",
+    "reject",
+    "assign",
+    "schedule",
+    "cancel",
+    "merge",
+    "split",
+    "publish",
+    "translate",
+    "summarise",
+    "classify",
+    "rank",
+    "forecast",
+    "estimate",
+    "convert",
+    "compress",
+    "encrypt",
+    "sign",
+    "verify",
+    "notify",
+    "invite",
+    "refund",
+    "charge",
+    "ship",
+    "track",
+    "audit",
+    "tag",
+    "rename",
+    "clone",
+    "resize",
+    "transcode",
+    "index",
+    "search",
+    "monitor",
+    "restart",
+    "deploy",
+    "rollback",
+    "scale",
+    "backup",
+    "lock",
+    "unlock",
+    "rotate",
+    "measure",
+    "compare",
+    "reconcile",
+    "annotate",
+    "escalate",
+    "snooze",
+    "subscribe",
+];
+
+const NOUNS: &[&str] = &[
+    "invoice",
+    "customer",
+    "order",
+    "payment",
+    "refund",
+    "shipment",
+    "parcel",
+    "warehouse",
+    "product",
+    "price",
+    "discount",
+    "coupon",
+    "cart",
+    "subscription",
+    "plan",
+    "account",
+    "user",
+    "team",
+    "role",
+    "permission",
+    "token",
+    "session",
+    "password",
+    "document",
+    "folder",
+    "file",
+    "image",
+    "video",
+    "audio",
+    "transcript",
+    "caption",
+    "message",
+    "thread",
+    "channel",
+    "email",
+    "calendar",
+    "meeting",
+    "room",
+    "ticket",
+    "incident",
+    "alert",
+    "metric",
+    "dashboard",
+    "report",
+    "chart",
+    "query",
+    "table",
+    "column",
+    "schema",
+    "database",
+    "backup",
+    "snapshot",
+    "volume",
+    "cluster",
+    "node",
+    "container",
+    "pod",
+    "service",
+    "endpoint",
+    "route",
+    "domain",
+    "certificate",
+    "secret",
+    "key",
+    "repository",
+    "branch",
+    "commit",
+    "release",
+    "build",
+    "pipeline",
+    "artifact",
+    "package",
+    "license",
+    "contract",
+    "employee",
+    "payroll",
+    "expense",
+    "budget",
+    "forecast",
+    "ledger",
+    "tax",
+    "vendor",
+    "supplier",
+    "lead",
+    "opportunity",
+    "campaign",
+    "audience",
+    "survey",
+    "feedback",
+    "review",
+    "rating",
+    "article",
+    "page",
+    "comment",
+    "post",
+    "feed",
+    "notification",
+    "device",
+    "sensor",
+    "reading",
+    "location",
+    "route",
+    "vehicle",
+    "driver",
+    "trip",
+    "flight",
+    "booking",
+    "hotel",
+    "weather",
+    "station",
+    "patient",
+    "appointment",
+    "prescription",
+    "lab",
+    "sample",
+    "experiment",
+    "model",
+    "dataset",
+    "label",
+    "prompt",
+    "embedding",
+    "translation",
+    "language",
+    "glossary",
+    "recipe",
+    "ingredient",
+    "menu",
+    "table",
+    "reservation",
+    "course",
+    "lesson",
+    "student",
+    "grade",
+    "assignment",
+    "quiz",
+];
+
+const ADJECTIVES: &[&str] = &[
+    "active",
+    "archived",
+    "pending",
+    "overdue",
+    "recent",
+    "draft",
+    "public",
+    "private",
+    "shared",
+    "failed",
+    "successful",
+    "urgent",
+    "scheduled",
+    "expired",
+    "verified",
+    "flagged",
+    "duplicate",
+    "missing",
+    "primary",
+    "secondary",
+    "monthly",
+    "weekly",
+    "daily",
+    "annual",
+    "regional",
+    "global",
+    "local",
+    "remote",
+    "encrypted",
+    "compressed",
+    "large",
+    "small",
+    "new",
+    "old",
+    "open",
+    "closed",
+    "approved",
+    "rejected",
+    "disputed",
+    "paid",
+    "unpaid",
+    "partial",
+    "external",
+    "internal",
+    "temporary",
+    "permanent",
+    "default",
+    "custom",
+    "critical",
+    "minor",
+];
+
+const TYPES: [&str; 5] = ["string", "integer", "number", "boolean", "array"];
+
+/// A fixed pseudo-random sequence (xorshift64*), seeded by the tool's number.
+struct Words(u64);
+
+impl Words {
+    fn new(seed: u64) -> Self {
+        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    fn pick(&mut self, list: &[&'static str]) -> &'static str {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        let n = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 33;
+        // `n` is below 2^31: it fits any `usize` this runs on.
+        list[usize::try_from(n).unwrap_or_default() % list.len()]
+    }
+}
+
+/// The first `count` generated tools.
+pub(crate) fn tools(count: usize) -> impl Iterator<Item = Result<ToolFunc, ToolError>> {
+    (0..count).map(tool)
+}
+
+/// The `n`th generated tool: `{verb}_{noun}_{n}`, answering its name and arguments.
+pub(crate) fn tool(n: usize) -> Result<ToolFunc, ToolError> {
+    let mut words = Words::new(n as u64);
+    let verb = words.pick(VERBS);
+    let noun = words.pick(NOUNS);
+    let name = format!("{verb}_{noun}_{n}");
+    let description = format!(
+        "{} the {} {} of a {} {} for the {}.",
+        capitalised(verb),
+        words.pick(ADJECTIVES),
+        noun,
+        words.pick(ADJECTIVES),
+        words.pick(NOUNS),
+        words.pick(NOUNS),
+    );
+    let mut properties = Map::new();
+    for kind in TYPES {
+        let mut param = words.pick(NOUNS).to_owned();
+        while properties.contains_key(&param) {
+            param = format!("{}_{param}", words.pick(ADJECTIVES));
+        }
+        let text = format!(
+            "The {} {} to {}.",
+            words.pick(ADJECTIVES),
+            words.pick(NOUNS),
+            words.pick(VERBS)
+        );
+        let schema = match kind {
+            "array" => json!({"type": "array", "items": {"type": "string"}, "description": text}),
+            "integer" => json!({"type": "integer", "minimum": 0, "description": text}),
+            kind => json!({"type": kind, "description": text}),
+        };
+        properties.insert(param, schema);
+    }
+    // The first two parameters are required.
+    let required: Vec<Value> = properties
+        .keys()
+        .take(2)
+        .cloned()
+        .map(Value::from)
+        .collect();
+    let answer = name.clone();
+    ToolFunc::builder(name)
+        .description(description)
+        .params_schema(json!({"type": "object", "properties": properties, "required": required}))
+        .handler_sync(move |_, args| Ok(json!({"tool": answer, "args": args})))
+        .build()
+}
+
+/// `count` queries of one to three words of the same vocabulary, the way people
+/// and models ask (`"refund invoice"`, `"overdue payment customer"`), every tenth one
+/// a tool's exact name.
+#[allow(dead_code)] // the bench's; the example server takes queries over HTTP
+pub(crate) fn queries(count: usize, tools: usize) -> Vec<String> {
+    let mut words = Words::new(0x00C0_FFEE);
+    (0..count)
+        .map(|i| {
+            if i % 10 == 9 {
+                let n = (i * 7919) % tools.max(1);
+                let mut named = Words::new(n as u64);
+                let verb = named.pick(VERBS);
+                return format!("{verb}_{}_{n}", named.pick(NOUNS));
+            }
+            match i % 3 {
+                0 => words.pick(NOUNS).to_owned(),
+                1 => format!("{} {}", words.pick(VERBS), words.pick(NOUNS)),
+                _ => format!(
+                    "{} {} {}",
+                    words.pick(ADJECTIVES),
+                    words.pick(NOUNS),
+                    words.pick(NOUNS)
+                ),
+            }
+        })
+        .collect()
+}
+
+fn capitalised(word: &str) -> String {
+    let mut chars = word.chars();
+    chars
+        .next()
+        .map(|first| first.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
