@@ -13,7 +13,9 @@ use crate::options::{CallOptions, Surface};
 use crate::remote::{self, Found, Lookup};
 
 /// Runs the tool calls of a provider's assistant message and returns what goes back
-/// to the provider: for OpenAI, an array of `role: "tool"` messages; for Anthropic, one
+/// to the provider: for OpenAI Chat Completions, an array of `role: "tool"` messages;
+/// for the OpenAI Responses API (`message` is the response's `output` items, or the
+/// whole response), an array of `function_call_output` items; for Anthropic, one
 /// `user` message of `tool_result` blocks; for Gemini, a `user` content of
 /// `functionResponse` parts.
 ///
@@ -56,7 +58,12 @@ pub async fn run_tool_calls(
 ) -> Result<Value, ToolError> {
     let runner = on.into().with(CallOptions::new().surface(Surface::Llm));
     let registry = runner.registry();
-    let calls = read_calls(target, message)?;
+    let responses = matches!(target, Target::OpenAi | Target::OpenAiStrict)
+        && responses_items(message).is_some();
+    let calls = match responses_items(message) {
+        Some((items, base)) if responses => read_responses_calls(items, base)?,
+        _ => read_calls(target, message)?,
+    };
     let strict_nulls = target == Target::OpenAiStrict;
     let mut done = Vec::new();
     let mut runnable = Vec::new();
@@ -106,7 +113,31 @@ pub async fn run_tool_calls(
             .and_then(|value| crate::content::Content::from_value(value).ok());
         (r, content)
     });
-    Ok(match target {
+    Ok(reply(target, responses, results))
+}
+
+/// What goes back to the provider for `results`, in `target`'s dialect (the
+/// Responses API's with `responses`).
+fn reply(
+    target: Target,
+    responses: bool,
+    results: impl Iterator<Item = (ToolResult, Option<crate::content::Content>)>,
+) -> Value {
+    if responses {
+        return Value::Array(
+            results
+                .map(|(result, content)| {
+                    let text = content.map_or_else(|| text_of(&result), |c| c.to_openai());
+                    json!({
+                        "type": "function_call_output",
+                        "call_id": result.id(),
+                        "output": text,
+                    })
+                })
+                .collect(),
+        );
+    }
+    match target {
         Target::OpenAi | Target::OpenAiStrict => Value::Array(
             results
                 .map(|(result, content)| {
@@ -151,7 +182,7 @@ pub async fn run_tool_calls(
             }).collect::<Vec<_>>(),
         }),
         Target::Mcp => unreachable!("read_calls refuses MCP"),
-    })
+    }
 }
 
 /// Whether the found call's result is [`Content`](crate::content::Content): its
@@ -209,6 +240,60 @@ fn str_at<'a>(
         })
 }
 
+/// The items of an OpenAI Responses API output, and the JSON Pointer they sit at:
+/// `message` itself when it is an array of items, or a response's `output`.
+fn responses_items(message: &Value) -> Option<(&[Value], &'static str)> {
+    match message {
+        Value::Array(items) => Some((items, "")),
+        Value::Object(response) if !response.contains_key("tool_calls") => response
+            .get("output")
+            .and_then(Value::as_array)
+            .map(|items| (items.as_slice(), "/output")),
+        _ => None,
+    }
+}
+
+/// The `function_call` items of a Responses API output (other items, such as a
+/// `tool_search_call`, are the provider's own and are skipped). A function in a
+/// namespace is called by its own name, which is the tool's.
+fn read_responses_calls(items: &[Value], base: &str) -> Result<Vec<Parsed>, ToolError> {
+    let calls: Vec<Parsed> = items
+        .iter()
+        .enumerate()
+        .filter(|(_, item)| item.get("type").and_then(Value::as_str) == Some("function_call"))
+        .map(|(i, item)| {
+            let path = || format!("{base}/{i}");
+            let id = str_at(item, "call_id", path)?.to_owned();
+            let name = str_at(item, "name", path)?.to_owned();
+            Ok(match parse_arguments(item.get("arguments")) {
+                Ok(arguments) => Parsed::Call(ToolCall::new(id, name, arguments)),
+                Err(error) => Parsed::Bad { id, name, error },
+            })
+        })
+        .collect::<Result<_, ToolError>>()?;
+    if calls.is_empty() {
+        return Err(bad_message(base, "expected `function_call` items"));
+    }
+    Ok(calls)
+}
+
+/// An OpenAI call's `arguments`: a JSON string (empty for none), or the object
+/// itself as some gateways send it.
+fn parse_arguments(arguments: Option<&Value>) -> Result<Value, ToolError> {
+    match arguments {
+        None | Some(Value::Null) => Ok(Value::Null),
+        Some(Value::String(text)) if text.trim().is_empty() => Ok(Value::Null),
+        Some(Value::String(text)) => serde_json::from_str(text).map_err(|e| {
+            ToolError::arguments("", format!("the arguments are not valid JSON: {e}"))
+        }),
+        Some(object @ Value::Object(_)) => Ok(object.clone()),
+        Some(_) => Err(ToolError::arguments(
+            "",
+            "the arguments must be a JSON string",
+        )),
+    }
+}
+
 fn read_calls(target: Target, message: &Value) -> Result<Vec<Parsed>, ToolError> {
     match target {
         Target::OpenAi | Target::OpenAiStrict => {
@@ -227,22 +312,7 @@ fn read_calls(target: Target, message: &Value) -> Result<Vec<Parsed>, ToolError>
                     })?;
                     let name =
                         str_at(function, "name", || format!("{}/function", path()))?.to_owned();
-                    let arguments = match function.get("arguments") {
-                        None | Some(Value::Null) => Ok(Value::Null),
-                        Some(Value::String(text)) if text.trim().is_empty() => Ok(Value::Null),
-                        Some(Value::String(text)) => serde_json::from_str(text).map_err(|e| {
-                            ToolError::arguments(
-                                "",
-                                format!("the arguments are not valid JSON: {e}"),
-                            )
-                        }),
-                        // Some gateways send the object itself.
-                        Some(object @ Value::Object(_)) => Ok(object.clone()),
-                        Some(_) => Err(ToolError::arguments(
-                            "",
-                            "the arguments must be a JSON string",
-                        )),
-                    };
+                    let arguments = parse_arguments(function.get("arguments"));
                     Ok(match arguments {
                         Ok(arguments) => Parsed::Call(ToolCall::new(id, name, arguments)),
                         Err(error) => Parsed::Bad { id, name, error },

@@ -9,9 +9,11 @@ use crate::error::ToolError;
 use crate::registry::{Registry, SearchHit};
 use crate::tool::ToolDefinition;
 
+mod deferred;
 mod lower;
 mod messages;
 
+pub use deferred::{Deferral, Namespaces, SearchKind, tools_deferred, tools_deferred_for};
 use lower::lower_root;
 pub use messages::run_tool_calls;
 
@@ -122,16 +124,26 @@ pub fn tools(registry: &Registry, target: Target) -> Result<Value, ToolError> {
 /// assert!(theirs.as_array().unwrap().iter().any(|t| t["name"] == "audit_log"));
 /// ```
 pub fn tools_for(runner: &crate::exec::runner::Runner, target: Target) -> Result<Value, ToolError> {
+    match visible_definitions(runner) {
+        None => tools(runner.registry(), target),
+        Some(definitions) => lower_all(definitions, target, false),
+    }
+}
+
+/// The definitions the caller of `runner` may see, as that caller sees them; `None`
+/// when the runner has neither layers nor an identity (it sees the whole registry).
+fn visible_definitions(runner: &crate::exec::runner::Runner) -> Option<Vec<ToolDefinition>> {
     let sight = crate::remote::Sight::of_runner(runner);
     if !runner.has_layers() && !sight.has_identity() {
-        return tools(runner.registry(), target);
+        return None;
     }
-    let definitions = runner
-        .definitions()
-        .iter()
-        .filter_map(|def| sight.view(def).map(std::borrow::Cow::into_owned))
-        .collect();
-    lower_all(definitions, target, false)
+    Some(
+        runner
+            .definitions()
+            .iter()
+            .filter_map(|def| sight.view(def).map(std::borrow::Cow::into_owned))
+            .collect(),
+    )
 }
 
 /// The tools that best match `query` among those the caller of `runner` may see,
