@@ -117,6 +117,8 @@ pub enum Namespaces {
 /// it runs through [`run_tool_calls`](super::run_tool_calls) like any other (for
 /// OpenAI, pass the Responses API `output` items or the whole response).
 ///
+/// Unlike [`tools`](super::tools), the export is made on each call, not kept.
+///
 /// Gemini and MCP have no such search: asking for them is a
 /// [`ToolError::Definition`] error, and so is a namespace whose name OpenAI refuses
 /// or that a top-level function already has.
