@@ -420,6 +420,21 @@ async fn llm_exports_and_tool_calls_follow_the_identity_of_the_runner() {
         .filter_map(|t| t["name"].as_str())
         .collect();
     assert_eq!(names, ["files_names", "notes_read"]);
+    // The deferred export (the provider searches the catalogue) follows it too.
+    let deferred = toolfunc::llm::tools_deferred_for(
+        &reader,
+        Target::Anthropic,
+        &toolfunc::llm::Deferral::new(),
+    )
+    .expect("exported");
+    let names: Vec<&str> = deferred
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter(|t| t["defer_loading"] == true)
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["files_names", "notes_read"]);
 
     // A model naming a function the identity may not call gets the refusal as the
     // tool's result; the others run.
