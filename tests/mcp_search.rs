@@ -409,3 +409,38 @@ async fn search_and_call_tool_honour_the_callers_scopes() {
     .await;
     assert_eq!(ran["result"]["content"][0]["text"], "8", "{ran}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_the_layers_hide_is_neither_found_nor_listed_nor_called() {
+    let registry = registry().layer(toolfunc::layer::visibility(|tool, _viewer| {
+        tool.name != "weather_alerts"
+    }));
+    let server = Server::new(&registry)
+        .search_mode(true)
+        .always_listed(["weather_alerts", "weather_forecast"]);
+    let (mut pipe, _) = Pipe::connect(server).await;
+    let response = pipe.request("tools/list", json!({})).await;
+    assert_eq!(
+        names(&response),
+        ["search_tools", "call_tool", "weather_forecast"]
+    );
+    let response = search(&mut pipe, json!({"query": "weather alerts for a city"})).await;
+    let hits = found(&response);
+    assert_eq!(hits.first().map(String::as_str), Some("weather_forecast"));
+    assert!(!hits.contains(&"weather_alerts".to_owned()), "{hits:?}");
+    let wrapped = pipe
+        .request(
+            "tools/call",
+            json!({"name": "call_tool", "arguments": {"name": "weather_alerts", "arguments": {"city": "Oslo"}}}),
+        )
+        .await;
+    let direct = pipe
+        .request(
+            "tools/call",
+            json!({"name": "weather_alerts", "arguments": {"city": "Oslo"}}),
+        )
+        .await;
+    assert_eq!(wrapped["error"]["data"]["code"], "NOT_FOUND", "{wrapped}");
+    assert_eq!(wrapped["error"], direct["error"]);
+    pipe.close().await;
+}

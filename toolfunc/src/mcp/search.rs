@@ -123,7 +123,8 @@ impl SearchMode {
 
     /// One of the two tools, by name, when the mode is on.
     pub(super) fn tool(&self, name: &str) -> Option<Tool> {
-        if !self.on {
+        // Asked on every sessionless HTTP request: made only for their names.
+        if !self.on || (name != SEARCH_TOOLS && name != CALL_TOOL) {
             return None;
         }
         self.tools().into_iter().find(|tool| tool.name == name)
