@@ -44,6 +44,9 @@ impl ServerHandler for Server {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        if self.shared.search.on {
+            return self.list_search_mode(request.as_ref(), &context);
+        }
         let catalog = self.catalog();
         let cursor = request.and_then(|r| r.cursor);
         let Some((page, next)) = catalog.page(cursor.as_deref(), self.shared.page_size) else {
@@ -77,7 +80,10 @@ impl ServerHandler for Server {
     fn get_tool(&self, name: &str) -> Option<Tool> {
         // Asked on every sessionless HTTP request (for header checks): from the kept
         // list.
-        self.catalog().get(name).cloned()
+        self.shared
+            .search
+            .tool(name)
+            .or_else(|| self.catalog().get(name).cloned())
     }
 
     #[allow(deprecated)] // Logging: deprecated in the SDK (SEP-2577), yet in 2025-11-25.
@@ -103,7 +109,14 @@ impl ServerHandler for Server {
         // Boxed: the SDK moves the future of every request it serves (into its
         // task, between its stages), so the call's large state machine stays out of
         // those moves.
-        Box::pin(self.call(request, context))
+        // In search mode its two tools answer here, `call_tool` going on as the
+        // call it names.
+        Box::pin(async move {
+            match self.search_mode_call(request, &context) {
+                Ok(request) => self.call(request, context).await,
+                Err(answer) => Ok(answer.into()),
+            }
+        })
     }
 
     async fn initialize(

@@ -278,6 +278,9 @@ pub(super) struct Guard {
     pub(super) path: Option<&'static str>,
     /// The tools served, for the scopes a call needs.
     pub(super) registry: Registry,
+    /// Whether the server is in search mode: a `call_tool` is judged by the
+    /// function it names.
+    pub(super) search_mode: bool,
 }
 
 impl Guard {
@@ -335,7 +338,12 @@ impl Guard {
         if message.get("method").and_then(Value::as_str) != Some("tools/call") {
             return None;
         }
-        let name = message.pointer("/params/name").and_then(Value::as_str)?;
+        let mut name = message.pointer("/params/name").and_then(Value::as_str)?;
+        if self.search_mode && name == super::search::CALL_TOOL {
+            name = message
+                .pointer("/params/arguments/name")
+                .and_then(Value::as_str)?;
+        }
         let mut options = CallOptions::new()
             .surface(Surface::Mcp)
             .identity(identity.clone());

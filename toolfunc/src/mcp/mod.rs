@@ -10,6 +10,7 @@ mod handler;
 mod http;
 mod report;
 mod rounds;
+mod search;
 mod serve;
 mod server;
 mod shape;
@@ -22,6 +23,10 @@ pub use crate::listen::{
 };
 pub use client::ClientInfo;
 pub use rounds::RoundLimits;
+pub use search::{
+    CALL_TOOL, DEFAULT_MAX_SEARCH_QUERY, DEFAULT_MAX_SEARCH_RESULTS, DEFAULT_SEARCH_RESULTS,
+    SEARCH_TOOLS,
+};
 pub use serve::{NoDelay, serve};
 pub use server::{
     DEFAULT_MAX_LINE_LENGTH, DEFAULT_MAX_SESSIONS, DEFAULT_PAGE_SIZE,

@@ -19,6 +19,7 @@ use crate::registry::Registry;
 use crate::remote;
 
 use super::client::KeptRunner;
+use super::search::SearchMode;
 use super::{http, rounds, stdio};
 
 /// Where [`router`] and [`Server::router`] answer.
@@ -73,6 +74,8 @@ pub(super) struct Shared {
     pub(super) rounds: Arc<rounds::Rounds>,
     /// Where calls that became tasks are tracked.
     pub(super) ledger: remote::ledger::Ledger,
+    /// The search mode's settings.
+    pub(super) search: SearchMode,
 }
 
 /// The running program's name: its executable's file name without extension.
@@ -125,6 +128,7 @@ impl Server {
                 resource: None,
                 sessionless_caller: KeptRunner::default(),
                 rounds: Arc::new(rounds::Rounds::new(rounds::RoundLimits::default())),
+                search: SearchMode::default(),
             }),
             session: Arc::default(),
         }
@@ -344,6 +348,52 @@ impl Server {
         self
     }
 
+    /// Turns the search mode on or off (default: off). For clients without a tool
+    /// search of their own, facing a large catalogue: `tools/list` then offers two
+    /// tools, `search_tools` (`query`, optional `limit`: the functions the caller
+    /// may run that best match the query, best first, as their MCP definitions, in
+    /// structured content and as JSON text) and `call_tool` (`name`, `arguments`:
+    /// runs that function exactly as a direct `tools/call` of it does, and answers
+    /// its result or error), with the functions [`always_listed`](Self::always_listed).
+    /// A direct `tools/call` of any function by its own name still works, and a
+    /// search shows each caller only what its layers and scopes let it see.
+    #[must_use]
+    pub fn search_mode(mut self, on: bool) -> Self {
+        Arc::make_mut(&mut self.shared).search.on = on;
+        self
+    }
+
+    /// Functions `tools/list` shows in [search mode](Self::search_mode) after its
+    /// two tools, in this order, to each caller that may see them (default: none).
+    /// Names are function names (`{service}_{method}` for a service's act); a name
+    /// the catalogue does not offer is skipped.
+    #[must_use]
+    pub fn always_listed(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        Arc::make_mut(&mut self.shared).search.always_listed =
+            names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The largest `limit` `search_tools` accepts in [search mode](Self::search_mode)
+    /// (default [`DEFAULT_MAX_SEARCH_RESULTS`](super::DEFAULT_MAX_SEARCH_RESULTS);
+    /// at least 1). A call without `limit` answers at most
+    /// [`DEFAULT_SEARCH_RESULTS`](super::DEFAULT_SEARCH_RESULTS) or this, whichever
+    /// is smaller.
+    #[must_use]
+    pub fn max_search_results(mut self, max: usize) -> Self {
+        Arc::make_mut(&mut self.shared).search.max_results = max.max(1);
+        self
+    }
+
+    /// The longest `query` `search_tools` accepts in [search mode](Self::search_mode),
+    /// in characters (default [`DEFAULT_MAX_SEARCH_QUERY`](super::DEFAULT_MAX_SEARCH_QUERY);
+    /// at least 1).
+    #[must_use]
+    pub fn max_search_query(mut self, chars: usize) -> Self {
+        Arc::make_mut(&mut self.shared).search.max_query = chars.max(1);
+        self
+    }
+
     /// The registry this server serves.
     pub fn registry(&self) -> &Registry {
         &self.shared.registry
@@ -419,6 +469,7 @@ impl Server {
             resource: self.shared.resource.clone(),
             path,
             registry: self.shared.registry.clone(),
+            search_mode: self.shared.search.on,
         };
         let service = StreamableHttpService::new(move || Ok(self.session()), sessions, config);
         axum::Router::new()

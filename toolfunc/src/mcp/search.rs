@@ -1,0 +1,333 @@
+//! The search mode ([`Server::search_mode`]): for clients without a tool search of
+//! their own, `tools/list` offers two tools in place of a large catalogue,
+//! `search_tools` (the functions the caller may run that best match a query, as
+//! their MCP definitions) and `call_tool` (runs one of them by name, exactly as a
+//! direct `tools/call` of it does), with the tools marked always listed.
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
+use serde_json::{Map, Value, json};
+
+use crate::error::ToolError;
+use crate::remote;
+
+use super::catalog::Catalog;
+use super::server::Server;
+use super::shape::{Shape, into_result};
+
+/// The name of the tool that searches the catalogue in search mode.
+pub const SEARCH_TOOLS: &str = "search_tools";
+/// The name of the tool that calls a function by name in search mode.
+pub const CALL_TOOL: &str = "call_tool";
+
+/// How many functions `search_tools` answers when its call names no `limit`: 10
+/// (or [`Server::max_search_results`], when that is smaller).
+pub const DEFAULT_SEARCH_RESULTS: usize = 10;
+/// The largest `limit` `search_tools` accepts by default: 100.
+pub const DEFAULT_MAX_SEARCH_RESULTS: usize = 100;
+/// The longest `query` `search_tools` accepts by default, in characters: 1,024.
+pub const DEFAULT_MAX_SEARCH_QUERY: usize = 1024;
+
+/// The search mode's settings.
+#[derive(Clone)]
+pub(super) struct SearchMode {
+    /// Whether `tools/list` offers the two tools in place of the catalogue.
+    pub(super) on: bool,
+    /// The functions listed with the two tools, when the caller may see them.
+    pub(super) always_listed: Vec<String>,
+    /// The largest `limit` a search takes.
+    pub(super) max_results: usize,
+    /// The longest `query` a search takes, in characters.
+    pub(super) max_query: usize,
+}
+
+impl Default for SearchMode {
+    fn default() -> Self {
+        Self {
+            on: false,
+            always_listed: Vec::new(),
+            max_results: DEFAULT_MAX_SEARCH_RESULTS,
+            max_query: DEFAULT_MAX_SEARCH_QUERY,
+        }
+    }
+}
+
+/// What `call_tool` asks for: the call to make in its place, or the error result
+/// refusing its own arguments.
+enum Unwrapped {
+    Call(CallToolRequestParams),
+    Refused(CallToolResult),
+}
+
+impl SearchMode {
+    /// The two tools, as `tools/list` lists them.
+    fn tools(&self) -> Vec<Tool> {
+        let search = json!({
+            "name": SEARCH_TOOLS,
+            "title": "Search tools",
+            "description": format!(
+                "Searches this server's tools by what they do. Answers the best matches, best first: \
+                 each tool's name, description and inputSchema. Run one with `{CALL_TOOL}`."
+            ),
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "query": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": self.max_query,
+                        "description": "Words that say what the tool should do",
+                    },
+                    "limit": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": self.max_results,
+                        "default": DEFAULT_SEARCH_RESULTS.min(self.max_results),
+                        "description": "How many tools to answer at most",
+                    },
+                },
+                "required": ["query"],
+            },
+            "outputSchema": {
+                "type": "object",
+                "properties": {"tools": {"type": "array", "items": {"type": "object"}}},
+                "required": ["tools"],
+            },
+            "annotations": {"readOnlyHint": true, "openWorldHint": false},
+        });
+        let call = json!({
+            "name": CALL_TOOL,
+            "title": "Call a tool",
+            "description": format!(
+                "Runs a tool `{SEARCH_TOOLS}` found, by its name, with arguments matching its \
+                 inputSchema. Answers what the tool answers."
+            ),
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "description": "The tool's name"},
+                    "arguments": {"type": "object", "description": "The tool's arguments"},
+                },
+                "required": ["name", "arguments"],
+            },
+        });
+        // Both are MCP tools as written; one that were not would be left out.
+        [search, call]
+            .into_iter()
+            .filter_map(|tool| serde_json::from_value(tool).ok())
+            .collect()
+    }
+
+    /// One of the two tools, by name, when the mode is on.
+    pub(super) fn tool(&self, name: &str) -> Option<Tool> {
+        // Asked on every sessionless HTTP request: made only for their names.
+        if !self.on || (name != SEARCH_TOOLS && name != CALL_TOOL) {
+            return None;
+        }
+        self.tools().into_iter().find(|tool| tool.name == name)
+    }
+}
+
+impl Server {
+    /// `tools/list` in search mode: the two tools, then the always-listed functions
+    /// the caller may see, in the order they were given. There is one page.
+    pub(super) fn list_search_mode(
+        &self,
+        request: Option<&PaginatedRequestParams>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        if let Some(cursor) = request.and_then(|r| r.cursor.as_ref()) {
+            return Err(ErrorData::invalid_params(
+                "tools/list: invalid cursor (pass back a nextCursor this server gave)",
+                Some(json!({"cursor": cursor})),
+            ));
+        }
+        let mode = &self.shared.search;
+        let mut tools = mode.tools();
+        if !mode.always_listed.is_empty() {
+            let registry = &self.shared.registry;
+            let listed = Catalog::of(registry);
+            let offered = remote::Catalog::of(registry);
+            let options = self.caller_options(context);
+            let sight = remote::Sight::of(registry, Some(&options));
+            for name in &mode.always_listed {
+                let shown = offered.function(name).is_some_and(|function| {
+                    function.api
+                        && sight.permits(&function.definition.scopes)
+                        && offered
+                            .tool(&function.tool)
+                            .is_some_and(|def| sight.shows(def))
+                });
+                if let Some(tool) = listed.get(name).filter(|_| shown)
+                    && !tools.iter().any(|t| t.name == tool.name)
+                {
+                    tools.push(tool.clone());
+                }
+            }
+        }
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    /// A `tools/call` in search mode: the call to make (`call_tool`'s in its
+    /// place, any other as it is), or the answer of `search_tools` or of a
+    /// `call_tool` whose own arguments are refused. Off the mode, `request` as it is.
+    pub(super) fn search_mode_call(
+        &self,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolRequestParams, CallToolResult> {
+        if !self.shared.search.on {
+            return Ok(request);
+        }
+        match request.name.as_ref() {
+            SEARCH_TOOLS => Err(self.search_tools(request.arguments.as_ref(), context)),
+            CALL_TOOL => match unwrap_call(request) {
+                Unwrapped::Call(call) => Ok(call),
+                Unwrapped::Refused(result) => Err(result),
+            },
+            _ => Ok(request),
+        }
+    }
+
+    /// `search_tools`: the functions the caller may run that best match its query,
+    /// or the error result refusing its arguments.
+    fn search_tools(
+        &self,
+        arguments: Option<&Map<String, Value>>,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let shape = Shape {
+            content: false,
+            any_structured: true,
+        };
+        let mode = &self.shared.search;
+        let (query, limit) = match search_arguments(arguments, mode) {
+            Ok(asked) => asked,
+            Err(err) => return into_result(Err(err), shape),
+        };
+        let registry = &self.shared.registry;
+        let listed = Catalog::of(registry);
+        let offered = remote::Catalog::of(registry);
+        let options = self.caller_options(context);
+        let sight = remote::Sight::of(registry, Some(&options));
+        let mut tools = Vec::new();
+        // Ranked by tool; a service answers the acts its caller may run.
+        'hits: for def in remote::search(registry, query, limit, &sight) {
+            let names: Vec<String> = if def.acts.is_empty() {
+                vec![def.name.clone()]
+            } else {
+                def.acts
+                    .iter()
+                    .map(|act| format!("{}_{}", def.name, act.method()))
+                    .collect()
+            };
+            for name in names {
+                let runnable = offered.function(&name).is_some_and(|function| {
+                    function.api
+                        && function.tool == def.name
+                        && sight.permits(&function.definition.scopes)
+                });
+                let Some(tool) = listed.get(&name).filter(|_| runnable) else {
+                    continue;
+                };
+                tools.push(json!({
+                    "name": tool.name,
+                    "description": tool.description,
+                    "inputSchema": tool.input_schema,
+                }));
+                if tools.len() >= limit {
+                    break 'hits;
+                }
+            }
+        }
+        into_result(Ok(json!({"tools": tools})), shape)
+    }
+}
+
+/// The call `call_tool`'s arguments ask for, keeping the request's `_meta` and
+/// round state; or the error result when its own arguments are not of its form.
+fn unwrap_call(request: CallToolRequestParams) -> Unwrapped {
+    let refuse = |path: &str, message: &str| {
+        Unwrapped::Refused(into_result(
+            Err(ToolError::arguments(path, message)),
+            Shape {
+                content: false,
+                any_structured: false,
+            },
+        ))
+    };
+    let mut outer = request.arguments.clone().unwrap_or_default();
+    let name = match outer.remove("name") {
+        Some(Value::String(name)) => name,
+        Some(_) => return refuse("/name", "`name` must be a string: the tool to call"),
+        None => return refuse("/name", "`name` is required: the tool to call"),
+    };
+    let arguments = match outer.remove("arguments") {
+        Some(Value::Object(arguments)) => Some(arguments),
+        None | Some(Value::Null) => None,
+        Some(_) => {
+            return refuse(
+                "/arguments",
+                "`arguments` must be an object: the tool's arguments",
+            );
+        }
+    };
+    let mut call = request;
+    call.name = name.into();
+    call.arguments = arguments;
+    Unwrapped::Call(call)
+}
+
+/// The query and limit of a `search_tools` call.
+fn search_arguments<'a>(
+    arguments: Option<&'a Map<String, Value>>,
+    mode: &SearchMode,
+) -> Result<(&'a str, usize), ToolError> {
+    let max = mode.max_results;
+    let limit = match arguments.and_then(|a| a.get("limit")) {
+        None | Some(Value::Null) => DEFAULT_SEARCH_RESULTS.min(max),
+        Some(limit) => match limit.as_u64().and_then(|n| usize::try_from(n).ok()) {
+            Some(n) if (1..=max).contains(&n) => n,
+            _ => {
+                return Err(ToolError::arguments(
+                    "/limit",
+                    format!("`limit` must be a whole number from 1 to {max}"),
+                ));
+            }
+        },
+    };
+    let query = match arguments.and_then(|a| a.get("query")) {
+        Some(Value::String(query)) => query,
+        Some(_) => {
+            return Err(ToolError::arguments(
+                "/query",
+                "`query` must be a string: words that say what the tool should do",
+            ));
+        }
+        None => {
+            return Err(ToolError::arguments(
+                "/query",
+                "`query` is required: words that say what the tool should do",
+            ));
+        }
+    };
+    if query.trim().is_empty() {
+        return Err(ToolError::arguments(
+            "/query",
+            "the search `query` is empty",
+        ));
+    }
+    if query.chars().count() > mode.max_query {
+        return Err(ToolError::arguments(
+            "/query",
+            format!(
+                "the search `query` is longer than {} characters",
+                mode.max_query
+            ),
+        ));
+    }
+    Ok((query, limit))
+}
