@@ -53,7 +53,7 @@ use crate::schema::rewrite::{
     bound_integer, def_name, each_schema, lift_definitions, number_or_null, rebase_refs,
 };
 use crate::tool::ToolDefinition;
-use crate::tool::service::ActDefinition;
+use crate::tool::service::{ActDefinition, needed_scopes};
 
 /// The last path segment the document is served at: `GET <prefix>/openapi.json`.
 pub(super) const FILE: &str = "openapi.json";
@@ -314,7 +314,7 @@ fn document(view: &View<'_>, sight: &remote::Sight<'_>) -> Value {
 /// Where one act's request is documented: its schema and where it goes.
 struct Branch {
     act: String,
-    /// The act's own scopes.
+    /// The scopes a call of the act needs (its tool's and its own).
     scopes: Vec<String>,
     operation_id: String,
     summary: Option<String>,
@@ -561,7 +561,7 @@ impl<'v> Doc<'v> {
         );
         Branch {
             act: act.name.clone(),
-            scopes: act.scopes.clone(),
+            scopes: needed_scopes(def, Some(act)),
             operation_id: self.unique_id(format!("{}.{}", def.name, act.method())),
             summary: summary(act.title.as_deref(), act.description.as_deref()),
             request,
@@ -623,11 +623,9 @@ impl<'v> Doc<'v> {
                 if let Some(s) = &b.ok.ndjson {
                     entry["ndjson"] = s.clone();
                 }
-                if self.view.oauth.is_some() && !b.scopes.is_empty() {
-                    // The act's own scopes, on top of the operation's.
-                    let mut scopes = def.scopes.clone();
-                    scopes.extend(b.scopes.iter().filter(|s| !def.scopes.contains(s)).cloned());
-                    entry["security"] = self.security(&scopes);
+                if self.view.oauth.is_some() && b.scopes != def.scopes {
+                    // The act needs scopes of its own, on top of the operation's.
+                    entry["security"] = self.security(&b.scopes);
                 }
                 entry
             })
@@ -818,12 +816,7 @@ impl<'v> Doc<'v> {
         );
         operation.insert("responses".into(), self.responses(ok, risks, true));
         if self.view.oauth.is_some() {
-            let mut scopes = def.scopes.clone();
-            for scope in act.iter().flat_map(|act| &act.scopes) {
-                if !scopes.contains(scope) {
-                    scopes.push(scope.clone());
-                }
-            }
+            let scopes = needed_scopes(def, act);
             operation.insert("security".into(), self.security(&scopes));
         }
         Value::Object(operation)

@@ -374,19 +374,13 @@ impl Found {
     /// the one `args` names), each once.
     pub(crate) fn scopes(&self, args: Option<&Value>) -> Vec<String> {
         let def = self.definition();
-        let mut needed = def.scopes.clone();
         let act = self.act().or_else(|| {
             let named = args?.get("act")?.as_str()?;
             def.acts
                 .iter()
                 .find(|a| a.name == named || a.name.strip_prefix('$') == Some(named))
         });
-        for scope in act.iter().flat_map(|act| &act.scopes) {
-            if !needed.contains(scope) {
-                needed.push(scope.clone());
-            }
-        }
-        needed
+        crate::tool::service::needed_scopes(def, act)
     }
 
     /// Admits the call for the caller of `options` by its scopes: a caller with a

@@ -67,6 +67,18 @@ pub struct ActDefinition {
     pub scopes: Vec<String>,
 }
 
+/// The OAuth scopes a call of `tool` needs: the tool's own, then those of `act`
+/// (one of its acts, when the call runs one), each once.
+pub(crate) fn needed_scopes(tool: &ToolDefinition, act: Option<&ActDefinition>) -> Vec<String> {
+    let mut needed = tool.scopes.clone();
+    for scope in act.iter().flat_map(|act| &act.scopes) {
+        if !needed.contains(scope) {
+            needed.push(scope.clone());
+        }
+    }
+    needed
+}
+
 impl ActDefinition {
     /// The method's name without the `$` of an RPC act (`"$hello"` → `"hello"`).
     pub fn method(&self) -> &str {
@@ -91,11 +103,7 @@ impl ActDefinition {
         if !self.annotations.is_empty() {
             def.annotations = self.annotations.clone();
         }
-        for scope in &self.scopes {
-            if !def.scopes.contains(scope) {
-                def.scopes.push(scope.clone());
-            }
-        }
+        def.scopes = needed_scopes(service, Some(self));
         def.alias.clear();
         def.action = None;
         def.methods.clear();
