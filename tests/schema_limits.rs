@@ -421,3 +421,76 @@ fn a_schema_that_is_not_an_object_or_a_boolean_is_an_error_not_a_panic() {
         assert_ne!(err.code(), "PANICKED", "{schema}");
     }
 }
+
+/// A tool whose schema is compiled at its first call.
+fn deferred(name: &str, schema: Value) -> Registry {
+    let registry = Registry::new();
+    let tool = ToolFunc::builder(name)
+        .params_schema(schema)
+        .defer_schema(true)
+        .handler_sync(|_ctx, args| Ok(args))
+        .build()
+        .expect("a deferred schema is not compiled at build");
+    registry.register(tool).unwrap();
+    registry
+}
+
+#[test]
+fn a_deferred_schema_checks_arguments_as_an_eager_one_does() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"sku": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]+$"}},
+        "required": ["sku"]
+    });
+    let lazy = deferred("lazy", schema.clone());
+    let eager = registry_with("lazy", schema);
+    for args in [
+        json!({"sku": "ABC-1"}),
+        json!({"sku": "abc"}),
+        json!({}),
+        json!({"sku": 1}),
+    ] {
+        let lazy_answer = lazy.run_sync("lazy", args.clone());
+        let eager_answer = eager.run_sync("lazy", args.clone());
+        assert_eq!(
+            format!("{lazy_answer:?}"),
+            format!("{eager_answer:?}"),
+            "{args}"
+        );
+    }
+    // Twice: the compiled schema is kept.
+    assert_eq!(
+        arguments_error(lazy.run_sync("lazy", json!({"sku": "abc"}))).0,
+        "/sku"
+    );
+}
+
+#[test]
+fn a_deferred_schema_that_cannot_be_used_fails_each_call_with_definition() {
+    let bad = [
+        json!({"type": "object", "properties": {"s": {"type": "string", "pattern": "(["}}}),
+        json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/missing"}}}),
+        two_branch_recursion(),
+    ];
+    for (n, schema) in bad.into_iter().enumerate() {
+        let name = format!("bad_{n}");
+        let shown = schema.to_string();
+        let registry = deferred(&name, schema);
+        for _ in 0..2 {
+            let err = registry.run_sync(&name, json!({})).unwrap_err();
+            assert_eq!(err.code(), "DEFINITION", "{shown}: {err:?}");
+            assert!(
+                matches!(&err, ToolError::Definition { name: n, .. } if *n == name),
+                "{err:?}"
+            );
+        }
+    }
+    // The root is still checked at build.
+    let err = ToolFunc::builder("not_an_object")
+        .params_schema(json!({"type": "string"}))
+        .defer_schema(true)
+        .handler_sync(|_ctx, args| Ok(args))
+        .build()
+        .unwrap_err();
+    assert_eq!(err.code(), "DEFINITION");
+}

@@ -291,34 +291,54 @@ pub(crate) fn tool(n: usize) -> Result<ToolFunc, ToolError> {
     let mut words = Words::new(n as u64);
     let verb = words.pick(VERBS);
     let noun = words.pick(NOUNS);
-    let name = format!("{verb}_{noun}_{n}");
-    let description = format!(
-        "{} the {} {} of a {} {} for the {}.",
-        capitalised(verb),
+    // Words joined by hand, not with `format!`: ten thousand tools feel it at start.
+    let name = join(&[verb, "_", noun, "_", &n.to_string()]);
+    let description = join(&[
+        &capitalised(verb),
+        " the ",
         words.pick(ADJECTIVES),
+        " ",
         noun,
+        " of a ",
         words.pick(ADJECTIVES),
+        " ",
         words.pick(NOUNS),
+        " for the ",
         words.pick(NOUNS),
-    );
+        ".",
+    ]);
     let mut properties = Map::new();
     for kind in TYPES {
         let mut param = words.pick(NOUNS).to_owned();
         while properties.contains_key(&param) {
-            param = format!("{}_{param}", words.pick(ADJECTIVES));
+            param = join(&[words.pick(ADJECTIVES), "_", &param]);
         }
-        let text = format!(
-            "The {} {} to {}.",
+        let text = join(&[
+            "The ",
             words.pick(ADJECTIVES),
+            " ",
             words.pick(NOUNS),
-            words.pick(VERBS)
-        );
-        let schema = match kind {
-            "array" => json!({"type": "array", "items": {"type": "string"}, "description": text}),
-            "integer" => json!({"type": "integer", "minimum": 0, "description": text}),
-            kind => json!({"type": kind, "description": text}),
-        };
-        properties.insert(param, schema);
+            " to ",
+            words.pick(VERBS),
+            ".",
+        ]);
+        // Built as maps, not with `json!`: `json!` serialises a variable into a copy,
+        // which ten thousand tools would feel at start.
+        let mut schema = Map::new();
+        schema.insert("type".into(), Value::from(kind));
+        match kind {
+            "array" => {
+                let mut items = Map::new();
+                items.insert("type".into(), Value::from("string"));
+                schema.insert("items".into(), Value::Object(items));
+            }
+            "integer" => {
+                schema.insert("minimum".into(), Value::from(0));
+            }
+            _ => {}
+        }
+        schema.insert("description".into(), Value::String(text));
+        properties.insert(param, Value::Object(schema));
     }
     // The first two parameters are required.
     let required: Vec<Value> = properties
@@ -327,10 +347,17 @@ pub(crate) fn tool(n: usize) -> Result<ToolFunc, ToolError> {
         .cloned()
         .map(Value::from)
         .collect();
+    let mut params = Map::new();
+    params.insert("type".into(), Value::from("object"));
+    params.insert("properties".into(), Value::Object(properties));
+    params.insert("required".into(), Value::Array(required));
     let answer = name.clone();
     ToolFunc::builder(name)
         .description(description)
-        .params_schema(json!({"type": "object", "properties": properties, "required": required}))
+        .params_schema(Value::Object(params))
+        // A catalogue made at run time: each schema is compiled at its first call,
+        // so a start with thousands of these does not wait for all of them.
+        .defer_schema(true)
         .handler_sync(move |_, args| Ok(json!({"tool": answer, "args": args})))
         .build()
 }
@@ -361,6 +388,14 @@ pub(crate) fn queries(count: usize, tools: usize) -> Vec<String> {
             }
         })
         .collect()
+}
+
+fn join(parts: &[&str]) -> String {
+    let mut joined = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for part in parts {
+        joined.push_str(part);
+    }
+    joined
 }
 
 fn capitalised(word: &str) -> String {

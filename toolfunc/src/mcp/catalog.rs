@@ -10,7 +10,7 @@
 //! `tools/call` picks it), so a cursor is the last name of a page and stays good
 //! across changes.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{Cursor, Tool};
 
@@ -20,8 +20,36 @@ use crate::remote::Catalog as Offered;
 use crate::tool::ToolDefinition;
 
 /// The MCP tools of one registry generation, sorted by name.
+///
+/// Each tool is made when a page or a lookup first needs it, then kept: a server of
+/// thousands of tools answers its first `tools/list` after making one page.
 pub(super) struct Catalog {
-    tools: Vec<Tool>,
+    entries: Vec<Entry>,
+}
+
+/// One function MCP may list, and its `tools/list` entry once made.
+struct Entry {
+    definition: Arc<ToolDefinition>,
+    /// `None`: MCP cannot take it (warned about once, when made).
+    tool: OnceLock<Option<Tool>>,
+}
+
+impl Entry {
+    fn name(&self) -> &str {
+        &self.definition.name
+    }
+
+    fn tool(&self) -> Option<&Tool> {
+        self.tool
+            .get_or_init(|| match tool(&self.definition) {
+                Ok(tool) => Some(tool),
+                Err(reason) => {
+                    tracing::warn!(tool = %self.definition.name, "tool left out of the MCP tool list: {reason}");
+                    None
+                }
+            })
+            .as_ref()
+    }
 }
 
 /// The key the MCP tool list is kept under in its registry.
@@ -34,33 +62,43 @@ impl Catalog {
         match registry.derived(Key, || Ok(Arc::new(Self::new(registry)))) {
             Ok(catalog) => catalog,
             // `make` above cannot fail; an empty list offers nothing.
-            Err(_) => Arc::new(Self { tools: Vec::new() }),
+            Err(_) => Arc::new(Self {
+                entries: Vec::new(),
+            }),
         }
     }
 
-    /// Exports the functions remote callers may reach; one MCP cannot take is left
-    /// out with a warning naming it.
+    /// The functions remote callers may reach whose names MCP takes; one whose name
+    /// it cannot take is left out with a warning naming it.
     fn new(registry: &Registry) -> Self {
         let offered = Offered::of(registry);
-        let tools = offered
+        let entries = offered
             .functions()
-            .filter_map(|function| match tool(&function.definition) {
-                Ok(tool) => Some(tool),
-                Err(reason) => {
-                    tracing::warn!(tool = %function.name, "tool left out of the MCP tool list: {reason}");
-                    None
+            .filter(|function| {
+                let fits = mcp_name(&function.name);
+                if !fits {
+                    tracing::warn!(
+                        tool = %function.name,
+                        "tool left out of the MCP tool list: MCP tool names are 1 to 128 of \
+                         A-Z a-z 0-9 _ . -; rename the tool"
+                    );
                 }
+                fits
+            })
+            .map(|function| Entry {
+                definition: Arc::clone(&function.definition),
+                tool: OnceLock::new(),
             })
             .collect();
-        Self { tools }
+        Self { entries }
     }
 
     pub(super) fn get(&self, name: &str) -> Option<&Tool> {
         let at = self
-            .tools
-            .binary_search_by(|tool| tool.name.as_ref().cmp(name))
+            .entries
+            .binary_search_by(|entry| entry.name().cmp(name))
             .ok()?;
-        self.tools.get(at)
+        self.entries.get(at)?.tool()
     }
 
     /// The page after `cursor` (from the start without one) of at most `size` tools,
@@ -70,28 +108,26 @@ impl Catalog {
         &self,
         cursor: Option<&str>,
         size: usize,
-    ) -> Option<(&[Tool], Option<Cursor>)> {
+    ) -> Option<(Vec<Tool>, Option<Cursor>)> {
         let start = match cursor {
             None => 0,
             Some(cursor) => {
                 let after = decode_cursor(cursor)?;
-                self.tools.partition_point(|tool| *tool.name <= *after)
+                self.entries
+                    .partition_point(|entry| entry.name() <= after.as_str())
             }
         };
-        let end = start.saturating_add(size.max(1)).min(self.tools.len());
-        let page = &self.tools[start..end];
-        let next = (end < self.tools.len())
-            .then(|| page.last().map(|last| encode_cursor(&last.name)))
+        let end = start.saturating_add(size.max(1)).min(self.entries.len());
+        let page = &self.entries[start..end];
+        let next = (end < self.entries.len())
+            .then(|| page.last().map(|last| encode_cursor(last.name())))
             .flatten();
-        Some((page, next))
+        Some((page.iter().filter_map(Entry::tool).cloned().collect(), next))
     }
 }
 
 /// One `tools/list` entry, or why MCP cannot take the tool.
 fn tool(definition: &ToolDefinition) -> Result<Tool, String> {
-    if !mcp_name(&definition.name) {
-        return Err("MCP tool names are 1 to 128 of A-Z a-z 0-9 _ . -; rename the tool".into());
-    }
     crate::schema::check_params_root(&definition.params)?;
     let entry = mcp_tool(definition, definition.params.clone(), McpListing::Served)
         .map_err(|err| err.to_string())?;

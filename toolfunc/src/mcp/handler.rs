@@ -55,7 +55,7 @@ impl ServerHandler for Server {
                 Some(json!({"cursor": cursor})),
             ));
         };
-        let mut tools = page.to_vec();
+        let mut tools = page;
         let registry = &self.shared.registry;
         if registry.has_layers() || self.shared.authenticator.is_some() {
             // What this client may not see is left out (the page may come out short;

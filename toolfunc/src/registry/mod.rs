@@ -692,6 +692,16 @@ impl Registry {
             .collect()
     }
 
+    /// [`definitions`](Self::definitions), shared with the tools instead of copied:
+    /// what the catalogue of callers from outside is made of.
+    pub(crate) fn advertised_definitions(&self) -> Vec<Arc<ToolDefinition>> {
+        self.names()
+            .iter()
+            .filter_map(|name| self.find(name))
+            .map(|found| found.tool.advertised())
+            .collect()
+    }
+
     /// Registers a tool. Returns `Ok(true)` when it is new, `Ok(false)` when a tool of
     /// that name was already registered here: the existing tool is kept and its
     /// registration count goes up (each [`unregister`](Self::unregister) takes one

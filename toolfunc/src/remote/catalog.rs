@@ -10,7 +10,7 @@ use crate::tool::ToolDefinition;
 /// The tools of one registry generation, in name order (as advertised: an authored
 /// `summary` replaces the description), and the functions they make.
 pub(crate) struct Catalog {
-    tools: Vec<ToolDefinition>,
+    tools: Vec<Arc<ToolDefinition>>,
     functions: Vec<Function>,
     /// Every scope a tool or act offered remotely declares, sorted, each once.
     scopes: Vec<String>,
@@ -27,8 +27,9 @@ pub(crate) struct Function {
     pub(crate) act: Option<usize>,
     /// Whether remote callers may reach it (its tool's `api`).
     pub(crate) api: bool,
-    /// Its definition as a function (an act flattened into one of its own).
-    pub(crate) definition: ToolDefinition,
+    /// Its definition as a function (an act flattened into one of its own); a tool
+    /// that is not a service shares its tool's.
+    pub(crate) definition: Arc<ToolDefinition>,
 }
 
 /// The key the catalogue is kept under in its registry.
@@ -50,14 +51,14 @@ impl Catalog {
     }
 
     fn new(registry: &Registry) -> Self {
-        let tools = registry.definitions();
+        let tools = registry.advertised_definitions();
         let mut functions = Vec::new();
         for (index, def) in tools.iter().enumerate() {
             if def.acts.is_empty() {
-                functions.push((index, None, def.clone()));
+                functions.push((index, None, Arc::clone(def)));
             }
             for (act_index, act) in def.acts.iter().enumerate() {
-                functions.push((index, Some(act_index), act.as_function(def)));
+                functions.push((index, Some(act_index), Arc::new(act.as_function(def))));
             }
         }
         // Same name: the tool (no act) before the method, and only it is kept, as
@@ -105,7 +106,10 @@ impl Catalog {
 
     /// The tools remote callers may reach (`api`), in name order.
     pub(crate) fn tools(&self) -> impl Iterator<Item = &ToolDefinition> {
-        self.tools.iter().filter(|def| offered(def))
+        self.tools
+            .iter()
+            .map(|def| &**def)
+            .filter(|def| offered(def))
     }
 
     /// The functions remote callers may reach, in name order.
@@ -128,7 +132,7 @@ impl Catalog {
             .tools
             .binary_search_by(|def| def.name.as_str().cmp(name))
             .ok()?;
-        self.tools.get(at)
+        self.tools.get(at).map(|def| &**def)
     }
 }
 

@@ -51,6 +51,8 @@ pub struct ToolBuilder {
     pub(crate) background_only: bool,
     /// Whether each result is checked against the result schema.
     pub(crate) check_output: bool,
+    /// Compile the parameters schema at the first call instead of in `build`.
+    pub(crate) defer_schema: bool,
     pub(crate) needs_client: Vec<String>,
     pub(crate) scopes: Vec<String>,
     pub(crate) annotations: Annotations,
@@ -95,6 +97,7 @@ impl ToolBuilder {
             background: false,
             background_only: false,
             check_output: false,
+            defer_schema: false,
             needs_client: Vec::new(),
             scopes: Vec::new(),
             annotations: Annotations::default(),
@@ -340,6 +343,37 @@ impl ToolBuilder {
     /// ```
     pub fn check_output(mut self, yes: bool) -> Self {
         self.check_output = yes;
+        self
+    }
+
+    /// Compiles the parameters schema at the tool's first call instead of in
+    /// [`build`](Self::build): for catalogues of thousands of tools made at run time
+    /// (from a spec, another server's list), whose start should not wait for every
+    /// schema. A server of 10,000 such tools answers its first `tools/list` in a
+    /// fraction of the time (`benches/cold_start.rs`).
+    ///
+    /// `build` still refuses a root that is not an object; a schema that cannot be
+    /// used otherwise (not valid JSON Schema, a dangling `$ref`, unbounded work) then
+    /// fails each call with `DEFINITION` instead of `build`. Tools whose typed
+    /// arguments are the check compile nothing either way.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolfunc::{Registry, ToolFunc};
+    ///
+    /// let registry = Registry::new();
+    /// let lazy = ToolFunc::builder("lazy")
+    ///     .params_schema(json!({"type": "object", "properties": {"s": {"type": "string", "pattern": "(["}}}))
+    ///     .defer_schema(true)
+    ///     .handler_sync(|_ctx, _args| Ok(json!(null)))
+    ///     .build()
+    ///     .unwrap(); // an eager build would refuse the bad pattern here
+    /// registry.register(lazy).unwrap();
+    /// let err = registry.run_sync("lazy", json!({"s": "x"})).unwrap_err();
+    /// assert_eq!(err.code(), "DEFINITION");
+    /// ```
+    pub fn defer_schema(mut self, yes: bool) -> Self {
+        self.defer_schema = yes;
         self
     }
 
@@ -618,7 +652,7 @@ impl ToolBuilder {
 
     /// Builds the tool. Fails with `DEFINITION` when there is no handler, the name
     /// is empty, or the parameters schema's root is not an object.
-    pub fn build(self) -> Result<ToolFunc, ToolError> {
+    pub fn build(mut self) -> Result<ToolFunc, ToolError> {
         let definition_error = |message: String| ToolError::Definition {
             name: self.name.clone(),
             message,
@@ -626,7 +660,7 @@ impl ToolBuilder {
         if self.name.is_empty() {
             return Err(definition_error("the tool name is empty".into()));
         }
-        let mut params = self.params.clone().unwrap_or_else(empty_object);
+        let mut params = self.params.take().unwrap_or_else(empty_object);
         check_params_root(&params).map_err(definition_error)?;
         // Providers expect `properties` on every object root, even an empty one.
         if let Some(map) = params.as_object_mut() {
@@ -645,6 +679,8 @@ impl ToolBuilder {
         // Typed handlers check by deserialising; a given schema is checked as well.
         let check = if self.typed && !self.schema_given {
             ArgCheck::Nothing
+        } else if self.defer_schema {
+            ArgCheck::Deferred(std::sync::OnceLock::new())
         } else {
             let validator = Validator::compile(&params);
             if let Some(message) = validator.definition_error() {
@@ -677,7 +713,7 @@ impl ToolBuilder {
             ));
         }
         Ok(ToolFunc {
-            definition: ToolDefinition {
+            definition: Arc::new(ToolDefinition {
                 name: self.name,
                 title: self.title,
                 description: self.description,
@@ -699,7 +735,7 @@ impl ToolBuilder {
                 methods: self.methods,
                 acts: self.act_definitions,
                 api: self.api,
-            },
+            }),
             // A background tool's timeout is a soft deadline, not the call's end.
             timeout: if self.background { None } else { self.timeout },
             handler,

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -154,6 +154,9 @@ pub(crate) enum ArgCheck {
     Nothing,
     /// The arguments are checked against the definition's `params` schema, compiled.
     Schema(Validator),
+    /// The same, the schema compiled at the first call
+    /// ([`ToolBuilder::defer_schema`]).
+    Deferred(OnceLock<Validator>),
 }
 
 /// A registered tool, as [`Registry::get`](crate::Registry::get) returns it: a cheap,
@@ -232,7 +235,7 @@ impl fmt::Debug for ToolRef {
 /// `#[tool]` functions become `ToolFunc`s in the global registry; tools made at run
 /// time come from [`ToolFunc::builder`] or [`ToolFunc::from_definition`].
 pub struct ToolFunc {
-    pub(crate) definition: ToolDefinition,
+    pub(crate) definition: Arc<ToolDefinition>,
     pub(crate) handler: Handler,
     pub(crate) timeout: Option<Duration>,
     pub(crate) check: ArgCheck,
@@ -372,6 +375,16 @@ impl ToolFunc {
         &self.definition
     }
 
+    /// The definition as listings share it: callers from outside see the `summary`
+    /// (when there is one) as the description. No copy when there is none.
+    pub(crate) fn advertised(&self) -> Arc<ToolDefinition> {
+        if self.definition.summary.is_some() {
+            Arc::new(self.definition.advertised())
+        } else {
+            Arc::clone(&self.definition)
+        }
+    }
+
     /// Whether the tool only runs asynchronously (`run_sync` refuses it).
     pub fn is_async(&self) -> bool {
         match &self.handler {
@@ -424,6 +437,27 @@ impl ToolFunc {
         self.depends.iter().map(|d| (d.alias.as_str(), d.name()))
     }
 
+    /// Checks `args` against the parameters schema compiled at the first call: a
+    /// schema that cannot be used fails every call with `DEFINITION`.
+    #[inline(never)]
+    fn check_deferred(
+        &self,
+        compiled: &OnceLock<Validator>,
+        args: &Value,
+    ) -> Result<(), ToolError> {
+        let validator = compiled.get_or_init(|| Validator::compile(&self.definition.params));
+        if let Some(message) = validator.definition_error() {
+            return Err(ToolError::Definition {
+                name: self.definition.name.clone(),
+                message,
+            });
+        }
+        if validator.accepts_any_object() {
+            return Ok(());
+        }
+        validator.validate(args)
+    }
+
     /// Normalises and checks the arguments: `null` means no arguments; anything else
     /// must be an object.
     #[expect(
@@ -445,8 +479,10 @@ impl ToolFunc {
                 ));
             }
         };
-        if let ArgCheck::Schema(validator) = &self.check {
-            validator.validate(&args)?;
+        match &self.check {
+            ArgCheck::Nothing => {}
+            ArgCheck::Schema(validator) => validator.validate(&args)?,
+            ArgCheck::Deferred(compiled) => self.check_deferred(compiled, &args)?,
         }
         Ok(args)
     }
