@@ -47,3 +47,46 @@ fn every_server_answers_every_call_right_under_concurrent_load() {
     eprintln!("{table}");
     assert!(table.contains("| toolfunc-mcp | sessionless |"), "{table}");
 }
+
+#[test]
+fn nats_workers_share_the_calls_of_the_scale_out_run() {
+    use harness::scale::{IDEMPOTENT, ScaleSettings, WorkerPlacement};
+    let settings = ScaleSettings {
+        workers: vec![1, 2],
+        limit: 2,
+        wait: Duration::from_millis(5),
+        warmup: Duration::from_millis(200),
+        measure: Duration::from_secs(1),
+        placement: WorkerPlacement::InProcess,
+        kill_with: None,
+    };
+    let rows = harness::scale::run_scale(&settings)
+        .unwrap_or_else(|err| panic!("the scale-out run: {err}"));
+    eprintln!("{}", harness::scale::scale_table(&rows, &settings));
+    let seen: Vec<(usize, &str, bool)> = rows
+        .iter()
+        .map(|row| (row.workers, row.tool, row.killed))
+        .collect();
+    assert_eq!(seen, [(1, IDEMPOTENT, false), (2, IDEMPOTENT, false)]);
+    for row in &rows {
+        assert!(
+            row.sample.errors.is_empty(),
+            "{} workers: {:?}",
+            row.workers,
+            row.sample.errors
+        );
+        assert!(
+            row.sample.calls > 0,
+            "{} workers answered no call",
+            row.workers
+        );
+        assert_eq!(row.clients, row.workers * settings.limit);
+    }
+    // Both workers answered calls (the queue group shares them).
+    assert_eq!(
+        rows[1].sample.answered_by.len(),
+        2,
+        "{:?}",
+        rows[1].sample.answered_by
+    );
+}

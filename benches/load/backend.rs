@@ -13,8 +13,7 @@ use redis::aio::ConnectionManager;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-#[path = "../../tests/support/interop.rs"]
-mod interop;
+use super::nats_support::interop;
 
 /// How many products the store is seeded with.
 pub const PRODUCTS: u32 = 1_000;

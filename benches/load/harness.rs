@@ -16,6 +16,10 @@
 pub mod backend;
 #[path = "client.rs"]
 pub mod client;
+#[path = "../../tests/support/nats.rs"]
+pub mod nats_support;
+#[path = "scale.rs"]
+pub mod scale;
 #[path = "servers.rs"]
 pub mod servers;
 
