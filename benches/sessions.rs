@@ -310,7 +310,7 @@ fn main() {
         reset_peak();
         reset_hwm();
         let ids = burst(&http, sessions).await;
-        tokio::time::sleep(park * 2).await;
+        tokio::time::sleep(park * 4).await;
         let (peak2, hwm2) = (peak(), status("VmHWM"));
         println!(
             "expire: second burst of {sessions}: peak heap {} vs {} (ratio {:.3}), \

@@ -228,8 +228,8 @@ impl Transport<RoleServer> for Tracked {
 enum Life {
     /// Its SDK session runs.
     Live(Arc<Activity>),
-    /// Its SDK session is being closed to park it.
-    Parking(Arc<Activity>),
+    /// Its SDK session is being closed to park it, with its log level.
+    Parking(Arc<Activity>, u8),
     /// Only what brings it back is kept: its `initialize` (in [`Entry::params`]),
     /// its log level, and when it last heard or said anything.
     Parked { last: u64, level: u8 },
@@ -352,7 +352,7 @@ impl Sessions {
         let open = self.open();
         match &open.sessions.get(id)?.life {
             Life::Live(activity) => Some(Busy::new(activity, self.epoch)),
-            Life::Parking(_) | Life::Parked { .. } => None,
+            Life::Parking(..) | Life::Parked { .. } => None,
         }
     }
 
@@ -442,8 +442,8 @@ impl Sessions {
                             .upgrade()
                             .map_or(0, |handler| handler.log_level.load(Ordering::Relaxed));
                         let activity = Arc::clone(activity);
-                        entry.life = Life::Parking(Arc::clone(&activity));
-                        parking.push((id.clone(), activity, level));
+                        entry.life = Life::Parking(Arc::clone(&activity), level);
+                        parking.push((id.clone(), activity));
                     }
                     Life::Parked { last, .. } if now.saturating_sub(*last) >= idle => {
                         expired.push(id.clone());
@@ -458,22 +458,25 @@ impl Sessions {
                 tracing::debug!(session = %id, "MCP: a parked session expired");
             }
         }
-        for (id, activity, level) in parking {
+        // All at once: each waits for its SDK session's task to end.
+        let parked = parking.into_iter().map(|(id, activity)| async move {
             tracing::debug!(session = %id, "MCP: parking a quiet session");
             let _ = self.inner.close_session(&id).await;
             let _ = tokio::time::timeout(PARK_WAIT, activity.ended.cancelled()).await;
-            self.parked(&id, &activity, level);
-        }
+            self.parked(&id, &activity);
+        });
+        futures::future::join_all(parked).await;
     }
 
     /// Records `id`, whose SDK session ran on `activity`, as parked.
-    fn parked(&self, id: &SessionId, activity: &Arc<Activity>, level: u8) {
+    fn parked(&self, id: &str, activity: &Arc<Activity>) {
         if let Some(entry) = self.open().sessions.get_mut(id)
-            && matches!(&entry.life, Life::Parking(parking) if Arc::ptr_eq(parking, activity))
+            && let Life::Parking(parking, level) = &entry.life
+            && Arc::ptr_eq(parking, activity)
         {
             entry.life = Life::Parked {
                 last: activity.last.load(Ordering::Relaxed),
-                level,
+                level: *level,
             };
             entry.handler = Weak::new();
         }
@@ -482,45 +485,25 @@ impl Sessions {
     /// The `initialize` of parked `id` to bring it back with, once its SDK session
     /// is closed; `None` unless it is parked. Its log level goes to the new handler.
     async fn load(&self, id: &str) -> Option<InitializeRequestParams> {
-        let parking = {
-            let mut open = self.open();
-            let entry = open.sessions.get_mut(id)?;
-            match &entry.life {
-                Life::Live(_) => return None,
-                Life::Parking(activity) => {
-                    let level = entry
-                        .handler
-                        .upgrade()
-                        .map_or(0, |handler| handler.log_level.load(Ordering::Relaxed));
-                    (Arc::clone(activity), level)
-                }
-                Life::Parked { level, .. } => {
-                    let level = *level;
-                    let params = entry.params.as_deref().cloned();
-                    drop(open);
-                    let _ = REQUEST.try_with(|request| request.borrow_mut().level = Some(level));
-                    return params;
-                }
-            }
+        let parking = match &self.open().sessions.get(id)?.life {
+            Life::Live(_) => return None,
+            Life::Parking(activity, _) => Some(Arc::clone(activity)),
+            Life::Parked { .. } => None,
         };
-        let (activity, level) = parking;
-        let _ = tokio::time::timeout(PARK_WAIT, activity.ended.cancelled()).await;
-        let key = self
-            .open()
-            .sessions
-            .get_key_value(id)
-            .map(|(k, _)| k.clone())?;
-        self.parked(&key, &activity, level);
-        let params = {
+        if let Some(activity) = parking {
+            let _ = tokio::time::timeout(PARK_WAIT, activity.ended.cancelled()).await;
+            self.parked(id, &activity);
+        }
+        let (params, level) = {
             let open = self.open();
             let entry = open.sessions.get(id)?;
-            if !matches!(entry.life, Life::Parked { .. }) {
+            let Life::Parked { level, .. } = entry.life else {
                 return None;
-            }
-            entry.params.as_deref().cloned()
+            };
+            (entry.params.as_deref().cloned()?, level)
         };
         let _ = REQUEST.try_with(|request| request.borrow_mut().level = Some(level));
-        params
+        Some(params)
     }
 }
 
