@@ -5,10 +5,16 @@
 //!
 //! `cargo bench --bench sessions` prints, nothing is timed:
 //!
-//! * `idle`: heap bytes per idle initialised session, counted by a counting allocator
+//! * `running`: heap and resident set per idle session with parking off
+//!   (`session_park_after` at the idle lifetime): what every idle session held
+//!   while its SDK session kept running;
+//! * `idle`: heap bytes per idle initialised session once parked (after 500 ms of
+//!   quiet here; 30 s by default), counted by a counting allocator
 //!   around the global one (exact, server and client in one process; the client
 //!   holds nothing per session but the ids, which are subtracted), and the growth of
-//!   the process's resident set (`VmRSS`, what an operator sees) per session;
+//!   the process's resident set (`VmRSS`, what an operator sees) per session (it
+//!   stays near the burst's peak: the allocator keeps the pages it was given, and
+//!   the next burst reuses them);
 //! * `expire`: the sessions' idle lifetime passes, the server's open sessions fall to
 //!   0, an old session id gets 404, the heap is back where it was; a second burst of
 //!   the same size, and its peak (heap and `VmHWM`) against the first one's;
@@ -275,7 +281,7 @@ fn main() {
         reset_peak();
         reset_hwm();
         let ids = burst(&http, sessions).await;
-        settle().await;
+        tokio::time::sleep(park * 4).await;
         let id_bytes: isize = ids
             .iter()
             .map(|id| id.capacity().cast_signed())

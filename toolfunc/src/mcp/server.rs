@@ -290,8 +290,8 @@ impl Server {
     /// response or `GET` stream open, no call running, no message either way)
     /// before it is parked; default [`DEFAULT_SESSION_PARK_AFTER`] (30 seconds). A
     /// parked session keeps only what brings it back (the client's `initialize`
-    /// and its log level, under 1 KB) instead of the SDK's channels and tasks
-    /// (about 50 KB); its next request brings it back under the same id, replaying
+    /// and its log level, about 2.4 KB of heap) instead of the SDK's channels,
+    /// tasks and handler (about 98 KB); its next request brings it back under the same id, replaying
     /// the handshake, and it counts as open all along
     /// ([`open_sessions`](Self::open_sessions), [`max_sessions`](Self::max_sessions)).
     /// Notifications sent to a parked session's client while it had no stream open
