@@ -1,6 +1,8 @@
 //! Limits around the SDK's streamable HTTP server: a cap on sessions, a lifetime for
 //! sessions that never finish their handshake, an idle lifetime for the others
-//! (the SDK's keep-alive), the Origin check, and an `id` on every JSON-RPC error.
+//! (the SDK's keep-alive), the parking of quiet sessions (their SDK session closed,
+//! brought back by the SDK's session restore), the Origin check, and an `id` on
+//! every JSON-RPC error.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
