@@ -15,12 +15,17 @@
 //! or `/.well-known/openid-configuration`, and every `/api` and `/mcp` request then
 //! needs a bearer JWT of that issuer for that audience; the `users` service's writes
 //! (`post`, `put`, `delete`, `$promote`) need the scope `users:write` as well.
+//!
+//! `--mcp-max-sessions N` and `--mcp-session-idle SECONDS` set the MCP endpoint's
+//! cap on open sessions and how long an idle one lives (`mcp::Server::max_sessions`,
+//! `session_idle_lifetime`).
 
 mod demo;
 #[path = "demo/generated.rs"]
 mod generated;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use toolfunc::Registry;
 use toolfunc::auth::jwt::Jwt;
@@ -29,10 +34,39 @@ use toolfunc::http::{Api, Server};
 fn usage() -> ! {
     eprintln!(
         "usage: server [--addr HOST:PORT] [--prefix /api] [--extra-tools N] \
-         [--auth-issuer URL --auth-audience URI]\n\
+         [--auth-issuer URL --auth-audience URI] \
+         [--mcp-max-sessions N] [--mcp-session-idle SECONDS]\n\
          (PORT in the environment also sets the port)"
     );
     std::process::exit(2)
+}
+
+/// A flag's value, or the usage text.
+fn parsed<T: std::str::FromStr>(value: Option<String>) -> T {
+    value
+        .and_then(|value| value.parse().ok())
+        .unwrap_or_else(|| usage())
+}
+
+/// The MCP endpoint's session settings (`--mcp-max-sessions`, `--mcp-session-idle`).
+struct McpSessions {
+    max: usize,
+    idle: Duration,
+}
+
+impl Default for McpSessions {
+    fn default() -> Self {
+        Self {
+            max: toolfunc::mcp::DEFAULT_MAX_SESSIONS,
+            idle: toolfunc::mcp::DEFAULT_SESSION_IDLE_LIFETIME,
+        }
+    }
+}
+
+impl McpSessions {
+    fn apply(&self, mcp: toolfunc::mcp::Server) -> toolfunc::mcp::Server {
+        mcp.max_sessions(self.max).session_idle_lifetime(self.idle)
+    }
 }
 
 #[tokio::main]
@@ -44,6 +78,7 @@ async fn main() -> std::io::Result<()> {
     let mut prefix = "/api".to_owned();
     let (mut issuer, mut audience) = (None, None);
     let mut extra = 0;
+    let mut sessions = McpSessions::default();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -55,6 +90,8 @@ async fn main() -> std::io::Result<()> {
                     .and_then(|n| n.parse::<usize>().ok())
                     .unwrap_or_else(|| usage());
             }
+            "--mcp-max-sessions" => sessions.max = parsed(args.next()),
+            "--mcp-session-idle" => sessions.idle = Duration::from_secs(parsed(args.next())),
             "--auth-issuer" => issuer = Some(args.next().unwrap_or_else(|| usage())),
             "--auth-audience" => audience = Some(args.next().unwrap_or_else(|| usage())),
             _ => usage(),
@@ -99,6 +136,7 @@ async fn main() -> std::io::Result<()> {
         if let Some(auth) = &auth {
             mcp = mcp.authenticate(Arc::clone(auth));
         }
+        mcp = sessions.apply(mcp);
         server = server.merge(mcp.router());
     }
     println!("toolfunc demo server listening on {base}");

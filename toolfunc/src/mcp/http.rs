@@ -1,34 +1,46 @@
 //! Limits around the SDK's streamable HTTP server: a cap on sessions, a lifetime for
 //! sessions that never finish their handshake, an idle lifetime for the others
-//! (the SDK's keep-alive), the Origin check, and an `id` on every JSON-RPC error.
+//! (the SDK's keep-alive), the parking of quiet sessions (their SDK session closed,
+//! brought back by the SDK's session restore), the Origin check, and an `id` on
+//! every JSON-RPC error.
 
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::Response;
-use futures::Stream;
-use rmcp::model::{ClientJsonRpcMessage, ClientNotification, JsonRpcMessage, ServerJsonRpcMessage};
-use rmcp::transport::WorkerTransport;
+use futures::{Stream, StreamExt};
+use rmcp::RoleServer;
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, InitializeRequestParams, JsonRpcMessage,
+    ServerJsonRpcMessage,
+};
 use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError, LocalSessionWorker,
 };
 use rmcp::transport::streamable_http_server::session::{
-    EventStore, RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
+    EventStore, RestoreOutcome, ServerSseMessage, SessionId, SessionManager, SessionState,
+    SessionStore, SessionStoreError,
 };
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::transport::{Transport, WorkerTransport};
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 use crate::auth::{Authenticator, web};
 use crate::identity::Identity;
 use crate::options::{CallOptions, Surface};
 use crate::registry::Registry;
 use crate::remote::{self, Lookup};
+
+use super::server::{Server, Session};
 
 /// Which browser origins may call the endpoint.
 #[derive(Clone, Debug)]
@@ -67,26 +79,198 @@ pub(super) struct Limits {
     pub(super) max_sessions: usize,
     pub(super) uninitialized_lifetime: Duration,
     pub(super) idle_lifetime: Duration,
+    /// How long a session stays quiet (nothing in flight, no stream open) before
+    /// its SDK session is closed and only what brings it back is kept.
+    pub(super) park_after: Duration,
+}
+
+/// What the serving of one HTTP request tells the session manager, and what the
+/// manager and the service factory tell it back.
+#[derive(Default)]
+struct InRequest {
+    /// The request is a `DELETE`: a session it closes is gone for good.
+    deleting: bool,
+    /// A session was refused (the cap).
+    refused: bool,
+    /// The log level of the parked session being brought back, for its new handler.
+    level: Option<u8>,
+    /// The handler state the service factory made during this request.
+    made: Option<Weak<Session>>,
 }
 
 tokio::task_local! {
-    /// Set when a session was refused while serving the current HTTP request.
-    static REFUSED: Cell<bool>;
+    static REQUEST: RefCell<InRequest>;
 }
 
-/// The SDK's in-memory session manager with a cap on sessions and a deadline for
-/// the `notifications/initialized` that ends each handshake.
+/// The handler `server` made for a new or returning session: given the log level
+/// of the parked session it continues, and noted for the session manager.
+pub(super) fn made(server: Server) -> Server {
+    let _ = REQUEST.try_with(|request| {
+        let mut request = request.borrow_mut();
+        if let Some(level) = request.level.take() {
+            server.session.log_level.store(level, Ordering::Relaxed);
+        }
+        request.made = Some(Arc::downgrade(&server.session));
+    });
+    server
+}
+
+/// What the parking of quiet sessions watches of a running one.
+struct Activity {
+    /// When the last message went either way, in milliseconds since
+    /// [`Sessions::epoch`].
+    last: AtomicU64,
+    /// Requests being served, response streams open, calls not yet answered.
+    busy: AtomicUsize,
+    /// Cancelled when the SDK's session ends (its transport is dropped).
+    ended: CancellationToken,
+}
+
+impl Activity {
+    fn new(now: u64) -> Arc<Self> {
+        Arc::new(Self {
+            last: AtomicU64::new(now),
+            busy: AtomicUsize::new(0),
+            ended: CancellationToken::new(),
+        })
+    }
+
+    fn touch(&self, now: u64) {
+        self.last.fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// One less thing in flight (never below zero: an error the server sends
+    /// without a request to answer is not counted).
+    fn settle(&self) {
+        let _ = self
+            .busy
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+    }
+}
+
+/// Something in flight in a session (a request being served, a stream open): the
+/// session is not parked while it lasts.
+struct Busy {
+    activity: Arc<Activity>,
+    epoch: Instant,
+}
+
+impl Busy {
+    fn new(activity: &Arc<Activity>, epoch: Instant) -> Self {
+        activity.busy.fetch_add(1, Ordering::Relaxed);
+        activity.touch(millis(epoch));
+        Self {
+            activity: Arc::clone(activity),
+            epoch,
+        }
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.activity.touch(millis(self.epoch));
+        self.activity.settle();
+    }
+}
+
+fn millis(epoch: Instant) -> u64 {
+    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+fn duration_millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// How long parking waits for a closed SDK session's task to end.
+const PARK_WAIT: Duration = Duration::from_secs(5);
+
+/// The SDK's transport of one session, watched for activity: every message either
+/// way counts, and a request counts as in flight until its answer is sent.
+pub(super) struct Tracked {
+    inner: WorkerTransport<LocalSessionWorker>,
+    activity: Arc<Activity>,
+    epoch: Instant,
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.activity.ended.cancel();
+    }
+}
+
+impl Transport<RoleServer> for Tracked {
+    type Error = <WorkerTransport<LocalSessionWorker> as Transport<RoleServer>>::Error;
+
+    fn send(
+        &mut self,
+        item: ServerJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.activity.touch(millis(self.epoch));
+        if matches!(item, JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_)) {
+            self.activity.settle();
+        }
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        let message = self.inner.receive().await?;
+        self.activity.touch(millis(self.epoch));
+        if matches!(message, JsonRpcMessage::Request(_)) {
+            self.activity.busy.fetch_add(1, Ordering::Relaxed);
+        }
+        Some(message)
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
+/// Where a session is in its life.
+enum Life {
+    /// Its SDK session runs.
+    Live(Arc<Activity>),
+    /// Its SDK session is being closed to park it, with its log level.
+    Parking(Arc<Activity>, u8),
+    /// Only what brings it back is kept: its `initialize` (in [`Entry::params`]),
+    /// its log level, and when it last heard or said anything.
+    Parked { last: u64, level: u8 },
+}
+
+/// One open session.
+struct Entry {
+    /// Whether its handshake is done.
+    done: bool,
+    life: Life,
+    /// The client's `initialize`, replayed to bring the session back from parking.
+    params: Option<Box<InitializeRequestParams>>,
+    /// The handler state of its SDK session, while it runs.
+    handler: Weak<Session>,
+}
+
+/// The SDK's in-memory session manager with a cap on sessions, a deadline for the
+/// `notifications/initialized` that ends each handshake, and parking: a session
+/// quiet for [`Limits::park_after`] has its SDK session (channels, tasks, handler)
+/// closed and keeps only its `initialize`, brought back through the SDK's session
+/// restore on its next request; a parked session expires after the idle lifetime.
 pub(super) struct Sessions {
     inner: LocalSessionManager,
-    /// Open sessions, each with whether its handshake is done.
+    /// Open sessions.
     open: Mutex<Open>,
     limits: Limits,
+    /// The sessions open on every endpoint of one server (what
+    /// `Server::open_sessions` reads).
+    count: Arc<AtomicUsize>,
+    /// The zero of [`Activity::last`].
+    epoch: Instant,
+    /// Whether the sweeper (parking, expiry of parked sessions) runs.
+    sweeping: AtomicBool,
     me: Weak<Sessions>,
 }
 
 #[derive(Default)]
 struct Open {
-    sessions: HashMap<SessionId, bool>,
+    sessions: HashMap<SessionId, Entry>,
     /// The verified subject each session was opened by, when an authenticator
     /// guards the endpoint: only it may use the session.
     owners: HashMap<SessionId, Box<str>>,
@@ -95,24 +279,105 @@ struct Open {
 }
 
 impl Sessions {
-    pub(super) fn new(limits: Limits) -> Arc<Self> {
+    pub(super) fn new(limits: Limits, count: Arc<AtomicUsize>) -> Arc<Self> {
         let mut inner = LocalSessionManager::default();
         inner.session_config.keep_alive = Some(limits.idle_lifetime);
         Arc::new_cyclic(|me| Self {
             inner,
             open: Mutex::default(),
             limits,
+            count,
+            epoch: Instant::now(),
+            sweeping: AtomicBool::new(false),
             me: Weak::clone(me),
         })
+    }
+
+    /// The store the SDK restores parked sessions from.
+    pub(super) fn store(&self) -> Arc<dyn SessionStore> {
+        Arc::new(Store(Weak::clone(&self.me)))
     }
 
     fn open(&self) -> std::sync::MutexGuard<'_, Open> {
         self.open.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    fn now(&self) -> u64 {
+        millis(self.epoch)
+    }
+
     fn full(&self) -> bool {
         let open = self.open();
         open.sessions.len() + open.reserved >= self.limits.max_sessions
+    }
+
+    /// Records `id` as running (`done`: its handshake is over) on `transport`.
+    fn insert(
+        &self,
+        id: SessionId,
+        done: bool,
+        transport: WorkerTransport<LocalSessionWorker>,
+        params: Option<Box<InitializeRequestParams>>,
+    ) -> Tracked {
+        let activity = Activity::new(self.now());
+        let entry = Entry {
+            done,
+            life: Life::Live(Arc::clone(&activity)),
+            params,
+            handler: Weak::new(),
+        };
+        if self.open().sessions.insert(id, entry).is_none() {
+            self.count.fetch_add(1, Ordering::Relaxed);
+        }
+        self.sweep_from_now();
+        Tracked {
+            inner: transport,
+            activity,
+            epoch: self.epoch,
+        }
+    }
+
+    /// Forgets `id` and closes its SDK session, if it runs.
+    async fn forget(&self, id: &SessionId) -> Result<(), SessionsError> {
+        {
+            let mut open = self.open();
+            if open.sessions.remove(id).is_some() {
+                self.count.fetch_sub(1, Ordering::Relaxed);
+            }
+            open.owners.remove(id);
+        }
+        Ok(self.inner.close_session(id).await?)
+    }
+
+    /// Marks `id` busy while a request naming it is served.
+    fn pin(&self, id: &str) -> Option<Busy> {
+        let open = self.open();
+        match &open.sessions.get(id)?.life {
+            Life::Live(activity) => Some(Busy::new(activity, self.epoch)),
+            Life::Parking(..) | Life::Parked { .. } => None,
+        }
+    }
+
+    /// Notes the handler state made for `id` (a new session, or one brought back).
+    fn adopt(&self, id: &str, handler: Weak<Session>) {
+        if let Some(entry) = self.open().sessions.get_mut(id) {
+            entry.handler = handler;
+        }
+    }
+
+    /// `stream` of `id`, keeping the session busy while it is open.
+    fn held<S>(&self, id: &SessionId, stream: S) -> impl Stream<Item = S::Item> + use<S>
+    where
+        S: Stream,
+    {
+        let busy = match self.open().sessions.get(id).map(|entry| &entry.life) {
+            Some(Life::Live(activity)) => Some(Busy::new(activity, self.epoch)),
+            _ => None,
+        };
+        stream.map(move |item| {
+            let _held = &busy;
+            item
+        })
     }
 
     /// Closes `id` if it has not finished its handshake by the deadline.
@@ -124,12 +389,174 @@ impl Sessions {
             let Some(sessions) = me.upgrade() else {
                 return;
             };
-            let pending = sessions.open().sessions.get(&id) == Some(&false);
+            let pending = sessions
+                .open()
+                .sessions
+                .get(&id)
+                .is_some_and(|entry| !entry.done);
             if pending {
                 tracing::debug!(session = %id, "MCP: closing a session that never finished initializing");
-                let _ = sessions.close_session(&id).await;
+                let _ = sessions.forget(&id).await;
             }
         });
+    }
+
+    /// Starts the sweeper, once: it parks quiet sessions and ends parked ones past
+    /// the idle lifetime.
+    fn sweep_from_now(&self) {
+        if self.limits.park_after >= self.limits.idle_lifetime
+            || self.sweeping.swap(true, Ordering::Relaxed)
+        {
+            return;
+        }
+        let me = Weak::clone(&self.me);
+        let tick = (self.limits.park_after.min(self.limits.idle_lifetime) / 4)
+            .clamp(Duration::from_millis(20), Duration::from_secs(5));
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(tick).await;
+                let Some(sessions) = me.upgrade() else {
+                    return;
+                };
+                sessions.sweep().await;
+            }
+        });
+    }
+
+    async fn sweep(&self) {
+        let now = self.now();
+        let park_after = duration_millis(self.limits.park_after);
+        let idle = duration_millis(self.limits.idle_lifetime);
+        let mut parking = Vec::new();
+        {
+            let mut open = self.open();
+            let mut expired = Vec::new();
+            for (id, entry) in &mut open.sessions {
+                match &entry.life {
+                    Life::Live(activity)
+                        if entry.params.is_some()
+                            && activity.busy.load(Ordering::Relaxed) == 0
+                            && now.saturating_sub(activity.last.load(Ordering::Relaxed))
+                                >= park_after =>
+                    {
+                        let level = entry
+                            .handler
+                            .upgrade()
+                            .map_or(0, |handler| handler.log_level.load(Ordering::Relaxed));
+                        let activity = Arc::clone(activity);
+                        entry.life = Life::Parking(Arc::clone(&activity), level);
+                        parking.push((id.clone(), activity));
+                    }
+                    Life::Parked { last, .. } if now.saturating_sub(*last) >= idle => {
+                        expired.push(id.clone());
+                    }
+                    _ => {}
+                }
+            }
+            for id in &expired {
+                open.sessions.remove(id);
+                open.owners.remove(id);
+                self.count.fetch_sub(1, Ordering::Relaxed);
+                tracing::debug!(session = %id, "MCP: a parked session expired");
+            }
+        }
+        // All at once: each waits for its SDK session's task to end.
+        let parked = parking.into_iter().map(|(id, activity)| async move {
+            tracing::debug!(session = %id, "MCP: parking a quiet session");
+            let _ = self.inner.close_session(&id).await;
+            let _ = tokio::time::timeout(PARK_WAIT, activity.ended.cancelled()).await;
+            self.parked(&id, &activity);
+        });
+        futures::future::join_all(parked).await;
+    }
+
+    /// Records `id`, whose SDK session ran on `activity`, as parked.
+    fn parked(&self, id: &str, activity: &Arc<Activity>) {
+        if let Some(entry) = self.open().sessions.get_mut(id)
+            && let Life::Parking(parking, level) = &entry.life
+            && Arc::ptr_eq(parking, activity)
+        {
+            entry.life = Life::Parked {
+                last: activity.last.load(Ordering::Relaxed),
+                level: *level,
+            };
+            entry.handler = Weak::new();
+        }
+    }
+
+    /// The `initialize` of parked `id` to bring it back with, once its SDK session
+    /// is closed; `None` unless it is parked. Its log level goes to the new handler.
+    async fn load(&self, id: &str) -> Option<InitializeRequestParams> {
+        let parking = match &self.open().sessions.get(id)?.life {
+            Life::Live(_) => return None,
+            Life::Parking(activity, _) => Some(Arc::clone(activity)),
+            Life::Parked { .. } => None,
+        };
+        if let Some(activity) = parking {
+            let _ = tokio::time::timeout(PARK_WAIT, activity.ended.cancelled()).await;
+            self.parked(id, &activity);
+        }
+        let (params, level) = {
+            let open = self.open();
+            let entry = open.sessions.get(id)?;
+            let Life::Parked { level, .. } = entry.life else {
+                return None;
+            };
+            (entry.params.as_deref().cloned()?, level)
+        };
+        let _ = REQUEST.try_with(|request| request.borrow_mut().level = Some(level));
+        Some(params)
+    }
+}
+
+/// Where the SDK finds what brings a parked session back.
+struct Store(Weak<Sessions>);
+
+type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, SessionStoreError>> + Send + 'a>>;
+
+// The trait is declared with `async_trait`; these are its methods written out.
+impl SessionStore for Store {
+    fn load<'a, 'b, 'c>(&'a self, session_id: &'b str) -> StoreFuture<'c, Option<SessionState>>
+    where
+        'a: 'c,
+        'b: 'c,
+        Self: 'c,
+    {
+        Box::pin(async move {
+            let Some(sessions) = self.0.upgrade() else {
+                return Ok(None);
+            };
+            Ok(sessions.load(session_id).await.map(SessionState::new))
+        })
+    }
+
+    fn store<'a, 'b, 'c, 'd>(
+        &'a self,
+        session_id: &'b str,
+        state: &'c SessionState,
+    ) -> StoreFuture<'d, ()>
+    where
+        'a: 'd,
+        'b: 'd,
+        'c: 'd,
+        Self: 'd,
+    {
+        if let Some(sessions) = self.0.upgrade()
+            && let Some(entry) = sessions.open().sessions.get_mut(session_id)
+        {
+            entry.params = Some(Box::new(state.initialize_params.clone()));
+        }
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn delete<'a, 'b, 'c>(&'a self, _session_id: &'b str) -> StoreFuture<'c, ()>
+    where
+        'a: 'c,
+        'b: 'c,
+        Self: 'c,
+    {
+        // `close_session` has forgotten it already.
+        Box::pin(std::future::ready(Ok(())))
     }
 }
 
@@ -167,21 +594,21 @@ impl From<LocalSessionManagerError> for SessionsError {
 
 impl SessionManager for Sessions {
     type Error = SessionsError;
-    type Transport = WorkerTransport<LocalSessionWorker>;
+    type Transport = Tracked;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
         let reservation = {
             let mut open = self.open();
             if open.sessions.len() + open.reserved >= self.limits.max_sessions {
                 drop(open);
-                let _ = REFUSED.try_with(|refused| refused.set(true));
+                let _ = REQUEST.try_with(|request| request.borrow_mut().refused = true);
                 return Err(SessionsError::Full(self.limits.max_sessions));
             }
             open.reserved += 1;
             Reservation(self)
         };
         let (id, transport) = self.inner.create_session().await?;
-        self.open().sessions.insert(id.clone(), false);
+        let transport = self.insert(id.clone(), false, transport, None);
         drop(reservation);
         self.expire_unless_initialized(id.clone());
         Ok((id, transport))
@@ -196,16 +623,32 @@ impl SessionManager for Sessions {
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
-        Ok(self.inner.has_session(id).await?)
+        // A parked session is not in the SDK's store: the SDK brings it back.
+        let live = matches!(
+            self.open().sessions.get(id).map(|entry| &entry.life),
+            Some(Life::Live(_))
+        );
+        Ok(live && self.inner.has_session(id).await?)
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        {
-            let mut open = self.open();
-            open.sessions.remove(id);
-            open.owners.remove(id);
+        let deleting = REQUEST
+            .try_with(|request| request.borrow().deleting)
+            .unwrap_or(false);
+        if deleting {
+            return self.forget(id).await;
         }
-        Ok(self.inner.close_session(id).await?)
+        // The SDK's session ended on its own (idle, or its transport failed), or
+        // was closed to be parked, or is an earlier run of a session since brought
+        // back: only the first is the end of the session.
+        let ended = matches!(
+            self.open().sessions.get(id).map(|entry| &entry.life),
+            Some(Life::Live(activity)) if activity.ended.is_cancelled()
+        );
+        if ended {
+            return self.forget(id).await;
+        }
+        Ok(())
     }
 
     async fn create_stream(
@@ -213,7 +656,8 @@ impl SessionManager for Sessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(self.inner.create_stream(id, message).await?)
+        let stream = self.inner.create_stream(id, message).await?;
+        Ok(self.held(id, stream))
     }
 
     async fn accept_message(
@@ -226,9 +670,9 @@ impl SessionManager for Sessions {
                 notification.notification,
                 ClientNotification::InitializedNotification(_)
             )
-            && let Some(done) = self.open().sessions.get_mut(id)
+            && let Some(entry) = self.open().sessions.get_mut(id)
         {
-            *done = true;
+            entry.done = true;
         }
         Ok(self.inner.accept_message(id, message).await?)
     }
@@ -237,7 +681,8 @@ impl SessionManager for Sessions {
         &self,
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(self.inner.create_standalone_stream(id).await?)
+        let stream = self.inner.create_standalone_stream(id).await?;
+        Ok(self.held(id, stream))
     }
 
     async fn resume(
@@ -245,19 +690,34 @@ impl SessionManager for Sessions {
         id: &SessionId,
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(self.inner.resume(id, last_event_id).await?)
+        let stream = self.inner.resume(id, last_event_id).await?;
+        Ok(self.held(id, stream))
     }
 
     async fn restore_session(
         &self,
         id: SessionId,
     ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
-        let outcome = self.inner.restore_session(id.clone()).await?;
-        if matches!(outcome, RestoreOutcome::Restored(_)) {
-            // A restored session has had its handshake.
-            self.open().sessions.insert(id, true);
-        }
-        Ok(outcome)
+        let (params, done) = {
+            let open = self.open();
+            match open.sessions.get(&id) {
+                Some(
+                    entry @ Entry {
+                        life: Life::Parked { .. },
+                        ..
+                    },
+                ) => (entry.params.clone(), entry.done),
+                _ => return Ok(RestoreOutcome::NotSupported),
+            }
+        };
+        Ok(match self.inner.restore_session(id.clone()).await? {
+            RestoreOutcome::Restored(transport) => {
+                tracing::debug!(session = %id, "MCP: a parked session is back");
+                RestoreOutcome::Restored(self.insert(id, done, transport, params))
+            }
+            RestoreOutcome::AlreadyPresent => RestoreOutcome::AlreadyPresent,
+            _ => RestoreOutcome::NotSupported,
+        })
     }
 
     fn event_store(&self) -> Option<Arc<dyn EventStore>> {
@@ -407,7 +867,7 @@ const ERROR_BODY_LIMIT: usize = 64 * 1024;
 /// so a request costs no middleware layer of its own (no boxed clone of the service
 /// and its future per request).
 pub(super) struct Guarded {
-    pub(super) service: StreamableHttpService<super::server::Server, Sessions>,
+    pub(super) service: StreamableHttpService<Server, Sessions>,
     pub(super) guard: Guard,
 }
 
@@ -452,16 +912,35 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
         }
         request = Request::from_parts(parts, Body::from(bytes));
     }
-    let (response, was_refused) = REFUSED
-        .scope(Cell::new(false), async {
+    // The session a request names stays running while the request is served.
+    let named = request.headers().get("mcp-session-id").cloned();
+    let pinned = named
+        .as_ref()
+        .and_then(|id| id.to_str().ok())
+        .and_then(|id| guard.sessions.pin(id));
+    let in_request = InRequest {
+        deleting: closes_session,
+        ..InRequest::default()
+    };
+    let (response, served) = REQUEST
+        .scope(RefCell::new(in_request), async {
             let response = guarded.service.handle(request).await.map(Body::new);
-            (response, REFUSED.with(Cell::get))
+            (response, REQUEST.with(RefCell::take))
         })
         .await;
-    if was_refused {
+    drop(pinned);
+    if served.refused {
         return refused(guard, &Value::Null);
     }
     let mut response = response;
+    if let Some(made) = served.made {
+        // A new session names itself in the response; one brought back from
+        // parking was named by the request.
+        let id = response.headers().get("mcp-session-id").or(named.as_ref());
+        if let Some(id) = id.and_then(|id| id.to_str().ok()) {
+            guard.sessions.adopt(id, made);
+        }
+    }
     if closes_session && response.status() == StatusCode::ACCEPTED {
         // A closed session has nothing more to say: `204 No Content`, which
         // clients take as done (the SDK's `202` reads as a failure to some).

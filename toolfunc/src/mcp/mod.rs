@@ -30,8 +30,8 @@ pub use search::{
 pub use serve::{NoDelay, serve};
 pub use server::{
     DEFAULT_MAX_LINE_LENGTH, DEFAULT_MAX_SESSIONS, DEFAULT_PAGE_SIZE,
-    DEFAULT_SESSION_IDLE_LIFETIME, DEFAULT_UNINITIALIZED_SESSION_LIFETIME, PATH, Server, router,
-    serve_stdio,
+    DEFAULT_SESSION_IDLE_LIFETIME, DEFAULT_SESSION_PARK_AFTER,
+    DEFAULT_UNINITIALIZED_SESSION_LIFETIME, PATH, Server, router, serve_stdio,
 };
 
 /// The web framework [`Server::router`] builds on, to serve and merge its router.

@@ -1,7 +1,7 @@
 //! The [`Server`]: its settings, the state its sessions share, and serving it over
 //! stdio and streamable HTTP.
 
-use std::sync::atomic::AtomicU8;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -33,6 +33,8 @@ pub const DEFAULT_MAX_SESSIONS: usize = 1000;
 pub const DEFAULT_UNINITIALIZED_SESSION_LIFETIME: Duration = Duration::from_secs(30);
 /// The default of [`Server::session_idle_lifetime`]: 5 minutes.
 pub const DEFAULT_SESSION_IDLE_LIFETIME: Duration = Duration::from_secs(300);
+/// The default of [`Server::session_park_after`]: 30 seconds.
+pub const DEFAULT_SESSION_PARK_AFTER: Duration = Duration::from_secs(30);
 /// The default of [`Server::page_size`]: 1,000 tools.
 pub const DEFAULT_PAGE_SIZE: usize = 1000;
 
@@ -76,6 +78,8 @@ pub(super) struct Shared {
     pub(super) ledger: remote::ledger::Ledger,
     /// The search mode's settings.
     pub(super) search: SearchMode,
+    /// The HTTP sessions open on the endpoints made from this server.
+    open_sessions: Arc<AtomicUsize>,
 }
 
 /// The running program's name: its executable's file name without extension.
@@ -120,6 +124,7 @@ impl Server {
                     max_sessions: DEFAULT_MAX_SESSIONS,
                     uninitialized_lifetime: DEFAULT_UNINITIALIZED_SESSION_LIFETIME,
                     idle_lifetime: DEFAULT_SESSION_IDLE_LIFETIME,
+                    park_after: DEFAULT_SESSION_PARK_AFTER,
                 },
                 connections: listen::Limits::default(),
                 origins: http::Origins::loopback(),
@@ -129,6 +134,7 @@ impl Server {
                 sessionless_caller: KeptRunner::default(),
                 rounds: Arc::new(rounds::Rounds::new(rounds::RoundLimits::default())),
                 search: SearchMode::default(),
+                open_sessions: Arc::default(),
             }),
             session: Arc::default(),
         }
@@ -280,6 +286,23 @@ impl Server {
         self
     }
 
+    /// How long an HTTP session may stay quiet (no request being served, no
+    /// response or `GET` stream open, no call running, no message either way)
+    /// before it is parked; default [`DEFAULT_SESSION_PARK_AFTER`] (30 seconds). A
+    /// parked session keeps only what brings it back (the client's `initialize`
+    /// and its log level, about 2.4 KB of heap) instead of the SDK's channels,
+    /// tasks and handler (about 98 KB); its next request brings it back under the same id, replaying
+    /// the handshake, and it counts as open all along
+    /// ([`open_sessions`](Self::open_sessions), [`max_sessions`](Self::max_sessions)).
+    /// Notifications sent to a parked session's client while it had no stream open
+    /// are not kept for it. A value at or above the
+    /// [idle lifetime](Self::session_idle_lifetime) turns parking off.
+    #[must_use]
+    pub fn session_park_after(mut self, quiet: Duration) -> Self {
+        Arc::make_mut(&mut self.shared).sessions.park_after = quiet;
+        self
+    }
+
     /// The most HTTP connections [`serve_http`](Self::serve_http) keeps open at
     /// once; past it new ones wait in the listen backlog until one closes. Default
     /// [`DEFAULT_MAX_CONNECTIONS`](super::DEFAULT_MAX_CONNECTIONS) (1,024). `0`
@@ -394,6 +417,16 @@ impl Server {
         self
     }
 
+    /// How many streamable HTTP sessions are open now on the endpoints made from
+    /// this server (and its clones): those past their handshake and those still in
+    /// it. It is at most [`max_sessions`](Self::max_sessions) per endpoint, and falls
+    /// as sessions are closed (`DELETE`) or expire
+    /// ([`session_idle_lifetime`](Self::session_idle_lifetime),
+    /// [`uninitialized_session_lifetime`](Self::uninitialized_session_lifetime)).
+    pub fn open_sessions(&self) -> usize {
+        self.shared.open_sessions.load(Ordering::Relaxed)
+    }
+
     /// The registry this server serves.
     pub fn registry(&self) -> &Registry {
         &self.shared.registry
@@ -460,8 +493,18 @@ impl Server {
         config: StreamableHttpServerConfig,
         path: Option<&'static str>,
     ) -> axum::Router {
-        let config = self.shared.origins.apply(config);
-        let sessions = http::Sessions::new(self.shared.sessions);
+        let mut config = self.shared.origins.apply(config);
+        let mut limits = self.shared.sessions;
+        // Parked sessions come back through the SDK's session restore: a config
+        // that brings a session store of its own turns parking off.
+        let parks = config.session_store.is_none();
+        if !parks {
+            limits.park_after = Duration::MAX;
+        }
+        let sessions = http::Sessions::new(limits, Arc::clone(&self.shared.open_sessions));
+        if parks {
+            config.session_store = Some(sessions.store());
+        }
         let guard = http::Guard {
             sessions: Arc::clone(&sessions),
             max_body: config.max_request_body_bytes,
@@ -471,7 +514,8 @@ impl Server {
             registry: self.shared.registry.clone(),
             search_mode: self.shared.search.on,
         };
-        let service = StreamableHttpService::new(move || Ok(self.session()), sessions, config);
+        let service =
+            StreamableHttpService::new(move || Ok(http::made(self.session())), sessions, config);
         axum::Router::new()
             .fallback(http::guard)
             .with_state(Arc::new(http::Guarded { service, guard }))

@@ -1,0 +1,434 @@
+//! Streamable HTTP sessions that clients open and never close: the cap refuses
+//! more (503), idle ones expire (an old id gets 404) and free their places, the
+//! count of open sessions goes back to 0 after a burst expires, quiet sessions are
+//! parked (their SDK session closed) and come back under the same id on their next
+//! request with what they had, and the example server's `--mcp-*` flags set the cap
+//! and the idle lifetime.
+//!
+//! The heap an idle session holds is measured here too, with a counting allocator
+//! around the global one: the tests of this file run one at a time so that each
+//! sees only its own allocations.
+
+#[path = "support/mcp.rs"]
+mod mcp_support;
+#[path = "support/process.rs"]
+mod process;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicIsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::process::Command;
+use toolfunc::mcp::Server;
+use toolfunc::{LogLevel, Registry, ToolFunc};
+
+use mcp_support::{Answer, Events, LIMIT, serve_http};
+
+/// Counts the bytes the process holds.
+struct Counting;
+
+static HELD: AtomicIsize = AtomicIsize::new(0);
+
+// SAFETY: every call is forwarded to the system allocator unchanged; the counter
+// only observes the sizes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        HELD.fetch_add(layout.size().cast_signed(), Ordering::Relaxed);
+        // SAFETY: the caller's layout goes to the system allocator as given.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        HELD.fetch_sub(layout.size().cast_signed(), Ordering::Relaxed);
+        // SAFETY: `ptr` came from `alloc` above with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// One test at a time: the heap measurement sees only its own test.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+const VERSION: &str = "2025-11-25";
+
+/// Twenty tools with schemas (listed once for every session), one that logs at
+/// every level and one that sleeps.
+fn registry() -> Registry {
+    let registry = Registry::new();
+    for i in 0..20 {
+        let tool = ToolFunc::builder(format!("echo_{i}"))
+            .description("Answers its arguments, as they came.")
+            .handler_sync(|_, args| Ok(args))
+            .build()
+            .expect("a valid tool");
+        registry.register(tool).expect("a unique name");
+    }
+    let chatty = ToolFunc::builder("chatty")
+        .handler_sync(|ctx, _| {
+            for level in LogLevel::ALL {
+                ctx.log(level, format_args!("at {level}"));
+            }
+            Ok(Value::from("done"))
+        })
+        .build()
+        .expect("a valid tool");
+    registry.register(chatty).expect("a unique name");
+    let nap = ToolFunc::builder("nap")
+        .handler(|_, args| async move {
+            let ms = args["ms"].as_u64().unwrap_or(0);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            Ok(Value::from("rested"))
+        })
+        .build()
+        .expect("a valid tool");
+    registry.register(nap).expect("a unique name");
+    registry
+}
+
+struct Http {
+    client: reqwest::Client,
+    url: String,
+}
+
+impl Http {
+    fn new(url: String) -> Self {
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("a client");
+        Self { client, url }
+    }
+
+    async fn post(&self, session: Option<&str>, message: &Value) -> Answer {
+        let mut request = self
+            .client
+            .post(&self.url)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .body(message.to_string());
+        if let Some(session) = session {
+            request = request
+                .header("Mcp-Session-Id", session)
+                .header("MCP-Protocol-Version", VERSION);
+        }
+        Answer::read(request, LIMIT).await
+    }
+
+    /// `initialize` alone.
+    async fn open(&self) -> Answer {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "sessions-test", "version": "0.0.1"},
+        }});
+        self.post(None, &init).await
+    }
+
+    /// A whole handshake; the session id.
+    async fn initialize(&self) -> String {
+        let answer = self.open().await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        let session = answer.session.expect("an mcp-session-id header");
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let answer = self.post(Some(&session), &initialized).await;
+        assert_eq!(answer.status, 202, "{}", answer.body);
+        session
+    }
+
+    /// The status of a `tools/list` in `session` (checked to list the tools when 200).
+    async fn list(&self, session: &str) -> u16 {
+        let list = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"});
+        let answer = self.post(Some(session), &list).await;
+        if answer.status == 200 {
+            let tools = &answer.response(7)["result"]["tools"];
+            assert_eq!(tools.as_array().map(Vec::len), Some(22), "{}", answer.body);
+        }
+        answer.status
+    }
+
+    async fn call(&self, session: &str, id: i64, name: &str, arguments: Value) -> Answer {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}});
+        self.post(Some(session), &call).await
+    }
+
+    async fn delete(&self, session: &str) -> u16 {
+        let request = self
+            .client
+            .delete(&self.url)
+            .header("Mcp-Session-Id", session)
+            .header("MCP-Protocol-Version", VERSION);
+        Answer::read(request, LIMIT).await.status
+    }
+
+    /// The session's `GET` stream.
+    async fn events(&self, session: &str) -> Events {
+        Events::open(
+            self.client
+                .get(&self.url)
+                .header("Accept", "text/event-stream")
+                .header("Mcp-Session-Id", session)
+                .header("MCP-Protocol-Version", VERSION),
+        )
+        .await
+    }
+}
+
+/// Waits until `done` holds, checking every 50 ms; panics with `what` after 20 s.
+async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < Duration::from_secs(20), "{what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Opens `count` sessions, eight at a time.
+async fn burst(http: &Http, count: usize) -> Vec<String> {
+    let mut ids = Vec::with_capacity(count);
+    while ids.len() < count {
+        let n = (count - ids.len()).min(8);
+        ids.extend(futures::future::join_all((0..n).map(|_| http.initialize())).await);
+    }
+    ids
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_past_the_cap_get_503_and_expired_ones_free_their_places() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = Server::new(registry())
+        .max_sessions(3)
+        .session_idle_lifetime(Duration::from_secs(1));
+    let http = Http::new(serve_http(server.clone().router()).await);
+    let first = burst(&http, 3).await;
+    assert_eq!(server.open_sessions(), 3);
+    let answer = http.open().await;
+    assert_eq!(answer.status, 503, "{}", answer.body);
+    let error: Value = serde_json::from_str(&answer.body).expect("a JSON-RPC error");
+    assert_eq!(error["error"]["code"], -32000, "{error}");
+    assert!(answer.session.is_none());
+
+    // Nobody closes them: after the idle lifetime they are gone.
+    until("the idle sessions expire", || server.open_sessions() == 0).await;
+    for session in &first {
+        assert_eq!(http.list(session).await, 404);
+    }
+    // And the cap is whole again.
+    let second = burst(&http, 3).await;
+    for session in &second {
+        assert_eq!(http.list(session).await, 200);
+    }
+    assert_eq!(http.open().await.status, 503);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_that_expires_leaves_no_session_open() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = Server::new(registry())
+        .max_sessions(40)
+        .session_idle_lifetime(Duration::from_secs(1))
+        .session_park_after(Duration::from_millis(200));
+    let http = Http::new(serve_http(server.clone().router()).await);
+    assert_eq!(server.open_sessions(), 0);
+    for _ in 0..2 {
+        let ids = burst(&http, 40).await;
+        assert_eq!(server.open_sessions(), 40);
+        assert_eq!(http.open().await.status, 503);
+        until("the burst expires", || server.open_sessions() == 0).await;
+        assert_eq!(http.list(&ids[0]).await, 404);
+        assert_eq!(http.list(&ids[39]).await, 404);
+    }
+    // Closing is counted too.
+    let ids = burst(&http, 2).await;
+    assert_eq!(server.open_sessions(), 2);
+    assert_eq!(http.delete(&ids[0]).await, 204);
+    assert_eq!(server.open_sessions(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_session_comes_back_under_its_id() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = Server::new(registry())
+        .max_sessions(2)
+        .session_park_after(Duration::from_millis(100));
+    let http = Http::new(serve_http(server.clone().router()).await);
+    let session = http.initialize().await;
+    let set = json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel",
+        "params": {"level": "error"}});
+    let answer = http.post(Some(&session), &set).await;
+    assert_eq!(answer.response(2)["result"], json!({}), "{}", answer.body);
+    // Parked, then back, again and again, each time with its tools and its level.
+    for round in 0..3 {
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        assert_eq!(http.list(&session).await, 200, "round {round}");
+        assert_eq!(server.open_sessions(), 1);
+    }
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let mut events = http.events(&session).await;
+    let answer = http.call(&session, 3, "chatty", json!({})).await;
+    assert_eq!(
+        answer.response(3)["result"]["content"][0]["text"],
+        "done",
+        "{}",
+        answer.body
+    );
+    let mut levels = Vec::new();
+    while let Some(message) = events.next(Duration::from_millis(500)).await {
+        if message["method"] == "notifications/message" {
+            levels.push(message["params"]["level"].clone());
+        }
+    }
+    assert_eq!(
+        levels,
+        [
+            json!("error"),
+            json!("critical"),
+            json!("alert"),
+            json!("emergency")
+        ]
+    );
+    drop(events);
+    // A parked session still holds its place, and closing it frees the place.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let other = http.initialize().await;
+    assert_eq!(http.open().await.status, 503);
+    assert_eq!(http.delete(&session).await, 204);
+    assert_eq!(http.list(&session).await, 404);
+    assert_eq!(server.open_sessions(), 1);
+    assert_eq!(http.list(&other).await, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn busy_sessions_are_not_parked() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let registry = registry();
+    let server = Server::new(registry.clone()).session_park_after(Duration::from_millis(50));
+    let http = Http::new(serve_http(server.clone().router()).await);
+    let session = http.initialize().await;
+    // A call much longer than the quiet time answers in its session.
+    let answer = http.call(&session, 2, "nap", json!({"ms": 800})).await;
+    assert_eq!(
+        answer.response(2)["result"]["content"][0]["text"],
+        "rested",
+        "{}",
+        answer.body
+    );
+    // A GET stream kept open hears of a tool list change long after the quiet time.
+    let mut events = http.events(&session).await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let tool = ToolFunc::builder("late")
+        .handler_sync(|_, args| Ok(args))
+        .build()
+        .expect("a valid tool");
+    registry.register(tool).expect("a unique name");
+    let mut heard = false;
+    while let Some(message) = events.next(Duration::from_secs(3)).await {
+        if message["method"] == "notifications/tools/list_changed" {
+            heard = true;
+            break;
+        }
+    }
+    assert!(heard, "no list_changed on the open GET stream");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_session_holds_under_20_kb() {
+    const SESSIONS: usize = 300;
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = Server::new(registry())
+        .max_sessions(SESSIONS)
+        .session_park_after(Duration::from_millis(100));
+    let http = Http::new(serve_http(server.clone().router()).await);
+    // Warm up: the client's connections and what the server makes once.
+    let warm = burst(&http, 8).await;
+    for session in &warm {
+        assert_eq!(http.delete(session).await, 204);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = HELD.load(Ordering::Relaxed);
+    let ids = burst(&http, SESSIONS).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let ids_bytes: usize =
+        ids.iter().map(String::capacity).sum::<usize>() + ids.capacity() * size_of::<String>();
+    let held = HELD.load(Ordering::Relaxed) - before - ids_bytes.cast_signed();
+    let per_session = held / SESSIONS.cast_signed();
+    assert!(
+        per_session <= 20 * 1024,
+        "{per_session} B of heap per idle session"
+    );
+    assert_eq!(server.open_sessions(), SESSIONS);
+    // They all still answer.
+    assert_eq!(http.list(&ids[0]).await, 200);
+    assert_eq!(http.list(&ids[SESSIONS - 1]).await, 200);
+}
+
+/// The `server` example, built by `cargo test` beside the test binaries (and built
+/// here when a single test target was asked for).
+fn example_server() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test binary has a path");
+    let target = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("test binaries live in target/<profile>/deps");
+    let server = target.join("examples").join("server");
+    if !server.is_file() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = std::process::Command::new(cargo)
+            .args(["build", "--all-features", "--example", "server"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building the server example failed");
+    }
+    server
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_server_takes_the_session_flags() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        listener.local_addr().expect("bound").port()
+    };
+    let addr = format!("127.0.0.1:{port}");
+    let mut server = process::Running::start(
+        Command::new(example_server())
+            .args(["--addr", &addr, "--mcp-max-sessions", "2"])
+            .args(["--mcp-session-idle", "1"])
+            .stderr(std::process::Stdio::piped()),
+        "the example server",
+    );
+    server
+        .until_prefix("toolfunc demo server listening", LIMIT)
+        .await;
+    let http = Http::new(format!("http://{addr}/mcp"));
+    let first = http.initialize().await;
+    let _second = http.initialize().await;
+    let answer = http.open().await;
+    assert_eq!(answer.status, 503, "{}", answer.body);
+    // Idle for more than a second: gone, and the places are free again.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let list = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"});
+    assert_eq!(http.post(Some(&first), &list).await.status, 404);
+    let _third = http.initialize().await;
+    let _fourth = http.initialize().await;
+    assert_eq!(http.open().await.status, 503);
+
+    // A flag without a number is refused with the usage text, which names them.
+    let finished = process::run(
+        Command::new(example_server()).args(["--mcp-max-sessions", "many"]),
+        "the example server with a bad flag",
+        LIMIT,
+    )
+    .await;
+    assert!(!finished.status.success());
+    assert!(
+        finished.stderr.contains("--mcp-session-idle SECONDS")
+            && finished.stderr.contains("--mcp-max-sessions N"),
+        "{}",
+        finished.stderr
+    );
+}
