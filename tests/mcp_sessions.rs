@@ -432,3 +432,37 @@ async fn the_example_server_takes_the_session_flags() {
         finished.stderr
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_opened_and_closed_leave_no_task_behind() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    // The default handshake deadline (30 s) outlives the test: a timer per session
+    // that nobody stops would show as a task still alive.
+    let server = Server::new(registry()).max_sessions(1000);
+    let http = Http::new(serve_http(server.clone().router()).await);
+    let metrics = tokio::runtime::Handle::current().metrics();
+    // One session first, so the server's own tasks (its sweeper) are running.
+    let warm = burst(&http, 1).await;
+    assert_eq!(http.delete(&warm[0]).await, 204);
+    until("the first session is gone", || server.open_sessions() == 0).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let before = metrics.num_alive_tasks();
+    for _ in 0..4 {
+        for id in burst(&http, 50).await {
+            assert_eq!(http.delete(&id).await, 204);
+        }
+    }
+    until("every session is closed", || server.open_sessions() == 0).await;
+    // Slack for the connections the client keeps open (a task each), far below
+    // one task per session.
+    let mut alive = metrics.num_alive_tasks();
+    let start = Instant::now();
+    while alive > before + 40 && start.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        alive = metrics.num_alive_tasks();
+    }
+    assert!(
+        alive <= before + 40,
+        "{alive} tasks alive after 200 sessions opened and closed, {before} before"
+    );
+}

@@ -246,6 +246,17 @@ struct Entry {
     params: Option<Box<InitializeRequestParams>>,
     /// The handler state of its SDK session, while it runs.
     handler: Weak<Session>,
+    /// The task that closes it if its handshake is not done in time; stopped when
+    /// the handshake is done or the session goes, so no timer outlives either.
+    expiry: Option<tokio::task::AbortHandle>,
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        if let Some(expiry) = self.expiry.take() {
+            expiry.abort();
+        }
+    }
 }
 
 /// The SDK's in-memory session manager with a cap on sessions, a deadline for the
@@ -325,9 +336,23 @@ impl Sessions {
             life: Life::Live(Arc::clone(&activity)),
             params,
             handler: Weak::new(),
+            expiry: None,
         };
-        if self.open().sessions.insert(id, entry).is_none() {
-            self.count.fetch_add(1, Ordering::Relaxed);
+        {
+            let mut open = self.open();
+            match open.sessions.insert(id.clone(), entry) {
+                None => {
+                    self.count.fetch_add(1, Ordering::Relaxed);
+                }
+                // Back from parking: the handshake deadline, if any, carries over.
+                Some(mut old) => {
+                    if let (Some(expiry), Some(new)) =
+                        (old.expiry.take(), open.sessions.get_mut(&id))
+                    {
+                        new.expiry = Some(expiry);
+                    }
+                }
+            }
         }
         self.sweep_from_now();
         Tracked {
@@ -384,21 +409,31 @@ impl Sessions {
     fn expire_unless_initialized(&self, id: SessionId) {
         let me = Weak::clone(&self.me);
         let lifetime = self.limits.uninitialized_lifetime;
-        tokio::spawn(async move {
+        let task_id = id.clone();
+        let expiry = tokio::spawn(async move {
+            let id = task_id;
             tokio::time::sleep(lifetime).await;
             let Some(sessions) = me.upgrade() else {
                 return;
             };
-            let pending = sessions
-                .open()
-                .sessions
-                .get(&id)
-                .is_some_and(|entry| !entry.done);
+            let pending = match sessions.open().sessions.get_mut(&id) {
+                Some(entry) if !entry.done => {
+                    // This task closes it: forgetting the entry must not stop it.
+                    entry.expiry = None;
+                    true
+                }
+                _ => false,
+            };
             if pending {
                 tracing::debug!(session = %id, "MCP: closing a session that never finished initializing");
                 let _ = sessions.forget(&id).await;
             }
         });
+        match self.open().sessions.get_mut(&id) {
+            Some(entry) if !entry.done => entry.expiry = Some(expiry.abort_handle()),
+            // Done or gone already: nothing to wait for.
+            _ => expiry.abort(),
+        }
     }
 
     /// Starts the sweeper, once: it parks quiet sessions and ends parked ones past
@@ -673,6 +708,9 @@ impl SessionManager for Sessions {
             && let Some(entry) = self.open().sessions.get_mut(id)
         {
             entry.done = true;
+            if let Some(expiry) = entry.expiry.take() {
+                expiry.abort();
+            }
         }
         Ok(self.inner.accept_message(id, message).await?)
     }
