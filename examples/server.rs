@@ -15,6 +15,10 @@
 //! or `/.well-known/openid-configuration`, and every `/api` and `/mcp` request then
 //! needs a bearer JWT of that issuer for that audience; the `users` service's writes
 //! (`post`, `put`, `delete`, `$promote`) need the scope `users:write` as well.
+//!
+//! `--metrics` serves per-tool metrics (calls, errors by code, durations, calls in
+//! flight, the ledger's entries) as Prometheus text at `http://127.0.0.1:3000/metrics`;
+//! without it that path is 404.
 
 mod demo;
 #[path = "demo/generated.rs"]
@@ -25,14 +29,39 @@ use std::sync::Arc;
 use toolfunc::Registry;
 use toolfunc::auth::jwt::Jwt;
 use toolfunc::http::{Api, Server};
+use toolfunc::layer::Metrics;
 
 fn usage() -> ! {
     eprintln!(
         "usage: server [--addr HOST:PORT] [--prefix /api] [--extra-tools N] \
-         [--auth-issuer URL --auth-audience URI]\n\
+         [--auth-issuer URL --auth-audience URI] [--metrics]\n\
          (PORT in the environment also sets the port)"
     );
     std::process::exit(2)
+}
+
+/// With `--metrics`: counts every call of the global registry's tools, from every
+/// surface, and the ledger's entries; `api` serves them at `/metrics`.
+fn serve_metrics(
+    api: Api,
+    metrics: Option<&Metrics>,
+    ledger: &toolfunc::ledger::Ledger,
+    addr: &str,
+) -> std::io::Result<Api> {
+    let Some(metrics) = metrics else {
+        return Ok(api);
+    };
+    println!("metrics (Prometheus text) at http://{addr}/metrics");
+    let _ = Registry::global().clone().layer(metrics.clone());
+    let entries = ledger.clone();
+    metrics
+        .gauge(
+            "toolfunc.ledger.entries",
+            "Calls the ledger tracks, running or finished.",
+            move || u64::try_from(entries.len()).unwrap_or(u64::MAX),
+        )
+        .map_err(std::io::Error::other)?;
+    Ok(api.metrics(metrics.clone()))
 }
 
 #[tokio::main]
@@ -44,6 +73,7 @@ async fn main() -> std::io::Result<()> {
     let mut prefix = "/api".to_owned();
     let (mut issuer, mut audience) = (None, None);
     let mut extra = 0;
+    let mut metrics = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -57,6 +87,7 @@ async fn main() -> std::io::Result<()> {
             }
             "--auth-issuer" => issuer = Some(args.next().unwrap_or_else(|| usage())),
             "--auth-audience" => audience = Some(args.next().unwrap_or_else(|| usage())),
+            "--metrics" => metrics = Some(Metrics::new()),
             _ => usage(),
         }
     }
@@ -87,6 +118,7 @@ async fn main() -> std::io::Result<()> {
         .prefix(prefix)
         .docs(true)
         .ledger(ledger.clone());
+    api = serve_metrics(api, metrics.as_ref(), &ledger, &addr)?;
     if let Some(auth) = &auth {
         api = api.authenticate(Arc::clone(auth));
     }

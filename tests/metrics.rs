@@ -1,10 +1,13 @@
 //! `layer::Metrics`: per-tool counts, errors by code, durations and calls in flight,
 //! scraped as Prometheus text from `GET /metrics` of an `http::Api` (opt in) after
 //! real calls; gauges read by callback; the caps on what it keeps; and with the
-//! feature `otel`, the same counts through an OpenTelemetry meter.
+//! feature `otel`, the same counts through an OpenTelemetry meter. The example
+//! server serves them with `--metrics`, and only then.
 
 #[path = "support/http.rs"]
 mod http_support;
+#[path = "support/process.rs"]
+mod process;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -360,6 +363,67 @@ async fn the_auth_hook_and_the_authenticator_guard_the_route() {
     )
     .await;
     assert_eq!(ok.status, 200);
+}
+
+/// The example `name`, built by `cargo test` beside the test binaries (and built
+/// here when a single test target was asked for).
+fn example(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test binary has a path");
+    let target = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("test binaries live in target/<profile>/deps");
+    let server = target.join("examples").join(name);
+    if !server.is_file() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = std::process::Command::new(cargo)
+            .args(["build", "--all-features", "--example", name])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building the {name} example failed");
+    }
+    server
+}
+
+#[tokio::test]
+async fn the_example_server_serves_metrics_with_the_flag_only() {
+    for flag in [false, true] {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let mut command = tokio::process::Command::new(example("server"));
+        command
+            .args(["--addr", &format!("127.0.0.1:{port}")])
+            .stderr(std::process::Stdio::piped());
+        if flag {
+            command.arg("--metrics");
+        }
+        let mut server = process::Running::start(&mut command, "the example server");
+        server
+            .until_prefix("toolfunc demo server listening on", LIMIT)
+            .await;
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        post(addr, "/api/add", "{\"a\":1,\"b\":2}").await.ok();
+        post(addr, "/api/fail", "{}").await;
+        let scrape = get(addr, "/metrics").await;
+        if !flag {
+            assert_eq!(scrape.status, 404, "{}", scrape.text());
+            continue;
+        }
+        assert_eq!(scrape.status, 200, "{}", scrape.text());
+        let all = samples(&scrape.text());
+        let calls = |tool: &str| {
+            value(
+                &all,
+                &format!("toolfunc_tool_calls_total{{gen_ai_tool_name=\"{tool}\"}}"),
+            )
+        };
+        assert_eq!((calls("add"), calls("fail")), (1, 1));
+        assert_eq!(value(&all, "toolfunc_ledger_entries"), 0);
+        assert!(all.contains_key("toolfunc_ledger_entries"));
+    }
 }
 
 #[test]
