@@ -6,6 +6,8 @@
 
 #[path = "support/http.rs"]
 mod http_support;
+#[path = "support/nats.rs"]
+mod nats_server;
 #[path = "support/process.rs"]
 mod process;
 
@@ -363,6 +365,68 @@ async fn the_auth_hook_and_the_authenticator_guard_the_route() {
     )
     .await;
     assert_eq!(ok.status, 200);
+}
+
+#[tokio::test]
+async fn a_nats_workers_calls_in_flight_are_a_gauge() {
+    use toolfunc::nats::{Client, Worker};
+
+    let server = nats_server::NatsServer::start();
+    let metrics = Metrics::new();
+    let registry = Registry::new().layer(metrics.clone());
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let (s, r) = (Arc::clone(&started), Arc::clone(&release));
+    let wait = ToolFunc::builder("wait")
+        .handler(move |_, _| {
+            let (s, r) = (Arc::clone(&s), Arc::clone(&r));
+            async move {
+                s.notify_one();
+                r.notified().await;
+                Ok(json!("done"))
+            }
+        })
+        .build()
+        .expect("wait");
+    registry.register(wait).expect("register");
+    let worker = Worker::builder(registry)
+        .connect(&server.url())
+        .await
+        .expect("the worker starts");
+    metrics
+        .gauge(
+            "toolfunc.nats.calls.in_flight",
+            "Calls the NATS worker runs now.",
+            worker.in_flight_reader(),
+        )
+        .unwrap();
+    let gauge = || {
+        value(
+            &samples(&metrics.prometheus()),
+            "toolfunc_nats_calls_in_flight",
+        )
+    };
+    assert_eq!(gauge(), 0);
+    let client = Client::connect(&server.url()).await.expect("a client");
+    let call = tokio::spawn(async move { client.run("wait", json!({})).await });
+    tokio::time::timeout(LIMIT, started.notified())
+        .await
+        .expect("the call starts");
+    assert_eq!(gauge(), 1);
+    let tool = "toolfunc_tool_calls_in_flight{gen_ai_tool_name=\"wait\"}";
+    assert_eq!(value(&samples(&metrics.prometheus()), tool), 1);
+    release.notify_one();
+    assert_eq!(call.await.unwrap().expect("an answer"), "done");
+    // The permit goes back once the answer is sent.
+    for _ in 0..500 {
+        if gauge() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(gauge(), 0);
+    // A worker gone reads 0, and the gauge keeps nothing of it alive.
+    drop(worker);
+    assert_eq!(gauge(), 0);
 }
 
 /// The example `name`, built by `cargo test` beside the test binaries (and built
