@@ -617,6 +617,17 @@ async fn gauges_are_read_at_each_scrape() {
         value(&samples(&metrics.prometheus()), "toolfunc_ledger_entries"),
         42
     );
+    // Taken names: a tool metric's, another gauge's Prometheus name.
+    for taken in [
+        "toolfunc.tool.calls.in_flight",
+        "toolfunc_tool_calls_total",
+        "toolfunc.tool.call.duration.seconds.count",
+        "toolfunc_ledger.entries",
+    ] {
+        let err = metrics.gauge(taken, "taken", || 0).unwrap_err();
+        assert_eq!(err.code(), "CONFLICT", "{taken}");
+    }
+    metrics.gauge("toolfunc", "Not taken.", || 1).unwrap();
     for bad in [
         "",
         "1st",

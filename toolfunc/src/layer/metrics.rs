@@ -48,6 +48,18 @@ pub const OTHER: &str = "_OTHER";
 /// exposition format 0.0.4.
 pub const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
+/// The families [`Metrics::prometheus`] writes for the tools, with their series'
+/// suffixes; no gauge may take one of their names.
+const FAMILIES: [&str; 7] = [
+    "toolfunc_tool_calls_total",
+    "toolfunc_tool_call_duration_seconds",
+    "toolfunc_tool_call_errors_total",
+    "toolfunc_tool_call_duration_seconds_bucket",
+    "toolfunc_tool_call_duration_seconds_sum",
+    "toolfunc_tool_call_duration_seconds_count",
+    "toolfunc_tool_calls_in_flight",
+];
+
 /// Shards of the per-tool map: 2 to the power of this.
 const SHARD_BITS: u32 = 4;
 const SHARDS: usize = 1 << SHARD_BITS;
@@ -352,7 +364,9 @@ impl Metrics {
     ///
     /// A name is 1 to 255 ASCII letters, digits, `_` and `.`, starting with a
     /// letter; another is `ARGUMENTS`. A name given again replaces the gauge's
-    /// `help` and `read`. `read` keeps what it captures alive as long as the
+    /// `help` and `read`; a name whose Prometheus name is another gauge's, or one
+    /// of the tool metrics' series (`toolfunc_tool_calls_total`...), is
+    /// `CONFLICT`. `read` keeps what it captures alive as long as the
     /// metrics; capture a weak handle where that matters.
     ///
     /// ```rust
@@ -377,6 +391,11 @@ impl Metrics {
         read: impl Fn() -> u64 + Send + Sync + 'static,
     ) -> Result<(), ToolError> {
         check_name(name)?;
+        if FAMILIES.contains(&&*name.replace('.', "_")) {
+            return Err(ToolError::conflict(format!(
+                "`{name}` is the name of one of the tool metrics"
+            )));
+        }
         let gauge = Arc::new(Gauge {
             name: name.into(),
             help: help.into(),
@@ -387,7 +406,18 @@ impl Metrics {
             .gauges
             .write()
             .unwrap_or_else(PoisonError::into_inner);
-        if let Some(old) = gauges.iter_mut().find(|g| g.name == gauge.name) {
+        let exposed = |name: &str| name.replace('.', "_");
+        if let Some(old) = gauges
+            .iter_mut()
+            .find(|g| exposed(&g.name) == exposed(name))
+        {
+            if old.name != gauge.name {
+                return Err(ToolError::conflict(format!(
+                    "the gauge `{}` is exposed as `{}` already",
+                    old.name,
+                    exposed(name)
+                )));
+            }
             *old = gauge;
             return Ok(());
         }
@@ -761,8 +791,15 @@ mod otel {
                 .with_description(help.to_owned())
                 .with_callback(move |observer| {
                     let Some(inner) = weak.upgrade() else { return };
-                    let gauges = inner.gauges.read().unwrap_or_else(PoisonError::into_inner);
-                    if let Some(gauge) = gauges.iter().find(|g| *g.name == *own) {
+                    // Read with the list unlocked: a callback may add a gauge.
+                    let gauge = inner
+                        .gauges
+                        .read()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .iter()
+                        .find(|g| *g.name == *own)
+                        .cloned();
+                    if let Some(gauge) = gauge {
                         observer.observe((gauge.read)(), &[]);
                     }
                 })
