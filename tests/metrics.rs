@@ -277,6 +277,13 @@ async fn label_values_and_help_are_escaped() {
         .expect("odd");
     registry.register(odd).expect("register");
     assert!(registry.run_sync("odd", json!({})).is_err());
+    // Tool names are any text too.
+    let quoted = ToolFunc::builder("say \"hi\"\nnow\\")
+        .handler_sync(|_, _| Ok(json!("hi")))
+        .build()
+        .expect("quoted");
+    registry.register(quoted).expect("register");
+    registry.run_sync("say \"hi\"\nnow\\", json!({})).unwrap();
     metrics
         .gauge("odd.gauge", "two\nlines and a \\ backslash", || 7)
         .expect("a valid name");
@@ -292,6 +299,12 @@ async fn label_values_and_help_are_escaped() {
         "{text}"
     );
     assert!(text.contains("\nodd_gauge 7\n"), "{text}");
+    assert!(
+        text.contains(
+            "toolfunc_tool_calls_total{gen_ai_tool_name=\"say \\\"hi\\\"\\nnow\\\\\"} 1\n"
+        ),
+        "{text}"
+    );
     // Every line is a comment or `series value`: nothing broke a line.
     for line in text.lines() {
         assert!(
