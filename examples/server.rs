@@ -19,6 +19,9 @@
 //! `--mcp-max-sessions N` and `--mcp-session-idle SECONDS` set the MCP endpoint's
 //! cap on open sessions and how long an idle one lives (`mcp::Server::max_sessions`,
 //! `session_idle_lifetime`).
+//! `--metrics` serves per-tool metrics (calls, errors by code, durations, calls in
+//! flight, the ledger's entries) as Prometheus text at `http://127.0.0.1:3000/metrics`;
+//! without it that path is 404.
 
 mod demo;
 #[path = "demo/generated.rs"]
@@ -30,11 +33,12 @@ use std::time::Duration;
 use toolfunc::Registry;
 use toolfunc::auth::jwt::Jwt;
 use toolfunc::http::{Api, Server};
+use toolfunc::layer::Metrics;
 
 fn usage() -> ! {
     eprintln!(
         "usage: server [--addr HOST:PORT] [--prefix /api] [--extra-tools N] \
-         [--auth-issuer URL --auth-audience URI] \
+         [--auth-issuer URL --auth-audience URI] [--metrics] \
          [--mcp-max-sessions N] [--mcp-session-idle SECONDS]\n\
          (PORT in the environment also sets the port)"
     );
@@ -67,6 +71,28 @@ impl McpSessions {
     fn apply(&self, mcp: toolfunc::mcp::Server) -> toolfunc::mcp::Server {
         mcp.max_sessions(self.max).session_idle_lifetime(self.idle)
     }
+/// With `--metrics`: counts every call of the global registry's tools, from every
+/// surface, and the ledger's entries; `api` serves them at `/metrics`.
+fn serve_metrics(
+    api: Api,
+    metrics: Option<&Metrics>,
+    ledger: &toolfunc::ledger::Ledger,
+    addr: &str,
+) -> std::io::Result<Api> {
+    let Some(metrics) = metrics else {
+        return Ok(api);
+    };
+    println!("metrics (Prometheus text) at http://{addr}/metrics");
+    let _ = Registry::global().clone().layer(metrics.clone());
+    let entries = ledger.clone();
+    metrics
+        .gauge(
+            "toolfunc.ledger.entries",
+            "Calls the ledger tracks, running or finished.",
+            move || u64::try_from(entries.len()).unwrap_or(u64::MAX),
+        )
+        .map_err(std::io::Error::other)?;
+    Ok(api.metrics(metrics.clone()))
 }
 
 #[tokio::main]
@@ -79,6 +105,7 @@ async fn main() -> std::io::Result<()> {
     let (mut issuer, mut audience) = (None, None);
     let mut extra = 0;
     let mut sessions = McpSessions::default();
+    let mut metrics = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -94,6 +121,7 @@ async fn main() -> std::io::Result<()> {
             "--mcp-session-idle" => sessions.idle = Duration::from_secs(parsed(args.next())),
             "--auth-issuer" => issuer = Some(args.next().unwrap_or_else(|| usage())),
             "--auth-audience" => audience = Some(args.next().unwrap_or_else(|| usage())),
+            "--metrics" => metrics = Some(Metrics::new()),
             _ => usage(),
         }
     }
@@ -124,6 +152,7 @@ async fn main() -> std::io::Result<()> {
         .prefix(prefix)
         .docs(true)
         .ledger(ledger.clone());
+    api = serve_metrics(api, metrics.as_ref(), &ledger, &addr)?;
     if let Some(auth) = &auth {
         api = api.authenticate(Arc::clone(auth));
     }
@@ -137,6 +166,16 @@ async fn main() -> std::io::Result<()> {
             mcp = mcp.authenticate(Arc::clone(auth));
         }
         mcp = sessions.apply(mcp);
+        if let Some(metrics) = &metrics {
+            let open = mcp.clone();
+            metrics
+                .gauge(
+                    "toolfunc.mcp.sessions.open",
+                    "MCP sessions open, parked ones included.",
+                    move || u64::try_from(open.open_sessions()).unwrap_or(u64::MAX),
+                )
+                .map_err(std::io::Error::other)?;
+        }
         server = server.merge(mcp.router());
     }
     println!("toolfunc demo server listening on {base}");

@@ -36,6 +36,7 @@
 //! | stream results and hook a stream's life | [`ToolStream`], [`Answer`], [`stream::callbacks`] |
 //! | start a call now and read its result later, by id | [`ledger`], and `#[tool(background)]` |
 //! | authorise, limit, log or rewrite every call, from every surface | [`layer`]: call middleware |
+//! | count each tool's calls, errors and durations for operators | [`layer::Metrics`]: Prometheus text (at `/metrics` with [`http::Api::metrics`]), OpenTelemetry with the feature `otel` |
 //! | offer tools to an LLM, run its tool calls | [`llm`]: exports for OpenAI, Anthropic, Gemini and MCP; provider messages in and out |
 //! | serve tools over HTTP, call remote ones | [`http`] (feature `http`): [`http::Api`], [`http::Server`], [`http::Client`] |
 //! | serve tools to MCP clients | [`mcp`] (feature `mcp`): [`mcp::Server`] over stdio or streamable HTTP |

@@ -10,10 +10,11 @@ use axum::http::{HeaderMap, Method, header};
 use axum::response::Response;
 use axum::routing::{any, get};
 
-use super::server::handle;
+use super::server::{handle, metrics_text};
 use crate::auth::Authenticator;
 use crate::error::ToolError;
 use crate::identity::Identity;
+use crate::layer::Metrics;
 use crate::options::CollectLimit;
 use crate::registry::Registry;
 use crate::remote::ledger::Ledger;
@@ -31,6 +32,10 @@ pub const DEFAULT_MAX_SEARCH_RESULTS: usize = 100;
 /// The longest query `q` discovery's search accepts by default, in characters
 /// (once percent-decoded): 1,024 (at most 4 KiB of UTF-8).
 pub const DEFAULT_MAX_SEARCH_QUERY: usize = 1024;
+
+/// Where [`Api::metrics`] serves the Prometheus text: `/metrics`, beside the
+/// prefix, as scrapers expect.
+pub const METRICS_PATH: &str = "/metrics";
 
 /// What an auth hook sees of a request, before anything runs.
 #[derive(Debug)]
@@ -103,6 +108,8 @@ pub struct Api {
     pub(super) max_search_results: usize,
     /// The longest `q` of a discovery search, in characters.
     pub(super) max_search_query: usize,
+    /// What [`METRICS_PATH`] serves, when set.
+    pub(super) metrics: Option<Metrics>,
 }
 
 impl fmt::Debug for Api {
@@ -121,6 +128,7 @@ impl fmt::Debug for Api {
             .field("docs", &self.docs)
             .field("max_search_results", &self.max_search_results)
             .field("max_search_query", &self.max_search_query)
+            .field("metrics", &self.metrics.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -150,6 +158,7 @@ impl Api {
             openapi: super::openapi::Settings::default(),
             max_search_results: DEFAULT_MAX_SEARCH_RESULTS,
             max_search_query: DEFAULT_MAX_SEARCH_QUERY,
+            metrics: None,
         }
     }
 
@@ -268,6 +277,31 @@ impl Api {
         self
     }
 
+    /// Serves `metrics` as Prometheus text (format 0.0.4) at `GET /metrics`
+    /// ([`METRICS_PATH`], beside the prefix). Off by default: without it that
+    /// path is not served (404). The request is screened as the API's are: its
+    /// host and origin, its bearer token when the API has an
+    /// [authenticator](Self::authenticate), and the [auth hook](Self::auth) (with
+    /// `path` `/metrics` and no tool). Only one API of a [`Server`](super::Server)
+    /// may serve it. The `metrics` count the calls of the registry they are a
+    /// layer of ([`Registry::layer`]), which is usually this API's.
+    ///
+    /// ```
+    /// use toolfunc::Registry;
+    /// use toolfunc::http::Api;
+    /// use toolfunc::layer::Metrics;
+    ///
+    /// let metrics = Metrics::new();
+    /// let registry = Registry::global().isolate().layer(metrics.clone());
+    /// let app = Api::new(registry).metrics(metrics).router();
+    /// # let _ = app;
+    /// ```
+    #[must_use]
+    pub fn metrics(mut self, metrics: Metrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
     /// Refuses a request from a host or a web origin this API does not serve.
     pub(super) fn check_site(&self, headers: &HeaderMap) -> Result<(), ToolError> {
         let host = headers
@@ -383,9 +417,10 @@ impl Api {
         &self.prefix
     }
 
-    /// The axum router: `<prefix>`, `<prefix>/` and `<prefix>/*`, and with an
+    /// The axum router: `<prefix>`, `<prefix>/` and `<prefix>/*`, with an
     /// [authenticator](Self::authenticate) the protected-resource metadata at
-    /// `/.well-known/oauth-protected-resource<prefix>`.
+    /// `/.well-known/oauth-protected-resource<prefix>`, and with
+    /// [metrics](Self::metrics) `/metrics`.
     pub fn router(self) -> axum::Router {
         let prefix = self.prefix.clone();
         let protected = self.authenticator.is_some();
@@ -394,6 +429,9 @@ impl Api {
         let mut router = axum::Router::new().route(root, any(handle));
         if !prefix.is_empty() {
             router = router.route(&format!("{prefix}/"), any(handle));
+        }
+        if state.metrics.is_some() {
+            router = router.route(METRICS_PATH, get(metrics_text));
         }
         if protected {
             router = router.route(

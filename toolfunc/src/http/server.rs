@@ -61,8 +61,15 @@ impl Server {
         Self::default()
     }
 
-    /// Adds an API; a prefix that is already mounted is `CONFLICT`.
+    /// Adds an API; a prefix that is already mounted is `CONFLICT`, and so is a
+    /// second API serving [metrics](Api::metrics).
     pub fn mount(mut self, api: Api) -> Result<Self, ToolError> {
+        if api.metrics.is_some() && self.apis.iter().any(|a| a.metrics.is_some()) {
+            return Err(ToolError::conflict(format!(
+                "`{}` is served by another API already",
+                super::api::METRICS_PATH
+            )));
+        }
         if self.apis.iter().any(|a| a.prefix == api.prefix) {
             return Err(ToolError::conflict(format!(
                 "the prefix `{}` is already mounted",
@@ -1141,6 +1148,41 @@ fn ndjson_response(items: &Value) -> Response {
         .header(header::CONTENT_TYPE, NDJSON)
         .header(header::CACHE_CONTROL, "no-cache")
         .body(Body::from(body))
+        .unwrap_or_default()
+}
+
+/// `GET /metrics`: the API's metrics as Prometheus text, to a request the API
+/// would take (host, origin, bearer token, auth hook).
+pub(super) async fn metrics_text(State(api): State<Arc<Api>>, request: Request) -> Response {
+    let (mut parts, _body) = request.into_parts();
+    if let Err(err) = api.check_site(&parts.headers) {
+        return error_response(None, &err);
+    }
+    if let Some(authenticator) = &api.authenticator {
+        match authenticate(&api, authenticator.as_ref(), &parts).await {
+            Ok(identity) => {
+                parts.extensions.insert(identity);
+            }
+            Err(refused) => return refused,
+        }
+    }
+    if let Some(refused) = authorize(&api, &parts, None, None) {
+        return refused;
+    }
+    let Some(metrics) = &api.metrics else {
+        return error_response(
+            None,
+            &ToolError::NotFound {
+                name: super::api::METRICS_PATH.to_owned(),
+                hint: None,
+            },
+        );
+    };
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, crate::layer::PROMETHEUS_CONTENT_TYPE)
+        .header(header::CACHE_CONTROL, "no-store")
+        .body(Body::from(metrics.prometheus()))
         .unwrap_or_default()
 }
 

@@ -2,6 +2,7 @@
 #![doc = include_str!("../docs/layer.md")]
 
 mod limit;
+mod metrics;
 mod trace;
 
 use std::any::{Any, TypeId};
@@ -18,6 +19,10 @@ use serde_json::Value;
 pub use limit::{
     ConcurrencyLimit, DEFAULT_MAX_CALLER_BYTES, DEFAULT_MAX_CALLERS, DEFAULT_MAX_TABLE_BYTES,
     RateLimit,
+};
+pub use metrics::{
+    DEFAULT_BUCKETS, DEFAULT_MAX_ERROR_CODE_BYTES, DEFAULT_MAX_ERROR_CODES, DEFAULT_MAX_TOOLS,
+    MAX_BUCKETS, Metrics, MetricsSettings, OTHER, PROMETHEUS_CONTENT_TYPE,
 };
 pub use trace::Trace;
 

@@ -303,6 +303,22 @@ impl Worker {
         self.shared.max_in_flight - self.shared.in_flight.available_permits()
     }
 
+    /// A reader of [`in_flight`](Self::in_flight) that outlives this borrow: for a
+    /// gauge read by callback (`toolfunc.nats.calls.in_flight` with
+    /// [`Metrics::gauge`](crate::layer::Metrics::gauge)). It holds the worker
+    /// weakly, and reads 0 once the worker is gone.
+    pub fn in_flight_reader(&self) -> impl Fn() -> u64 + Send + Sync + 'static + use<> {
+        let shared = Arc::downgrade(&self.shared);
+        move || {
+            shared.upgrade().map_or(0, |shared| {
+                let running = shared
+                    .max_in_flight
+                    .saturating_sub(shared.in_flight.available_permits());
+                u64::try_from(running).unwrap_or(u64::MAX)
+            })
+        }
+    }
+
     /// Stops taking calls, waits up to `grace` for the running ones, cancels the
     /// rest, and leaves the service.
     pub async fn stop(mut self, grace: Duration) {

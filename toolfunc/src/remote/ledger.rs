@@ -1137,6 +1137,20 @@ impl Ledger {
         }
     }
 
+    /// How many calls the ledger tracks, running or finished and not yet
+    /// forgotten, of every caller (a [`for_caller`](Self::for_caller) view counts
+    /// the whole ledger too): what a `toolfunc.ledger.entries` gauge reads.
+    pub fn len(&self) -> usize {
+        let mut state = self.inner.lock();
+        state.sweep(&self.inner.settings, false);
+        state.held.total().entries
+    }
+
+    /// Whether the ledger tracks no call (see [`len`](Self::len)).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Every tracked call, running or finished, oldest first (of a
     /// [`for_caller`](Self::for_caller) view, that caller's and those started for
     /// no one).
