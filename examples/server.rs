@@ -19,8 +19,9 @@
 //! `--mcp-max-sessions N` and `--mcp-session-idle SECONDS` set the MCP endpoint's
 //! cap on open sessions and how long an idle one lives (`mcp::Server::max_sessions`,
 //! `session_idle_lifetime`).
+//!
 //! `--metrics` serves per-tool metrics (calls, errors by code, durations, calls in
-//! flight, the ledger's entries) as Prometheus text at `http://127.0.0.1:3000/metrics`;
+//! flight, the ledger's entries, the MCP sessions open) as Prometheus text at `http://127.0.0.1:3000/metrics`;
 //! without it that path is 404.
 
 mod demo;
@@ -71,6 +72,8 @@ impl McpSessions {
     fn apply(&self, mcp: toolfunc::mcp::Server) -> toolfunc::mcp::Server {
         mcp.max_sessions(self.max).session_idle_lifetime(self.idle)
     }
+}
+
 /// With `--metrics`: counts every call of the global registry's tools, from every
 /// surface, and the ledger's entries; `api` serves them at `/metrics`.
 fn serve_metrics(
