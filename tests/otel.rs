@@ -272,6 +272,21 @@ async fn an_mcp_call_is_a_child_of_its_meta_traceparent() {
         attribute(tool, "gen_ai.operation.name").as_deref(),
         Some("execute_tool")
     );
+
+    // A `_meta` trace context that is not one is ignored: the call runs.
+    for meta in [
+        json!({"traceparent": 42}),
+        json!({"traceparent": "00-zz-01", "tracestate": ["a"]}),
+        json!({"traceparent": "x".repeat(10_000), "baggage": "k=v"}),
+    ] {
+        let answer = pipe
+            .request(
+                "tools/call",
+                json!({"name": "add", "arguments": {"a": 1, "b": 2}, "_meta": meta}),
+            )
+            .await;
+        assert_eq!(answer["result"]["isError"], json!(false), "{answer}");
+    }
     pipe.close().await;
 }
 
@@ -285,9 +300,18 @@ async fn one_trace_goes_from_a_client_over_http_and_nats_to_a_worker() {
         .connect(&nats.url())
         .await
         .expect("the worker starts");
-    let workers = toolfunc::nats::Client::connect(&nats.url())
-        .await
-        .expect("the NATS client connects");
+    // The worker's endpoints may take a moment to be discoverable.
+    let mut workers = None;
+    for _ in 0..200 {
+        match toolfunc::nats::Client::connect(&nats.url()).await {
+            Ok(client) if client.has("add") => {
+                workers = Some(client);
+                break;
+            }
+            _ => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+    let workers = workers.expect("the NATS client finds the worker within 10 s");
     let relay = ToolFunc::builder("relay")
         .description("Adds on a worker.")
         .handler(move |_ctx, args| {
