@@ -424,3 +424,57 @@ async fn a_base_path_is_kept_for_every_kind_of_call() {
         .unwrap_err();
     assert_eq!(err.status(), 404, "{err}");
 }
+
+/// A tool that answers the W3C trace context its call came with.
+fn trace_echo() -> ToolFunc {
+    ToolFunc::builder("trace")
+        .description("Answers the trace context of its call.")
+        .handler_sync(|ctx, _| {
+            Ok(ctx
+                .get::<toolfunc::TraceContext>()
+                .map_or(Value::Null, |trace| {
+                    json!({"traceparent": trace.traceparent(), "tracestate": trace.tracestate()})
+                }))
+        })
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_nested_call_sends_on_the_trace_context_its_call_came_with() {
+    // No OpenTelemetry subscriber in this test binary: the context a request came
+    // with is what the calls made inside it send on, unchanged.
+    let inner = Registry::new();
+    inner.register(trace_echo()).unwrap();
+    let inner = Client::connect(&start(inner).await).await.unwrap();
+    // The outer server's tools sit over the inner server's, so that a tool calls
+    // them through its context: a nested call, which inherits the call's context.
+    let relay = ToolFunc::builder("relay")
+        .description("Asks the inner server.")
+        .handler(|ctx, _args| async move { ctx.run("trace", json!({})).await })
+        .build()
+        .unwrap();
+    let outer = Registry::from(&inner).isolate();
+    outer.register(relay).unwrap();
+    let url = start(outer).await;
+    let http = reqwest::Client::new();
+    let parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let ask = |traceparent: &'static str| {
+        http.post(format!("{url}/relay"))
+            .header("traceparent", traceparent)
+            .header("tracestate", "rojo=00f067aa0ba902b7")
+            .header("content-type", "application/json")
+            .body("{}")
+            .send()
+    };
+    let answer: Value =
+        serde_json::from_str(&ask(parent).await.unwrap().text().await.unwrap()).unwrap();
+    assert_eq!(
+        answer,
+        json!({"traceparent": parent, "tracestate": "rojo=00f067aa0ba902b7"})
+    );
+    // A malformed `traceparent` is not passed on (nor the `tracestate` with it).
+    let answer: Value =
+        serde_json::from_str(&ask("00-xyz-01").await.unwrap().text().await.unwrap()).unwrap();
+    assert_eq!(answer, Value::Null);
+}

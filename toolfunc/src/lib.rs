@@ -42,6 +42,7 @@
 //! | serve tools to MCP clients | [`mcp`] (feature `mcp`): [`mcp::Server`] over stdio or streamable HTTP |
 //! | spread calls over workers | [`nats`] (feature `nats`): [`nats::Worker`], [`nats::Client`] |
 //! | run local or remote tools the same way | [`Transport`], [`connect`] |
+//! | follow one trace across processes | spans on `tracing`, W3C [`TraceContext`] on every surface; `otel` (feature `otel`) exports them |
 //!
 //! Every failure is a [`ToolError`] with a stable [`code`](ToolError::code), an HTTP
 //! [`status`](ToolError::status), a message and optional JSON data; it crosses every
@@ -90,12 +91,17 @@ pub mod mcp;
 #[cfg(feature = "nats")]
 pub mod nats;
 mod options;
+#[cfg(feature = "otel")]
+pub mod otel;
 mod panic;
+#[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
+mod propagate;
 mod quota;
 mod registry;
 mod remote;
 pub mod schema;
 mod tool;
+mod trace;
 pub mod transport;
 
 /// The README's examples, compiled and run as doc tests (they include the HTTP, MCP
@@ -126,6 +132,7 @@ pub use tokio_util::sync::CancellationToken;
 pub use tool::service;
 pub use tool::service::{ActDefinition, ToolService};
 pub use tool::{Annotations, ToolBuilder, ToolDefinition, ToolFunc, ToolRef};
+pub use trace::TraceContext;
 pub use transport::Transport;
 
 #[doc = include_str!("docs/tool.md")]

@@ -161,7 +161,11 @@ pub(crate) fn call_inline(
     observer: Option<Observer>,
     args: Cow<'_, Value>,
 ) -> Result<Value, ToolError> {
-    let result = ctx.tool().call_sync(ctx, args);
+    let result = {
+        // Calls the tool makes are children of its span.
+        let _in = observer.as_ref().map(|o| o.span().enter());
+        ctx.tool().call_sync(ctx, args)
+    };
     report(observer, &result);
     result
 }
@@ -190,7 +194,10 @@ pub(crate) fn call_inline_awaiting(
     observer: Option<Observer>,
     args: Cow<'_, Value>,
 ) -> Running {
-    let (result, cleanups) = ctx.tool().call_sync_awaiting(ctx, args);
+    let (result, cleanups) = {
+        let _in = observer.as_ref().map(|o| o.span().enter());
+        ctx.tool().call_sync_awaiting(ctx, args)
+    };
     match cleanups {
         None => {
             report(observer, &result);

@@ -459,11 +459,13 @@ impl<'a> Calls<'a> {
                 return CallHandle::failed(err);
             }
             let (bound, tool) = (self.scope.collect_limit(), ctx.tool().clone());
-            let join = runtime.spawn(async move {
+            // The call's span is made inside the task: the caller's is its parent.
+            let call = async move {
                 let reply =
                     chain::finish(chain::start(layers, ctx, ready, Mode::Spawn, args)).await?;
                 chain::value_of(reply, bound, &tool).await
-            });
+            };
+            let join = runtime.spawn(tracing::Instrument::in_current_span(call));
             return CallHandle::spawned(state, join);
         }
         let observer = self.observe(&ctx);

@@ -9,16 +9,20 @@ use futures::stream::BoxStream;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::{Method, Url};
 use serde_json::{Map, Value};
+use tracing::Instrument;
+use tracing::field::Empty;
 
 use super::wire::{self, NDJSON, REQ_ID, RPC_ACT, RPC_FN, RPC_RES_ID, request_id};
 use crate::error::ToolError;
 use crate::exec::runner::Runner;
 use crate::exec::stream::ToolStream;
 use crate::options::CallOptions;
+use crate::propagate;
 use crate::registry::Registry;
 use crate::tool::service::REST_VERBS;
 use crate::tool::{Answer, ItemStream};
 use crate::tool::{ToolDefinition, ToolFunc, ToolRef};
+use crate::trace::TraceContext;
 use crate::transport::Transport;
 
 /// What `encodeURIComponent` leaves alone; everything else is percent-encoded
@@ -211,22 +215,51 @@ fn remote_tool(remote: &Arc<Remote>, def: ToolDefinition) -> Result<ToolFunc, To
             let remote = Arc::clone(&remote);
             let name = name.clone();
             async move {
+                let span = request_span(&remote.base);
+                let trace = propagate::outgoing(&span, Some(&ctx));
+                let trace = trace.as_ref();
                 if ctx.is_stream() {
-                    Ok(Answer::Items(remote.open_stream(&name, args).await?))
+                    let opened = remote.open_stream(&name, args, trace).instrument(span);
+                    Ok(Answer::Items(opened.await?))
                 } else {
-                    Ok(Answer::Value(remote.call(&name, args).await?))
+                    let called = remote.call(&name, args, trace).instrument(span);
+                    Ok(Answer::Value(called.await?))
                 }
             }
         })
     } else {
-        builder.handler(move |_ctx, args| {
+        builder.handler(move |ctx, args| {
             let remote = Arc::clone(&remote);
             let name = name.clone();
-            async move { remote.call(&name, args).await }
+            async move {
+                // Made on the call's first poll, inside the call's own span.
+                let span = request_span(&remote.base);
+                let trace = propagate::outgoing(&span, Some(&ctx));
+                remote
+                    .call(&name, args, trace.as_ref())
+                    .instrument(span)
+                    .await
+            }
         })
     };
     // The server checks the arguments; a second check here could only disagree.
     builder.unchecked().build()
+}
+
+/// The span of a request to `base`, named and filled as OpenTelemetry's
+/// conventions for an HTTP client say (the method is recorded once known).
+fn request_span(base: &Url) -> tracing::Span {
+    tracing::info_span!(
+        "http_client",
+        otel.name = Empty,
+        otel.kind = "client",
+        otel.status_code = Empty,
+        http.request.method = Empty,
+        http.response.status_code = Empty,
+        server.address = base.host_str(),
+        server.port = base.port_or_known_default(),
+        error.type = Empty,
+    )
 }
 
 fn unreachable(url: &Url, err: &reqwest::Error) -> ToolError {
@@ -246,11 +279,33 @@ fn unreachable(url: &Url, err: &reqwest::Error) -> ToolError {
 }
 
 impl Remote {
+    /// Sends a request; its answer's status (or its failure) goes on the current
+    /// span, the call's [`request_span`].
     async fn send(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response, ToolError> {
-        request
+        let sent = request
             .send()
             .await
-            .map_err(|e| unreachable(&self.base, &e))
+            .map_err(|e| unreachable(&self.base, &e));
+        let span = tracing::Span::current();
+        if !span.is_disabled() {
+            match &sent {
+                Ok(response) => {
+                    let status = response.status();
+                    span.record("http.response.status_code", status.as_u16());
+                    if !status.is_success() {
+                        span.record("error.type", status.as_str());
+                    }
+                    if status.is_client_error() || status.is_server_error() {
+                        span.record("otel.status_code", "ERROR");
+                    }
+                }
+                Err(err) => {
+                    span.record("error.type", err.code());
+                    span.record("otel.status_code", "ERROR");
+                }
+            }
+        }
+        sent
     }
 
     /// A success body as JSON (empty means `null`; text that is not JSON is a
@@ -271,8 +326,13 @@ impl Remote {
             .unwrap_or_else(|_| Value::from(String::from_utf8_lossy(&bytes).into_owned())))
     }
 
-    async fn call(&self, name: &str, args: Value) -> Result<Value, ToolError> {
-        let response = self.send(self.request(name, args)?).await?;
+    async fn call(
+        &self,
+        name: &str,
+        args: Value,
+        trace: Option<&TraceContext>,
+    ) -> Result<Value, ToolError> {
+        let response = self.send(self.request(name, args, trace)?).await?;
         if response.status() != reqwest::StatusCode::ACCEPTED {
             return self.json(response, name).await;
         }
@@ -336,7 +396,12 @@ impl Remote {
         }
     }
 
-    async fn open_stream(&self, name: &str, args: Value) -> Result<ItemStream, ToolError> {
+    async fn open_stream(
+        &self,
+        name: &str,
+        args: Value,
+        trace: Option<&TraceContext>,
+    ) -> Result<ItemStream, ToolError> {
         let mut args = args;
         // A tool with a `stream` parameter streams only when asked to.
         if let Some(map) = args.as_object_mut() {
@@ -344,7 +409,7 @@ impl Remote {
         }
         let response = self
             .send(
-                self.request(name, args)?
+                self.request(name, args, trace)?
                     .header(reqwest::header::ACCEPT, NDJSON),
             )
             .await?;
@@ -393,8 +458,14 @@ impl Remote {
         ))
     }
 
-    /// The request for a call, in the shapes both server generations accept.
-    fn request(&self, name: &str, args: Value) -> Result<reqwest::RequestBuilder, ToolError> {
+    /// The request for a call, in the shapes both server generations accept, with
+    /// the W3C trace context of the caller's span.
+    fn request(
+        &self,
+        name: &str,
+        args: Value,
+        trace: Option<&TraceContext>,
+    ) -> Result<reqwest::RequestBuilder, ToolError> {
         let mut args = match args {
             Value::Object(map) => map,
             Value::Null => Map::new(),
@@ -464,7 +535,15 @@ impl Remote {
             }
             None => (Method::POST, Some(args)),
         };
+        let span = tracing::Span::current();
+        if !span.is_disabled() {
+            propagate::name(&span, method.as_str().to_owned());
+            span.record("http.request.method", method.as_str());
+        }
         let mut request = self.http.request(method, url).header(REQ_ID, request_id());
+        for (field, value) in trace.into_iter().flat_map(TraceContext::entries) {
+            request = request.header(field, value);
+        }
         if let Some(act) = &act {
             request = request.header(RPC_ACT, act);
         }

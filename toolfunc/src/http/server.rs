@@ -12,6 +12,8 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::Response;
 use futures::StreamExt;
 use serde_json::{Map, Value};
+use tracing::Instrument;
+use tracing::field::Empty;
 
 use super::api::{Api, AuthRequest, router};
 use super::wire::{self, NDJSON, REQ_ID, RPC_ACT, RPC_FN, RPC_RES_ID, RPC_TIMEOUT, X_REQUEST_ID};
@@ -21,9 +23,11 @@ use crate::error::ToolError;
 use crate::identity::Identity;
 use crate::listen::{self, Limits};
 use crate::options::{CallOptions, Surface};
+use crate::propagate;
 use crate::registry::Registry;
 use crate::remote::ledger::{TaskPoll, Track};
 use crate::remote::{self, Found, Lookup, Plan};
+use crate::trace::TraceContext;
 
 /// Several [`Api`]s on one server, each under its own prefix with its own registry,
 /// and the connection limits it serves with.
@@ -208,10 +212,47 @@ struct Prepared {
 /// Runs a request and answers it with its request ids: the `req-id` it came with
 /// (a fresh one when it had none, as the JavaScript servers do) and the
 /// `x-request-id` a proxy in front set, so one id follows a call through logs.
-pub(super) async fn handle(State(api): State<Arc<Api>>, request: Request) -> Response {
+///
+/// Each request runs in an `INFO` span named and filled as OpenTelemetry's
+/// conventions for an HTTP server say, the child of the caller's span when the
+/// request carries a W3C `traceparent` (and OpenTelemetry records spans).
+pub(super) async fn handle(State(api): State<Arc<Api>>, mut request: Request) -> Response {
     let req_id = request.headers().get(REQ_ID).cloned();
     let x_request_id = request.headers().get(X_REQUEST_ID).cloned();
-    let mut response = respond(&api, request).await;
+    let method = request.method().clone();
+    let span = tracing::info_span!(
+        "http_request",
+        otel.name = method.as_str(),
+        otel.kind = "server",
+        otel.status_code = Empty,
+        http.request.method = method.as_str(),
+        http.route = Empty,
+        http.response.status_code = Empty,
+        error.type = Empty,
+    );
+    let incoming = TraceContext::read(|name| {
+        request
+            .headers()
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+    });
+    propagate::adopt(&span, incoming.as_ref());
+    if let Some(incoming) = incoming {
+        request.extensions_mut().insert(incoming);
+    }
+    let mut response = respond(&api, request).instrument(span.clone()).await;
+    if !span.is_disabled() {
+        let status = response.status();
+        span.record("http.response.status_code", status.as_u16());
+        match response.extensions().get::<ErrorType>() {
+            Some(ErrorType(code)) => span.record("error.type", code.as_str()),
+            None if !status.is_success() => span.record("error.type", status.as_str()),
+            None => &span,
+        };
+        if status.is_server_error() {
+            span.record("otel.status_code", "ERROR");
+        }
+    }
     let headers = response.headers_mut();
     // A call moved to the background answers with the id it is tracked under.
     if !headers.contains_key(REQ_ID) {
@@ -460,6 +501,9 @@ async fn respond(api: &Api, request: Request) -> Response {
     if let Some(identity) = parts.extensions.get::<Identity>() {
         options = options.identity(identity.clone());
     }
+    if let Some(incoming) = parts.extensions.get::<TraceContext>() {
+        options = options.insert(incoming.clone());
+    }
     let named = header_str(RPC_FN);
     let Some(name) = named.clone().or_else(|| segments.first().cloned()) else {
         return discover(api, &parts, &options, &auth);
@@ -486,6 +530,7 @@ async fn respond(api: &Api, request: Request) -> Response {
             return auth(None, None).unwrap_or_else(|| refusal(api, &parts, Some(&name), &err));
         }
     };
+    name_route(api, &parts.method, &found);
     let methods = Methods::of(api, found.definition());
     let refused = || auth(Some(found.name()), None);
     if let Some(answer) = check_method(api, &parts, methods, Some(found.name()), refused) {
@@ -526,6 +571,17 @@ async fn respond(api: &Api, request: Request) -> Response {
     }
     let req_id = header_str(REQ_ID);
     run(api, call, options, req_id).await
+}
+
+/// Names the request's span for the tool it calls: `http.route` is the API's
+/// prefix and the tool's name, the span `{method} {route}`.
+fn name_route(api: &Api, method: &Method, found: &Found) {
+    let span = tracing::Span::current();
+    if !span.is_disabled() {
+        let route = format!("{}/{}", api.prefix.trim_end_matches('/'), found.name());
+        propagate::name(&span, format!("{method} {route}"));
+        span.record("http.route", route);
+    }
 }
 
 /// Discovery: what the API offers this caller, by name.
@@ -1188,8 +1244,16 @@ pub(super) async fn metrics_text(State(api): State<Arc<Api>>, request: Request) 
 
 fn error_response(tool: Option<&str>, err: &ToolError) -> Response {
     let status = StatusCode::from_u16(err.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    json_response(status, &wire::error_body(tool, err))
+    let mut response = json_response(status, &wire::error_body(tool, err));
+    response
+        .extensions_mut()
+        .insert(ErrorType(err.code().to_owned()));
+    response
 }
+
+/// The code of the error a response answers, for its span's `error.type`.
+#[derive(Debug, Clone)]
+struct ErrorType(String);
 
 /// The built-in tool that polls and cancels background calls: `GET
 /// <prefix>/rpcTask/<id>`, `POST <prefix>/rpcTask/<id>` with the act `$cancel`

@@ -18,7 +18,7 @@ use crate::log::LogLevel;
 use crate::options::{CallOptions, CollectLimit};
 use crate::remote::{self, Found, Lookup, Needs, Plan};
 
-use super::client::{LogGate, log_gate, sessionless};
+use super::client::{LogGate, log_gate, sessionless, trace_of};
 use super::report::{Monotonic, Report, Step, log_param};
 use super::rounds::{self, refused};
 use super::server::Server;
@@ -95,7 +95,7 @@ impl Server {
         let straight = token.is_none() && !stream && self.runs_straight(&found);
         let may_be_task = takes_tasks && found.soft_deadline().is_some();
         if straight && !(modern && (logs || may_be_task)) {
-            let runner = self.caller_runner(&context, modern);
+            let runner = self.straight_runner(&context, early, modern);
             return Ok(self
                 .run_reporting_after((found, args), runner, gate, &context, shape)
                 .await);
@@ -174,6 +174,22 @@ impl Server {
 }
 
 impl Server {
+    /// The runner of a straight call: the client's, kept; a call that brought its
+    /// trace context carries it in options of its own.
+    fn straight_runner(
+        &self,
+        context: &RequestContext<RoleServer>,
+        early: Option<CallOptions>,
+        modern: bool,
+    ) -> crate::exec::runner::Runner {
+        if trace_of(context).is_none() {
+            return self.caller_runner(context, modern);
+        }
+        let options = early.unwrap_or_else(|| self.caller_options(context));
+        let limit = self.shared.collect_limit;
+        self.shared.registry.with(options.collect_limit(limit))
+    }
+
     /// Starts a sessionless call: it runs in its own task, so that questions it asks
     /// can be answered by the client's next round.
     #[allow(clippy::too_many_arguments)]

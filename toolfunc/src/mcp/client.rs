@@ -5,11 +5,12 @@ use std::sync::{Mutex, PoisonError};
 
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::identity::Identity;
 use crate::log::LogLevel;
 use crate::options::{CallOptions, Surface};
+use crate::trace::TraceContext;
 
 use super::server::Server;
 
@@ -82,6 +83,9 @@ impl Server {
                 options = options.insert(parts.headers.clone());
             }
         }
+        if let Some(trace) = trace_of(context) {
+            options = options.insert(trace);
+        }
         options
     }
 
@@ -109,6 +113,12 @@ impl Server {
             })
         })
     }
+}
+
+/// The W3C trace context in a request's `_meta` (SEP-414), if a well-formed one
+/// came.
+pub(super) fn trace_of(context: &RequestContext<RoleServer>) -> Option<TraceContext> {
+    TraceContext::read(|name| context.meta.get(name).and_then(Value::as_str))
 }
 
 /// The options of every call from `client`: the surface, and the client as caller

@@ -18,14 +18,58 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+use tracing::field::Empty;
 
+use crate::propagate;
 use crate::registry::{RegistryEvent, SubscriptionError};
 use crate::remote;
 
 use super::catalog::Catalog;
-use super::client::sessionless;
+use super::client::{sessionless, trace_of};
 use super::report::from_mcp;
 use super::server::Server;
+
+/// The span of a `tools/call`, named and filled as OpenTelemetry's conventions for
+/// MCP say; the child of the caller's span when the request's `_meta` carries a
+/// W3C `traceparent` (SEP-414) and OpenTelemetry records spans.
+fn call_span(tool: &str, context: &RequestContext<RoleServer>) -> tracing::Span {
+    let span = tracing::info_span!(
+        "mcp_call",
+        otel.name = Empty,
+        otel.kind = "server",
+        mcp.method.name = "tools/call",
+        mcp.session.id = Empty,
+        jsonrpc.request.id = Empty,
+        gen_ai.tool.name = tool,
+    );
+    if span.is_disabled() {
+        return span;
+    }
+    span.record("otel.name", format!("tools/call {tool}"));
+    span.record("jsonrpc.request.id", request_id(&context.id));
+    let session = context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.headers.get(SESSION_ID))
+        .and_then(|id| id.to_str().ok());
+    if let Some(session) = session {
+        span.record("mcp.session.id", session);
+    }
+    propagate::adopt(&span, trace_of(context).as_ref());
+    span
+}
+
+/// The header of the session a streamable HTTP request belongs to.
+const SESSION_ID: &str = "mcp-session-id";
+
+/// A JSON-RPC id as text: a number's digits, a string as it is.
+fn request_id(id: &rmcp::model::RequestId) -> String {
+    match id {
+        rmcp::model::NumberOrString::Number(n) => n.to_string(),
+        rmcp::model::NumberOrString::String(s) => s.to_string(),
+    }
+}
 
 impl Server {
     /// The tool list, kept until a registry changes.
@@ -111,12 +155,16 @@ impl ServerHandler for Server {
         // those moves.
         // In search mode its two tools answer here, `call_tool` going on as the
         // call it names.
-        Box::pin(async move {
-            match self.search_mode_call(request, &context) {
-                Ok(request) => self.call(request, context).await,
-                Err(answer) => Ok(answer.into()),
+        let span = call_span(&request.name, &context);
+        Box::pin(
+            async move {
+                match self.search_mode_call(request, &context) {
+                    Ok(request) => self.call(request, context).await,
+                    Err(answer) => Ok(answer.into()),
+                }
             }
-        })
+            .instrument(span),
+        )
     }
 
     async fn initialize(

@@ -13,8 +13,8 @@ use futures::stream::BoxStream;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
+use tracing::field::Empty;
 
-use super::TraceParent;
 use super::durable;
 use super::wire::{
     self, AUTHORIZATION, Abort, CALL_ID, CALLER, CANCEL, CONTROL, CONTROL_KEY, CREDIT, HEARTBEAT,
@@ -25,9 +25,11 @@ use crate::exec::ctx::Ctx;
 use crate::exec::runner::Runner;
 use crate::id::random_hex;
 use crate::options::CallOptions;
+use crate::propagate;
 use crate::registry::{Registry, UnregisterOptions};
 use crate::tool::ItemStream;
 use crate::tool::{ToolDefinition, ToolFunc, ToolRef};
+use crate::trace::TraceContext;
 use crate::transport::Transport;
 
 /// Sets up a [`Client`]: the subject prefix, how often workers prove they are
@@ -895,6 +897,7 @@ impl Remote {
     fn headers(
         &self,
         ctx: Option<&Ctx>,
+        trace: Option<&TraceContext>,
         attempt: &Attempt,
         deadline: Option<Instant>,
     ) -> HeaderMap {
@@ -907,13 +910,11 @@ impl Remote {
             let left = deadline.saturating_duration_since(Instant::now());
             headers.insert(wire::TIMEOUT, left.as_millis().max(1).to_string().as_str());
         }
-        if let Some(ctx) = ctx {
-            if let Some(caller) = ctx.caller() {
-                headers.insert(CALLER, wire::header_value(caller));
-            }
-            if let Some(TraceParent(parent)) = ctx.get::<TraceParent>() {
-                headers.insert(wire::TRACEPARENT, wire::header_value(parent));
-            }
+        if let Some(caller) = ctx.and_then(Ctx::caller) {
+            headers.insert(CALLER, wire::header_value(caller));
+        }
+        for (field, value) in trace.into_iter().flat_map(TraceContext::entries) {
+            headers.insert(field, wire::header_value(value));
         }
         headers
     }
@@ -944,6 +945,20 @@ impl Remote {
         tool: &str,
         args: Value,
     ) -> Result<Value, ToolError> {
+        let span = send_span(&self.prefix, tool);
+        let trace = propagate::outgoing(&span, ctx);
+        let result = self.call_traced(ctx, trace.as_ref(), tool, args).await;
+        failed(&span, result.as_ref().err());
+        result
+    }
+
+    async fn call_traced(
+        self: &Arc<Self>,
+        ctx: Option<&Ctx>,
+        trace: Option<&TraceContext>,
+        tool: &str,
+        args: Value,
+    ) -> Result<Value, ToolError> {
         let payload = self.payload(&args)?;
         let retry = ctx.is_some_and(|ctx| idempotent(ctx.definition(), &args));
         let deadline = Some(self.deadline(ctx));
@@ -951,7 +966,7 @@ impl Remote {
         loop {
             tries += 1;
             let mut attempt = Attempt::open(self);
-            let headers = self.headers(ctx, &attempt, deadline);
+            let headers = self.headers(ctx, trace, &attempt, deadline);
             self.publish(tool, &attempt, headers, payload.clone())
                 .await?;
             match attempt.next(deadline).await {
@@ -1003,11 +1018,14 @@ impl Remote {
         let retry = ctx.is_some_and(|ctx| idempotent(ctx.definition(), &args));
         let deadline = Some(self.deadline(ctx));
         let window = self.settings.window;
+        // The span covers the call up to its first answer; the items follow.
+        let span = send_span(&self.prefix, tool);
+        let trace = propagate::outgoing(&span, ctx);
         let mut tries = 0;
         loop {
             tries += 1;
             let mut attempt = Attempt::open(self);
-            let mut headers = self.headers(ctx, &attempt, deadline);
+            let mut headers = self.headers(ctx, trace.as_ref(), &attempt, deadline);
             headers.insert(STREAM, window.to_string().as_str());
             self.publish(tool, &attempt, headers, payload.clone())
                 .await?;
@@ -1027,6 +1045,36 @@ impl Remote {
             };
             return Ok(items(attempt, first, tool.to_owned(), deadline, window));
         }
+    }
+}
+
+/// The span of a call sent to `tool`'s workers, named and filled as
+/// OpenTelemetry's conventions for messaging say.
+fn send_span(prefix: &str, tool: &str) -> tracing::Span {
+    let span = tracing::info_span!(
+        "nats_send",
+        otel.name = Empty,
+        otel.kind = "client",
+        otel.status_code = Empty,
+        messaging.system = "nats",
+        messaging.operation.name = "send",
+        messaging.operation.type = "send",
+        messaging.destination.name = Empty,
+        error.type = Empty,
+    );
+    if !span.is_disabled() {
+        let subject = wire::call_subject(prefix, tool);
+        span.record("otel.name", format!("send {subject}"));
+        span.record("messaging.destination.name", subject);
+    }
+    span
+}
+
+/// Marks `span` failed with `err`'s code, if the call failed.
+fn failed(span: &tracing::Span, err: Option<&ToolError>) {
+    if let Some(err) = err {
+        span.record("error.type", err.code());
+        span.record("otel.status_code", "ERROR");
     }
 }
 

@@ -15,8 +15,12 @@ pub use client::{Client, ClientBuilder};
 pub use durable::DurableSettings;
 pub use worker::{Worker, WorkerBuilder};
 
-/// The W3C trace context (`traceparent`) of a call that came over NATS, in its
-/// [`Ctx`](crate::Ctx) (`ctx.get::<TraceParent>()`); a NATS client forwards the
-/// one in its call's context.
+/// The W3C `traceparent` of a call that came over NATS, in its
+/// [`Ctx`](crate::Ctx) (`ctx.get::<TraceParent>()`), as it came.
+///
+/// [`TraceContext`](crate::TraceContext) holds the whole trace context (with
+/// `tracestate` and `baggage`, checked), from every surface, and is the one the
+/// clients send on.
+#[deprecated(note = "read `toolfunc::TraceContext` from the context: every surface fills it")]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TraceParent(pub String);

@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
+#[allow(deprecated)] // Still filled in for the code that reads it.
 use super::TraceParent;
 use super::durable::DurableSettings;
 use super::guard::{self, Guard};
@@ -22,10 +23,13 @@ use crate::auth::Authenticator;
 use crate::error::ToolError;
 use crate::identity::Identity;
 use crate::options::{CallOptions, Surface};
+use crate::propagate;
 use crate::registry::SubscriptionError;
 use crate::registry::{Registry, RegistryEvent};
 use crate::remote::{self, Catalog, Found, Lookup};
+use crate::trace::TraceContext;
 use tokio_util::sync::CancellationToken;
+use tracing::field::Empty;
 
 /// Most calls a worker runs at once unless set.
 const MAX_IN_FLIGHT: usize = 1024;
@@ -602,6 +606,8 @@ struct Asked {
     options: CallOptions,
     heartbeat: Option<Duration>,
     window: Option<u32>,
+    /// The caller's W3C trace context, if it sent one.
+    trace: Option<TraceContext>,
 }
 
 /// Numbers the calls that came without an id.
@@ -637,7 +643,14 @@ fn asked(
         options = options.identity(identity);
     }
     if let Some(parent) = wire::header(headers, wire::TRACEPARENT) {
-        options = options.insert(TraceParent(parent.to_owned()));
+        #[allow(deprecated)] // Still there for the code that reads it.
+        {
+            options = options.insert(TraceParent(parent.to_owned()));
+        }
+    }
+    let trace = TraceContext::read(|name| wire::header(headers, name));
+    if let Some(incoming) = &trace {
+        options = options.insert(incoming.clone());
     }
     let heartbeat = number(HEARTBEAT)?
         .map(|ms| Duration::from_millis(ms.clamp(*HEARTBEAT_MS.start(), *HEARTBEAT_MS.end())));
@@ -663,6 +676,7 @@ fn asked(
         options,
         heartbeat,
         window,
+        trace,
     })
 }
 
@@ -687,6 +701,26 @@ impl Drop for Registered<'_> {
             }
         }
     }
+}
+
+/// The span of a call a worker serves, named and filled as OpenTelemetry's
+/// conventions for messaging say; the child of the caller's span when the call
+/// carries a W3C `traceparent` (and OpenTelemetry records spans).
+fn process_span(subject: &str, call_id: &str) -> tracing::Span {
+    let span = tracing::info_span!(
+        "nats_process",
+        otel.name = Empty,
+        otel.kind = "server",
+        messaging.system = "nats",
+        messaging.operation.name = "process",
+        messaging.operation.type = "process",
+        messaging.destination.name = subject,
+        messaging.message.id = call_id,
+    );
+    if !span.is_disabled() {
+        span.record("otel.name", format!("process {subject}"));
+    }
+    span
 }
 
 async fn handle(shared: Arc<Shared>, request: Request, tool: String) {
@@ -754,7 +788,8 @@ async fn handle(shared: Arc<Shared>, request: Request, tool: String) {
         .options
         .cancel_on(control.cancel.clone())
         .call_id(asked.call_id.clone());
-    let span = tracing::debug_span!("nats_call", tool = %tool, call_id = %asked.call_id);
+    let span = process_span(&request.message.subject, &asked.call_id);
+    propagate::adopt(&span, asked.trace.as_ref());
     let work = async {
         if asked.window.is_some() {
             let limits = StreamLimits {

@@ -1,5 +1,7 @@
 //! What a registry tells its subscribers: tools added, removed, cleared; calls started
-//! and finished. Calls also run inside a `tracing` span with the same fields.
+//! and finished. Calls also run inside a `tracing` span with the same fields: an
+//! `execute_tool` span named and filled as OpenTelemetry's semantic conventions for
+//! a tool's execution say.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -158,6 +160,9 @@ impl CallStatus {
     }
 }
 
+/// The `error.type` of a cancelled call: its [`ToolError`] code.
+const CANCELLED: &str = "CANCELLED";
+
 /// Watches one call for the registry's subscribers and for `tracing`. Made only when
 /// someone listens: a call nobody watches pays one check, and holds one word for it
 /// (the watch itself is boxed, so a call that no one observes stays small).
@@ -195,10 +200,18 @@ impl Observer {
         call_id: Option<&str>,
         subscribed: bool,
     ) -> Option<Self> {
+        // OpenTelemetry's semantic conventions for a tool's execution: the span's
+        // name, its kind and status are the `otel.*` fields the OpenTelemetry bridge
+        // reads (plain fields to any other subscriber).
         let span = tracing::info_span!(
-            "tool_call",
-            tool = tool,
-            call_id = call_id,
+            "execute_tool",
+            otel.name = format!("execute_tool {tool}"),
+            otel.kind = "internal",
+            otel.status_code = Empty,
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = tool,
+            gen_ai.tool.call.id = call_id,
+            error.type = Empty,
             status = Empty,
             duration_us = Empty
         );
@@ -239,6 +252,17 @@ impl Watching {
         self.finished = true;
         let duration = self.started.elapsed();
         self.span.record("status", status.as_str());
+        match &status {
+            CallStatus::Ok => {}
+            CallStatus::Error(code) => {
+                self.span.record("error.type", code.as_str());
+                self.span.record("otel.status_code", "ERROR");
+            }
+            CallStatus::Cancelled => {
+                self.span.record("error.type", CANCELLED);
+                self.span.record("otel.status_code", "ERROR");
+            }
+        }
         self.span.record(
             "duration_us",
             u64::try_from(duration.as_micros()).unwrap_or(u64::MAX),
