@@ -548,7 +548,8 @@ def mib(n):
 def print_tables(plan, profiles, med, incr, sizes, reps):
     rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).stdout.strip()
     print(
-        f"{rustc}; {os.cpu_count()} cores ({platform.machine()}); medians of {reps}; "
+        f"{rustc}; {os.cpu_count()} cores ({platform.machine()}), load average "
+        f"{os.getloadavg()[1]:.1f} at the end; medians of {reps}; "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n"
     )
     print(
