@@ -630,3 +630,37 @@ pub(crate) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use syn::parse_quote;
+
+    use super::is_std_type;
+
+    #[test]
+    fn standard_types_keep_their_type() {
+        for ty in [
+            parse_quote!(String),
+            parse_quote!(i64),
+            parse_quote!(Vec<bool>),
+            parse_quote!(Option<Vec<f64>>),
+        ] {
+            assert!(is_std_type(&ty), "{}", quote::quote!(#ty));
+        }
+    }
+
+    #[test]
+    fn other_types_become_type_parameters() {
+        for ty in [
+            parse_quote!(Point),
+            parse_quote!(my::String),
+            parse_quote!(::std::string::String),
+            parse_quote!(Vec<Point>),
+            parse_quote!(Option<(i32, i32)>),
+            parse_quote!(&str),
+            parse_quote!(std::collections::HashMap<String, i64>),
+        ] {
+            assert!(!is_std_type(&ty), "{}", quote::quote!(#ty));
+        }
+    }
+}
