@@ -552,11 +552,12 @@ def print_tables(plan, profiles, med, incr, sizes, reps):
         f"{os.getloadavg()[1]:.1f} at the end; medians of {reps}; "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n"
     )
-    print(
-        "| tools | profile | plain fns | toolfunc | rmcp | toolfunc generated | "
-        "rmcp generated | toolfunc / rmcp (generated) |"
-    )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    if plan and profiles:
+        print(
+            "| tools | profile | plain fns | toolfunc | rmcp | toolfunc generated | "
+            "rmcp generated | toolfunc / rmcp (generated) |"
+        )
+        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for profile in profiles:
         for kind, n in plan:
             plain, tf, rm = (med[(kind, n, v, profile)] for v in VARIANTS)
