@@ -252,14 +252,17 @@ pub(crate) fn params_type(model: &ToolFn, p: &TokenStream) -> ParamsType {
     // Each field's type is a type parameter, so that the derives compile whatever
     // the user's type implements; the checks report a missing trait once, under
     // the user's type. A field with its own (de)serialiser or a default keeps its
-    // type: those attributes name code that needs the concrete type.
+    // type: those attributes name code that needs the concrete type. So does a
+    // field of a standard type (`String`, `i64`, `Vec<bool>`...), which has both
+    // traits: a struct without type parameters compiles faster (its impls are
+    // checked and built once, and no generic code goes into the crate's metadata).
     let mut generics = Vec::new();
     let mut concrete = Vec::new();
     let fields: Vec<TokenStream> = args
         .iter()
         .map(|param| {
             let (attrs, ident, ty) = (&param.attrs, &param.ident, &param.ty);
-            if keeps_its_type(param) {
+            if keeps_its_type(param) || is_std_type(ty) {
                 return quote!(#(#attrs)* #ident: #ty);
             }
             let generic = format_ident!("__ToolfuncT{}", generics.len());
@@ -278,6 +281,30 @@ pub(crate) fn params_type(model: &ToolFn, p: &TokenStream) -> ParamsType {
             struct #ty<#(#generics),*> { #(#fields,)* }
         },
         ty: quote!(#ty<#(#concrete),*>),
+    }
+}
+
+/// A standard type that is `Deserialize` and `JsonSchema` for sure: a primitive,
+/// `String`, or `Vec`/`Option` of one, named by a single-segment path.
+fn is_std_type(ty: &syn::Type) -> bool {
+    const LEAVES: &[&str] = &[
+        "String", "bool", "char", "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32",
+        "u64", "u128", "usize", "f32", "f64",
+    ];
+    let syn::Type::Path(path) = ty else {
+        return false;
+    };
+    if path.qself.is_some() || path.path.leading_colon.is_some() || path.path.segments.len() != 1 {
+        return false;
+    }
+    let segment = &path.path.segments[0];
+    let name = segment.ident.to_string();
+    match &segment.arguments {
+        syn::PathArguments::None => LEAVES.contains(&name.as_str()),
+        syn::PathArguments::AngleBracketed(args) if name == "Vec" || name == "Option" => {
+            matches!(args.args.first(), Some(syn::GenericArgument::Type(inner)) if args.args.len() == 1 && is_std_type(inner))
+        }
+        _ => false,
     }
 }
 
@@ -602,4 +629,38 @@ pub(crate) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
             token
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use syn::parse_quote;
+
+    use super::is_std_type;
+
+    #[test]
+    fn standard_types_keep_their_type() {
+        for ty in [
+            parse_quote!(String),
+            parse_quote!(i64),
+            parse_quote!(Vec<bool>),
+            parse_quote!(Option<Vec<f64>>),
+        ] {
+            assert!(is_std_type(&ty), "{}", quote::quote!(#ty));
+        }
+    }
+
+    #[test]
+    fn other_types_become_type_parameters() {
+        for ty in [
+            parse_quote!(Point),
+            parse_quote!(my::String),
+            parse_quote!(::std::string::String),
+            parse_quote!(Vec<Point>),
+            parse_quote!(Option<(i32, i32)>),
+            parse_quote!(&str),
+            parse_quote!(std::collections::HashMap<String, i64>),
+        ] {
+            assert!(!is_std_type(&ty), "{}", quote::quote!(#ty));
+        }
+    }
 }

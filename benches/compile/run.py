@@ -1,0 +1,648 @@
+#!/usr/bin/env python3
+"""The compile-time table and the binary sizes of benches/README.md.
+
+Generates crates of N tool functions (five parameters each) in three variants:
+
+* plain:    the functions alone, no macro (the floor);
+* toolfunc: the same functions under `#[tool]` (or methods under `#[tool_service]`);
+* rmcp:     the same functions as rmcp `#[tool]` methods of a `#[tool_router]` impl,
+            each with the `Parameters<T>` struct (`Deserialize` + `JsonSchema`) that
+            rmcp requires,
+
+then times the compilation of each generated crate alone (its dependencies are built
+first and not timed): `touch src/lib.rs`, then `cargo build` of that crate, with
+`CARGO_INCREMENTAL=0`, in rounds that alternate the variants, and prints the medians.
+"Generated code" is a variant's time less the plain crate's, as the `bon` crate
+publishes for its builders.
+
+Also times the incremental rebuild after one tool body of 100 is edited
+(`CARGO_INCREMENTAL=1`, debug), and builds small release binaries per feature set of
+toolfunc (and `examples/server.rs`) to report their sizes.
+
+Everything is made under target/compile-bench/ (never committed). Standard library
+only: `python3 benches/compile/run.py` (about 30 minutes on 2 cores, most of it
+building dependencies the first time), `--quick` for 10 and 100 tools in debug only.
+"""
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "target" / "compile-bench"
+TARGET = BENCH / "target"
+TARGET_INCR = BENCH / "target-incr"
+
+# rmcp as the workspace pins it (root Cargo.toml), with the features its macros need.
+RMCP = '{ version = "3.11", default-features = false, features = ["macros", "server"] }'
+SERDE = '{ version = "1.0.228", features = ["derive"] }'
+SCHEMARS = '"1.0"'
+# Every size binary asks tokio for the same features, so that tokio and the crates
+# above it build once for all feature sets; what a binary does not call is not linked.
+TOKIO = (
+    '{ version = "1.47", features = ["rt-multi-thread", "macros", "net", "io-std", '
+    '"io-util", "time", "sync", "signal"] }'
+)
+
+# The five parameters every generated tool takes: (name, type, doc).
+PARAMS = [
+    ("name", "String", "Whose line it is."),
+    ("count", "i64", "How many times the line is said."),
+    ("ratio", "f64", "A factor for the count."),
+    ("loud", "bool", "Whether to shout."),
+    ("tags", "Vec<String>", "Labels to append."),
+]
+
+VARIANTS = ["plain", "toolfunc", "rmcp"]
+
+
+# --- generation ---------------------------------------------------------------
+
+
+def body(i, indent):
+    """A tool's body. `seed` is the literal that the incremental run edits."""
+    pad = " " * indent
+    return (
+        f"{pad}let seed: i64 = {i};\n"
+        f'{pad}let line = format!("{{seed}} {{name}} x{{}} {{}} {{}}", '
+        f"count.saturating_mul(seed), ratio * 2.0, tags.join(\",\"));\n"
+        f"{pad}if loud {{ line.to_uppercase() }} else {{ line }}\n"
+    )
+
+
+def plain_sig(i, receiver=False):
+    params = ", ".join(f"{n}: {t}" for n, t, _ in PARAMS)
+    recv = "&self, " if receiver else ""
+    return f"pub fn tool_{i:04}({recv}{params}) -> String"
+
+
+def doc(i):
+    return f"/// Tool {i}: joins its inputs into one line.\n"
+
+
+def gen_plain_fns(idx):
+    out = []
+    for i in idx:
+        out.append(f"{doc(i)}{plain_sig(i)} {{\n{body(i, 4)}}}\n")
+    return "\n".join(out)
+
+
+def toolfunc_fn(i, indent, receiver=False):
+    pad = " " * indent
+    params = "".join(f"{pad}    /// {d}\n{pad}    {n}: {t},\n" for n, t, d in PARAMS)
+    recv = f"{pad}    &self,\n" if receiver else ""
+    attr = "" if receiver else f"{pad}#[tool]\n"
+    return (
+        f"{pad}/// Tool {i}: joins its inputs into one line.\n{attr}"
+        f"{pad}pub fn tool_{i:04}(\n{recv}{params}{pad}) -> String {{\n"
+        f"{body(i, indent + 4)}{pad}}}\n"
+    )
+
+
+def gen_toolfunc_fns(idx):
+    return "use toolfunc::tool;\n\n" + "\n".join(toolfunc_fn(i, 0) for i in idx)
+
+
+def rmcp_params_struct(i):
+    fields = "".join(f"    /// {d}\n    pub {n}: {t},\n" for n, t, d in PARAMS)
+    return (
+        "#[derive(Deserialize, JsonSchema)]\n"
+        f"pub struct Tool{i:04}Params {{\n{fields}}}\n"
+    )
+
+
+def rmcp_method(i):
+    names = ", ".join(n for n, _, _ in PARAMS)
+    return (
+        f"    /// Tool {i}: joins its inputs into one line.\n"
+        "    #[tool]\n"
+        f"    pub fn tool_{i:04}(\n        &self,\n"
+        f"        Parameters(Tool{i:04}Params {{ {names} }}): Parameters<Tool{i:04}Params>,\n"
+        f"    ) -> String {{\n{body(i, 8)}    }}\n"
+    )
+
+
+RMCP_USES = (
+    "use rmcp::handler::server::wrapper::Parameters;\n"
+    "use rmcp::{tool, tool_router};\n"
+    "use schemars::JsonSchema;\n"
+    "use serde::Deserialize;\n\n"
+)
+
+
+def rmcp_server(struct, idx):
+    structs = "\n".join(rmcp_params_struct(i) for i in idx)
+    methods = "\n".join(rmcp_method(i) for i in idx)
+    return (
+        f"{structs}\n/// The tools' server.\n#[derive(Clone, Default)]\npub struct {struct};\n\n"
+        f"#[tool_router(server_handler)]\nimpl {struct} {{\n{methods}}}\n"
+    )
+
+
+def gen_rmcp_fns(idx):
+    return RMCP_USES + rmcp_server("Tools", idx)
+
+
+# A service crate: SERVICES services of N / SERVICES methods each.
+SERVICES = 10
+
+
+def service_groups(n):
+    per = n // SERVICES
+    return [(s, range(s * per, (s + 1) * per)) for s in range(SERVICES)]
+
+
+def gen_plain_svc(n):
+    out = []
+    for s, idx in service_groups(n):
+        methods = "\n".join(
+            f"    {doc(i)}    {plain_sig(i, receiver=True)} {{\n{body(i, 8)}    }}\n"
+            for i in idx
+        )
+        out.append(
+            f"/// Service {s}.\n#[derive(Default)]\npub struct Service{s:02};\n\n"
+            f"impl Service{s:02} {{\n{methods}}}\n"
+        )
+    return "\n".join(out)
+
+
+def gen_toolfunc_svc(n):
+    out = ["use toolfunc::tool_service;\n"]
+    for s, idx in service_groups(n):
+        methods = "\n".join(toolfunc_fn(i, 4, receiver=True) for i in idx)
+        out.append(
+            f"/// Service {s}.\n#[derive(Default)]\npub struct Service{s:02};\n\n"
+            f"/// Service {s}: ten tools as acts.\n#[tool_service]\n"
+            f"impl Service{s:02} {{\n{methods}}}\n"
+        )
+    return "\n".join(out)
+
+
+def gen_rmcp_svc(n):
+    return RMCP_USES + "\n".join(rmcp_server(f"Service{s:02}", idx) for s, idx in service_groups(n))
+
+
+def crate_name(kind, n, variant):
+    return f"{variant}_{kind}_{n}"
+
+
+def manifest(name, deps, extra=""):
+    lines = "".join(f"{k} = {v}\n" for k, v in deps)
+    return (
+        f'[package]\nname = "{name}"\nversion = "0.0.0"\nedition = "2024"\npublish = false\n\n'
+        f"{extra}[dependencies]\n{lines}"
+    )
+
+
+def toolfunc_dep(features=None):
+    path = json.dumps(str(ROOT / "toolfunc"))
+    if features is None:
+        return f"{{ path = {path} }}"
+    return f"{{ path = {path}, features = {json.dumps(features)} }}"
+
+
+def write_if_changed(path, text):
+    """Writes `text` unless the file holds it already: an unchanged file keeps its
+    mtime, so cargo does not rebuild what it need not."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() and path.read_text() == text:
+        return
+    path.write_text(text)
+
+
+def gen_timing_crate(kind, n, variant):
+    name = crate_name(kind, n, variant)
+    deps = {
+        "plain": [],
+        "toolfunc": [("toolfunc", toolfunc_dep())],
+        "rmcp": [("rmcp", RMCP), ("serde", SERDE), ("schemars", SCHEMARS)],
+    }[variant]
+    idx = range(n)
+    src = {
+        ("fn", "plain"): lambda: gen_plain_fns(idx),
+        ("fn", "toolfunc"): lambda: gen_toolfunc_fns(idx),
+        ("fn", "rmcp"): lambda: gen_rmcp_fns(idx),
+        ("svc", "plain"): lambda: gen_plain_svc(n),
+        ("svc", "toolfunc"): lambda: gen_toolfunc_svc(n),
+        ("svc", "rmcp"): lambda: gen_rmcp_svc(n),
+    }[(kind, variant)]()
+    header = f"//! {n} generated tool functions ({variant}, {kind}); made by benches/compile/run.py.\n\n"
+    write_if_changed(BENCH / name / "Cargo.toml", manifest(name, deps))
+    write_if_changed(BENCH / name / "src" / "lib.rs", header + src)
+    return name
+
+
+# The feature sets whose binaries are measured, by the size crate's feature names.
+SIZE_SETS = ["core", "http", "mcp", "nats", "jwt", "all"]
+
+SIZE_MAIN = r'''//! A small program on toolfunc: three tools, run in process, and served over the
+//! surfaces its features bring (chosen by the first argument). Made by
+//! benches/compile/run.py to measure what each feature adds to a release binary.
+
+use serde_json::json;
+use toolfunc::{Registry, tool};
+
+/// Adds two numbers.
+#[tool]
+fn add(
+    /// The left operand.
+    a: f64,
+    /// The right operand.
+    b: f64,
+) -> f64 {
+    a + b
+}
+
+/// Greets someone.
+#[tool]
+fn greet(
+    /// Who to greet.
+    name: String,
+    /// Whether to say it politely.
+    polite: Option<bool>,
+) -> String {
+    if polite.unwrap_or(false) { format!("Good day, {name}.") } else { format!("Hi {name}!") }
+}
+
+/// Waits, then answers how long it waited.
+#[tool]
+async fn wait_ms(
+    /// How long to wait, in milliseconds.
+    ms: u64,
+) -> u64 {
+    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    ms
+}
+
+type Failure = Box<dyn std::error::Error + Send + Sync>;
+
+async fn run(mode: &str, arg: &str) -> Result<(), Failure> {
+    match mode {
+        #[cfg(feature = "http")]
+        "http" => toolfunc::http::serve(arg, Registry::global()).await?,
+        #[cfg(feature = "http")]
+        "http-client" => {
+            let remote = toolfunc::http::Client::connect(arg).await?;
+            println!("{}", remote.run("add", json!({"a": 1, "b": 2})).await?);
+        }
+        #[cfg(feature = "mcp")]
+        "mcp" => toolfunc::mcp::serve_stdio(Registry::global()).await?,
+        #[cfg(feature = "nats")]
+        "nats" => {
+            let worker = toolfunc::nats::Worker::builder(Registry::global()).connect(arg).await?;
+            tokio::signal::ctrl_c().await?;
+            worker.stop(std::time::Duration::from_secs(5)).await;
+        }
+        #[cfg(feature = "nats")]
+        "nats-client" => {
+            let client = toolfunc::nats::Client::connect(arg).await?;
+            println!("{}", client.run("add", json!({"a": 1, "b": 2})).await?);
+        }
+        #[cfg(feature = "jwt")]
+        "jwt" => {
+            use toolfunc::auth::Authenticator as _;
+            let jwt = toolfunc::auth::jwt::Jwt::discover(arg, "http://127.0.0.1:3000").await?;
+            let token = std::env::var("TOKEN").unwrap_or_default();
+            match jwt.authenticate(Some(&token)).await {
+                Ok(identity) => println!("{identity:?}"),
+                Err(err) => println!("refused: {err:?}"),
+            }
+        }
+        _ => {
+            let registry = Registry::global();
+            println!("{}", registry.run("add", json!({"a": 1, "b": 2})).await?);
+            println!("{}", registry.run("greet", json!({"name": arg})).await?);
+            println!("{}", registry.run("wait_ms", json!({"ms": 1})).await?);
+        }
+    }
+    Ok(())
+}
+
+fn main() -> std::process::ExitCode {
+    let mut args = std::env::args().skip(1);
+    let mode = args.next().unwrap_or_default();
+    let arg = args.next().unwrap_or_default();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("no runtime: {err}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(&mode, &arg)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("{err}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+'''
+
+
+def gen_size_crates():
+    # Each set's label is also the cfg the program tests: `all` turns every one on.
+    features = (
+        'http = ["toolfunc/http"]\n'
+        'mcp = ["toolfunc/mcp"]\n'
+        'nats = ["toolfunc/nats"]\n'
+        'jwt = ["toolfunc/jwt"]\n'
+        'all = ["http", "mcp", "nats", "jwt", "toolfunc/rustls"]\n'
+    )
+    deps = [
+        ("toolfunc", toolfunc_dep()),
+        ("tokio", TOKIO),
+        ("serde_json", '"1.0.150"'),
+        ("serde", SERDE),
+        ("schemars", SCHEMARS),
+    ]
+    write_if_changed(
+        BENCH / "size_tools" / "Cargo.toml",
+        manifest("size_tools", deps, f"[features]\n{features}\n"),
+    )
+    write_if_changed(BENCH / "size_tools" / "src" / "main.rs", SIZE_MAIN)
+    # examples/server.rs as the root package builds it: toolfunc with the root's
+    # features, the example's own dependencies.
+    server_deps = [
+        ("toolfunc", toolfunc_dep(["http", "mcp", "rustls", "nats", "jwt"])),
+        ("tokio", TOKIO),
+        ("serde_json", '"1.0.150"'),
+        ("serde", SERDE),
+        ("schemars", SCHEMARS),
+        ("futures", '{ version = "0.3.30", default-features = false, features = ["std"] }'),
+    ]
+    server_bin = json.dumps(str(ROOT / "examples" / "server.rs"))
+    write_if_changed(
+        BENCH / "size_server" / "Cargo.toml",
+        manifest(
+            "size_server",
+            server_deps,
+            f'[[bin]]\nname = "size_server"\npath = {server_bin}\n\n',
+        ),
+    )
+
+
+def generate(plan):
+    for kind, n in plan:
+        for v in VARIANTS:
+            gen_timing_crate(kind, n, v)
+    gen_size_crates()
+    # Every crate ever generated stays a member, so that runs with other counts can
+    # share the workspace.
+    members = json.dumps([f"{v}_*" for v in VARIANTS] + ["size_*"])
+    write_if_changed(
+        BENCH / "Cargo.toml",
+        "# Made by benches/compile/run.py; a workspace of its own.\n"
+        f'[workspace]\nresolver = "3"\nmembers = {members}\n',
+    )
+    # The root's lockfile: the same versions of every crate the root resolves.
+    lock = BENCH / "Cargo.lock"
+    if not lock.exists():
+        shutil.copy(ROOT / "Cargo.lock", lock)
+
+
+# --- measuring ----------------------------------------------------------------
+
+
+def cargo_env(target, incremental):
+    env = dict(os.environ)
+    env["CARGO_TARGET_DIR"] = str(target)
+    env["CARGO_INCREMENTAL"] = "1" if incremental else "0"
+    env["CARGO_TERM_COLOR"] = "never"
+    for var in ("RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "RUSTC_WRAPPER"):
+        env.pop(var, None)
+    return env
+
+
+def cargo_build(args, target=TARGET, incremental=False):
+    """Runs `cargo build ARGS` in the bench workspace; returns its wall time."""
+    cmd = ["cargo", "build", "--quiet", *args]
+    start = time.perf_counter()
+    done = subprocess.run(
+        cmd, cwd=BENCH, env=cargo_env(target, incremental), capture_output=True, text=True
+    )
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.stderr.write(done.stdout + done.stderr)
+        raise SystemExit(f"failed: {' '.join(cmd)}")
+    return elapsed
+
+
+def touch(path):
+    now = time.time()
+    os.utime(path, (now, now))
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def time_full(plan, profiles, reps):
+    """Median seconds of each (kind, n, variant, profile), rounds alternating."""
+    times = {}
+    for profile in profiles:
+        flags = ["--release"] if profile == "release" else []
+        for kind, n in plan:
+            for v in VARIANTS:
+                name = crate_name(kind, n, v)
+                log(f"warming {name} ({profile})")
+                cargo_build(["-p", name, *flags])
+        for r in range(reps):
+            for kind, n in plan:
+                # Each round starts with another variant.
+                order = VARIANTS[r % 3 :] + VARIANTS[: r % 3]
+                for v in order:
+                    name = crate_name(kind, n, v)
+                    touch(BENCH / name / "src" / "lib.rs")
+                    t = cargo_build(["-p", name, *flags])
+                    times.setdefault((kind, n, v, profile), []).append(t)
+                    log(f"round {r + 1}/{reps} {profile} {name}: {t:.2f} s")
+    return {k: statistics.median(v) for k, v in times.items()}, times
+
+
+def time_incremental(n, reps):
+    """Median seconds of an incremental debug rebuild after one tool body of `n`
+    changes (the `seed` literal of the middle tool)."""
+    times = {}
+    edited = n // 2
+    originals = {}
+    for v in VARIANTS:
+        name = crate_name("fn", n, v)
+        path = BENCH / name / "src" / "lib.rs"
+        originals[path] = path.read_text()
+        log(f"warming {name} (debug, incremental)")
+        cargo_build(["-p", name], target=TARGET_INCR, incremental=True)
+    try:
+        for r in range(reps):
+            order = VARIANTS[r % 3 :] + VARIANTS[: r % 3]
+            for v in order:
+                name = crate_name("fn", n, v)
+                path = BENCH / name / "src" / "lib.rs"
+                old = f"let seed: i64 = {edited};"
+                new = f"let seed: i64 = {edited + 1000 * (r + 1)};"
+                text = originals[path]
+                if old not in text:
+                    raise SystemExit(f"{path}: no `{old}` to edit")
+                path.write_text(text.replace(old, new, 1))
+                t = cargo_build(["-p", name], target=TARGET_INCR, incremental=True)
+                times.setdefault(v, []).append(t)
+                log(f"round {r + 1}/{reps} incremental {name}: {t:.2f} s")
+    finally:
+        for path, text in originals.items():
+            path.write_text(text)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def stripped_size(path):
+    strip = shutil.which("strip")
+    if strip is None:
+        return None
+    out = path.with_suffix(".stripped")
+    subprocess.run([strip, "-o", str(out), str(path)], check=True)
+    size = out.stat().st_size
+    out.unlink()
+    return size
+
+
+def measure_sizes():
+    sizes = {}
+    out_dir = BENCH / "sizes"
+    out_dir.mkdir(exist_ok=True)
+    for label in SIZE_SETS:
+        log(f"building the {label} binary (release)")
+        features = [] if label == "core" else ["--features", label]
+        cargo_build(["--release", "-p", "size_tools", *features])
+        kept = out_dir / f"size_tools-{label}"
+        shutil.copy(TARGET / "release" / "size_tools", kept)
+        sizes[label] = (kept.stat().st_size, stripped_size(kept))
+    log("building examples/server.rs (release)")
+    cargo_build(["--release", "-p", "size_server"])
+    kept = out_dir / "server"
+    shutil.copy(TARGET / "release" / "size_server", kept)
+    sizes["server"] = (kept.stat().st_size, stripped_size(kept))
+    return sizes
+
+
+# --- the tables ---------------------------------------------------------------
+
+
+def secs(t):
+    return f"{t:.2f} s"
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}×" if b > 0 else "n/a"
+
+
+def mib(n):
+    return f"{n / (1 << 20):.1f} MiB"
+
+
+def print_tables(plan, profiles, med, incr, sizes, reps):
+    rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).stdout.strip()
+    print(
+        f"{rustc}; {os.cpu_count()} cores ({platform.machine()}), load average "
+        f"{os.getloadavg()[1]:.1f} at the end; medians of {reps}; "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n"
+    )
+    if plan and profiles:
+        print(
+            "| tools | profile | plain fns | toolfunc | rmcp | toolfunc generated | "
+            "rmcp generated | toolfunc / rmcp (generated) |"
+        )
+        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for profile in profiles:
+        for kind, n in plan:
+            plain, tf, rm = (med[(kind, n, v, profile)] for v in VARIANTS)
+            what = f"{n:,} `#[tool]` fns" if kind == "fn" else (
+                f"{n:,} methods, {SERVICES} `#[tool_service]`s"
+            )
+            gtf, grm = tf - plain, rm - plain
+            print(
+                f"| {what} | {profile} | {secs(plain)} | {secs(tf)} | {secs(rm)} | "
+                f"{secs(gtf)} | {secs(grm)} | {ratio(gtf, grm)} |"
+            )
+    if incr:
+        print()
+        print("| one tool body of 100 edited, incremental debug rebuild | plain | toolfunc | rmcp |")
+        print("| --- | --- | --- | --- |")
+        print(
+            f"| crate rebuilt | {secs(incr['plain'])} | {secs(incr['toolfunc'])} | "
+            f"{secs(incr['rmcp'])} |"
+        )
+    if sizes:
+        print()
+        print("| release binary | size | stripped | added to core (stripped) |")
+        print("| --- | --- | --- | --- |")
+        core = sizes["core"][1] or sizes["core"][0]
+        for label, (size, stripped) in sizes.items():
+            what = {
+                "core": "core only (default features, three tools, run in process)",
+                "all": "all: `http`, `mcp`, `nats`, `jwt`, `rustls`",
+                "server": "`examples/server.rs` (the root's features)",
+            }.get(label, f"`+{label}`")
+            s = stripped or size
+            added = "" if label == "core" else f"+{mib(s - core)}"
+            print(f"| {what} | {mib(size)} | {mib(stripped) if stripped else 'n/a'} | {added} |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="10 and 100 tools, debug only, no sizes")
+    ap.add_argument("--reps", type=int, default=3, help="measurements per cell (median taken)")
+    ap.add_argument(
+        "--tools",
+        default="10,100,1000",
+        help="comma-separated counts of #[tool] functions (the service crate has 100)",
+    )
+    ap.add_argument("--profiles", default="debug,release", help="debug, release or both")
+    ap.add_argument(
+        "--parts",
+        default="full,incremental,sizes",
+        help="comma-separated: full (the table), incremental, sizes",
+    )
+    args = ap.parse_args()
+    if args.reps < 1:
+        ap.error("--reps must be at least 1")
+    parts = set(args.parts.split(","))
+    unknown = parts - {"full", "incremental", "sizes"}
+    if unknown:
+        ap.error(f"unknown part(s): {', '.join(sorted(unknown))}")
+    profiles = args.profiles.split(",")
+    if not profiles or set(profiles) - {"debug", "release"}:
+        ap.error("--profiles takes debug, release or both")
+    try:
+        counts = [int(n) for n in args.tools.split(",")]
+    except ValueError:
+        ap.error("--tools takes numbers, e.g. 10,100")
+    if any(n < 1 for n in counts):
+        ap.error("--tools: each count must be at least 1")
+    if args.quick:
+        counts, profiles = [n for n in counts if n <= 100], ["debug"]
+        parts.discard("sizes")
+    plan = [("fn", n) for n in counts]
+    # The service variant: 100 methods over SERVICES services.
+    plan.insert(min(2, len(plan)), ("svc", 100))
+    if "incremental" in parts and ("fn", 100) not in plan:
+        plan.append(("fn", 100))
+    generate(plan)
+    med, incr, sizes = {}, {}, {}
+    if "full" in parts:
+        med, _ = time_full(plan, profiles, args.reps)
+    if "incremental" in parts:
+        incr = time_incremental(100, args.reps)
+    if "sizes" in parts:
+        sizes = measure_sizes()
+    timed = [k for k in plan if "full" in parts] if med else []
+    print_tables(timed, profiles if med else [], med, incr, sizes, args.reps)
+
+
+if __name__ == "__main__":
+    main()
