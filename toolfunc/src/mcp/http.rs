@@ -340,17 +340,16 @@ impl Sessions {
         };
         {
             let mut open = self.open();
-            match open.sessions.insert(id.clone(), entry) {
-                None => {
+            match open.sessions.entry(id) {
+                std::collections::hash_map::Entry::Vacant(vacant) => {
+                    vacant.insert(entry);
                     self.count.fetch_add(1, Ordering::Relaxed);
                 }
                 // Back from parking: the handshake deadline, if any, carries over.
-                Some(mut old) => {
-                    if let (Some(expiry), Some(new)) =
-                        (old.expiry.take(), open.sessions.get_mut(&id))
-                    {
-                        new.expiry = Some(expiry);
-                    }
+                std::collections::hash_map::Entry::Occupied(mut occupied) => {
+                    let mut entry = entry;
+                    entry.expiry = occupied.get_mut().expiry.take();
+                    occupied.insert(entry);
                 }
             }
         }
@@ -409,9 +408,8 @@ impl Sessions {
     fn expire_unless_initialized(&self, id: SessionId) {
         let me = Weak::clone(&self.me);
         let lifetime = self.limits.uninitialized_lifetime;
-        let task_id = id.clone();
+        let key = id.clone();
         let expiry = tokio::spawn(async move {
-            let id = task_id;
             tokio::time::sleep(lifetime).await;
             let Some(sessions) = me.upgrade() else {
                 return;
@@ -429,7 +427,7 @@ impl Sessions {
                 let _ = sessions.forget(&id).await;
             }
         });
-        match self.open().sessions.get_mut(&id) {
+        match self.open().sessions.get_mut(&key) {
             Some(entry) if !entry.done => entry.expiry = Some(expiry.abort_handle()),
             // Done or gone already: nothing to wait for.
             _ => expiry.abort(),
