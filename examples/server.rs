@@ -98,6 +98,21 @@ fn serve_metrics(
     Ok(api.metrics(metrics.clone()))
 }
 
+/// With `--metrics`: the MCP sessions open, read at each scrape.
+fn gauge_sessions(metrics: Option<&Metrics>, mcp: &toolfunc::mcp::Server) -> std::io::Result<()> {
+    let Some(metrics) = metrics else {
+        return Ok(());
+    };
+    let open = mcp.clone();
+    metrics
+        .gauge(
+            "toolfunc.mcp.sessions.open",
+            "MCP sessions open, parked ones included.",
+            move || u64::try_from(open.open_sessions()).unwrap_or(u64::MAX),
+        )
+        .map_err(std::io::Error::other)
+}
+
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let mut addr = format!(
@@ -114,12 +129,7 @@ async fn main() -> std::io::Result<()> {
         match arg.as_str() {
             "--addr" => addr = args.next().unwrap_or_else(|| usage()),
             "--prefix" => prefix = args.next().unwrap_or_else(|| usage()),
-            "--extra-tools" => {
-                extra = args
-                    .next()
-                    .and_then(|n| n.parse::<usize>().ok())
-                    .unwrap_or_else(|| usage());
-            }
+            "--extra-tools" => extra = parsed(args.next()),
             "--mcp-max-sessions" => sessions.max = parsed(args.next()),
             "--mcp-session-idle" => sessions.idle = Duration::from_secs(parsed(args.next())),
             "--auth-issuer" => issuer = Some(args.next().unwrap_or_else(|| usage())),
@@ -141,12 +151,12 @@ async fn main() -> std::io::Result<()> {
     };
     // The catalog's #[tool] functions and Default #[tool_service]s are in the global
     // registry already.
-    for tool in generated::tools(extra) {
-        let registered = tool.and_then(|tool| Registry::global().register(tool));
-        if let Err(err) = registered {
-            eprintln!("cannot add a generated tool: {err}");
-            std::process::exit(1)
-        }
+    let registered: Result<Vec<_>, _> = generated::tools(extra)
+        .map(|tool| tool.and_then(|tool| Registry::global().register(tool)))
+        .collect();
+    if let Err(err) = registered {
+        eprintln!("cannot add a generated tool: {err}");
+        std::process::exit(1)
     }
     // One ledger for both surfaces: a background call started over HTTP or as an
     // MCP task is listed in one place.
@@ -169,16 +179,7 @@ async fn main() -> std::io::Result<()> {
             mcp = mcp.authenticate(Arc::clone(auth));
         }
         mcp = sessions.apply(mcp);
-        if let Some(metrics) = &metrics {
-            let open = mcp.clone();
-            metrics
-                .gauge(
-                    "toolfunc.mcp.sessions.open",
-                    "MCP sessions open, parked ones included.",
-                    move || u64::try_from(open.open_sessions()).unwrap_or(u64::MAX),
-                )
-                .map_err(std::io::Error::other)?;
-        }
+        gauge_sessions(metrics.as_ref(), &mcp)?;
         server = server.merge(mcp.router());
     }
     println!("toolfunc demo server listening on {base}");

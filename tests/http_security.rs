@@ -547,3 +547,47 @@ async fn only_a_body_left_unread_holds_its_connection_after_the_answer() {
     assert_eq!(next.ok(), json!(4.0));
     drop(first);
 }
+
+/// A request answered before its body was read (here a 401 of an authenticated API
+/// and MCP endpoint) ends its connection: the answer says `connection: close`, or
+/// else the connection must take the next request. A client that pooled a
+/// connection the server was closing would see its next request cut off.
+#[tokio::test]
+async fn an_answer_given_before_the_body_was_read_says_the_connection_closes() {
+    let keys = || toolfunc::auth::ApiKeys::new().key("k-1", toolfunc::Identity::new("ann"));
+    let registry = Registry::new();
+    registry
+        .register(
+            ToolFunc::builder("echo")
+                .handler_sync(|_ctx, args| Ok(args))
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let api = Api::new(registry.clone()).authenticate(keys());
+    let mcp = toolfunc::mcp::Server::new(registry).authenticate(keys());
+    let server = Server::new().mount(api).unwrap().merge(mcp.router());
+    let addr = start_server(server).await;
+    let body = format!("{{\"pad\":\"{}\"}}", "x".repeat(256 * 1024));
+    for path in ["/api/echo", "/mcp"] {
+        let mut conn = Conn::open(addr).await;
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+             accept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        );
+        conn.send(head.as_bytes()).await;
+        // Only the start of the body: the server answers without waiting for it.
+        conn.send(&body.as_bytes()[..1024]).await;
+        let refused = conn.response(false).await;
+        assert_eq!(refused.status, 401, "{path}");
+        let closes = refused
+            .header("connection")
+            .is_some_and(|v| v.eq_ignore_ascii_case("close"));
+        assert!(
+            closes,
+            "{path}: a 401 given before the body was read keeps the connection open: {:?}",
+            refused.headers
+        );
+    }
+}

@@ -225,11 +225,22 @@ async fn connection(stream: TcpStream, app: axum::Router, limits: Limits) {
             }
         });
         let call = hyper::service::Service::call(&service, request);
+        let answered = Arc::clone(&watched);
         async move {
-            let response: Response = match call.await {
+            let mut response: Response = match call.await {
                 Ok(response) => response,
                 Err(never) => match never {},
             };
+            // Answered before its body was read (a 401, a 413, a refusal): the
+            // connection ends after this response, so say so. A client that
+            // took it for kept alive would send its next request into a closing
+            // socket and see it cut off.
+            if answered.unread.load(Ordering::Relaxed) {
+                response.headers_mut().insert(
+                    axum::http::header::CONNECTION,
+                    axum::http::HeaderValue::from_static("close"),
+                );
+            }
             // The request counts as running until its body is sent or dropped.
             Ok::<_, Infallible>(response.map(|body| {
                 Body::new(body.map_frame(move |frame| {
