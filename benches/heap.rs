@@ -6,38 +6,18 @@
 //! future, boxed as a caller that keeps many in flight would hold it) and for a
 //! `spawn`ed call.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+#[path = "../tests/support/counting.rs"]
+mod counting;
+
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use serde_json::json;
 use toolfunc::{Registry, tool};
 
-/// Counts the bytes held.
-struct Counting;
-
-static HELD: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every call is forwarded to the system allocator unchanged; the counter
-// only observes the sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        HELD.fetch_add(layout.size().cast_signed(), Ordering::Relaxed);
-        // SAFETY: the caller's layout goes to the system allocator as given.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        HELD.fetch_sub(layout.size().cast_signed(), Ordering::Relaxed);
-        // SAFETY: `ptr` came from `alloc` above with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: counting::Counting = counting::Counting;
 
 /// Waits until it is dropped.
 #[tool]
@@ -63,23 +43,23 @@ fn main() {
     }
     let _entered = runtime.enter();
 
-    let before = HELD.load(Ordering::Relaxed);
+    let before = counting::held();
     let mut running: Vec<Pin<Box<dyn Future<Output = _> + Send + '_>>> = Vec::with_capacity(CALLS);
-    let vector = HELD.load(Ordering::Relaxed) - before;
+    let vector = counting::held() - before;
     for _ in 0..CALLS {
         let mut call: Pin<Box<dyn Future<Output = _> + Send>> =
             Box::pin(registry.run("wait", json!({})));
         assert!(matches!(call.as_mut().poll(&mut cx), Poll::Pending));
         running.push(call);
     }
-    let held = HELD.load(Ordering::Relaxed) - before - vector;
+    let held = counting::held() - before - vector;
     println!(
         "run: {} B of heap per call in flight ({CALLS} calls, each future boxed)",
         held / CALLS.cast_signed()
     );
     drop(running);
 
-    let before = HELD.load(Ordering::Relaxed);
+    let before = counting::held();
     let handles: Vec<_> = runtime.block_on(async {
         let handles: Vec<_> = (0..CALLS)
             .map(|_| registry.spawn("wait", json!({})))
@@ -87,7 +67,7 @@ fn main() {
         tokio::task::yield_now().await;
         handles
     });
-    let held = HELD.load(Ordering::Relaxed) - before;
+    let held = counting::held() - before;
     println!(
         "spawn: {} B of heap per call in flight ({CALLS} calls, handles included)",
         held / CALLS.cast_signed()

@@ -16,9 +16,10 @@
 //! Criterion's groups: `search_10000/index` vs `search_10000/scan` (the same
 //! queries in turn), and `search_10000/register_then_search`.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+#[path = "../tests/support/counting.rs"]
+mod counting;
+
 use std::hint::black_box;
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -27,38 +28,8 @@ use toolfunc::{Registry, ToolDefinition};
 #[path = "../examples/demo/generated.rs"]
 mod generated;
 
-/// Counts the bytes held.
-struct Counting;
-
-static HELD: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every call is forwarded to the system allocator unchanged; the counter
-// only observes the sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        HELD.fetch_add(layout.size().cast_signed(), Ordering::Relaxed);
-        // SAFETY: the caller's layout goes to the system allocator as given.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        HELD.fetch_sub(layout.size().cast_signed(), Ordering::Relaxed);
-        // SAFETY: `ptr` came from `alloc` above with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        HELD.fetch_add(
-            new_size.cast_signed() - layout.size().cast_signed(),
-            Ordering::Relaxed,
-        );
-        // SAFETY: `ptr` came from this allocator with `layout`, as `realloc` requires.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: counting::Counting = counting::Counting;
 
 const TOOLS: usize = 10_000;
 const QUERIES: usize = 2_000;
@@ -147,11 +118,11 @@ fn report() -> (Registry, Scan, Vec<String>) {
     let scan = Scan::new(&registry.definitions());
     let queries = generated::queries(QUERIES, TOOLS);
 
-    let before = HELD.load(Ordering::Relaxed);
+    let before = counting::held();
     let start = Instant::now();
     drop(black_box(registry.search("invoice", LIMIT)));
     let made = start.elapsed();
-    let index = HELD.load(Ordering::Relaxed) - before;
+    let index = counting::held() - before;
     eprintln!(
         "index: {index} bytes for {TOOLS} tools, {} B a tool, made by the first search in {made:?}",
         index / TOOLS.cast_signed()

@@ -25,52 +25,19 @@
 //!
 //! `SESSIONS` (default 1,000) sets the burst size (and the cap of the first server).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
+#[path = "../tests/support/counting.rs"]
+mod counting;
+
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolfunc::mcp::Server;
 use toolfunc::{Registry, ToolFunc};
 
-/// Counts the bytes held, and the most ever held since the last [`reset_peak`].
-struct Counting;
-
-static HELD: AtomicIsize = AtomicIsize::new(0);
-static PEAK: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every call is forwarded to the system allocator unchanged; the counters
-// only observe the sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let held = HELD.fetch_add(layout.size().cast_signed(), Ordering::Relaxed)
-            + layout.size().cast_signed();
-        PEAK.fetch_max(held, Ordering::Relaxed);
-        // SAFETY: the caller's layout goes to the system allocator as given.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        HELD.fetch_sub(layout.size().cast_signed(), Ordering::Relaxed);
-        // SAFETY: `ptr` came from `alloc` above with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: counting::Counting = counting::Counting;
 
-fn held() -> isize {
-    HELD.load(Ordering::Relaxed)
-}
-
-fn reset_peak() {
-    PEAK.store(held(), Ordering::Relaxed);
-}
-
-fn peak() -> isize {
-    PEAK.load(Ordering::Relaxed)
-}
+use counting::{held, peak, reset_peak};
 
 /// A field of `/proc/self/status` in bytes (`VmRSS`, `VmHWM`); 0 where there is none.
 fn status(field: &str) -> isize {

@@ -14,8 +14,9 @@ mod mcp_support;
 #[path = "support/process.rs"]
 mod process;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
+#[path = "support/counting.rs"]
+mod counting;
+
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -25,29 +26,8 @@ use toolfunc::{LogLevel, Registry, ToolFunc};
 
 use mcp_support::{Answer, Events, LIMIT, serve_http};
 
-/// Counts the bytes the process holds.
-struct Counting;
-
-static HELD: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every call is forwarded to the system allocator unchanged; the counter
-// only observes the sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        HELD.fetch_add(layout.size().cast_signed(), Ordering::Relaxed);
-        // SAFETY: the caller's layout goes to the system allocator as given.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        HELD.fetch_sub(layout.size().cast_signed(), Ordering::Relaxed);
-        // SAFETY: `ptr` came from `alloc` above with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: counting::Counting = counting::Counting;
 
 /// One test at a time: the heap measurement sees only its own test.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -348,12 +328,12 @@ async fn an_idle_session_holds_under_20_kb() {
         assert_eq!(http.delete(session).await, 204);
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let before = HELD.load(Ordering::Relaxed);
+    let before = counting::held();
     let ids = burst(&http, SESSIONS).await;
     tokio::time::sleep(Duration::from_millis(800)).await;
     let ids_bytes: usize =
         ids.iter().map(String::capacity).sum::<usize>() + ids.capacity() * size_of::<String>();
-    let held = HELD.load(Ordering::Relaxed) - before - ids_bytes.cast_signed();
+    let held = counting::held() - before - ids_bytes.cast_signed();
     let per_session = held / SESSIONS.cast_signed();
     assert!(
         per_session <= 20 * 1024,
