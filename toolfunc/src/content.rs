@@ -428,6 +428,40 @@ pub enum Block {
 }
 
 impl Block {
+    /// A text block.
+    pub fn text_block(text: impl Into<String>) -> Self {
+        Self::Text { text: text.into() }
+    }
+
+    /// An image block of `bytes` (kept base64-encoded).
+    pub fn image(bytes: impl AsRef<[u8]>, mime_type: impl Into<String>) -> Self {
+        Self::Image {
+            data: STANDARD.encode(bytes),
+            mime_type: mime_type.into(),
+        }
+    }
+
+    /// An audio block of `bytes` (kept base64-encoded).
+    pub fn audio(bytes: impl AsRef<[u8]>, mime_type: impl Into<String>) -> Self {
+        Self::Audio {
+            data: STANDARD.encode(bytes),
+            mime_type: mime_type.into(),
+        }
+    }
+
+    /// An embedded resource.
+    pub fn resource(resource: Resource) -> Self {
+        Self::Resource { resource }
+    }
+
+    /// The text of a text block; `None` for other blocks.
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            Self::Text { text } => Some(text),
+            _ => None,
+        }
+    }
+
     /// The decoded bytes of an image, an audio clip or a binary resource; `None`
     /// for other blocks and for data that is not valid base64.
     pub fn bytes(&self) -> Option<Vec<u8>> {
@@ -472,6 +506,30 @@ impl Block {
                 ),
             },
         }
+    }
+}
+
+impl From<String> for Block {
+    fn from(text: String) -> Self {
+        Self::Text { text }
+    }
+}
+
+impl From<&str> for Block {
+    fn from(text: &str) -> Self {
+        Self::Text { text: text.into() }
+    }
+}
+
+impl From<ResourceLink> for Block {
+    fn from(link: ResourceLink) -> Self {
+        Self::ResourceLink(link)
+    }
+}
+
+impl From<Resource> for Block {
+    fn from(resource: Resource) -> Self {
+        Self::Resource { resource }
     }
 }
 
@@ -543,4 +601,46 @@ pub struct Resource {
     /// Its bytes, base64-encoded, for a binary resource.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blob: Option<String>,
+}
+
+impl Resource {
+    /// A text resource at `uri`.
+    ///
+    /// ```
+    /// use toolfunc::content::Resource;
+    ///
+    /// let page = Resource::from_text("file:///notes.md", "# Notes").with_mime_type("text/markdown");
+    /// assert_eq!(page.text.as_deref(), Some("# Notes"));
+    /// ```
+    pub fn from_text(uri: impl Into<String>, text: impl Into<String>) -> Self {
+        Self {
+            uri: uri.into(),
+            mime_type: None,
+            text: Some(text.into()),
+            blob: None,
+        }
+    }
+
+    /// A binary resource at `uri`, its bytes kept base64-encoded.
+    pub fn from_bytes(uri: impl Into<String>, bytes: impl AsRef<[u8]>) -> Self {
+        Self {
+            uri: uri.into(),
+            mime_type: None,
+            text: None,
+            blob: Some(STANDARD.encode(bytes)),
+        }
+    }
+
+    /// With a MIME type.
+    #[must_use]
+    pub fn with_mime_type(mut self, mime_type: impl Into<String>) -> Self {
+        self.mime_type = Some(mime_type.into());
+        self
+    }
+
+    /// The decoded bytes of a binary resource (`None` for text, or data that is not
+    /// valid base64).
+    pub fn bytes(&self) -> Option<Vec<u8>> {
+        self.blob.as_ref().and_then(|b| STANDARD.decode(b).ok())
+    }
 }

@@ -72,6 +72,7 @@
 pub mod ask;
 pub mod auth;
 mod call;
+pub mod complete;
 mod connect;
 pub mod content;
 mod error;
@@ -94,11 +95,13 @@ mod options;
 #[cfg(feature = "otel")]
 pub mod otel;
 mod panic;
+pub mod prompt;
 #[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
 mod propagate;
 mod quota;
 mod registry;
 mod remote;
+pub mod resource;
 pub mod schema;
 mod tool;
 mod trace;
@@ -131,7 +134,7 @@ pub use remote::ledger;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::service;
 pub use tool::service::{ActDefinition, ToolService};
-pub use tool::{Annotations, ToolBuilder, ToolDefinition, ToolFunc, ToolRef};
+pub use tool::{Annotations, Kind, ToolBuilder, ToolDefinition, ToolFunc, ToolRef};
 pub use trace::TraceContext;
 pub use transport::Transport;
 

@@ -24,8 +24,8 @@ use crate::options::{Binding, CallOptions, Progress, Surface};
 use crate::registry::Registry;
 use crate::registry::Resolved;
 use crate::tool::Dependency;
-use crate::tool::ToolDefinition;
 use crate::tool::ToolRef;
+use crate::tool::{Kind, ToolDefinition};
 
 /// The context of one call.
 ///
@@ -159,6 +159,12 @@ impl Ctx {
     /// The definition of the running tool.
     pub fn definition(&self) -> &ToolDefinition {
         self.tool.definition()
+    }
+
+    /// What the running function serves as: a tool, or a prompt's or a resource's
+    /// function (whose name is the prompt's, or the resource's).
+    pub fn kind(&self) -> Kind {
+        self.tool.kind
     }
 
     /// The id of this call, when it was started with one (`execute` with a

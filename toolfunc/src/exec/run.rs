@@ -142,7 +142,7 @@ impl Registry {
         Runner::new(self.clone(), Scope::default().with(options))
     }
 
-    fn calls(&self) -> Calls<'_> {
+    pub(super) fn calls(&self) -> Calls<'_> {
         Calls {
             registry: self,
             scope: &NO_SCOPE,

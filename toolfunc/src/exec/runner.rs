@@ -350,7 +350,7 @@ impl<'a> Calls<'a> {
         }
     }
 
-    async fn run_found(
+    pub(super) async fn run_found(
         self,
         found: Resolved,
         call_id: Option<Arc<str>>,

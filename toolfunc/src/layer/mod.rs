@@ -30,7 +30,7 @@ use crate::error::ToolError;
 use crate::exec::ctx::Ctx;
 use crate::identity::Identity;
 use crate::options::{CallOptions, Surface};
-use crate::tool::{Ready, ToolDefinition};
+use crate::tool::{Kind, Ready, ToolDefinition};
 
 /// Call middleware: sees every call of the registry or runner it is attached to.
 ///
@@ -193,6 +193,15 @@ impl Call {
     /// The definition of the tool that will run.
     pub fn definition(&self) -> &ToolDefinition {
         self.ctx.definition()
+    }
+
+    /// What runs: a tool, or the function of a prompt (`prompts/get`,
+    /// [`Registry::prompt`](crate::Registry::prompt)) or of a resource
+    /// (`resources/read`, [`Registry::read`](crate::Registry::read)). For these,
+    /// [`tool`](Self::tool) is the prompt's name or the resource's, and
+    /// [`args`](Self::args) its arguments or the URI template's variables.
+    pub fn kind(&self) -> Kind {
+        self.ctx.kind()
     }
 
     /// For a service, the canonical name of the method the arguments' `act` names

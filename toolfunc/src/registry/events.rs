@@ -34,6 +34,16 @@ pub enum RegistryEvent {
     },
     /// Every tool of the registry was removed by `clear`.
     Cleared,
+    /// A prompt was registered or taken out.
+    PromptsChanged,
+    /// A resource or a resource template was registered or taken out.
+    ResourcesChanged,
+    /// The program said the resource at `uri` changed
+    /// ([`Registry::notify_resource_updated`]).
+    ResourceUpdated {
+        /// The resource's URI.
+        uri: String,
+    },
     /// A call started.
     CallStarted {
         /// The tool's name.

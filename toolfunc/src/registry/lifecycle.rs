@@ -19,7 +19,12 @@ impl Registry {
     /// does not leaves the tool pending, with its setup running on the tokio runtime
     /// (or driven by the first caller that waits for it).
     pub(super) fn finish_setup(&self, name: &str) -> Result<(), ToolError> {
-        let Some(tool) = self.read().tools.get(name).map(|slot| slot.tool.clone()) else {
+        let Some(tool) = self
+            .tools_read()
+            .tools
+            .get(name)
+            .map(|slot| slot.tool.clone())
+        else {
             return Ok(());
         };
         let Some(setup) = tool.setup.clone() else {

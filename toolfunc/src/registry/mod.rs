@@ -4,6 +4,7 @@
 //! hooks and events.
 
 mod events;
+mod kinds;
 mod lifecycle;
 mod search;
 
@@ -106,6 +107,8 @@ struct Inner {
     layers: RwLock<Option<Layers>>,
     /// Whether `layers` holds any (read without the lock on every call).
     layered: AtomicBool,
+    /// The prompts and resources held here.
+    kinds: RwLock<kinds::Kinds>,
 }
 
 /// Whether any registry of the program ever had a layer: until then, a call looks for
@@ -131,6 +134,7 @@ impl Inner {
             lookups: std::sync::atomic::AtomicU64::new(0),
             layers: RwLock::default(),
             layered: AtomicBool::new(false),
+            kinds: RwLock::default(),
         }
     }
 }
@@ -393,8 +397,29 @@ impl Registry {
                 }
             }
         }
+        // `#[prompt]` and `#[resource]` functions.
+        let mut kinds = kinds::Kinds::default();
+        for spec in inventory::iter::<crate::prompt::PromptSpec> {
+            let added = spec
+                .build()
+                .map_err(|err| err.to_string())
+                .and_then(|prompt| kinds.add_prompt(prompt));
+            if let Err(why) = added {
+                problems.push(format!("{why} (at {})", spec.tool.location));
+            }
+        }
+        for spec in inventory::iter::<crate::resource::ResourceSpec> {
+            let added = spec
+                .build()
+                .map_err(|err| err.to_string())
+                .and_then(|resource| kinds.add_resource(resource));
+            if let Err(why) = added {
+                problems.push(format!("{why} (at {})", spec.tool.location));
+            }
+        }
         if problems.is_empty() {
             let inner = Inner::new(None);
+            *inner.kinds.write().unwrap_or_else(PoisonError::into_inner) = kinds;
             inner.len.store(state.tools.len(), Ordering::Release);
             let with_setup: Vec<String> = state
                 .tools
@@ -433,7 +458,7 @@ impl Registry {
         })
     }
 
-    fn read(&self) -> RwLockReadGuard<'_, State> {
+    fn tools_read(&self) -> RwLockReadGuard<'_, State> {
         // No user code runs under the lock, so a poisoned lock still holds a consistent map.
         self.inner
             .state
@@ -554,7 +579,7 @@ impl Registry {
         let mut registry = self;
         loop {
             if !registry.is_empty_here() {
-                let state = registry.read();
+                let state = registry.tools_read();
                 if let Some(slot) = state.slot(name) {
                     if let (Handle::Static(inner), Some(tool), None) =
                         (&registry.inner, slot.tool.as_static(), &slot.ready)
@@ -583,7 +608,7 @@ impl Registry {
         self.counted();
         let mut registry = self;
         loop {
-            if !registry.is_empty_here() && registry.read().slot(name).is_some() {
+            if !registry.is_empty_here() && registry.tools_read().slot(name).is_some() {
                 return true;
             }
             match registry.parent() {
@@ -595,7 +620,7 @@ impl Registry {
 
     /// Whether this registry itself (not a parent) holds `name`.
     pub fn has_local(&self, name: &str) -> bool {
-        self.read().slot(name).is_some()
+        self.tools_read().slot(name).is_some()
     }
 
     /// The names of all tools reachable here (local and inherited), sorted.
@@ -603,7 +628,7 @@ impl Registry {
         let mut names = BTreeSet::new();
         let mut registry = Some(self);
         while let Some(current) = registry {
-            names.extend(current.read().tools.keys().cloned());
+            names.extend(current.tools_read().tools.keys().cloned());
             registry = current.parent();
         }
         names.into_iter().collect()
@@ -1031,8 +1056,9 @@ impl Registry {
         Subscription::new(self.inner.events.subscribe(), &self.inner.subscribers)
     }
 
-    /// Subscribes to the tool list's changes only: tools added, removed and
-    /// cleared, as [`subscribe`](Self::subscribe) tells them. Calls pay nothing for
+    /// Subscribes to the catalogue's changes only: tools added, removed and
+    /// cleared, prompts and resources changed and resources updated, as
+    /// [`subscribe`](Self::subscribe) tells them. Calls pay nothing for
     /// such a subscriber (no call events are made for it, and it is not woken by
     /// calls), so a long-lived watcher of the catalog (an MCP session, a NATS
     /// worker) should take this one.
@@ -1050,7 +1076,12 @@ impl Registry {
     pub(crate) fn emit(&self, event: RegistryEvent) {
         let change = matches!(
             event,
-            RegistryEvent::Added { .. } | RegistryEvent::Removed { .. } | RegistryEvent::Cleared
+            RegistryEvent::Added { .. }
+                | RegistryEvent::Removed { .. }
+                | RegistryEvent::Cleared
+                | RegistryEvent::PromptsChanged
+                | RegistryEvent::ResourcesChanged
+                | RegistryEvent::ResourceUpdated { .. }
         );
         if change && self.inner.change_subscribers.load(Ordering::Relaxed) > 0 {
             let _ = self.inner.changes.send(event.clone());

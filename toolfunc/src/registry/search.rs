@@ -233,7 +233,7 @@ impl Registry {
     /// tool in it.
     fn indexed(&self) -> RwLockReadGuard<'_, State> {
         {
-            let state = self.read();
+            let state = self.tools_read();
             if state.index.is_some() {
                 return state;
             }
@@ -256,7 +256,7 @@ impl Registry {
         }
         // Once made, an index is only ever changed (emptied by `clear`), never taken
         // away.
-        self.read()
+        self.tools_read()
     }
 }
 

@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use super::definition::{Annotations, ToolDefinition};
 use super::func::{
-    Answer, ArgCheck, Dependency, DependencyTarget, Handler, Hook, SyncHandler, ToolFunc, ToolRef,
-    failed_future, to_output,
+    Answer, ArgCheck, Dependency, DependencyTarget, Handler, Hook, Kind, SyncHandler, ToolFunc,
+    ToolRef, failed_future, to_output,
 };
 use super::service::{ActDefinition, Acts};
 use crate::error::ToolError;
@@ -748,6 +748,7 @@ impl ToolBuilder {
             depends: self.depends,
             setup: self.setup,
             dispose: self.dispose,
+            kind: Kind::Tool,
         })
     }
 }

@@ -247,6 +247,23 @@ pub struct ToolFunc {
     pub(crate) dispose: Option<Hook>,
     /// At most this many calls at once, shared by every registry holding the tool.
     pub(crate) concurrency: Option<Arc<tokio::sync::Semaphore>>,
+    /// What the function serves as: a tool, or the function of a prompt or a
+    /// resource.
+    pub(crate) kind: Kind,
+}
+
+/// What a function of the registry serves as, as call middleware sees it
+/// ([`Call::kind`](crate::layer::Call::kind)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Kind {
+    /// A tool, called by name.
+    #[default]
+    Tool,
+    /// The function of a [prompt](crate::prompt), got by name.
+    Prompt,
+    /// The function of a [resource](crate::resource), read by URI.
+    Resource,
 }
 
 /// A tool's asynchronous setup, while (and after) it runs: shared by every call

@@ -9,6 +9,6 @@ mod spec;
 
 pub use builder::ToolBuilder;
 pub use definition::{Annotations, ToolDefinition};
-pub use func::{Answer, ItemStream, ToolFunc, ToolRef, failed_future, to_output};
+pub use func::{Answer, ItemStream, Kind, ToolFunc, ToolRef, failed_future, to_output};
 pub(crate) use func::{Dependency, DependencyTarget, Handler, Ready, SyncHandler};
 pub use spec::{SpecHandler, ToolSpec};

@@ -1,0 +1,242 @@
+//! Prompts and resources in a registry: kinds of their own beside the tools, each
+//! found by its name (a prompt) or its URI (a resource, fixed or by template), up
+//! the chain of registries as tools are.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, PoisonError};
+
+use super::{Registry, RegistryEvent};
+use crate::error::ToolError;
+use crate::prompt::PromptFunc;
+use crate::resource::ResourceFunc;
+
+/// The prompts and resources of one registry.
+#[derive(Default)]
+pub(super) struct Kinds {
+    prompts: BTreeMap<String, Arc<PromptFunc>>,
+    /// Fixed resources by URI.
+    resources: BTreeMap<String, Arc<ResourceFunc>>,
+    /// Templates, in the order they were registered (the first that makes a URI
+    /// reads it).
+    templates: Vec<Arc<ResourceFunc>>,
+}
+
+impl Kinds {
+    pub(super) fn add_prompt(&mut self, prompt: PromptFunc) -> Result<(), String> {
+        if self.prompts.contains_key(prompt.name()) {
+            return Err(format!("two prompts are named `{}`", prompt.name()));
+        }
+        self.prompts
+            .insert(prompt.name().to_owned(), Arc::new(prompt));
+        Ok(())
+    }
+
+    pub(super) fn add_resource(&mut self, resource: ResourceFunc) -> Result<(), String> {
+        let address = resource.address().to_owned();
+        let taken = if resource.template().is_some() {
+            self.templates.iter().any(|t| t.address() == address)
+        } else {
+            self.resources.contains_key(&address)
+        };
+        if taken {
+            return Err(format!("two resources are at `{address}`"));
+        }
+        let resource = Arc::new(resource);
+        if resource.template().is_some() {
+            self.templates.push(resource);
+        } else {
+            self.resources.insert(address, resource);
+        }
+        Ok(())
+    }
+}
+
+impl Registry {
+    fn kinds(&self) -> std::sync::RwLockReadGuard<'_, Kinds> {
+        // No user code runs under the lock: a poisoned lock still holds a consistent map.
+        self.inner
+            .kinds
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn kinds_mut(&self) -> std::sync::RwLockWriteGuard<'_, Kinds> {
+        self.inner
+            .kinds
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers a prompt. `CONFLICT` when a prompt of that name is registered here
+    /// already, `SEALED` on a sealed registry. Subscribers see
+    /// [`RegistryEvent::PromptsChanged`].
+    ///
+    /// ```
+    /// use toolfunc::prompt::PromptFunc;
+    /// use toolfunc::Registry;
+    ///
+    /// let registry = Registry::new();
+    /// let hello = PromptFunc::builder("hello").handler_sync(|_, _| Ok("Say hello.")).build().unwrap();
+    /// registry.register_prompt(hello).unwrap();
+    /// assert_eq!(registry.prompt_definitions()[0].name, "hello");
+    /// ```
+    pub fn register_prompt(&self, prompt: PromptFunc) -> Result<(), ToolError> {
+        if self.is_sealed() {
+            return Err(ToolError::Sealed {
+                name: prompt.name().to_owned(),
+            });
+        }
+        self.kinds_mut()
+            .add_prompt(prompt)
+            .map_err(ToolError::conflict)?;
+        self.changed(RegistryEvent::PromptsChanged);
+        Ok(())
+    }
+
+    /// Takes a prompt out of this registry; whether it was here.
+    pub fn unregister_prompt(&self, name: &str) -> bool {
+        if self.is_sealed() {
+            return false;
+        }
+        let removed = self.kinds_mut().prompts.remove(name).is_some();
+        if removed {
+            self.changed(RegistryEvent::PromptsChanged);
+        }
+        removed
+    }
+
+    /// The prompt named `name`, here or up the chain.
+    pub fn get_prompt(&self, name: &str) -> Option<Arc<PromptFunc>> {
+        let mut at = Some(self);
+        while let Some(registry) = at {
+            if let Some(prompt) = registry.kinds().prompts.get(name) {
+                return Some(Arc::clone(prompt));
+            }
+            at = registry.parent();
+        }
+        None
+    }
+
+    /// Every prompt reachable here, by name (one shadowed up the chain appears once,
+    /// as its shadow).
+    pub(crate) fn prompts(&self) -> Vec<Arc<PromptFunc>> {
+        let mut all: BTreeMap<String, Arc<PromptFunc>> = BTreeMap::new();
+        let mut at = Some(self);
+        while let Some(registry) = at {
+            for (name, prompt) in &registry.kinds().prompts {
+                all.entry(name.clone())
+                    .or_insert_with(|| Arc::clone(prompt));
+            }
+            at = registry.parent();
+        }
+        all.into_values().collect()
+    }
+
+    /// The definitions of every prompt reachable here, by name.
+    pub fn prompt_definitions(&self) -> Vec<crate::prompt::PromptDefinition> {
+        self.prompts()
+            .iter()
+            .map(|p| p.definition().clone())
+            .collect()
+    }
+
+    /// Registers a resource or a resource template. `CONFLICT` when one is at the
+    /// same URI (or template) here already, `SEALED` on a sealed registry.
+    /// Subscribers see [`RegistryEvent::ResourcesChanged`].
+    pub fn register_resource(&self, resource: ResourceFunc) -> Result<(), ToolError> {
+        if self.is_sealed() {
+            return Err(ToolError::Sealed {
+                name: resource.address().to_owned(),
+            });
+        }
+        self.kinds_mut()
+            .add_resource(resource)
+            .map_err(ToolError::conflict)?;
+        self.changed(RegistryEvent::ResourcesChanged);
+        Ok(())
+    }
+
+    /// Takes the resource at `address` (a fixed URI or a template, as registered)
+    /// out of this registry; whether it was here.
+    pub fn unregister_resource(&self, address: &str) -> bool {
+        if self.is_sealed() {
+            return false;
+        }
+        let removed = {
+            let mut kinds = self.kinds_mut();
+            let before = kinds.templates.len();
+            kinds.templates.retain(|t| t.address() != address);
+            kinds.resources.remove(address).is_some() || kinds.templates.len() != before
+        };
+        if removed {
+            self.changed(RegistryEvent::ResourcesChanged);
+        }
+        removed
+    }
+
+    /// The resource that reads `uri`: a fixed one at that URI, else the first
+    /// template that makes it, here or up the chain (this registry's first).
+    pub fn get_resource(&self, uri: &str) -> Option<Arc<ResourceFunc>> {
+        let mut at = Some(self);
+        while let Some(registry) = at {
+            {
+                let kinds = registry.kinds();
+                if let Some(resource) = kinds.resources.get(uri) {
+                    return Some(Arc::clone(resource));
+                }
+                if let Some(template) = kinds.templates.iter().find(|t| t.arguments(uri).is_some())
+                {
+                    return Some(Arc::clone(template));
+                }
+            }
+            at = registry.parent();
+        }
+        None
+    }
+
+    /// Every fixed resource reachable here, by URI, then every template (this
+    /// registry's first, each in the order registered).
+    pub(crate) fn resources(&self) -> (Vec<Arc<ResourceFunc>>, Vec<Arc<ResourceFunc>>) {
+        let mut fixed: BTreeMap<String, Arc<ResourceFunc>> = BTreeMap::new();
+        let mut templates: Vec<Arc<ResourceFunc>> = Vec::new();
+        let mut at = Some(self);
+        while let Some(registry) = at {
+            let kinds = registry.kinds();
+            for (uri, resource) in &kinds.resources {
+                fixed
+                    .entry(uri.clone())
+                    .or_insert_with(|| Arc::clone(resource));
+            }
+            for template in &kinds.templates {
+                if !templates.iter().any(|t| t.address() == template.address()) {
+                    templates.push(Arc::clone(template));
+                }
+            }
+            drop(kinds);
+            at = registry.parent();
+        }
+        (fixed.into_values().collect(), templates)
+    }
+
+    /// The definitions of every fixed resource reachable here (by URI), then of
+    /// every template.
+    pub fn resource_definitions(&self) -> Vec<crate::resource::ResourceDefinition> {
+        let (fixed, templates) = self.resources();
+        fixed
+            .iter()
+            .chain(&templates)
+            .map(|r| r.definition().clone())
+            .collect()
+    }
+
+    /// Tells subscribers that the resource at `uri` changed
+    /// ([`RegistryEvent::ResourceUpdated`]): an MCP client that subscribed to it
+    /// is sent `notifications/resources/updated`.
+    pub fn notify_resource_updated(&self, uri: impl Into<String>) {
+        self.changed(RegistryEvent::ResourceUpdated { uri: uri.into() });
+    }
+
+    fn changed(&self, event: RegistryEvent) {
+        self.emit(event);
+    }
+}
