@@ -6,7 +6,10 @@
 use std::time::Duration;
 
 use serde_json::json;
-use toolfunc::{Content, Ctx, LogLevel, Registry, ToolError, ToolFunc, ask, tool};
+use toolfunc::complete::{Completer, Completion, CompletionRequest};
+use toolfunc::prompt::{PromptFunc, PromptMessage};
+use toolfunc::resource::ResourceFunc;
+use toolfunc::{Content, Ctx, LogLevel, Registry, ToolError, ToolFunc, ask, content, tool};
 
 /// A 1x1 PNG, the image the suite's reference server answers with.
 const PNG: [u8; 70] = [
@@ -503,5 +506,114 @@ pub(crate) fn registry() -> Result<Registry, ToolError> {
     if !registry.has("json_schema_2020_12_tool") {
         registry.register(json_schema_2020_12_tool()?)?;
     }
+    if registry.get_prompt("test_simple_prompt").is_none() {
+        for prompt in prompts()? {
+            registry.register_prompt(prompt)?;
+        }
+        for resource in resources()? {
+            registry.register_resource(resource)?;
+        }
+    }
     Ok(registry)
+}
+
+/// The prompts the suite gets, by the names its scenarios use.
+fn prompts() -> Result<Vec<PromptFunc>, ToolError> {
+    Ok(vec![
+        PromptFunc::builder("test_simple_prompt")
+            .description("A simple prompt without arguments.")
+            .handler_sync(|_, _| Ok("This is a simple prompt for testing."))
+            .build()?,
+        PromptFunc::builder("test_prompt_with_arguments")
+            .description("A prompt with two arguments.")
+            .argument("arg1", "First test argument", true)
+            .argument("arg2", "Second test argument", true)
+            .complete(
+                "arg1",
+                Completer::new(|r: &CompletionRequest| {
+                    Completion::matching(["paris", "park", "party", "test", "testing"], &r.value)
+                }),
+            )
+            .handler_sync(|_, args| {
+                let arg = |name: &str| args[name].as_str().unwrap_or_default().to_owned();
+                Ok(format!(
+                    "Prompt with arguments: arg1='{}', arg2='{}'",
+                    arg("arg1"),
+                    arg("arg2")
+                ))
+            })
+            .build()?,
+        PromptFunc::builder("test_prompt_with_embedded_resource")
+            .description("A prompt that embeds a resource.")
+            .argument("resourceUri", "URI of the resource to embed", true)
+            .handler_sync(|_, args| {
+                let uri = args["resourceUri"].as_str().unwrap_or_default();
+                let resource =
+                    content::Resource::from_text(uri, "Embedded resource content for testing.")
+                        .with_mime_type("text/plain");
+                Ok(vec![
+                    PromptMessage::user(resource),
+                    PromptMessage::user("Please process the embedded resource above."),
+                ])
+            })
+            .build()?,
+        PromptFunc::builder("test_prompt_with_image")
+            .description("A prompt with an image.")
+            .handler_sync(|_, _| {
+                Ok(vec![
+                    PromptMessage::user(content::Block::image(PNG, "image/png")),
+                    PromptMessage::user("Please analyze the image above."),
+                ])
+            })
+            .build()?,
+        PromptFunc::builder("test_input_required_result_prompt")
+            .description("A prompt that asks its client for context first.")
+            .handler(|ctx, _| async move {
+                let answer = ctx
+                    .elicit_named(
+                        "user_context",
+                        "What context should the prompt use?",
+                        one_string("context"),
+                    )
+                    .await?;
+                let content = answer.content.unwrap_or_default();
+                Ok(format!(
+                    "Use this context: {}",
+                    content["context"].as_str().unwrap_or("none")
+                ))
+            })
+            .build()?,
+    ])
+}
+
+/// The resources the suite reads, at the URIs its scenarios use.
+fn resources() -> Result<Vec<ResourceFunc>, ToolError> {
+    Ok(vec![
+        ResourceFunc::builder("test://static-text", "static-text")
+            .description("A static text resource.")
+            .mime_type("text/plain")
+            .handler_sync(|_, _| Ok("This is the content of the static text resource."))
+            .build()?,
+        ResourceFunc::builder("test://static-binary", "static-binary")
+            .description("A static binary resource (a PNG).")
+            .mime_type("image/png")
+            .handler_sync(|_, _| Ok(PNG.to_vec()))
+            .build()?,
+        ResourceFunc::builder("test://watched-resource", "watched-resource")
+            .description("A resource clients subscribe to.")
+            .mime_type("text/plain")
+            .handler_sync(|_, _| Ok("Watched resource content."))
+            .build()?,
+        ResourceFunc::builder("test://template/{id}/data", "template-data")
+            .description("Data for one id.")
+            .mime_type("application/json")
+            .handler_sync(|_, params| {
+                let id = params["id"].as_str().unwrap_or_default();
+                Ok(
+                    json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")})
+                        .to_string(),
+                )
+            })
+            .build()?,
+    ])
 }

@@ -10,7 +10,6 @@
 #   ./run.sh http://127.0.0.1:3000/mcp
 #   ./run.sh http://127.0.0.1:3000/mcp --requirements 2026-07-28
 #   ./run.sh http://127.0.0.1:3000/mcp --scenario tools-call-image --verbose
-#   ./run.sh http://127.0.0.1:3000/mcp --requirements 2025-11-25 --expected-failures baseline.yml
 #   ./run.sh --list [--requirements 2026-07-28]      # list server scenarios, no server needed
 #
 # Installs the pinned packages (npm ci) on first use.

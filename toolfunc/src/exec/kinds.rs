@@ -155,22 +155,4 @@ impl Registry {
 
 impl Runner {
     kind_methods!();
-
-    /// Gets a prompt already found (and admitted) by a surface.
-    pub(crate) async fn get_found_prompt(
-        &self,
-        prompt: &PromptFunc,
-        args: Value,
-    ) -> Result<PromptResult, ToolError> {
-        self.calls().get_prompt(prompt, args).await
-    }
-
-    /// Reads a resource already found (and admitted) by a surface.
-    pub(crate) async fn read_found(
-        &self,
-        resource: &ResourceFunc,
-        uri: &str,
-    ) -> Result<Vec<Resource>, ToolError> {
-        self.calls().read_resource(resource, uri).await
-    }
 }

@@ -127,7 +127,8 @@ impl Server {
                 request.input_responses.unwrap_or_default(),
                 &context,
             ))
-            .await;
+            .await
+            .map(Driven::into_call);
         }
         options = options.cancel_on(context.ct.clone());
         let tool = found.name().to_owned();
@@ -193,7 +194,7 @@ impl Server {
     /// Starts a sessionless call: it runs in its own task, so that questions it asks
     /// can be answered by the client's next round.
     #[allow(clippy::too_many_arguments)]
-    async fn first_round(
+    pub(super) async fn first_round(
         &self,
         name: &str,
         (found, args, stream): (Found, Value, bool),
@@ -203,7 +204,7 @@ impl Server {
         shape: Shape,
         answered: rmcp::model::InputResponses,
         context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
+    ) -> Result<Driven, ErrorData> {
         // Parked, the call stays its caller's: only that caller resumes it.
         let owner = options.owner().map(str::to_owned);
         let (question_tx, questions) = mpsc::unbounded_channel::<rounds::Question>();
@@ -274,7 +275,7 @@ impl Server {
         answers: &rmcp::model::InputResponses,
         gate: LogGate,
         context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
+    ) -> Result<Driven, ErrorData> {
         for (key, question) in std::mem::take(&mut running.pending) {
             match answers.get(&key) {
                 Some(answer) if rounds::fits(&question.request, answer) => {
@@ -313,18 +314,45 @@ impl Server {
             .resume(name, owner, state)
             .map_err(refused)?
         {
-            rounds::Held::Call(running) => self.answer_round(running, answers, gate, context).await,
+            rounds::Held::Call(running) => self
+                .answer_round(running, answers, gate, context)
+                .await
+                .map(Driven::into_call),
             rounds::Held::Task(parked) => self.resume_task(name, owner, parked, answers).await,
         }
     }
 
+    /// A retry of a prompt's or a resource's call, its round parked under `bound`,
+    /// with the `state` of that round.
+    pub(super) async fn resume_bound(
+        &self,
+        bound: &str,
+        state: &str,
+        answers: &rmcp::model::InputResponses,
+        gate: LogGate,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Driven, ErrorData> {
+        let options = self.caller_options(context);
+        let owner = options.owner();
+        match self
+            .shared
+            .rounds
+            .resume(bound, owner, state)
+            .map_err(refused)?
+        {
+            rounds::Held::Call(running) => self.answer_round(running, answers, gate, context).await,
+            rounds::Held::Task(_) => Err(refused(rounds::Refused::Integrity)),
+        }
+    }
+
     /// Parks the call and answers with its questions.
-    fn ask_round(&self, running: rounds::Running) -> Result<CallToolResponse, ErrorData> {
+    fn ask_round(&self, running: rounds::Running) -> Result<Driven, ErrorData> {
         let requests = rounds::requests(&running.pending);
         let state = self.shared.rounds.park(running).map_err(refused)?;
-        Ok(CallToolResponse::InputRequired(
-            rmcp::model::InputRequiredResult::new(Some(requests), Some(state)),
-        ))
+        Ok(Driven::Asked(rmcp::model::InputRequiredResult::new(
+            Some(requests),
+            Some(state),
+        )))
     }
 
     /// Runs a call's round: its reports go to this request's stream, until it
@@ -334,7 +362,7 @@ impl Server {
         mut running: rounds::Running,
         gate: LogGate,
         context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
+    ) -> Result<Driven, ErrorData> {
         // The client's capabilities, read when the call first asks it something.
         let mut declared: Option<Value> = None;
         let peer = &context.peer;
@@ -356,17 +384,16 @@ impl Server {
                         self.deliver(report, &mut running.progress, gate, peer)
                             .await;
                     }
-                    return Ok(into_result(outcome, running.shape).into());
+                    return Ok(Driven::Done(outcome, running.shape));
                 }
                 Round::Cancelled => {
                     running.cancel.cancel();
-                    return Ok(into_result(
+                    return Ok(Driven::Done(
                         Err(ToolError::Cancelled {
                             reason: Some("the request was cancelled".into()),
                         }),
                         running.shape,
-                    )
-                    .into());
+                    ));
                 }
                 Round::Asked(question) => {
                     // The call runs on by itself from here: it may be parked.
@@ -418,6 +445,24 @@ impl Server {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Where a sessionless call's round left it: done, or asking its client.
+pub(super) enum Driven {
+    /// The call's outcome, and how a `tools/call` answers it.
+    Done(Result<Value, ToolError>, Shape),
+    /// Questions for the client, with the state of the parked call.
+    Asked(rmcp::model::InputRequiredResult),
+}
+
+impl Driven {
+    /// The round's answer to a `tools/call`.
+    pub(super) fn into_call(self) -> CallToolResponse {
+        match self {
+            Self::Done(outcome, shape) => into_result(outcome, shape).into(),
+            Self::Asked(asked) => CallToolResponse::InputRequired(asked),
         }
     }
 }

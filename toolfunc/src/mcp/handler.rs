@@ -1,18 +1,20 @@
 //! The [`ServerHandler`] of [`Server`]: what it answers to each MCP request (tools,
-//! the logging level, tasks, the handshake, subscriptions), and the watch that
-//! tells clients of tool list changes.
+//! prompts, resources, completions, the logging level, tasks, the handshake,
+//! subscriptions), and the watch that tells clients of the catalogue's changes.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
-use std::time::Duration;
 
 #[allow(deprecated)] // Logging is deprecated in the SDK (SEP-2577), yet in both revisions.
 use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelTaskParams, CustomRequest, CustomResult,
-    ErrorCode, GetTaskParams, GetTaskResult, InitializeRequestParams, InitializeResult,
-    ListToolsResult, PaginatedRequestParams, ServerConfig, SetLevelRequestMethod,
-    SubscriptionFilter, Tool, UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
+    CompleteResult, CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams,
+    GetPromptResponse, GetTaskParams, GetTaskResult, InitializeRequestParams, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerConfig,
+    SetLevelRequestMethod, SubscribeRequestMethod, SubscribeRequestParams, SubscriptionFilter,
+    Tool, UnsubscribeRequestMethod, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -22,11 +24,11 @@ use tracing::Instrument;
 use tracing::field::Empty;
 
 use crate::propagate;
-use crate::registry::{RegistryEvent, SubscriptionError};
 use crate::remote;
 
 use super::catalog::Catalog;
 use super::client::{sessionless, trace_of};
+use super::kinds;
 use super::report::from_mcp;
 use super::server::Server;
 
@@ -181,17 +183,14 @@ impl ServerHandler for Server {
         let peer = context.peer;
         let initialized = self.session.initialized().clone();
         let closed = self.session.closed().clone();
-        let mut changes = self.shared.registry.subscribe_tool_changes();
+        let changes = self.shared.registry.subscribe_tool_changes();
+        let subscriptions = Arc::clone(&self.session.subscriptions);
         tokio::spawn(async move {
             tokio::select! {
                 () = initialized.cancelled() => {}
                 () = closed.cancelled() => return,
             }
-            while next_change(&mut changes, &closed).await {
-                if peer.notify_tool_list_changed().await.is_err() {
-                    break;
-                }
-            }
+            kinds::watch(peer, changes, closed, subscriptions).await;
         });
         Ok(result)
     }
@@ -257,28 +256,39 @@ impl ServerHandler for Server {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        if requested.tools_list_changed != Some(true) {
-            // Prompts and resources: none here to announce. The listen is acknowledged
-            // with what is honoured (nothing) and stays open.
-            return Some(SubscriptionFilter::new());
+        let mut accepted = SubscriptionFilter::new();
+        accepted.tools_list_changed = requested.tools_list_changed.filter(|on| *on);
+        accepted.prompts_list_changed = requested.prompts_list_changed.filter(|on| *on);
+        accepted.resources_list_changed = requested.resources_list_changed.filter(|on| *on);
+        // Resources this server could read, up to the per-session bound.
+        accepted.resource_subscriptions = requested.resource_subscriptions.as_ref().map(|uris| {
+            uris.iter()
+                .filter(|uri| uri.len() <= remote::MAX_URI_BYTES)
+                .filter(|uri| self.shared.registry.get_resource(uri).is_some())
+                .take(self.shared.max_subscriptions)
+                .cloned()
+                .collect()
+        });
+        if accepted != SubscriptionFilter::new() {
+            let mut listening = self
+                .session
+                .listening
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            // A listen that failed to start leaves its subscription here: keep a few.
+            if listening.len() >= 8 {
+                listening.remove(0);
+            }
+            listening.push(self.shared.registry.subscribe_tool_changes());
         }
-        let mut listening = self
-            .session
-            .listening
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        // A listen that failed to start leaves its subscription here: keep a few.
-        if listening.len() >= 8 {
-            listening.remove(0);
-        }
-        listening.push(self.shared.registry.subscribe_tool_changes());
-        Some(SubscriptionFilter::builder().tools_list_changed().build())
+        Some(accepted)
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         // Sessionless clients subscribe with `subscriptions/listen`; the stream lasts
         // as long as that request.
-        if context.accepted().tools_list_changed != Some(true) {
+        let accepted = context.accepted().clone();
+        if accepted == SubscriptionFilter::new() {
             // Nothing to send; the client ends it.
             context.cancelled().await;
             return Ok(());
@@ -290,47 +300,109 @@ impl ServerHandler for Server {
             .unwrap_or_else(PoisonError::into_inner)
             .pop();
         let mut changes = taken.unwrap_or_else(|| self.shared.registry.subscribe_tool_changes());
+        let watched: Vec<String> = accepted.resource_subscriptions.clone().unwrap_or_default();
         let closed = CancellationToken::new();
         loop {
-            tokio::select! {
+            let batch = tokio::select! {
                 () = context.cancelled() => break,
-                more = next_change(&mut changes, &closed) => {
-                    if !more || context.sink().notify_tool_list_changed().await.is_err() {
-                        break;
-                    }
+                batch = kinds::next_changes(&mut changes, &closed) => batch,
+            };
+            let Some(batch) = batch else { break };
+            let sink = context.sink();
+            if (batch.tools
+                && accepted.tools_list_changed == Some(true)
+                && sink.notify_tool_list_changed().await.is_err())
+                || (batch.prompts
+                    && accepted.prompts_list_changed == Some(true)
+                    && sink.notify_prompt_list_changed().await.is_err())
+                || (batch.resources
+                    && accepted.resources_list_changed == Some(true)
+                    && sink.notify_resource_list_changed().await.is_err())
+            {
+                break;
+            }
+            for uri in &watched {
+                if (batch.lagged || batch.updated.contains(uri))
+                    && sink.notify_resource_updated(uri.clone()).await.is_err()
+                {
+                    return Ok(());
                 }
             }
         }
         Ok(())
     }
-}
 
-/// Waits for the next change to the tool list, folding a burst of changes into
-/// one. `false` when the registry is gone or the session closed.
-async fn next_change(
-    changes: &mut crate::registry::Subscription,
-    closed: &CancellationToken,
-) -> bool {
-    loop {
-        let event = tokio::select! {
-            () = closed.cancelled() => return false,
-            event = changes.recv() => event,
-        };
-        match event {
-            Ok(
-                RegistryEvent::Added { .. }
-                | RegistryEvent::Removed { .. }
-                | RegistryEvent::Cleared,
-            )
-            | Err(SubscriptionError::Lagged(_)) => break,
-            Ok(_) => {}
-            Err(SubscriptionError::Closed) => return false,
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.prompt_page(request.as_ref(), &context)
+    }
+
+    fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<GetPromptResponse, ErrorData>> + Send + '_ {
+        Box::pin(self.get_prompt_now(request, context))
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.resource_page(request.as_ref(), &context)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.template_page(request.as_ref(), &context)
+    }
+
+    fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ReadResourceResponse, ErrorData>> + Send + '_ {
+        Box::pin(self.read_resource_now(request, context))
+    }
+
+    #[allow(deprecated)] // resources/subscribe: legacy in the SDK, yet in 2025-11-25.
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        // Sessionless clients subscribe with `subscriptions/listen` instead.
+        if sessionless(&context) {
+            return Err(ErrorData::method_not_found::<SubscribeRequestMethod>());
         }
+        self.subscribe_now(&request.uri, &context)
     }
-    // Registrations often come in bursts; let them settle into one notification.
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    while let Some(event) = changes.try_recv() {
-        let _ = event;
+
+    #[allow(deprecated)] // resources/unsubscribe: legacy in the SDK, yet in 2025-11-25.
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if sessionless(&context) {
+            return Err(ErrorData::method_not_found::<UnsubscribeRequestMethod>());
+        }
+        self.unsubscribe_now(&request.uri);
+        Ok(())
     }
-    true
+
+    fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CompleteResult, ErrorData>> + Send + '_ {
+        Box::pin(self.complete_now(request, context))
+    }
 }

@@ -8,6 +8,7 @@ mod catalog;
 mod client;
 mod handler;
 mod http;
+mod kinds;
 mod report;
 mod rounds;
 mod search;
@@ -29,7 +30,7 @@ pub use search::{
 };
 pub use serve::{NoDelay, serve};
 pub use server::{
-    DEFAULT_MAX_LINE_LENGTH, DEFAULT_MAX_SESSIONS, DEFAULT_PAGE_SIZE,
+    DEFAULT_MAX_LINE_LENGTH, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SUBSCRIPTIONS, DEFAULT_PAGE_SIZE,
     DEFAULT_SESSION_IDLE_LIFETIME, DEFAULT_SESSION_PARK_AFTER,
     DEFAULT_UNINITIALIZED_SESSION_LIFETIME, PATH, Server, router, serve_stdio,
 };

@@ -1,6 +1,7 @@
 //! The [`Server`]: its settings, the state its sessions share, and serving it over
 //! stdio and streamable HTTP.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -35,6 +36,8 @@ pub const DEFAULT_UNINITIALIZED_SESSION_LIFETIME: Duration = Duration::from_secs
 pub const DEFAULT_SESSION_IDLE_LIFETIME: Duration = Duration::from_secs(300);
 /// The default of [`Server::session_park_after`]: 30 seconds.
 pub const DEFAULT_SESSION_PARK_AFTER: Duration = Duration::from_secs(30);
+/// The default of [`Server::max_subscriptions`]: 100 URIs per session.
+pub const DEFAULT_MAX_SUBSCRIPTIONS: usize = 100;
 /// The default of [`Server::page_size`]: 1,000 tools.
 pub const DEFAULT_PAGE_SIZE: usize = 1000;
 
@@ -59,6 +62,8 @@ pub(super) struct Shared {
     /// asks for it on every sessionless request).
     pub(super) config: ServerConfig,
     pub(super) page_size: usize,
+    /// The most resources one session may subscribe to.
+    pub(super) max_subscriptions: usize,
     max_line_length: usize,
     sessions: http::Limits,
     /// What [`Server::serve_http`] accepts connections under.
@@ -119,6 +124,7 @@ impl Server {
                 instructions: None,
                 config: ServerConfig::default(),
                 page_size: DEFAULT_PAGE_SIZE,
+                max_subscriptions: DEFAULT_MAX_SUBSCRIPTIONS,
                 max_line_length: DEFAULT_MAX_LINE_LENGTH,
                 sessions: http::Limits {
                     max_sessions: DEFAULT_MAX_SESSIONS,
@@ -146,8 +152,14 @@ impl Server {
     fn configured(mut self) -> Self {
         let shared = Arc::make_mut(&mut self.shared);
         let capabilities = ServerCapabilities::builder()
+            .enable_completions()
             .enable_logging()
+            .enable_prompts()
+            .enable_resources()
             .enable_tools()
+            .enable_prompts_list_changed()
+            .enable_resources_list_changed()
+            .enable_resources_subscribe()
             .enable_tool_list_changed()
             .enable_tasks()
             .build();
@@ -240,6 +252,16 @@ impl Server {
     #[must_use]
     pub fn page_size(mut self, tools: usize) -> Self {
         Arc::make_mut(&mut self.shared).page_size = tools.max(1);
+        self
+    }
+
+    /// At most this many resources one session may subscribe to
+    /// (`resources/subscribe`); default [`DEFAULT_MAX_SUBSCRIPTIONS`] (100). One
+    /// more is refused with `-32602`, data code `BUSY`, until the client
+    /// unsubscribes from another.
+    #[must_use]
+    pub fn max_subscriptions(mut self, uris: usize) -> Self {
+        Arc::make_mut(&mut self.shared).max_subscriptions = uris;
         self
     }
 
@@ -610,6 +632,8 @@ pub(super) struct Session {
     pub(super) log_level: AtomicU8,
     /// The runner of the session's straight calls, with the client it was made for.
     pub(super) caller: KeptRunner,
+    /// The URIs of the resources the session subscribed to.
+    pub(super) subscriptions: Arc<Mutex<BTreeSet<String>>>,
 }
 
 impl Session {

@@ -22,6 +22,31 @@ pub(super) struct Kinds {
 }
 
 impl Kinds {
+    /// The `#[prompt]` and `#[resource]` functions of the program; what cannot be
+    /// built or clashes is told in `problems`.
+    pub(super) fn from_inventory(problems: &mut Vec<String>) -> Self {
+        let mut kinds = Self::default();
+        for spec in inventory::iter::<crate::prompt::PromptSpec> {
+            let added = spec
+                .build()
+                .map_err(|err| err.to_string())
+                .and_then(|prompt| kinds.add_prompt(prompt));
+            if let Err(why) = added {
+                problems.push(format!("{why} (at {})", spec.tool.location));
+            }
+        }
+        for spec in inventory::iter::<crate::resource::ResourceSpec> {
+            let added = spec
+                .build()
+                .map_err(|err| err.to_string())
+                .and_then(|resource| kinds.add_resource(resource));
+            if let Err(why) = added {
+                problems.push(format!("{why} (at {})", spec.tool.location));
+            }
+        }
+        kinds
+    }
+
     pub(super) fn add_prompt(&mut self, prompt: PromptFunc) -> Result<(), String> {
         if self.prompts.contains_key(prompt.name()) {
             return Err(format!("two prompts are named `{}`", prompt.name()));

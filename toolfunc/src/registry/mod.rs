@@ -398,25 +398,7 @@ impl Registry {
             }
         }
         // `#[prompt]` and `#[resource]` functions.
-        let mut kinds = kinds::Kinds::default();
-        for spec in inventory::iter::<crate::prompt::PromptSpec> {
-            let added = spec
-                .build()
-                .map_err(|err| err.to_string())
-                .and_then(|prompt| kinds.add_prompt(prompt));
-            if let Err(why) = added {
-                problems.push(format!("{why} (at {})", spec.tool.location));
-            }
-        }
-        for spec in inventory::iter::<crate::resource::ResourceSpec> {
-            let added = spec
-                .build()
-                .map_err(|err| err.to_string())
-                .and_then(|resource| kinds.add_resource(resource));
-            if let Err(why) = added {
-                problems.push(format!("{why} (at {})", spec.tool.location));
-            }
-        }
+        let kinds = kinds::Kinds::from_inventory(&mut problems);
         if problems.is_empty() {
             let inner = Inner::new(None);
             *inner.kinds.write().unwrap_or_else(PoisonError::into_inner) = kinds;

@@ -205,7 +205,7 @@ impl<'a> Sight<'a> {
     /// Whether the layers let the caller see `def` (a tool they hide does not
     /// exist for it; one it lacks scopes for exists, and a call is refused with
     /// the scopes to ask for).
-    fn layers_show(&self, def: &ToolDefinition) -> bool {
+    pub(crate) fn layers_show(&self, def: &ToolDefinition) -> bool {
         match (&self.layers, self.options) {
             (Some(layers), Some(options)) => {
                 crate::layer::visible(layers, def, &crate::layer::viewer_of(options))
@@ -267,6 +267,20 @@ pub(crate) enum Needs {
 }
 
 impl Found {
+    /// The call of a prompt's or a resource's function (`tool`), found and
+    /// admitted by [`find_prompt`](super::find_prompt) or
+    /// [`find_resource`](super::find_resource).
+    pub(crate) fn of_function(registry: &Registry, tool: crate::tool::ToolRef) -> Self {
+        Self {
+            resolved: Resolved {
+                tool,
+                owner: registry.clone(),
+                ready: None,
+            },
+            act: None,
+        }
+    }
+
     /// The tool's canonical name (aliases resolved).
     pub(crate) fn name(&self) -> &str {
         self.resolved.tool.name()

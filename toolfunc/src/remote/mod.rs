@@ -37,6 +37,10 @@
 //! A search (`search.rs`, HTTP discovery's `?q=`) ranks with the registry's index
 //! and keeps what the catalogue offers and the caller's sight shows.
 //!
+//! **Prompts and resources** (`kinds.rs`) are offered, got and read under the same
+//! rule: what a caller may not see does not exist for it, and a scope it lacks is
+//! named in its refusal.
+//!
 //! The [`ledger`] (calls tracked by id, polled, cancelled, swept) lives on this
 //! floor too: it is how a surface answers a call that outlives its request.
 
@@ -50,6 +54,7 @@
 mod catalog;
 mod dispatch;
 mod find;
+mod kinds;
 pub mod ledger;
 mod search;
 
@@ -57,5 +62,8 @@ pub(crate) use catalog::Catalog;
 pub(crate) use dispatch::Plan;
 pub(crate) use find::{
     Found, INSUFFICIENT_SCOPE, Lookup, Needs, Sight, find, find_tracked, tracked_shown,
+};
+pub(crate) use kinds::{
+    MAX_URI_BYTES, bounded_contents, find_prompt, find_resource, find_template, prompts, resources,
 };
 pub(crate) use search::search;

@@ -1,0 +1,158 @@
+//! Prompts and resources from outside: what a caller is offered and what it may get
+//! or read, judged by the same rule as a tool (offered remotely, shown by the
+//! layers, the scopes its identity holds) for every surface.
+//!
+//! A prompt or a resource the caller may not see is, to it, one that does not exist
+//! (`NOT_FOUND` alike); one it sees but lacks scopes for is refused with
+//! `INSUFFICIENT_SCOPE`, as a tool is. A URI from outside is bounded in length
+//! before any template looks at it.
+
+use std::sync::Arc;
+
+use super::find::{Sight, insufficient_scope};
+use crate::content::Resource;
+use crate::error::ToolError;
+use crate::exec::kinds::{not_a_prompt, not_a_resource};
+use crate::options::CallOptions;
+use crate::prompt::PromptFunc;
+use crate::registry::Registry;
+use crate::resource::ResourceFunc;
+use crate::tool::ToolDefinition;
+
+/// The longest URI a caller from outside may ask to read (bytes).
+pub(crate) const MAX_URI_BYTES: usize = 4096;
+
+/// Whether a caller with `sight` is offered the function `def` at all: served
+/// remotely and not hidden by a layer.
+fn offered(sight: &Sight<'_>, def: &ToolDefinition) -> bool {
+    def.api && sight.shows(def)
+}
+
+/// The prompts a caller with `viewer` options is offered, by name.
+pub(crate) fn prompts(registry: &Registry, viewer: Option<&CallOptions>) -> Vec<Arc<PromptFunc>> {
+    let sight = Sight::of(registry, viewer);
+    let mut prompts = registry.prompts();
+    prompts.retain(|p| offered(&sight, p.tool().definition()));
+    prompts
+}
+
+/// The fixed resources (by URI) and the templates a caller with `viewer` options
+/// is offered.
+pub(crate) fn resources(
+    registry: &Registry,
+    viewer: Option<&CallOptions>,
+) -> (Vec<Arc<ResourceFunc>>, Vec<Arc<ResourceFunc>>) {
+    let sight = Sight::of(registry, viewer);
+    let (mut fixed, mut templates) = registry.resources();
+    fixed.retain(|r| offered(&sight, r.tool().definition()));
+    templates.retain(|r| offered(&sight, r.tool().definition()));
+    (fixed, templates)
+}
+
+/// The prompt `name`, for a caller with `viewer` options: `NOT_FOUND` when it is
+/// not offered to that caller, `INSUFFICIENT_SCOPE` when its identity lacks a scope.
+pub(crate) fn find_prompt(
+    registry: &Registry,
+    name: &str,
+    viewer: Option<&CallOptions>,
+) -> Result<Arc<PromptFunc>, ToolError> {
+    let prompt = registry
+        .get_prompt(name)
+        .ok_or_else(|| not_a_prompt(name))?;
+    admit(registry, prompt.tool().definition(), viewer, || {
+        not_a_prompt(name)
+    })?;
+    Ok(prompt)
+}
+
+/// The resource that reads `uri`, for a caller with `viewer` options: `NOT_FOUND`
+/// when none is offered to that caller (or the URI is longer than
+/// [`MAX_URI_BYTES`]), `INSUFFICIENT_SCOPE` when its identity lacks a scope.
+pub(crate) fn find_resource(
+    registry: &Registry,
+    uri: &str,
+    viewer: Option<&CallOptions>,
+) -> Result<Arc<ResourceFunc>, ToolError> {
+    if uri.len() > MAX_URI_BYTES {
+        return Err(ToolError::arguments(
+            "/uri",
+            format!("a URI is at most {MAX_URI_BYTES} bytes"),
+        ));
+    }
+    let resource = registry
+        .get_resource(uri)
+        .ok_or_else(|| not_a_resource(uri))?;
+    admit(registry, resource.tool().definition(), viewer, || {
+        not_a_resource(uri)
+    })?;
+    Ok(resource)
+}
+
+/// The resource template written `address` (or the resource that reads that URI),
+/// for a completion asked by a caller with `viewer` options, judged as
+/// [`find_resource`] judges a read.
+pub(crate) fn find_template(
+    registry: &Registry,
+    address: &str,
+    viewer: Option<&CallOptions>,
+) -> Result<Arc<ResourceFunc>, ToolError> {
+    let template = registry
+        .resources()
+        .1
+        .into_iter()
+        .find(|t| t.address() == address);
+    match template {
+        Some(template) => {
+            admit(registry, template.tool().definition(), viewer, || {
+                not_a_resource(address)
+            })?;
+            Ok(template)
+        }
+        None => find_resource(registry, address, viewer),
+    }
+}
+
+/// Whether the caller of `viewer` may get or read the function `def`: `unknown()`
+/// when it is not offered to it, `INSUFFICIENT_SCOPE` when it lacks a scope.
+fn admit(
+    registry: &Registry,
+    def: &ToolDefinition,
+    viewer: Option<&CallOptions>,
+    unknown: impl FnOnce() -> ToolError,
+) -> Result<(), ToolError> {
+    let sight = Sight::of(registry, viewer);
+    if !def.api || !sight.layers_show(def) {
+        return Err(unknown());
+    }
+    if !sight.permits(&def.scopes) {
+        return Err(insufficient_scope(&def.scopes));
+    }
+    Ok(())
+}
+
+/// The contents of a read, refused with `TOO_LARGE` (413) when their JSON is more
+/// than `max_bytes`: what one read may make the server hold and send.
+pub(crate) fn bounded_contents(
+    contents: Vec<Resource>,
+    max_bytes: usize,
+) -> Result<Vec<Resource>, ToolError> {
+    let size: usize = contents
+        .iter()
+        .map(|c| {
+            c.uri.len()
+                + c.text.as_ref().map_or(0, String::len)
+                + c.blob.as_ref().map_or(0, String::len)
+                + c.mime_type.as_ref().map_or(0, String::len)
+        })
+        .sum();
+    if size > max_bytes {
+        return Err(ToolError::custom(
+            "TOO_LARGE",
+            413,
+            format!(
+                "the resource's contents are {size} bytes, more than the {max_bytes} a read may send"
+            ),
+        ));
+    }
+    Ok(contents)
+}
