@@ -1,9 +1,10 @@
-//! Registry changes reach MCP clients as `notifications/tools/list_changed`: on
-//! every open `subscriptions/listen` stream (2026-07-28) that asked for
-//! `toolsListChanged`, tagged with its subscription id, and on a 2025-11-25 session's
-//! GET stream. A listen for anything else (prompts, resources, nothing) is
-//! acknowledged with the part toolfunc honours (none of it) and stays open and
-//! silent. Over streamable HTTP and stdio (`serve_io`).
+//! Registry changes reach MCP clients as `notifications/tools/list_changed`,
+//! `notifications/prompts/list_changed`, `notifications/resources/list_changed` and
+//! `notifications/resources/updated`: on every open `subscriptions/listen` stream
+//! (2026-07-28) that asked for them, tagged with its subscription id, and on a
+//! 2025-11-25 session's GET stream. A listen is acknowledged with the part toolfunc
+//! honours (URIs no resource reads are left out) and hears only that. Over
+//! streamable HTTP and stdio (`serve_io`).
 
 #[path = "support/mcp.rs"]
 mod mcp_support;
@@ -101,40 +102,101 @@ async fn a_listen_for_tool_changes_hears_each_change_tagged_with_its_id() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn listens_for_what_toolfunc_does_not_serve_stay_open_and_silent() {
+async fn listens_hear_only_what_they_asked_for() {
     let registry = registry();
+    registry
+        .register_resource(resource("file:///motd"))
+        .expect("a fresh URI");
     let url = serve_http(Server::new(&registry).router()).await;
     let client = http_client();
+    // Nothing asked, or only what the registry cannot serve: acknowledged as
+    // nothing, open and silent.
     for (id, filter) in [
-        (1, json!({"promptsListChanged": true})),
-        (2, json!({"resourcesListChanged": true})),
-        (3, json!({"resourceSubscriptions": ["file:///etc/motd"]})),
-        (4, json!({})),
-        (
-            5,
-            json!({"toolsListChanged": false, "promptsListChanged": true}),
-        ),
+        (1, json!({})),
+        (2, json!({"resourceSubscriptions": ["file:///nowhere"]})),
+        (3, json!({"toolsListChanged": false})),
     ] {
         let (mut events, ack) = listen(&client, &url, id, filter.clone()).await;
         assert_eq!(ack["params"]["notifications"], json!({}), "{filter}: {ack}");
         registry
             .register(tool(&format!("quiet_{id}")))
             .expect("registers");
+        registry.notify_resource_updated("file:///nowhere");
         assert!(events.next(QUIET).await.is_none(), "{filter}");
         assert!(!events.ended(), "{filter}: the stream ended");
     }
 
-    // Tools and something else: only the tools part is honoured.
-    let filter = json!({"toolsListChanged": true, "promptsListChanged": true,
-        "resourceSubscriptions": ["file:///etc/motd"]});
-    let (mut events, ack) = listen(&client, &url, 6, filter).await;
+    // Prompts: their list changes, not the tools'.
+    let (mut prompts, ack) = listen(&client, &url, 4, json!({"promptsListChanged": true})).await;
     assert_eq!(
         ack["params"]["notifications"],
-        json!({"toolsListChanged": true})
+        json!({"promptsListChanged": true})
     );
+    registry.register(tool("not_heard")).expect("registers");
+    assert!(
+        prompts.next(QUIET).await.is_none(),
+        "a tool change reached a prompts listen"
+    );
+    registry
+        .register_prompt(prompt("hello"))
+        .expect("a fresh name");
+    let changed = prompts.next(LIMIT).await.expect("a change");
+    assert_eq!(
+        changed["method"], "notifications/prompts/list_changed",
+        "{changed}"
+    );
+
+    // Resources: the list, and the updates of the URIs subscribed to (the unknown
+    // one dropped from the acknowledgement).
+    let filter = json!({"resourcesListChanged": true,
+        "resourceSubscriptions": ["file:///motd", "file:///nowhere"]});
+    let (mut resources, ack) = listen(&client, &url, 5, filter).await;
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"resourcesListChanged": true, "resourceSubscriptions": ["file:///motd"]})
+    );
+    registry.notify_resource_updated("file:///nowhere");
+    assert!(
+        resources.next(QUIET).await.is_none(),
+        "an update of another URI was heard"
+    );
+    registry.notify_resource_updated("file:///motd");
+    let updated = resources.next(LIMIT).await.expect("an update");
+    assert_eq!(
+        updated["method"], "notifications/resources/updated",
+        "{updated}"
+    );
+    assert_eq!(updated["params"]["uri"], "file:///motd", "{updated}");
+    registry
+        .register_resource(resource("file:///news"))
+        .expect("a fresh URI");
+    let changed = resources.next(LIMIT).await.expect("a change");
+    assert_eq!(
+        changed["method"], "notifications/resources/list_changed",
+        "{changed}"
+    );
+
+    // Tools and something else: each part as asked.
+    let filter = json!({"toolsListChanged": true, "promptsListChanged": true});
+    let (mut events, ack) = listen(&client, &url, 6, filter.clone()).await;
+    assert_eq!(ack["params"]["notifications"], filter);
     registry.register(tool("loud")).expect("registers");
     let changed = events.next(LIMIT).await.expect("a change");
     assert_eq!(changed["method"], LIST_CHANGED, "{changed}");
+}
+
+fn prompt(name: &str) -> toolfunc::prompt::PromptFunc {
+    toolfunc::prompt::PromptFunc::builder(name)
+        .handler_sync(|_, _| Ok("Say hello."))
+        .build()
+        .expect("a valid prompt")
+}
+
+fn resource(uri: &str) -> toolfunc::resource::ResourceFunc {
+    toolfunc::resource::ResourceFunc::builder(uri, "motd")
+        .handler_sync(|_, _| Ok("Hello."))
+        .build()
+        .expect("a valid resource")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

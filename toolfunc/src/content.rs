@@ -393,7 +393,7 @@ impl JsonSchema for Content {
 }
 
 /// One content block, in MCP's wire shape (`{"type": "image", "data": .., "mimeType": ..}`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Block {
@@ -534,7 +534,7 @@ impl From<Resource> for Block {
 }
 
 /// A link to a resource (MCP `resource_link`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ResourceLink {
@@ -586,7 +586,7 @@ impl ResourceLink {
 
 /// An embedded resource: its URI, MIME type, and either its text or its bytes
 /// (base64 in `blob`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Resource {

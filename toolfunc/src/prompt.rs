@@ -102,7 +102,7 @@ pub struct PromptArgument {
 }
 
 /// Who a message of a prompt speaks as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// The user.
@@ -113,7 +113,7 @@ pub enum Role {
 
 /// One message of a prompt: a role and one content block (text, an image, audio, a
 /// resource link or an embedded resource).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[non_exhaustive]
 pub struct PromptMessage {
     /// Who speaks.
@@ -143,7 +143,7 @@ impl PromptMessage {
 }
 
 /// What a prompt answers: its messages, and a description of this rendering.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[non_exhaustive]
 pub struct PromptResult {
     /// A description of the prompt as rendered.
