@@ -94,6 +94,41 @@ async def check_calls(client):
               and "no_such_tool" in err.message, (err.code, err.message))
 
 
+async def check_prompts_and_resources(client):
+    prompts = {prompt.name: prompt for prompt in (await client.list_prompts()).prompts}
+    check("prompts listed", "review" in prompts, sorted(prompts))
+    arguments = {arg.name: arg.required for arg in prompts["review"].arguments or []}
+    check("prompt arguments", arguments == {"code": True, "focus": False}, arguments)
+    got = await client.get_prompt("review", {"code": "fn main() {}", "focus": "bugs"})
+    first = got.messages[0]
+    check("prompt rendered", first.role == "user" and "fn main() {}" in first.content.text
+          and "bugs" in first.content.text, got)
+    try:
+        await client.get_prompt("review", {})
+        check("prompt without its argument refused", False)
+    except MCPError as err:
+        check("prompt without its argument refused", err.error.code == -32602, err)
+
+    resources = {str(r.uri): r for r in (await client.list_resources()).resources}
+    check("resources listed", "demo://readme" in resources, sorted(resources))
+    readme = await client.read_resource("demo://readme")
+    check("fixed resource read", readme.contents[0].mime_type == "text/markdown"
+          and "toolfunc" in readme.contents[0].text, readme)
+    templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
+    check("templates listed", "demo://users/{id}" in templates, templates)
+    user = await client.read_resource("demo://users/1")
+    check("template read", '"Ann"' in user.contents[0].text, user)
+    try:
+        await client.read_resource("demo://users/nobody")
+        check("unknown user refused", False)
+    except MCPError as err:
+        check("unknown user refused", err.error.code in (-32602, -32603), err)
+
+    completion = await client.complete(types.PromptReference(type="ref/prompt", name="review"),
+                                       {"name": "focus", "value": "b"})
+    check("argument completed", completion.completion.values == ["bugs"], completion)
+
+
 async def check_progress_and_cancel(client):
     reports = []
 
@@ -169,6 +204,7 @@ async def main():
         check(f"protocol {expected}", client.protocol_version == expected, client.protocol_version)
         await check_tools(client)
         await check_calls(client)
+        await check_prompts_and_resources(client)
         await check_progress_and_cancel(client)
         if args.list_changed:
             await check_list_changed(client, args.mode, changed, handler_events)

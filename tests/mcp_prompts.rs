@@ -228,7 +228,9 @@ async fn resources_and_templates_are_listed_and_read() {
         "{unknown}"
     );
     let too_long = format!("file:///logs/{}/x", "d".repeat(5_000));
-    let refused = pipe.request("resources/read", json!({"uri": too_long})).await;
+    let refused = pipe
+        .request("resources/read", json!({"uri": too_long}))
+        .await;
     assert_eq!(error_of(&refused)["code"], -32602, "{refused}");
     assert_eq!(error_of(&refused)["data"]["code"], "ARGUMENTS", "{refused}");
     // A read past the server's collect limit is refused, not sent.
