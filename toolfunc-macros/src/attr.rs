@@ -385,7 +385,7 @@ fn misplaced_key_message(key: &str, position: Position) -> String {
     if position.is_kind() {
         let attr = position.attr();
         return format!(
-            "unknown {attr} key `{key}` (a #[tool] key); {attr} takes: {}",
+            "unknown {attr} key `{key}` (a #[tool] key); valid keys are: {}",
             position.keys().collect::<Vec<_>>().join(", ")
         );
     }
@@ -920,6 +920,51 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "#[tool] key `client` applies to #[tool_service] only"
+        );
+    }
+
+    #[test]
+    fn prompts_and_resources_take_their_own_keys() {
+        let attrs = ToolAttrs::parse(
+            quote!(name = "n", complete(a = f, b = path::g), local),
+            Prompt,
+        )
+        .unwrap();
+        assert_eq!(attrs.position, Prompt);
+        assert_eq!(attrs.complete.unwrap().len(), 2);
+        let attrs =
+            ToolAttrs::parse(quote!(uri = "x://{a}", mime_type = "text/plain"), Resource).unwrap();
+        assert_eq!(attrs.uri.unwrap().value(), "x://{a}");
+        let err = ToolAttrs::parse(quote!(alias = "x"), Prompt).err().unwrap();
+        assert_eq!(
+            err.to_string(),
+            "unknown #[prompt] key `alias` (a #[tool] key); valid keys are: name, title, \
+             description, tags, local, scopes, timeout, api, complete, crate"
+        );
+        let err = ToolAttrs::parse(quote!(uri = "x://a"), Function)
+            .err()
+            .unwrap();
+        assert_eq!(
+            err.to_string(),
+            "#[tool] key `uri` applies to #[resource] only"
+        );
+        let err = ToolAttrs::parse(quote!(complete(a = f)), Service)
+            .err()
+            .unwrap();
+        assert_eq!(
+            err.to_string(),
+            "#[tool_service] key `complete` applies to #[prompt] and #[resource] only"
+        );
+        let err = ToolAttrs::parse(quote!(complete(a = f, a = g)), Prompt)
+            .err()
+            .unwrap();
+        assert_eq!(err.to_string(), "`a` is completed more than once");
+        let err = ToolAttrs::parse(quote!(complete = f), Resource)
+            .err()
+            .unwrap();
+        assert!(
+            err.to_string()
+                .contains("takes a list of `argument = function`")
         );
     }
 
