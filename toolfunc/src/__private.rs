@@ -220,6 +220,57 @@ where
     ::std::boxed::Box::pin(future)
 }
 
+/// Boxes an async function's future when it is `Send` (autoref dispatch on the
+/// future's type, made by a function of its own so that the type is known here).
+pub struct FutureProbe<F>(::core::marker::PhantomData<fn() -> F>);
+
+impl<F> FutureProbe<F> {
+    pub const fn of(_: &F) -> Self {
+        Self(::core::marker::PhantomData)
+    }
+}
+
+/// Chosen for `Send` futures: every async tool's, unless it is `local`.
+pub trait ViaSendFuture<F: ::core::future::Future> {
+    fn boxed_future(&self, future: F) -> BoxFuture<'static, F::Output>;
+}
+
+impl<F: ::core::future::Future + Send + 'static> ViaSendFuture<F> for &FutureProbe<F> {
+    fn boxed_future(&self, future: F) -> BoxFuture<'static, F::Output> {
+        ::std::boxed::Box::pin(future)
+    }
+}
+
+/// What a future that is not `Send` lacks: the error under an async function whose
+/// future holds something that is not `Send` across an `.await`.
+#[diagnostic::on_unimplemented(
+    message = "the future of this async function is not `Send`",
+    label = "it holds a value that is not `Send` across an `.await`",
+    note = "drop the `Rc`, `RefCell` borrow or other value that is not `Send` before the `.await`, or run the function on toolfunc's local executor: `#[tool(local)]` (`#[prompt(local)]`, `#[resource(local)]`)"
+)]
+pub trait LocalOnly {}
+
+/// No future is `LocalOnly`: the bound of the fallback below is the error.
+pub enum NotAFuture {}
+#[diagnostic::do_not_recommend]
+impl LocalOnly for NotAFuture {}
+
+/// Chosen for futures that are not `Send`: an error at compile time.
+pub trait FallbackLocalFuture<F: ::core::future::Future> {
+    fn boxed_future(&self, future: F) -> BoxFuture<'static, F::Output>
+    where
+        F: LocalOnly;
+}
+
+impl<F: ::core::future::Future> FallbackLocalFuture<F> for FutureProbe<F> {
+    fn boxed_future(&self, _: F) -> BoxFuture<'static, F::Output>
+    where
+        F: LocalOnly,
+    {
+        ::core::unreachable!("reported at compile time: the future is not `Send`")
+    }
+}
+
 /// A `#[tool(local)]` handler's call: `make` builds the (not `Send`) future on
 /// the local executor.
 pub fn run_local(

@@ -518,7 +518,7 @@ pub(crate) fn handler(
     } else if is_async && model.attrs.local.is_some() && receiver.is_none() {
         local_handler(&ctx, &raw, &body, p)
     } else if is_async {
-        future_handler(quote!(#p::Value))
+        send_future_handler(model, p, params_type, svc_param.as_ref(), &run)
     } else {
         quote! {
             fn __toolfunc_handler(
@@ -528,6 +528,57 @@ pub(crate) fn handler(
             ) -> #p::Result<#p::Value, #p::ToolError> {
                 #body
             }
+        }
+    }
+}
+
+/// An async function's handler: its future is made by a function of its own, so
+/// that whether it is `Send` is known where the handler boxes it; one that is not
+/// is one error, under the function's name, that names `#[tool(local)]`.
+fn send_future_handler(
+    model: &ToolFn,
+    p: &TokenStream,
+    params_type: &TokenStream,
+    svc_param: Option<&TokenStream>,
+    run: &TokenStream,
+) -> TokenStream {
+    let Locals {
+        ctx, raw, params, ..
+    } = Locals::new();
+    // Spanned at the function's name, where the error about it is shown.
+    let future = Ident::new("__toolfunc_future", model.item.sig.ident.span());
+    let svc_arg = svc_param.map(|_| {
+        let svc = Ident::new("__toolfunc_svc", Span::mixed_site());
+        quote!(#svc,)
+    });
+    let parse = quote! {
+        let #params: #params_type = match (&&#p::Checked::<#params_type>::new()).parse_args(&#raw) {
+            #p::Ok(v) => v,
+            #p::Err(e) => return #p::failed_future(e),
+        };
+        ::core::mem::drop(#raw);
+    };
+    let boxed = quote_spanned! {model.item.sig.ident.span()=>
+        (&&#p::FutureProbe::of(&#future)).boxed_future(#future)
+    };
+    quote! {
+        fn __toolfunc_handler(
+            #svc_param
+            #ctx: #p::Ctx,
+            #raw: #p::Cow<'_, #p::Value>,
+        ) -> #p::BoxFuture<'static, #p::Result<#p::Value, #p::ToolError>> {
+            async fn __toolfunc_run(
+                #svc_param
+                #ctx: #p::Ctx,
+                #params: #params_type,
+            ) -> #p::Result<#p::Value, #p::ToolError> {
+                #run
+            }
+            #[allow(unused_imports)]
+            use #p::{FallbackLocalFuture as _, ViaSendFuture as _};
+            #parse
+            let #future = __toolfunc_run(#svc_arg #ctx, #params);
+            #boxed
         }
     }
 }
