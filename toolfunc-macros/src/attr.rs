@@ -1,4 +1,5 @@
-//! Parsing of the `#[tool(...)]` arguments. Each key is declared once in `KEYS`.
+//! Parsing of the arguments of `#[tool(...)]`, `#[tool_service(...)]`,
+//! `#[prompt(...)]` and `#[resource(...)]`. Each key is declared once in `KEYS`.
 
 use proc_macro2::Span;
 use syn::meta::ParseNestedMeta;
@@ -6,17 +7,22 @@ use syn::parse::Parser;
 use syn::{LitStr, Path, Token};
 
 /// Where an attribute sits: the keys it accepts and the name its messages use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum Position {
     /// `#[tool(...)]` on a free function.
+    #[default]
     Function,
     /// `#[tool_service(...)]` on an impl block.
     Service,
     /// `#[tool(...)]` on a method of a `#[tool_service]` impl block.
     Method,
+    /// `#[prompt(...)]` on a free function.
+    Prompt,
+    /// `#[resource(...)]` on a free function.
+    Resource,
 }
 
-use Position::{Function, Method, Service};
+use Position::{Function, Method, Prompt, Resource, Service};
 
 impl Position {
     /// The attribute as messages name it.
@@ -24,7 +30,14 @@ impl Position {
         match self {
             Function | Method => "#[tool]",
             Service => "#[tool_service]",
+            Prompt => "#[prompt]",
+            Resource => "#[resource]",
         }
+    }
+
+    /// Whether the attribute makes a prompt or a resource rather than a tool.
+    pub(crate) fn is_kind(self) -> bool {
+        matches!(self, Prompt | Resource)
     }
 
     /// The keys accepted here, in the order the docs list them.
@@ -37,30 +50,36 @@ impl Position {
 
 /// Every key, once, with the positions that accept it, in the order the docs list them.
 pub(crate) const KEYS: &[(&str, &[Position])] = &[
-    ("name", &[Function, Service, Method]),
-    ("title", &[Function, Service, Method]),
-    ("description", &[Function, Service, Method]),
+    ("uri", &[Resource]),
+    ("mime_type", &[Resource]),
+    ("name", &[Function, Service, Method, Prompt, Resource]),
+    ("title", &[Function, Service, Method, Prompt, Resource]),
+    (
+        "description",
+        &[Function, Service, Method, Prompt, Resource],
+    ),
     ("summary", &[Function, Service]),
     ("alias", &[Function, Service]),
-    ("tags", &[Function, Service]),
+    ("tags", &[Function, Service, Prompt, Resource]),
     ("args", &[Function, Method]),
     ("deny_unknown_fields", &[Function, Method]),
     ("stream", &[Function, Method]),
-    ("local", &[Function]),
+    ("local", &[Function, Prompt, Resource]),
     ("background", &[Function]),
     ("check_output", &[Function]),
     ("needs_client", &[Function]),
-    ("scopes", &[Function, Service, Method]),
-    ("timeout", &[Function, Service, Method]),
+    ("scopes", &[Function, Service, Method, Prompt, Resource]),
+    ("timeout", &[Function, Service, Method, Prompt, Resource]),
     ("concurrency", &[Function, Service]),
     ("depends", &[Function]),
     ("annotations", &[Function, Service, Method]),
-    ("api", &[Function, Service]),
+    ("api", &[Function, Service, Prompt, Resource]),
+    ("complete", &[Prompt, Resource]),
     ("client", &[Service]),
     ("skip", &[Method]),
     ("setup", &[Method]),
     ("dispose", &[Method]),
-    ("crate", &[Function, Service]),
+    ("crate", &[Function, Service, Prompt, Resource]),
 ];
 
 /// The hints `annotations(...)` accepts; each is a field of [`Hints`] and of the
@@ -157,8 +176,17 @@ pub(crate) struct ToolAttrs {
     /// `dispose` (methods): the service's dispose, run when it is removed; not an act.
     pub(crate) dispose: Option<Span>,
     pub(crate) krate: Option<Path>,
+    /// `uri = "file:///logs/{date}"` (resources): the URI or URI template.
+    pub(crate) uri: Option<LitStr>,
+    /// `mime_type = "text/plain"` (resources).
+    pub(crate) mime_type: Option<LitStr>,
+    /// `complete(arg = path::to_fn, ..)` (prompts and resources): each argument or
+    /// template variable with the function that completes it.
+    pub(crate) complete: Option<Vec<(syn::Ident, syn::Expr)>>,
     /// Every key given, in order, at its path: for checks across keys.
     pub(crate) given: Vec<(&'static str, Span)>,
+    /// The attribute these keys were given to.
+    pub(crate) position: Position,
 }
 
 /// The key being parsed, for messages.
@@ -182,7 +210,10 @@ impl Key<'_> {
 impl ToolAttrs {
     /// Parses the tokens inside the attribute at `position`, collecting every error.
     pub(crate) fn parse(tokens: proc_macro2::TokenStream, position: Position) -> syn::Result<Self> {
-        let mut attrs = Self::default();
+        let mut attrs = Self {
+            position,
+            ..Self::default()
+        };
         let mut errors: Option<syn::Error> = None;
         let parser = syn::meta::parser(|meta| {
             // Every value is read whole before it is judged, so one bad key never
@@ -243,6 +274,7 @@ impl ToolAttrs {
                 | "check_output"
                 | "annotations"
                 | "depends"
+                | "complete"
         );
         if matches!(value, Value::None) && needs_value {
             return Err(key.error(format!("{} needs a value, like `{name} = ...`", key.what())));
@@ -297,6 +329,12 @@ impl ToolAttrs {
             "depends" => set(&mut self.depends, &key, depends(&key, value)?),
             // crate = path::to::toolfunc
             "crate" => set(&mut self.krate, &key, krate(&key, value)?),
+            // uri = "file:///logs/{date}"
+            "uri" => set(&mut self.uri, &key, lit_str(&key, value)?),
+            // mime_type = "text/plain"
+            "mime_type" => set(&mut self.mime_type, &key, lit_str(&key, value)?),
+            // complete(language = languages, path = crate::paths::complete)
+            "complete" => set(&mut self.complete, &key, complete(&key, value)?),
             other => unreachable!("`{other}` is in KEYS but has no parser"),
         }
     }
@@ -324,8 +362,11 @@ fn read_value(meta: &ParseNestedMeta<'_>) -> syn::Result<Value> {
 fn unknown_key_message(key: &str, position: Position) -> String {
     let attr = position.attr();
     let hint = match key {
+        "rename" if position.is_kind() => Some("to rename it, use `name`".to_owned()),
         "rename" => Some("to rename the tool, use `name`".to_owned()),
-        "aliases" if position != Method => Some("use `alias = [...]`".to_owned()),
+        "aliases" if matches!(position, Function | Service) => {
+            Some("use `alias = [...]`".to_owned())
+        }
         "tag" if position != Method => Some("use `tags = [...]`".to_owned()),
         "doc" => Some("use `description`, or a doc comment".to_owned()),
         _ => closest(key, position.keys()).map(|near| format!("did you mean `{near}`?")),
@@ -341,6 +382,34 @@ fn unknown_key_message(key: &str, position: Position) -> String {
 
 /// A key that exists, but not at this position.
 fn misplaced_key_message(key: &str, position: Position) -> String {
+    if position.is_kind() {
+        let attr = position.attr();
+        return format!(
+            "unknown {attr} key `{key}` (a #[tool] key); valid keys are: {}",
+            position.keys().collect::<Vec<_>>().join(", ")
+        );
+    }
+    let only_kinds: Vec<&str> = KEYS
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, on)| {
+            on.iter()
+                .filter(|p| p.is_kind())
+                .map(|p| p.attr())
+                .collect()
+        })
+        .unwrap_or_default();
+    let tool_positions = KEYS
+        .iter()
+        .find(|(k, _)| *k == key)
+        .is_some_and(|(_, on)| on.iter().any(|p| !p.is_kind()));
+    if !tool_positions && !only_kinds.is_empty() {
+        return format!(
+            "{} key `{key}` applies to {} only",
+            position.attr(),
+            only_kinds.join(" and ")
+        );
+    }
     match (position, key) {
         (_, "depends") => "#[tool_service] does not take `depends`; services call other \
                            tools with `ctx.run`"
@@ -361,6 +430,7 @@ fn misplaced_key_message(key: &str, position: Position) -> String {
             format!("#[tool] key `{key}` applies to methods of a #[tool_service] impl block")
         }
         (Function, _) => format!("#[tool] key `{key}` applies to #[tool_service] only"),
+        (Prompt | Resource, _) => unreachable!("answered above"),
     }
 }
 
@@ -531,6 +601,40 @@ fn depends(key: &Key<'_>, value: Value) -> syn::Result<Vec<(syn::Ident, LitStr)>
             ));
         }
         pairs.push((alias, name));
+        Ok(())
+    });
+    Parser::parse2(parser, tokens)?;
+    Ok(pairs)
+}
+
+/// `complete(arg = path::to_fn, ...)`: each function takes `&CompletionRequest` and
+/// returns anything `Into<Completion>`.
+fn complete(key: &Key<'_>, value: Value) -> syn::Result<Vec<(syn::Ident, syn::Expr)>> {
+    let hint = format!(
+        "{} takes a list of `argument = function`, like `complete(language = languages)`",
+        key.what()
+    );
+    let Value::List(tokens) = value else {
+        return Err(key.error(hint));
+    };
+    let mut pairs: Vec<(syn::Ident, syn::Expr)> = Vec::new();
+    let parser = syn::meta::parser(|meta| {
+        let argument = meta
+            .path
+            .require_ident()
+            .map_err(|_| meta.error(&hint))?
+            .clone();
+        let function: syn::Expr = meta
+            .value()
+            .and_then(syn::parse::ParseBuffer::parse)
+            .map_err(|_| meta.error(&hint))?;
+        if pairs.iter().any(|(a, _)| *a == argument) {
+            return Err(syn::Error::new_spanned(
+                &argument,
+                format!("`{argument}` is completed more than once"),
+            ));
+        }
+        pairs.push((argument, function));
         Ok(())
     });
     Parser::parse2(parser, tokens)?;
@@ -816,6 +920,51 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "#[tool] key `client` applies to #[tool_service] only"
+        );
+    }
+
+    #[test]
+    fn prompts_and_resources_take_their_own_keys() {
+        let attrs = ToolAttrs::parse(
+            quote!(name = "n", complete(a = f, b = path::g), local),
+            Prompt,
+        )
+        .unwrap();
+        assert_eq!(attrs.position, Prompt);
+        assert_eq!(attrs.complete.unwrap().len(), 2);
+        let attrs =
+            ToolAttrs::parse(quote!(uri = "x://{a}", mime_type = "text/plain"), Resource).unwrap();
+        assert_eq!(attrs.uri.unwrap().value(), "x://{a}");
+        let err = ToolAttrs::parse(quote!(alias = "x"), Prompt).err().unwrap();
+        assert_eq!(
+            err.to_string(),
+            "unknown #[prompt] key `alias` (a #[tool] key); valid keys are: name, title, \
+             description, tags, local, scopes, timeout, api, complete, crate"
+        );
+        let err = ToolAttrs::parse(quote!(uri = "x://a"), Function)
+            .err()
+            .unwrap();
+        assert_eq!(
+            err.to_string(),
+            "#[tool] key `uri` applies to #[resource] only"
+        );
+        let err = ToolAttrs::parse(quote!(complete(a = f)), Service)
+            .err()
+            .unwrap();
+        assert_eq!(
+            err.to_string(),
+            "#[tool_service] key `complete` applies to #[prompt] and #[resource] only"
+        );
+        let err = ToolAttrs::parse(quote!(complete(a = f, a = g)), Prompt)
+            .err()
+            .unwrap();
+        assert_eq!(err.to_string(), "`a` is completed more than once");
+        let err = ToolAttrs::parse(quote!(complete = f), Resource)
+            .err()
+            .unwrap();
+        assert!(
+            err.to_string()
+                .contains("takes a list of `argument = function`")
         );
     }
 

@@ -6,6 +6,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
 use syn::Item;
 
+use crate::attr::Position;
 use crate::expand;
 use crate::model::Service;
 
@@ -16,17 +17,19 @@ pub(crate) fn emit(item: &impl ToTokens, err: &syn::Error) -> TokenStream {
     tokens
 }
 
-/// A service with mistakes: its impl block, its client with bodies that never run,
-/// and the errors, so that code calling the client reports nothing more.
+/// A service with mistakes: its impl block, its `ToolService` impl and client with
+/// bodies that never run, and the errors, so that code registering the service or
+/// calling the client reports nothing more.
 pub(crate) fn service(service: &Service, err: &syn::Error) -> TokenStream {
     let mut tokens = emit(&service.item, err);
+    tokens.extend(expand::service_stub(service));
     tokens.extend(expand::client_stub(service));
     tokens
 }
 
-/// The error for `#[tool]` on something that is not a function, spanned at the
-/// item's keyword.
-pub(crate) fn not_a_function(item: &Item) -> syn::Error {
+/// The error for `#[tool]` (or `#[prompt]`, `#[resource]`: `position`) on something
+/// that is not a function, spanned at the item's keyword.
+pub(crate) fn not_a_function(item: &Item, position: Position) -> syn::Error {
     let span = match item {
         Item::Struct(i) => i.struct_token.span,
         Item::Enum(i) => i.enum_token.span,
@@ -40,10 +43,13 @@ pub(crate) fn not_a_function(item: &Item) -> syn::Error {
         Item::Use(i) => i.use_token.span,
         _ => Span::call_site(),
     };
-    let hint = if matches!(item, Item::Impl(_)) {
+    let hint = if matches!(item, Item::Impl(_)) && !position.is_kind() {
         ", not impl blocks: put it on free functions, or use #[tool_service] on the impl block"
+    } else if matches!(item, Item::Impl(_)) {
+        ", not impl blocks: put it on free functions"
     } else {
         ""
     };
-    syn::Error::new(span, format!("#[tool] applies to functions only{hint}"))
+    let attr = position.attr();
+    syn::Error::new(span, format!("{attr} applies to functions only{hint}"))
 }

@@ -1,7 +1,7 @@
 //! Procedural macros of [toolfunc](https://docs.rs/toolfunc). Use them through the
 //! `toolfunc` crate, which re-exports them and holds the code they expand to.
 //!
-//! Both macros run the same phases: `attr` parses the attribute's keys for its
+//! Every macro runs the same phases: `attr` parses the attribute's keys for its
 //! position, `model` builds a borrowed-free model of the item, `validate` checks it
 //! as its own pass, and `expand` (the only module that quotes code) writes the
 //! output from a valid model. Every phase collects its errors in `errors`, a leaf
@@ -17,6 +17,7 @@ mod errors;
 mod expand;
 mod fallback;
 mod model;
+mod uri;
 mod validate;
 
 use proc_macro::TokenStream;
@@ -40,28 +41,58 @@ pub fn tool_service(args: TokenStream, input: TokenStream) -> TokenStream {
     tool_service_impl(args.into(), &input.into()).into()
 }
 
+// No doc comment, as for `tool`: the documentation is on `toolfunc::prompt`
+// (toolfunc/src/docs/prompt.md).
+#[proc_macro_attribute]
+pub fn prompt(args: TokenStream, input: TokenStream) -> TokenStream {
+    function_impl(Position::Prompt, args.into(), &input.into()).into()
+}
+
+// No doc comment, as for `tool`: the documentation is on `toolfunc::resource`
+// (toolfunc/src/docs/resource.md).
+#[proc_macro_attribute]
+pub fn resource(args: TokenStream, input: TokenStream) -> TokenStream {
+    function_impl(Position::Resource, args.into(), &input.into()).into()
+}
+
 /// The attribute's keys, or the default keys with the error collected.
 fn parse_attrs(args: TokenStream2, position: Position, errors: &mut Errors) -> ToolAttrs {
     ToolAttrs::parse(args, position).unwrap_or_else(|err| {
         errors.push(err);
-        ToolAttrs::default()
+        ToolAttrs {
+            position,
+            ..ToolAttrs::default()
+        }
     })
 }
 
 fn tool_impl(args: TokenStream2, input: &TokenStream2) -> TokenStream2 {
+    function_impl(Position::Function, args, input)
+}
+
+/// `#[tool]`, `#[prompt]` or `#[resource]` (by `position`) on a function.
+fn function_impl(position: Position, args: TokenStream2, input: &TokenStream2) -> TokenStream2 {
     let item: syn::Item = match syn::parse2(input.clone()) {
         Ok(item) => item,
         Err(err) => return fallback::emit(input, &err),
     };
     let syn::Item::Fn(func) = item else {
-        return fallback::emit(input, &fallback::not_a_function(&item));
+        return fallback::emit(input, &fallback::not_a_function(&item, position));
     };
     let mut errors = Errors::default();
-    let attrs = parse_attrs(args, Position::Function, &mut errors);
+    let attrs = parse_attrs(args, position, &mut errors);
     let model = ToolFn::new(attrs, func, &mut errors);
-    validate::tool(&model, &mut errors);
+    match position {
+        Position::Prompt => validate::prompt(&model, &mut errors),
+        Position::Resource => validate::resource(&model, &mut errors),
+        _ => validate::tool(&model, &mut errors),
+    }
     match errors.finish() {
-        Ok(()) => expand::tool(&model),
+        Ok(()) => match position {
+            Position::Prompt => expand::prompt(&model),
+            Position::Resource => expand::resource(&model),
+            _ => expand::tool(&model),
+        },
         Err(err) => fallback::emit(&model.item, &err),
     }
 }

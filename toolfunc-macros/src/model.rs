@@ -76,6 +76,12 @@ impl ToolFn {
     /// `errors` and their parameter is left out.
     pub(crate) fn new(attrs: ToolAttrs, mut item: ItemFn, errors: &mut Errors) -> Self {
         let mut params = Vec::new();
+        let attr = attrs.position.attr();
+        let whose = if attrs.position.is_kind() {
+            "its"
+        } else {
+            "a tool's"
+        };
         let receiver = match item.sig.inputs.first() {
             Some(FnArg::Receiver(receiver)) => Some(receiver.clone()),
             _ => None,
@@ -89,12 +95,15 @@ impl ToolFn {
                     let (moved, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut pat_type.attrs)
                         .into_iter()
                         .partition(|a| !is_kept_on_param(a));
-                    for attr in &kept {
-                        if attr.path().is_ident("cfg") || attr.path().is_ident("cfg_attr") {
+                    for kept_attr in &kept {
+                        if kept_attr.path().is_ident("cfg") || kept_attr.path().is_ident("cfg_attr")
+                        {
                             errors.push(syn::Error::new_spanned(
-                                attr,
-                                "#[tool] parameters cannot be conditional: a tool's \
-                                 arguments are the same in every build",
+                                kept_attr,
+                                format!(
+                                    "{attr} parameters cannot be conditional: {whose} \
+                                     arguments are the same in every build"
+                                ),
                             ));
                         }
                     }
@@ -106,9 +115,11 @@ impl ToolFn {
                         other => {
                             errors.push(syn::Error::new_spanned(
                                 other,
-                                "#[tool] parameters must be plain identifiers, because each \
-                                 becomes a named argument; write `name: Type` and destructure \
-                                 in the body",
+                                format!(
+                                    "{attr} parameters must be plain identifiers, because \
+                                     each becomes a named argument; write `name: Type` and \
+                                     destructure in the body"
+                                ),
                             ));
                             continue;
                         }

@@ -11,13 +11,193 @@ pub(crate) fn tool(tool: &ToolFn, errors: &mut Errors) {
     if let Some(receiver) = &tool.receiver {
         errors.push(syn::Error::new_spanned(
             receiver.self_token,
-            "#[tool] applies to free functions and cannot take `self`; move the function \
-             out of the impl block, or put #[tool_service] on the impl block to expose \
-             its methods",
+            named(
+                tool,
+                "#[tool] applies to free functions and cannot take `self`; move the function \
+                 out of the impl block, or put #[tool_service] on the impl block to expose \
+                 its methods",
+            ),
         ));
     }
     signature(tool, errors);
     scopes(&tool.attrs, errors);
+}
+
+/// The checks of a `#[prompt]` function: those of a tool, what it returns, and
+/// that each completed argument is one of its arguments.
+pub(crate) fn prompt(prompt: &ToolFn, errors: &mut Errors) {
+    tool(prompt, errors);
+    kind_output(
+        prompt,
+        "a #[prompt] returns its messages: a `String`, a `PromptMessage`, a \
+         `Vec<PromptMessage>` or a `PromptResult` (or a `Result` of one)",
+        errors,
+    );
+    let names: Vec<String> = prompt.args().map(wire_name).collect();
+    for (argument, _) in prompt.attrs.complete.iter().flatten() {
+        if !is_argument(prompt, argument) {
+            errors.push(syn::Error::new_spanned(
+                argument,
+                format!(
+                    "`{argument}` is not an argument of this #[prompt]; {}",
+                    listed("its arguments are", &names)
+                ),
+            ));
+        }
+    }
+}
+
+/// The checks of a `#[resource]` function: those of a tool, what it returns, and
+/// its URI: it parses, each variable is a parameter, each parameter that must be
+/// given is a variable, each completed name is a variable.
+pub(crate) fn resource(resource: &ToolFn, errors: &mut Errors) {
+    tool(resource, errors);
+    kind_output(
+        resource,
+        "a #[resource] returns its contents: a `String` (text), a `Vec<u8>` (a \
+         blob), a `toolfunc::content::Resource` or a `Vec` of them, or any \
+         `Serialize` value (its JSON text), or a `Result` of one",
+        errors,
+    );
+    let Some(uri) = &resource.attrs.uri else {
+        errors.push(syn::Error::new(
+            proc_macro2::Span::call_site(),
+            "#[resource] needs its URI: `#[resource(uri = \"file:///logs/{date}\")]`, \
+             whose `{variables}` are the function's parameters",
+        ));
+        return;
+    };
+    let variables = match crate::uri::variables(&uri.value()) {
+        Ok(variables) => variables,
+        Err(why) => {
+            errors.push(syn::Error::new_spanned(
+                uri,
+                format!("#[resource] key `uri` is not a URI template this crate reads: {why}"),
+            ));
+            return;
+        }
+    };
+    let names: Vec<String> = resource.args().map(wire_name).collect();
+    for variable in &variables {
+        if !names.contains(variable) {
+            errors.push(syn::Error::new_spanned(
+                uri,
+                format!(
+                    "the URI template has `{{{variable}}}`, which is not a parameter of \
+                     `{}`: add a parameter `{variable}: String`",
+                    resource.item.sig.ident
+                ),
+            ));
+        }
+    }
+    for param in resource.args() {
+        let name = wire_name(param);
+        if variables.contains(&name) {
+            continue;
+        }
+        if variables.is_empty() {
+            errors.push(syn::Error::new_spanned(
+                &param.ident,
+                format!(
+                    "a fixed resource (its URI has no `{{variable}}`) takes no parameters \
+                     besides `&Ctx`: put `{{{name}}}` in the URI to make it a template"
+                ),
+            ));
+        } else if !is_optional(param) {
+            errors.push(syn::Error::new_spanned(
+                &param.ident,
+                format!(
+                    "the parameter `{name}` is not in the URI template, which gives every \
+                     argument of a read: add `{{{name}}}` to `uri`, or make it an `Option`"
+                ),
+            ));
+        }
+    }
+    for (variable, _) in resource.attrs.complete.iter().flatten() {
+        if !variables.iter().any(|v| variable == v) {
+            errors.push(syn::Error::new_spanned(
+                variable,
+                format!(
+                    "`{variable}` is not a variable of the URI template; {}",
+                    listed("its variables are", &variables)
+                ),
+            ));
+        }
+    }
+}
+
+/// What a prompt or a resource returns: a value at once, never a stream or nothing.
+fn kind_output(model: &ToolFn, expected: &str, errors: &mut Errors) {
+    let wrong = matches!(
+        model.output,
+        Output::Unit | Output::Result { ok: None, .. } | Output::Stream(_) | Output::Answer { .. }
+    );
+    if !wrong {
+        return;
+    }
+    let message = match model.output {
+        Output::Stream(_) | Output::Answer { .. } => format!("{expected}, at once, not a stream"),
+        _ => expected.to_owned(),
+    };
+    match &model.item.sig.output {
+        syn::ReturnType::Type(_, ty) => errors.push(syn::Error::new_spanned(ty, message)),
+        syn::ReturnType::Default => {
+            errors.push(syn::Error::new_spanned(&model.item.sig.ident, message));
+        }
+    }
+}
+
+/// Whether `ident` names an argument of `model`: by its identifier or its name in
+/// the arguments object.
+fn is_argument(model: &ToolFn, ident: &syn::Ident) -> bool {
+    let wanted = syn::ext::IdentExt::unraw(ident).to_string();
+    model.args().any(|param| {
+        syn::ext::IdentExt::unraw(&param.ident) == wanted || wire_name(param) == wanted
+    })
+}
+
+/// `Option<T>`, or a parameter with `#[serde(default)]`: one a call may leave out.
+fn is_optional(param: &crate::model::Param) -> bool {
+    if let Type::Path(path) = &param.ty
+        && path.qself.is_none()
+        && path
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "Option")
+    {
+        return true;
+    }
+    let mut default = false;
+    for attr in param.attrs.iter().filter(|a| a.path().is_ident("serde")) {
+        // A `serde` attribute that does not parse is reported by serde itself.
+        let _ = attr.parse_nested_meta(|meta| {
+            default |= meta.path.is_ident("default");
+            if meta.input.peek(syn::Token![=]) {
+                meta.value()?.parse::<syn::Expr>()?;
+            } else if meta.input.peek(syn::token::Paren) {
+                let _content;
+                syn::parenthesized!(_content in meta.input);
+            }
+            Ok(())
+        });
+    }
+    default
+}
+
+/// "`what`: a, b", or "it has none".
+fn listed(what: &str, names: &[String]) -> String {
+    if names.is_empty() {
+        "it has none".to_owned()
+    } else {
+        format!("{what}: {}", names.join(", "))
+    }
+}
+
+/// A message written for `#[tool]`, naming the attribute `tool` was given instead
+/// (`#[prompt]`, `#[resource]`).
+fn named(tool: &ToolFn, message: &str) -> String {
+    message.replace("#[tool]", tool.attrs.position.attr())
 }
 
 /// Each `scopes` entry is an OAuth scope token (RFC 6749 §3.3): one word of visible
@@ -241,25 +421,28 @@ fn header(tool: &ToolFn, errors: &mut Errors) {
     if !sig.generics.params.is_empty() {
         errors.push(syn::Error::new_spanned(
             &sig.generics,
-            "#[tool] functions cannot be generic: a tool needs one concrete JSON Schema \
+            named(
+                tool,
+                "#[tool] functions cannot be generic: a tool needs one concrete JSON Schema \
              per parameter; use concrete types",
+            ),
         ));
     } else if let Some(clause) = &sig.generics.where_clause {
         errors.push(syn::Error::new_spanned(
             clause,
-            "#[tool] functions cannot have a where clause",
+            named(tool, "#[tool] functions cannot have a where clause"),
         ));
     }
     if let Some(unsafety) = &sig.unsafety {
         errors.push(syn::Error::new_spanned(
             unsafety,
-            "#[tool] cannot be used on an `unsafe fn`: a tool is called with untrusted arguments",
+            named(tool, "#[tool] cannot be used on an `unsafe fn`: a tool is called with untrusted arguments"),
         ));
     }
     if let Some(variadic) = &sig.variadic {
         errors.push(syn::Error::new_spanned(
             variadic,
-            "#[tool] functions cannot be variadic",
+            named(tool, "#[tool] functions cannot be variadic"),
         ));
     }
 }
@@ -276,12 +459,15 @@ fn signature(tool: &ToolFn, errors: &mut Errors) {
                 if ctx_seen {
                     errors.push(syn::Error::new_spanned(
                         &param.ty,
-                        "#[tool] functions take at most one context parameter; remove this one",
+                        named(
+                            tool,
+                            "#[tool] functions take at most one context parameter; remove this one",
+                        ),
                     ));
                 }
                 ctx_seen = true;
             }
-            ParamKind::Arg => check_owned(&param.ty, errors),
+            ParamKind::Arg => check_owned(tool, &param.ty, errors),
         }
     }
 
@@ -289,8 +475,11 @@ fn signature(tool: &ToolFn, errors: &mut Errors) {
         if !["sampling", "elicitation", "roots"].contains(&capability.value().as_str()) {
             errors.push(syn::Error::new_spanned(
                 capability,
-                "#[tool] key `needs_client` names what a caller answers: \"sampling\", \
+                named(
+                    tool,
+                    "#[tool] key `needs_client` names what a caller answers: \"sampling\", \
                  \"elicitation\" or \"roots\"",
+                ),
             ));
         }
     }
@@ -299,8 +488,11 @@ fn signature(tool: &ToolFn, errors: &mut Errors) {
     {
         errors.push(syn::Error::new(
             span,
-            "#[tool] key `timeout` must be longer than zero (a zero soft deadline, \
+            named(
+                tool,
+                "#[tool] key `timeout` must be longer than zero (a zero soft deadline, \
              `timeout = \"0s\", background`, makes every remote call a task at once)",
+            ),
         ));
     }
     if let Some((span, _)) = tool.attrs.background
@@ -308,8 +500,11 @@ fn signature(tool: &ToolFn, errors: &mut Errors) {
     {
         errors.push(syn::Error::new(
             span,
-            "#[tool] key `background` needs a `timeout`, the soft deadline after which a \
+            named(
+                tool,
+                "#[tool] key `background` needs a `timeout`, the soft deadline after which a \
              remote call moves to the background: `#[tool(timeout = \"2s\", background)]`",
+            ),
         ));
     }
     output_keys(tool, errors);
@@ -318,8 +513,11 @@ fn signature(tool: &ToolFn, errors: &mut Errors) {
         if let Some(deny) = tool.attrs.deny_unknown_fields {
             errors.push(syn::Error::new(
                 deny,
-                "#[tool] key `deny_unknown_fields` has no effect with `args`: \
+                named(
+                    tool,
+                    "#[tool] key `deny_unknown_fields` has no effect with `args`: \
                  put #[serde(deny_unknown_fields)] on the arguments struct",
+                ),
             ));
         }
         for param in tool.args() {
@@ -350,7 +548,7 @@ fn signature(tool: &ToolFn, errors: &mut Errors) {
     {
         errors.push(syn::Error::new_spanned(
             name,
-            "#[tool] `name` cannot be empty",
+            named(tool, "#[tool] `name` cannot be empty"),
         ));
     }
 }
@@ -362,14 +560,20 @@ fn output_keys(tool: &ToolFn, errors: &mut Errors) {
         match tool.output {
             Output::Answer { .. } => errors.push(syn::Error::new(
                 span,
-                "#[tool] key `stream` has no effect on a tool returning `Answer`: an \
+                named(
+                    tool,
+                    "#[tool] key `stream` has no effect on a tool returning `Answer`: an \
                  `Answer` is a stream or one value, as each call asks (`Answer::items` \
                  streams); drop the key",
+                ),
             )),
             Output::Unit | Output::Result { ok: None, .. } => errors.push(syn::Error::new(
                 span,
-                "#[tool] key `stream` says the return type is a stream: return it \
+                named(
+                    tool,
+                    "#[tool] key `stream` says the return type is a stream: return it \
                  (`-> MyStream` or `-> Result<MyStream, E>`, where `MyStream: Stream`)",
+                ),
             )),
             _ => {}
         }
@@ -378,14 +582,20 @@ fn output_keys(tool: &ToolFn, errors: &mut Errors) {
         if !tool.is_async() {
             errors.push(syn::Error::new(
                 span,
-                "#[tool] key `local` applies to `async fn` tools (a sync tool runs where it \
+                named(
+                    tool,
+                    "#[tool] key `local` applies to `async fn` tools (a sync tool runs where it \
                  is called and never moves between threads)",
+                ),
             ));
         } else if matches!(tool.output, Output::Stream(_) | Output::Answer { .. }) {
             errors.push(syn::Error::new(
                 span,
-                "#[tool] key `local` does not apply to streaming tools yet: collect the \
+                named(
+                    tool,
+                    "#[tool] key `local` does not apply to streaming tools yet: collect the \
                  items into a `Vec`, or keep the stream `Send`",
+                ),
             ));
         }
     }
@@ -393,6 +603,12 @@ fn output_keys(tool: &ToolFn, errors: &mut Errors) {
 
 /// The return type: a nameable result, or a stream with a nameable item.
 fn validate_output(tool: &ToolFn, errors: &mut Errors) {
+    if tool.attrs.position.is_kind()
+        && matches!(tool.output, Output::Stream(_) | Output::Answer { .. })
+    {
+        // Reported by `kind_output`.
+        return;
+    }
     if let Output::Stream(stream) = &tool.output {
         if let Some(param) = tool
             .params
@@ -410,7 +626,10 @@ fn validate_output(tool: &ToolFn, errors: &mut Errors) {
         {
             errors.push(syn::Error::new_spanned(
                 impl_trait,
-                "#[tool] needs a nameable stream item type to build its result schema",
+                named(
+                    tool,
+                    "#[tool] needs a nameable stream item type to build its result schema",
+                ),
             ));
         }
     } else if let syn::ReturnType::Type(_, ty) = &tool.item.sig.output
@@ -418,19 +637,25 @@ fn validate_output(tool: &ToolFn, errors: &mut Errors) {
     {
         errors.push(syn::Error::new_spanned(
             impl_trait,
-            "#[tool] needs a nameable return type to build its result schema; \
+            named(
+                tool,
+                "#[tool] needs a nameable return type to build its result schema; \
              return a concrete type",
+            ),
         ));
     }
 }
 
 /// Arguments are deserialised from JSON the tool does not keep: they must own their
 /// data, at any depth (`Option<&str>` no more than `&str`).
-fn check_owned(ty: &Type, errors: &mut Errors) {
+fn check_owned(tool: &ToolFn, ty: &Type, errors: &mut Errors) {
     if let Some(impl_trait) = find_impl_trait(ty) {
         errors.push(syn::Error::new_spanned(
             impl_trait,
-            "#[tool] parameters cannot be or contain `impl Trait`: use a concrete type",
+            named(
+                tool,
+                "#[tool] parameters cannot be or contain `impl Trait`: use a concrete type",
+            ),
         ));
         return;
     }
@@ -451,7 +676,10 @@ fn check_owned(ty: &Type, errors: &mut Errors) {
             },
             Borrow::Lifetime(_) => "; a borrowed lifetime cannot outlive the arguments",
         };
-        let message = format!("#[tool] parameters must be owned types{hint}");
+        let message = named(
+            tool,
+            &format!("#[tool] parameters must be owned types{hint}"),
+        );
         errors.push(match borrow {
             Borrow::Ref(r) => syn::Error::new_spanned(r, message),
             Borrow::Lifetime(l) => syn::Error::new_spanned(l, message),

@@ -220,6 +220,57 @@ where
     ::std::boxed::Box::pin(future)
 }
 
+/// Boxes an async function's future when it is `Send` (autoref dispatch on the
+/// future's type, made by a function of its own so that the type is known here).
+pub struct FutureProbe<F>(::core::marker::PhantomData<fn() -> F>);
+
+impl<F> FutureProbe<F> {
+    pub const fn of(_: &F) -> Self {
+        Self(::core::marker::PhantomData)
+    }
+}
+
+/// Chosen for `Send` futures: every async tool's, unless it is `local`.
+pub trait ViaSendFuture<F: ::core::future::Future> {
+    fn boxed_future(&self, future: F) -> BoxFuture<'static, F::Output>;
+}
+
+impl<F: ::core::future::Future + Send + 'static> ViaSendFuture<F> for &FutureProbe<F> {
+    fn boxed_future(&self, future: F) -> BoxFuture<'static, F::Output> {
+        ::std::boxed::Box::pin(future)
+    }
+}
+
+/// What a future that is not `Send` lacks: the error under an async function whose
+/// future holds something that is not `Send` across an `.await`.
+#[diagnostic::on_unimplemented(
+    message = "the future of this async function is not `Send`",
+    label = "it holds a value that is not `Send` across an `.await`",
+    note = "drop the `Rc`, `RefCell` borrow or other value that is not `Send` before the `.await`, or run the function on toolfunc's local executor: `#[tool(local)]` (`#[prompt(local)]`, `#[resource(local)]`)"
+)]
+pub trait LocalOnly {}
+
+/// No future is `LocalOnly`: the bound of the fallback below is the error.
+pub enum NotAFuture {}
+#[diagnostic::do_not_recommend]
+impl LocalOnly for NotAFuture {}
+
+/// Chosen for futures that are not `Send`: an error at compile time.
+pub trait FallbackLocalFuture<F: ::core::future::Future> {
+    fn boxed_future(&self, future: F) -> BoxFuture<'static, F::Output>
+    where
+        F: LocalOnly;
+}
+
+impl<F: ::core::future::Future> FallbackLocalFuture<F> for FutureProbe<F> {
+    fn boxed_future(&self, _: F) -> BoxFuture<'static, F::Output>
+    where
+        F: LocalOnly,
+    {
+        ::core::unreachable!("reported at compile time: the future is not `Send`")
+    }
+}
+
 /// A `#[tool(local)]` handler's call: `make` builds the (not `Send`) future on
 /// the local executor.
 pub fn run_local(
@@ -367,3 +418,99 @@ impl<E: ::core::fmt::Display + ?Sized> ToolFailure for E {}
 
 /// Checks, at the error type, that it can become a `ToolError`.
 pub const fn assert_error<E: ToolFailure + ?Sized>() {}
+
+pub use crate::complete::{Completion, CompletionRequest};
+pub use crate::prompt::PromptSpec;
+pub use crate::resource::ResourceSpec;
+
+/// What a completer named in `complete(arg = function)` returns.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be what a completer returns",
+    label = "a completer returns a `Completion`, or anything `Into<Completion>`",
+    note = "a completer is a `fn(&CompletionRequest) -> Completion` (or `-> Vec<String>`, `-> Vec<&str>`)"
+)]
+pub trait IntoCompletion {
+    fn into_completion(self) -> Completion;
+}
+impl<C: Into<Completion>> IntoCompletion for C {
+    fn into_completion(self) -> Completion {
+        self.into()
+    }
+}
+
+/// A completer's answer as a `Completion`.
+pub fn into_completion<C: IntoCompletion>(value: C) -> Completion {
+    value.into_completion()
+}
+
+/// A parameter type of a `#[prompt]` function.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be an argument of a #[prompt] function",
+    label = "this type must implement `serde::Deserialize` and `schemars::JsonSchema`",
+    note = "derive both: #[derive(serde::Deserialize, schemars::JsonSchema)]"
+)]
+pub trait PromptParam {}
+impl<T: ::serde::de::DeserializeOwned + ::schemars::JsonSchema> PromptParam for T {}
+
+/// Checks, at the parameter's type, that it can be a prompt's argument.
+pub const fn assert_prompt_param<T: PromptParam + ?Sized>() {}
+
+/// A parameter type of a `#[resource]` function.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a variable of a #[resource] function",
+    label = "this type must implement `serde::Deserialize` and `schemars::JsonSchema`",
+    note = "use `String`, a number, or a type deriving both"
+)]
+pub trait ResourceParam {}
+impl<T: ::serde::de::DeserializeOwned + ::schemars::JsonSchema> ResourceParam for T {}
+
+/// Checks, at the parameter's type, that it can be a template's variable.
+pub const fn assert_resource_param<T: ResourceParam + ?Sized>() {}
+
+/// The output type of a `#[prompt]` function.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the answer of a #[prompt] function",
+    label = "a prompt answers with messages",
+    note = "return a `String`, a `PromptMessage`, a `Vec<PromptMessage>` or a `PromptResult`"
+)]
+pub trait PromptOutput: ::serde::Serialize {}
+impl<T: ::serde::Serialize + ?Sized> PromptOutput for T {}
+
+/// Checks, at the return type, that a prompt's answer serialises.
+pub const fn assert_prompt_output<T: PromptOutput + ?Sized>() {}
+
+/// The output type of a `#[resource]` function.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the contents of a #[resource] function",
+    label = "this type must implement `serde::Serialize`",
+    note = "return a `String` (text), a `Vec<u8>` (a blob), a `toolfunc::content::Resource`, or a `Serialize` value (its JSON text)"
+)]
+pub trait ResourceOutput: ::serde::Serialize {}
+impl<T: ::serde::Serialize + ?Sized> ResourceOutput for T {}
+
+/// Checks, at the return type, that a resource's contents serialise.
+pub const fn assert_resource_output<T: ResourceOutput + ?Sized>() {}
+
+/// Chosen for prompt and resource results that are `Serialize`.
+pub trait ViaSerialized<T> {
+    fn serialized(&self, value: T) -> Result<Value, ToolError>;
+}
+
+impl<T: ::serde::Serialize> ViaSerialized<T> for &Checked<T> {
+    fn serialized(&self, value: T) -> Result<Value, ToolError> {
+        to_output(&value)
+    }
+}
+
+/// Chosen for the others (a compile error is reported already).
+pub trait FallbackSerialized<T> {
+    fn serialized(&self, value: T) -> Result<Value, ToolError>;
+}
+
+impl<T> FallbackSerialized<T> for Checked<T> {
+    fn serialized(&self, _: T) -> Result<Value, ToolError> {
+        ::core::unreachable!(
+            "reported at compile time by assert_prompt_output or assert_resource_output"
+        )
+    }
+}

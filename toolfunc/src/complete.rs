@@ -3,9 +3,9 @@
 //!
 //! A [`Completer`] is attached to one argument of a prompt
 //! ([`PromptBuilder::complete`](crate::prompt::PromptBuilder::complete),
-//! `#[prompt(complete(arg = function))]`) or one parameter of a resource template
+//! [`#[prompt(complete(arg = function))]`](macro@crate::prompt)) or one parameter of a resource template
 //! ([`ResourceBuilder::complete`](crate::resource::ResourceBuilder::complete),
-//! `#[resource(complete(param = function))]`). It is given what the user typed so
+//! [`#[resource(complete(param = function))]`](macro@crate::resource)). It is given what the user typed so
 //! far and the arguments already filled in, and answers with candidate values.
 //!
 //! ```

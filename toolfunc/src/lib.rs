@@ -147,6 +147,14 @@ pub use toolfunc_macros::tool;
 #[cfg(feature = "macros")]
 pub use toolfunc_macros::tool_service;
 
+#[doc = include_str!("docs/prompt.md")]
+#[cfg(feature = "macros")]
+pub use toolfunc_macros::prompt;
+
+#[doc = include_str!("docs/resource.md")]
+#[cfg(feature = "macros")]
+pub use toolfunc_macros::resource;
+
 /// Items used by the code that `#[tool]` generates. Not public API: no semver
 /// guarantees; do not use directly.
 #[doc(hidden)]

@@ -1,8 +1,8 @@
 //! Prompts: functions with typed arguments that return messages for a model, listed
 //! and got by name (MCP `prompts/list`, `prompts/get`), beside tools.
 //!
-//! A prompt is declared with `#[prompt]` on a function (its doc
-//! comment the description, its parameters the arguments) or built at run time with
+//! A prompt is declared with [`#[prompt]`](macro@crate::prompt) on a function (its
+//! doc comment the description, its parameters the arguments) or built at run time with
 //! [`PromptFunc::builder`]. It lives in the same [`Registry`](crate::Registry) as the
 //! tools, as a kind of its own: [`Registry::prompt`](crate::Registry::prompt) gets
 //! it in process, and every surface lists it and gets it through the same rules

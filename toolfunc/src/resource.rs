@@ -5,7 +5,7 @@
 //! is an [RFC 6570](https://www.rfc-editor.org/rfc/rfc6570) template whose
 //! variables are the function's parameters (`file:///logs/{date}`): a read of
 //! `file:///logs/2026-12-01` runs it with `date = "2026-12-01"`. Declare one with
-//! `#[resource(uri = "…")]` or build it at run time with
+//! [`#[resource(uri = "…")]`](macro@crate::resource) or build it at run time with
 //! [`ResourceFunc::builder`]; [`Registry::read`](crate::Registry::read) reads it in
 //! process, and every surface lists and reads it through the same rules
 //! (visibility, scopes, call middleware) as a tool.

@@ -1,7 +1,9 @@
 //! Code generation, from validated models only; the only module that quotes code.
-//! `mod.rs` writes a `#[tool]` function and the parts a service method shares with
-//! it (parameters type, checks, handler); `service.rs` writes services and clients.
+//! `mod.rs` writes a `#[tool]` function and the parts a service method, a prompt and
+//! a resource share with it (parameters type, checks, handler); `service.rs` writes
+//! services and clients, `kinds.rs` prompts and resources.
 
+mod kinds;
 mod service;
 
 use proc_macro2::{Span, TokenStream};
@@ -10,11 +12,12 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{Ident, LitStr};
 
-use crate::attr::{Hints, ToolAttrs};
+use crate::attr::{Hints, Position, ToolAttrs};
 use crate::docs::{description_expr, doc_parts};
 use crate::model::{Output, Param, ParamKind, StreamOutput, ToolFn};
 
-pub(crate) use service::{client_stub, service};
+pub(crate) use kinds::{prompt, resource};
+pub(crate) use service::{client_stub, service, service_stub};
 
 /// `::toolfunc`, or the path of `crate = ...`.
 pub(crate) fn krate(attrs: &ToolAttrs) -> TokenStream {
@@ -55,8 +58,12 @@ fn output_type(model: &ToolFn, p: &TokenStream) -> Option<TokenStream> {
     }
 }
 
-/// `Some(|| result schema)`, `None` for a function that returns nothing.
+/// `Some(|| result schema)`, `None` for a function that returns nothing, a prompt or
+/// a resource (whose results have shapes of their own).
 pub(crate) fn result_fn(model: &ToolFn, p: &TokenStream) -> TokenStream {
+    if model.attrs.position.is_kind() {
+        return quote!(#p::None);
+    }
     output_type(model, p).map_or_else(
         || quote!(#p::None),
         |ty| quote!(#p::Some(|| (&&#p::Checked::<#ty>::new()).result_schema())),
@@ -91,6 +98,16 @@ impl Locals {
 /// A valid `#[tool]` function: the function, its parameters type, checks, handler and
 /// registration.
 pub(crate) fn tool(model: &ToolFn) -> TokenStream {
+    function(model, |_, spec| (quote!(), spec))
+}
+
+/// A valid function of any attribute: the function, its parameters type, checks,
+/// handler, and the registration of what `submit` makes of its `ToolSpec` (the
+/// items it needs beside, and the value submitted).
+pub(crate) fn function(
+    model: &ToolFn,
+    submit: impl FnOnce(&TokenStream, TokenStream) -> (TokenStream, TokenStream),
+) -> TokenStream {
     let attrs = &model.attrs;
     let krate = krate(attrs);
     let p = quote!(#krate::__private);
@@ -120,9 +137,33 @@ pub(crate) fn tool(model: &ToolFn) -> TokenStream {
     let cfgs = item.attrs.iter().filter(|a| a.path().is_ident("cfg"));
     let location =
         quote_spanned!(fn_ident.span()=> ::core::concat!(::core::file!(), ":", ::core::line!()));
+    let spec = quote! {
+        #p::ToolSpec {
+            name: #name,
+            title: #title,
+            description: #description,
+            summary: #summary,
+            alias: &[#(#alias),*],
+            tags: &[#(#tags),*],
+            param_order: |schema| (&&#p::Checked::<#params_type>::new()).param_order(schema),
+            params: || (&&#p::Checked::<#params_type>::new()).params_schema(),
+            result: #result_fn,
+            handler: #p::SpecHandler::#kind(__toolfunc_handler),
+            #execution
+            api: #api,
+            location: #location,
+        }
+    };
+    let (beside, submitted) = submit(&p, spec);
 
     let allows = user_item_allows();
-    let prelude = prelude(&p);
+    let mut prelude = prelude(&p);
+    if attrs.position.is_kind() {
+        prelude.extend(quote! {
+            #[allow(unused_imports)]
+            use #p::{FallbackSerialized as _, ViaSerialized as _};
+        });
+    }
     quote! {
         #allows
         #item
@@ -133,23 +174,10 @@ pub(crate) fn tool(model: &ToolFn) -> TokenStream {
             #params_item
             #checks
             #handler
+            #beside
 
             #p::inventory::submit! {
-                #p::ToolSpec {
-                    name: #name,
-                    title: #title,
-                    description: #description,
-                    summary: #summary,
-                    alias: &[#(#alias),*],
-                    tags: &[#(#tags),*],
-                    param_order: |schema| (&&#p::Checked::<#params_type>::new()).param_order(schema),
-                    params: || (&&#p::Checked::<#params_type>::new()).params_schema(),
-                    result: #result_fn,
-                    handler: #p::SpecHandler::#kind(__toolfunc_handler),
-                    #execution
-                    api: #api,
-                    location: #location,
-                }
+                #submitted
             }
         };
     }
@@ -327,9 +355,16 @@ fn keeps_its_type(param: &Param) -> bool {
 
 /// Trait checks spanned at the user's types, so a missing impl lands under that type.
 pub(crate) fn checks(model: &ToolFn, p: &TokenStream) -> TokenStream {
+    let position = model.attrs.position;
+    let assert_param = match position {
+        Position::Prompt => quote!(assert_prompt_param),
+        Position::Resource => quote!(assert_resource_param),
+        _ => quote!(assert_param),
+    };
     let params = model.args().map(|param| {
         let ty = &param.ty;
-        quote_spanned!(ty.span()=> #p::assert_param::<#ty>();)
+        let assert = respan(quote!(#p::#assert_param), ty.span());
+        quote_spanned!(ty.span()=> #assert::<#ty>();)
     });
     let contexts = model.params.iter().filter_map(|param| match param.kind {
         ParamKind::Ctx { .. } => {
@@ -345,8 +380,14 @@ pub(crate) fn checks(model: &ToolFn, p: &TokenStream) -> TokenStream {
         _ => quote!(),
     };
     // An `Answer` is checked to be toolfunc's; any other result to be a result.
-    let output = match &model.output {
-        Output::Answer { ty, .. } => Some((quote!(#p::assert_answer), ty.to_token_stream())),
+    let output = match (&model.output, position) {
+        (Output::Answer { ty, .. }, _) => Some((quote!(#p::assert_answer), ty.to_token_stream())),
+        (_, Position::Prompt) => {
+            output_type(model, p).map(|ty| (quote!(#p::assert_prompt_output), ty))
+        }
+        (_, Position::Resource) => {
+            output_type(model, p).map(|ty| (quote!(#p::assert_resource_output), ty))
+        }
         _ => output_type(model, p).map(|ty| (quote!(#p::assert_output), ty)),
     }
     .map(|(assert, ty)| {
@@ -477,7 +518,7 @@ pub(crate) fn handler(
     } else if is_async && model.attrs.local.is_some() && receiver.is_none() {
         local_handler(&ctx, &raw, &body, p)
     } else if is_async {
-        future_handler(quote!(#p::Value))
+        send_future_handler(model, p, params_type, svc_param.as_ref(), &run)
     } else {
         quote! {
             fn __toolfunc_handler(
@@ -491,14 +532,72 @@ pub(crate) fn handler(
     }
 }
 
+/// An async function's handler: its future is made by a function of its own, so
+/// that whether it is `Send` is known where the handler boxes it; one that is not
+/// is one error, under the function's name, that names `#[tool(local)]`.
+fn send_future_handler(
+    model: &ToolFn,
+    p: &TokenStream,
+    params_type: &TokenStream,
+    svc_param: Option<&TokenStream>,
+    run: &TokenStream,
+) -> TokenStream {
+    let Locals {
+        ctx, raw, params, ..
+    } = Locals::new();
+    // Spanned at the function's name, where the error about it is shown.
+    let future = Ident::new("__toolfunc_future", model.item.sig.ident.span());
+    let svc_arg = svc_param.map(|_| {
+        let svc = Ident::new("__toolfunc_svc", Span::mixed_site());
+        quote!(#svc,)
+    });
+    let parse = quote! {
+        let #params: #params_type = match (&&#p::Checked::<#params_type>::new()).parse_args(&#raw) {
+            #p::Ok(v) => v,
+            #p::Err(e) => return #p::failed_future(e),
+        };
+        ::core::mem::drop(#raw);
+    };
+    let boxed = quote_spanned! {model.item.sig.ident.span()=>
+        (&&#p::FutureProbe::of(&#future)).boxed_future(#future)
+    };
+    quote! {
+        fn __toolfunc_handler(
+            #svc_param
+            #ctx: #p::Ctx,
+            #raw: #p::Cow<'_, #p::Value>,
+        ) -> #p::BoxFuture<'static, #p::Result<#p::Value, #p::ToolError>> {
+            async fn __toolfunc_run(
+                #svc_param
+                #ctx: #p::Ctx,
+                #params: #params_type,
+            ) -> #p::Result<#p::Value, #p::ToolError> {
+                #run
+            }
+            #[allow(unused_imports)]
+            use #p::{FallbackLocalFuture as _, ViaSendFuture as _};
+            #parse
+            let #future = __toolfunc_run(#svc_arg #ctx, #params);
+            #boxed
+        }
+    }
+}
+
 /// Turns the user's function's output (held in `out`) into the handler's result.
 fn conversion(model: &ToolFn, p: &TokenStream, out: &Ident) -> TokenStream {
+    // A tool's result is checked to have a schema; a prompt's or a resource's is
+    // read by its kind, and needs only to serialise.
+    let output = if model.attrs.position.is_kind() {
+        quote!(serialized)
+    } else {
+        quote!(output)
+    };
     match &model.output {
         Output::Unit => quote! {
             let () = #out;
             #p::Ok(#p::Value::Null)
         },
-        Output::Value(ty) => quote!((&&#p::Checked::<#ty>::new()).output(#out)),
+        Output::Value(ty) => quote!((&&#p::Checked::<#ty>::new()).#output(#out)),
         Output::Result { ok: ok_ty, .. } => {
             let ty = ok_ty
                 .as_ref()
@@ -506,7 +605,7 @@ fn conversion(model: &ToolFn, p: &TokenStream, out: &Ident) -> TokenStream {
             on_ok(
                 p,
                 out,
-                |ok| quote!((&&#p::Checked::<#ty>::new()).output(#ok)),
+                |ok| quote!((&&#p::Checked::<#ty>::new()).#output(#ok)),
             )
         }
         Output::Stream(stream) => stream_conversion(stream, p, out),

@@ -248,6 +248,33 @@ pub(crate) fn client_stub(service: &Service) -> TokenStream {
     client(service, &type_name, &name, &krate, &p, true)
 }
 
+/// The `ToolService` impl of a service with mistakes, so that registering it
+/// reports nothing more than the mistakes; nothing where the impl block's type could
+/// not carry it (a generic or trait impl, which is reported already).
+pub(crate) fn service_stub(service: &Service) -> TokenStream {
+    let item = &service.item;
+    if service.type_ident().is_none()
+        || item.trait_.is_some()
+        || !item.generics.params.is_empty()
+        || item.generics.where_clause.is_some()
+    {
+        return TokenStream::new();
+    }
+    let krate = krate(&service.attrs);
+    let p = quote!(#krate::__private);
+    let self_ty = &item.self_ty;
+    quote! {
+        const _: () = {
+            #[automatically_derived]
+            impl #p::ToolService for #self_ty {
+                fn __spec() -> &'static #p::ServiceSpec<Self> {
+                    ::core::unreachable!("#[tool_service] reported an error at compile time")
+                }
+            }
+        };
+    }
+}
+
 /// `{Type}Client`: the service's methods, called through any `Transport`, as visible
 /// as the service type. Nothing without `client = false`.
 fn client(
