@@ -117,7 +117,7 @@ async def check_prompts_and_resources(client):
     templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
     check("templates listed", "demo://users/{id}" in templates, templates)
     user = await client.read_resource("demo://users/1")
-    check("template read", '"Ann"' in user.contents[0].text, user)
+    check("template read", '"Alice"' in user.contents[0].text, user)
     try:
         await client.read_resource("demo://users/nobody")
         check("unknown user refused", False)

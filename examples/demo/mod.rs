@@ -1,7 +1,8 @@
 //! The demo catalog shared by the examples (`server`, `mcp_server`) and the tests:
 //! `add`, the `greeter` service, the `users` REST resource, the streaming
 //! `countdown`, `fail`, `sleep`, and `report`, which moves to the background past
-//! its 1 s soft deadline.
+//! its 1 s soft deadline; the `review` prompt, the `demo://readme` resource and the
+//! `demo://users/{id}` template.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -11,7 +12,9 @@ use futures::Stream;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolfunc::{Ctx, Registry, ToolError, tool, tool_service};
+use toolfunc::complete::{Completion, CompletionRequest};
+use toolfunc::prompt::PromptMessage;
+use toolfunc::{Ctx, Registry, ToolError, prompt, resource, tool, tool_service};
 
 /// The catalog in a registry of its own, with a fresh `users` store. (The global
 /// registry holds the same tools, sharing one store for the whole program.)
@@ -25,7 +28,52 @@ pub(crate) fn catalog() -> Registry {
     }
     let _ = registry.register_service(Greeter);
     let _ = registry.register_service(Users::default());
+    if let Some(review) = Registry::global().get_prompt("review") {
+        let _ = registry.register_prompt(review.as_ref().clone());
+    }
+    for uri in ["demo://readme", "demo://users/1"] {
+        if let Some(resource) = Registry::global().get_resource(uri) {
+            let _ = registry.register_resource(resource.as_ref().clone());
+        }
+    }
     registry
+}
+
+/// Ask for a review of some code.
+#[prompt(title = "Code review", complete(focus = focuses))]
+pub(crate) fn review(
+    /// The code to review.
+    code: String,
+    /// What to look for: bugs, style or speed.
+    focus: Option<String>,
+) -> Vec<PromptMessage> {
+    let focus = focus.as_deref().unwrap_or("anything");
+    vec![
+        PromptMessage::user(format!("Review this code, looking for {focus}:\n{code}")),
+        PromptMessage::assistant("I will read it line by line."),
+    ]
+}
+
+/// Completes `focus`.
+fn focuses(request: &CompletionRequest) -> Completion {
+    Completion::matching(["bugs", "style", "speed"], &request.value)
+}
+
+/// What this demo server offers.
+#[resource(uri = "demo://readme", mime_type = "text/markdown")]
+pub(crate) fn readme() -> &'static str {
+    "# The toolfunc demo\n\nTools: add, greeter, users, countdown, fail, sleep, report.\n"
+}
+
+/// One user of the `users` store, as JSON.
+#[resource(
+    uri = "demo://users/{id}",
+    mime_type = "application/json",
+    name = "user"
+)]
+pub(crate) async fn user(ctx: &Ctx, id: String) -> Result<Value, ToolError> {
+    ctx.run("users", serde_json::json!({"act": "get", "id": id}))
+        .await
 }
 
 /// Add two numbers.

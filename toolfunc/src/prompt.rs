@@ -196,7 +196,8 @@ impl PromptResult {
 }
 
 /// A registered prompt: its definition, the function that renders it, and the
-/// completers of its arguments.
+/// completers of its arguments. Cloning it shares them.
+#[derive(Clone)]
 pub struct PromptFunc {
     pub(crate) definition: Arc<PromptDefinition>,
     pub(crate) tool: ToolRef,

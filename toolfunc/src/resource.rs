@@ -279,7 +279,8 @@ fn percent_decode(text: &str) -> Option<String> {
 }
 
 /// A registered resource or resource template: its definition, the function that
-/// reads it, and the completers of a template's variables.
+/// reads it, and the completers of a template's variables. Cloning it shares them.
+#[derive(Clone)]
 pub struct ResourceFunc {
     pub(crate) definition: Arc<ResourceDefinition>,
     pub(crate) template: Option<UriTemplate>,
