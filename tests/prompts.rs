@@ -286,3 +286,34 @@ async fn subscribers_hear_of_prompt_and_resource_changes() {
         ]
     );
 }
+
+#[tokio::test]
+async fn tool_results_link_to_registered_resources() {
+    let registry = Registry::new();
+    registry
+        .register_resource(
+            ResourceFunc::builder("file:///logs/{day}", "logs")
+                .description("The log of one day.")
+                .mime_type("text/plain")
+                .handler_sync(|_, p| {
+                    Ok(format!("log of {}", p["day"].as_str().unwrap_or_default()))
+                })
+                .build()
+                .expect("valid"),
+        )
+        .expect("fresh");
+    let link = registry
+        .resource_link("file:///logs/mon")
+        .expect("a template reads it");
+    assert_eq!(link.uri, "file:///logs/mon");
+    assert_eq!(link.name, "logs");
+    assert_eq!(link.description.as_deref(), Some("The log of one day."));
+    assert!(registry.resource_link("file:///elsewhere").is_none());
+    // The client follows the link with a read.
+    let content = toolfunc::Content::text("See the log.").link(link.clone());
+    let toolfunc::content::Block::ResourceLink(followed) = &content.blocks()[1] else {
+        panic!("a link block");
+    };
+    let read = registry.read(&followed.uri).await.expect("readable");
+    assert_eq!(read[0].text.as_deref(), Some("log of mon"));
+}

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError};
 
 use super::{Registry, RegistryEvent};
+use crate::content::ResourceLink;
 use crate::error::ToolError;
 use crate::prompt::PromptFunc;
 use crate::resource::ResourceFunc;
@@ -252,6 +253,36 @@ impl Registry {
             .chain(&templates)
             .map(|r| r.definition().clone())
             .collect()
+    }
+
+    /// A link to the resource that reads `uri` (its name, description and MIME
+    /// type filled in from its definition), for a tool's [`Content`](crate::Content)
+    /// to point at it; `None` when no resource reads `uri`.
+    ///
+    /// ```
+    /// use toolfunc::resource::ResourceFunc;
+    /// use toolfunc::{Content, Registry};
+    ///
+    /// let registry = Registry::new();
+    /// let logs = ResourceFunc::builder("file:///logs/{day}", "logs")
+    ///     .mime_type("text/plain")
+    ///     .handler_sync(|_, _| Ok("…"))
+    ///     .build()
+    ///     .unwrap();
+    /// registry.register_resource(logs).unwrap();
+    /// let link = registry.resource_link("file:///logs/2026-12-01").unwrap();
+    /// assert_eq!(link.mime_type.as_deref(), Some("text/plain"));
+    /// let answer = Content::text("See the log.").link(link);
+    /// # let _ = answer;
+    /// ```
+    pub fn resource_link(&self, uri: &str) -> Option<ResourceLink> {
+        let resource = self.get_resource(uri)?;
+        let def = resource.definition();
+        let mut link = ResourceLink::new(uri, def.name.clone());
+        link.title.clone_from(&def.title);
+        link.description.clone_from(&def.description);
+        link.mime_type.clone_from(&def.mime_type);
+        Some(link)
     }
 
     /// Tells subscribers that the resource at `uri` changed

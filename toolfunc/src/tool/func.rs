@@ -260,9 +260,9 @@ pub enum Kind {
     /// A tool, called by name.
     #[default]
     Tool,
-    /// The function of a [prompt](crate::prompt), got by name.
+    /// The function of a [prompt](mod@crate::prompt), got by name.
     Prompt,
-    /// The function of a [resource](crate::resource), read by URI.
+    /// The function of a [resource](mod@crate::resource), read by URI.
     Resource,
 }
 
