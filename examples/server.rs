@@ -195,6 +195,12 @@ async fn main() -> std::io::Result<()> {
             auth.audience()
         );
     }
+    print_calls(&base, &mcp);
+    server.serve(listener).await
+}
+
+/// How to call the demo: a command per kind of call.
+fn print_calls(base: &str, mcp: &str) {
     println!();
     println!("  open {base}/docs in a browser                        # try every tool");
     println!("  curl {base}                                          # discovery");
@@ -210,6 +216,8 @@ async fn main() -> std::io::Result<()> {
     println!("  curl -N --json '{{\"count\":3,\"stream\":true}}' {base}/countdown  # NDJSON");
     println!("  curl --json '{{}}' {base}/fail                          # 500");
     println!("  curl --json '{{\"ms\":500}}' {base}/sleep");
+    println!("  curl --json '{{\"code\":\"x=1\"}}' {base}/_prompts/review     # a prompt");
+    println!("  curl '{base}/_resources/read?uri=demo://readme'      # a resource");
     println!(
         "  curl -i --json '{{\"ms\":3000}}' {base}/report           # 202: poll {base}/rpcTask/<req-id>"
     );
@@ -217,5 +225,4 @@ async fn main() -> std::io::Result<()> {
     println!(
         "and to MCP clients (streamable HTTP) at {mcp}: e.g. npx @modelcontextprotocol/inspector"
     );
-    server.serve(listener).await
 }

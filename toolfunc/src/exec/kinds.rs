@@ -155,4 +155,24 @@ impl Registry {
 
 impl Runner {
     kind_methods!();
+
+    /// Gets `prompt` (already found, and admitted by whoever found it) with `args`,
+    /// as [`prompt`](Runner::prompt) does with a name.
+    pub(crate) async fn get_found_prompt(
+        &self,
+        prompt: &PromptFunc,
+        args: Value,
+    ) -> Result<PromptResult, ToolError> {
+        self.calls().get_prompt(prompt, args).await
+    }
+
+    /// Reads `uri` from `resource` (already found, and admitted by whoever found
+    /// it), as [`read`](Runner::read) does.
+    pub(crate) async fn read_found(
+        &self,
+        resource: &ResourceFunc,
+        uri: &str,
+    ) -> Result<Vec<Resource>, ToolError> {
+        self.calls().read_resource(resource, uri).await
+    }
 }

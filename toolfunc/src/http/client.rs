@@ -13,12 +13,15 @@ use tracing::Instrument;
 use tracing::field::Empty;
 
 use super::wire::{self, NDJSON, REQ_ID, RPC_ACT, RPC_FN, RPC_RES_ID, request_id};
+use crate::content::Resource;
 use crate::error::ToolError;
 use crate::exec::runner::Runner;
 use crate::exec::stream::ToolStream;
 use crate::options::CallOptions;
+use crate::prompt::{PromptDefinition, PromptResult};
 use crate::propagate;
 use crate::registry::Registry;
+use crate::resource::ResourceDefinition;
 use crate::tool::service::REST_VERBS;
 use crate::tool::{Answer, ItemStream};
 use crate::tool::{ToolDefinition, ToolFunc, ToolRef};
@@ -171,6 +174,123 @@ impl Client {
     pub fn definitions(&self) -> Vec<ToolDefinition> {
         self.registry.definitions()
     }
+
+    /// The prompts the server offers this client, by name (`GET <api>/_prompts`).
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), toolfunc::ToolError> {
+    /// use serde_json::json;
+    /// let client = toolfunc::http::Client::connect("http://127.0.0.1:3000/api").await?;
+    /// for prompt in client.prompts().await? {
+    ///     println!("{}: {:?}", prompt.name, prompt.description);
+    /// }
+    /// let review = client.prompt("review", json!({"code": "fn main() {}"})).await?;
+    /// println!("{} messages", review.messages.len());
+    /// # Ok(()) }
+    /// ```
+    pub async fn prompts(&self) -> Result<Vec<PromptDefinition>, ToolError> {
+        let listing = self.remote.get_kind(&[PROMPTS], None).await?;
+        listed(listing, "prompts")
+    }
+
+    /// Gets the server's prompt `name` with `args` (an object of its arguments, or
+    /// `null`): `POST <api>/_prompts/<name>`. Errors are the server's (`NOT_FOUND`,
+    /// `ARGUMENTS`, `INSUFFICIENT_SCOPE`, ...).
+    pub async fn prompt(&self, name: &str, args: Value) -> Result<PromptResult, ToolError> {
+        let args = match args {
+            Value::Null => Value::Object(Map::new()),
+            args @ Value::Object(_) => args,
+            _ => {
+                return Err(ToolError::arguments(
+                    "",
+                    "a prompt's arguments are an object of named arguments",
+                ));
+            }
+        };
+        let remote = &self.remote;
+        let url = remote.url_of(&[PROMPTS, name]);
+        let span = request_span(&url);
+        propagate::name(&span, "POST".to_owned());
+        span.record("http.request.method", "POST");
+        let request = remote
+            .http
+            .post(url)
+            .header(REQ_ID, request_id())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(args.to_string());
+        let answer = async {
+            let response = remote.send(with_trace(request, &span)).await?;
+            remote.json(response, name).await
+        }
+        .instrument(span.clone())
+        .await?;
+        PromptResult::from_value(answer)
+    }
+
+    /// The resources and the resource templates the server offers this client
+    /// (`GET <api>/_resources`): each definition has its `uri` or its
+    /// `uri_template`.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), toolfunc::ToolError> {
+    /// let client = toolfunc::http::Client::connect("http://127.0.0.1:3000/api").await?;
+    /// for resource in client.resources().await? {
+    ///     println!("{} ({})", resource.address(), resource.name);
+    /// }
+    /// let contents = client.read("demo://readme").await?;
+    /// println!("{:?}", contents[0].text);
+    /// # Ok(()) }
+    /// ```
+    pub async fn resources(&self) -> Result<Vec<ResourceDefinition>, ToolError> {
+        let listing = self.remote.get_kind(&[RESOURCES], None).await?;
+        let mut resources = listed(listing.clone(), "resources")?;
+        resources.extend(listed::<ResourceDefinition>(listing, "resourceTemplates")?);
+        Ok(resources)
+    }
+
+    /// Reads the server's resource at `uri` (`GET <api>/_resources/read?uri=`): its
+    /// contents, or the server's error (`NOT_FOUND` when nothing it offers this
+    /// client is at that URI).
+    pub async fn read(&self, uri: &str) -> Result<Vec<Resource>, ToolError> {
+        let answer = self
+            .remote
+            .get_kind(&[RESOURCES, "read"], Some(uri))
+            .await?;
+        let contents = answer.get("contents").cloned().unwrap_or(Value::Null);
+        serde_json::from_value(contents).map_err(|err| ToolError::Output {
+            path: Some("/contents".into()),
+            message: format!("the server's read is not a list of contents: {err}"),
+        })
+    }
+}
+
+/// The path segment of the prompts on a toolfunc server.
+const PROMPTS: &str = "_prompts";
+/// The path segment of the resources on a toolfunc server.
+const RESOURCES: &str = "_resources";
+
+/// The list under `key` of a listing the server answered.
+fn listed<T: serde::de::DeserializeOwned>(
+    mut listing: Value,
+    key: &str,
+) -> Result<Vec<T>, ToolError> {
+    let list = listing.get_mut(key).map_or(Value::Null, Value::take);
+    serde_json::from_value(list).map_err(|err| ToolError::Output {
+        path: Some(format!("/{key}")),
+        message: format!("the server's `{key}` is not a list of definitions: {err}"),
+    })
+}
+
+/// `request` with the trace context of `span` (the W3C headers, when
+/// OpenTelemetry records spans).
+fn with_trace(request: reqwest::RequestBuilder, span: &tracing::Span) -> reqwest::RequestBuilder {
+    let trace = propagate::outgoing(span, None);
+    trace
+        .iter()
+        .flat_map(TraceContext::entries)
+        .fold(request, |request, (field, value)| {
+            request.header(field, value)
+        })
 }
 
 /// The registry of the client's remote tools (a handle to the same registry).
@@ -279,6 +399,35 @@ fn unreachable(url: &Url, err: &reqwest::Error) -> ToolError {
 }
 
 impl Remote {
+    /// The URL of `segments` under the API.
+    fn url_of(&self, segments: &[&str]) -> Url {
+        let mut url = self.base.clone();
+        if let Ok(mut path) = url.path_segments_mut() {
+            path.pop_if_empty().extend(segments);
+        }
+        url
+    }
+
+    /// `GET` of the prompts' or resources' path `segments` (with `?uri=` for a
+    /// read), its answer as JSON.
+    async fn get_kind(&self, segments: &[&str], uri: Option<&str>) -> Result<Value, ToolError> {
+        let mut url = self.url_of(segments);
+        if let Some(uri) = uri {
+            url.query_pairs_mut().append_pair("uri", uri);
+        }
+        let span = request_span(&url);
+        propagate::name(&span, "GET".to_owned());
+        span.record("http.request.method", "GET");
+        let request = self.http.get(url).header(REQ_ID, request_id());
+        async {
+            let response = self.send(with_trace(request, &span)).await?;
+            self.json(response, segments.last().copied().unwrap_or_default())
+                .await
+        }
+        .instrument(span.clone())
+        .await
+    }
+
     /// Sends a request; its answer's status (or its failure) goes on the current
     /// span, the call's [`request_span`].
     async fn send(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response, ToolError> {

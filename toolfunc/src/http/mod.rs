@@ -5,6 +5,7 @@
 mod api;
 mod client;
 mod docs;
+mod kinds;
 mod openapi;
 mod server;
 mod wire;

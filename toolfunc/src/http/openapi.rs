@@ -44,11 +44,14 @@ use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
 use serde_json::{Map, Value, json};
 
 use super::api::Api;
+use super::kinds::{PROMPTS, READ, RESOURCES};
 use super::wire::{NDJSON, REQ_ID, RPC_TIMEOUT, RPC_TIMEOUT_MAX};
 use crate::auth::Authenticator;
 use crate::options::CallOptions;
+use crate::prompt::PromptFunc;
 use crate::registry::Registry;
 use crate::remote::{self, Catalog, Lookup};
+use crate::resource::ResourceFunc;
 use crate::schema::rewrite::{
     bound_integer, def_name, each_schema, lift_definitions, number_or_null, rebase_refs,
 };
@@ -207,7 +210,8 @@ pub(super) fn oauth_scheme(authenticator: &dyn Authenticator, scopes: &[String])
 /// kept document, or, when layers or scopes decide what a caller sees, one made for
 /// this caller (a tool or act it may not see is not described to it either).
 pub(super) fn response(view: &View<'_>, options: &CallOptions) -> Response {
-    let scoped = options.identity.is_some() && !Catalog::of(view.registry).scopes().is_empty();
+    let scoped = options.identity.is_some()
+        && (!Catalog::of(view.registry).scopes().is_empty() || remote::any_scoped(view.registry));
     let bytes = if view.registry.has_layers() || scoped {
         let sight = remote::Sight::of(view.registry, Some(options));
         Bytes::from(serde_json::to_vec(&document(view, &sight)).unwrap_or_default())
@@ -307,6 +311,14 @@ fn document(view: &View<'_>, sight: &remote::Sight<'_>) -> Value {
     doc.builtins(!served(FILE));
     if background && !served(super::server::TASKS) {
         doc.tasks();
+    }
+    let prompts = remote::prompts_seen(view.registry, sight);
+    if !prompts.is_empty() && !served(PROMPTS) {
+        doc.prompts(&prompts);
+    }
+    let (fixed, templates) = remote::resources_seen(view.registry, sight);
+    if !(served(RESOURCES) || fixed.is_empty() && templates.is_empty()) {
+        doc.resources(&fixed);
     }
     doc.finish()
 }
@@ -975,6 +987,201 @@ impl<'v> Doc<'v> {
                 }),
             );
         }
+    }
+
+    /// `_prompts`: the list, and one operation per prompt getting it with its
+    /// arguments (the JSON Schema of its function's parameters).
+    fn prompts(&mut self, prompts: &[Arc<PromptFunc>]) {
+        self.schemas.insert(
+            "Prompts".into(),
+            json!({
+                "type": "object",
+                "description": "The prompts offered here, by name.",
+                "required": ["prompts"],
+                "properties": {"prompts": {"type": "array", "items": {
+                    "type": "object",
+                    "required": ["name"],
+                    "properties": {
+                        "name": {"type": "string"},
+                        "title": {"type": "string"},
+                        "description": {"type": "string"},
+                        "arguments": {"type": "array", "items": {
+                            "type": "object",
+                            "required": ["name", "required"],
+                            "properties": {
+                                "name": {"type": "string"},
+                                "title": {"type": "string"},
+                                "description": {"type": "string"},
+                                "required": {"type": "boolean"},
+                            },
+                        }},
+                        "tags": {"type": "array", "items": {"type": "string"}},
+                        "scopes": {"type": "array", "items": {"type": "string"}},
+                    },
+                }}},
+            }),
+        );
+        self.schemas.insert(
+            "PromptResult".into(),
+            json!({
+                "type": "object",
+                "description": "A prompt's messages (each one content block, in MCP's shape).",
+                "required": ["messages"],
+                "properties": {
+                    "description": {"type": "string"},
+                    "messages": {"type": "array", "items": {
+                        "type": "object",
+                        "required": ["role", "content"],
+                        "properties": {
+                            "role": {"enum": ["user", "assistant"]},
+                            "content": {
+                                "type": "object",
+                                "required": ["type"],
+                                "properties": {"type": {"enum": [
+                                    "text", "image", "audio", "resource_link", "resource"
+                                ]}},
+                            },
+                        },
+                    }},
+                },
+            }),
+        );
+        let listed = Outcome {
+            json: Some(reference("Prompts")),
+            ndjson: None,
+        };
+        let id = self.unique_id("prompts.list".into());
+        let responses = self.responses(&listed, Risks::default(), false);
+        self.put(
+            format!("{}/{PROMPTS}", self.view.prefix),
+            "get",
+            json!({
+                "operationId": id,
+                "summary": "The prompts offered here, by name.",
+                "responses": responses,
+            }),
+        );
+        let got = Outcome {
+            json: Some(reference("PromptResult")),
+            ndjson: None,
+        };
+        for prompt in prompts {
+            let def = prompt.tool().definition();
+            self.same.clear();
+            let ns = format!("prompt.{}", clean(prompt.name()));
+            let (params, _, required) =
+                self.component(&ns, "Params", &def.params, Adapt::default());
+            let risks = Risks {
+                body: true,
+                ..Risks::default()
+            };
+            let id = format!("prompts.get.{}", prompt.name());
+            let mut post = self.operation(def, None, &id, risks, &got);
+            post["requestBody"] = self.request_body(&params, required);
+            let path = format!(
+                "{}/{PROMPTS}/{}",
+                self.view.prefix,
+                utf8_percent_encode(prompt.name(), SEGMENT)
+            );
+            self.put(path, "post", post);
+        }
+    }
+
+    /// `_resources`: the list of resources and templates, and the read of a URI.
+    fn resources(&mut self, fixed: &[Arc<ResourceFunc>]) {
+        let listed_item = |uri: &str| {
+            json!({
+                "type": "object",
+                "required": ["name", uri],
+                "properties": {
+                    uri: {"type": "string"},
+                    "name": {"type": "string"},
+                    "title": {"type": "string"},
+                    "description": {"type": "string"},
+                    "mimeType": {"type": "string"},
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                    "scopes": {"type": "array", "items": {"type": "string"}},
+                },
+            })
+        };
+        self.schemas.insert(
+            "Resources".into(),
+            json!({
+                "type": "object",
+                "description": "The fixed resources (by URI) and the URI templates offered here.",
+                "required": ["resources", "resourceTemplates"],
+                "properties": {
+                    "resources": {"type": "array", "items": listed_item("uri")},
+                    "resourceTemplates": {"type": "array", "items": listed_item("uriTemplate")},
+                },
+            }),
+        );
+        self.schemas.insert(
+            "ResourceContents".into(),
+            json!({
+                "type": "object",
+                "description": "What a read answers: text, or a base64 `blob`, per URI.",
+                "required": ["contents"],
+                "properties": {"contents": {"type": "array", "items": {
+                    "type": "object",
+                    "required": ["uri"],
+                    "properties": {
+                        "uri": {"type": "string"},
+                        "mimeType": {"type": "string"},
+                        "text": {"type": "string"},
+                        "blob": {"type": "string"},
+                    },
+                }}},
+            }),
+        );
+        let listed = Outcome {
+            json: Some(reference("Resources")),
+            ndjson: None,
+        };
+        let id = self.unique_id("resources.list".into());
+        let responses = self.responses(&listed, Risks::default(), false);
+        self.put(
+            format!("{}/{RESOURCES}", self.view.prefix),
+            "get",
+            json!({
+                "operationId": id,
+                "summary": "The resources and resource templates offered here.",
+                "responses": responses,
+            }),
+        );
+        let read = Outcome {
+            json: Some(reference("ResourceContents")),
+            ndjson: None,
+        };
+        let id = self.unique_id("resources.read".into());
+        let mut responses = self.responses(&read, Risks::default(), true);
+        responses["413"] = json!({"$ref": "#/components/responses/TooLarge"});
+        let examples: Vec<&str> = fixed.iter().map(|r| r.address()).collect();
+        // Characters: a URI is bounded in bytes, and a character is at most four.
+        let max_chars = remote::MAX_URI_BYTES / 4;
+        self.put(
+            format!("{}/{RESOURCES}/{READ}", self.view.prefix),
+            "get",
+            json!({
+                "operationId": id,
+                "summary": "Read a resource: a fixed resource's URI, or one a template makes.",
+                "parameters": [
+                    {
+                        "name": "uri", "in": "query", "required": true,
+                        "description": "The URI to read.",
+                        "schema": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": max_chars,
+                            "examples": examples,
+                        },
+                    },
+                    {"$ref": "#/components/parameters/rpcTimeout"},
+                    {"$ref": "#/components/parameters/reqId"},
+                ],
+                "responses": responses,
+            }),
+        );
     }
 
     /// `rpcTask`: the poll and the cancel of background calls.

@@ -286,7 +286,7 @@ const PROGRAM_HEADERS: [&str; 6] = [
     clippy::struct_excessive_bools,
     reason = "one flag per HTTP method, read by name"
 )]
-struct Methods {
+pub(super) struct Methods {
     get: bool,
     post: bool,
     put: bool,
@@ -296,9 +296,18 @@ struct Methods {
 
 impl Methods {
     /// Discovery and the built-in pages.
-    const GET: Self = Self {
+    pub(super) const GET: Self = Self {
         get: true,
         post: false,
+        put: false,
+        patch: false,
+        delete: false,
+    };
+
+    /// Getting a prompt.
+    pub(super) const POST: Self = Self {
+        get: false,
+        post: true,
         put: false,
         patch: false,
         delete: false,
@@ -372,7 +381,7 @@ impl Methods {
 /// [`Api::json_only`] a body that does not say it is JSON is 415. `refused` is the
 /// auth hook's word, asked before `OPTIONS` and 405 so that a caller it turns away
 /// learns nothing of what a path answers.
-fn check_method(
+pub(super) fn check_method(
     api: &Api,
     parts: &axum::http::request::Parts,
     methods: Methods,
@@ -518,12 +527,11 @@ async fn respond(api: &Api, request: Request) -> Response {
             {
                 return answer;
             }
+            if named.is_none() && super::kinds::is_kind(&segments) {
+                let caller = (options, malformed);
+                return super::kinds::answer(api, &parts, &segments, body, caller, &auth).await;
+            }
             if name == TASKS {
-                let refused = || auth(Some(TASKS), None);
-                let screened = check_method(api, &parts, Methods::GET_POST, Some(TASKS), refused);
-                if let Some(answer) = screened {
-                    return answer;
-                }
                 return tasks(api, &parts, &segments, body, &header_str, &auth).await;
             }
             // A caller the hook turns away learns nothing about which tools exist.
@@ -747,7 +755,7 @@ async fn authenticate(
 
 /// The answer refusing a call with `err`; a call refused for its token's scopes
 /// carries the step-up challenge naming the scopes to ask for.
-fn refusal(
+pub(super) fn refusal(
     api: &Api,
     parts: &axum::http::request::Parts,
     tool: Option<&str>,
@@ -1074,7 +1082,11 @@ fn query_params(query: &str) -> Result<(Value, Vec<(String, String)>), ToolError
 }
 
 /// The JSON body (any content type), at most `body_limit` bytes; empty means `{}`.
-async fn body_params(api: &Api, headers: &HeaderMap, body: Body) -> Result<Value, ToolError> {
+pub(super) async fn body_params(
+    api: &Api,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Value, ToolError> {
     let too_large = || {
         ToolError::custom(
             "PAYLOAD_TOO_LARGE",
@@ -1176,7 +1188,7 @@ async fn run(api: &Api, call: Prepared, options: CallOptions, req_id: Option<Str
         .unwrap_or_default()
 }
 
-fn json_response(status: StatusCode, value: &Value) -> Response {
+pub(super) fn json_response(status: StatusCode, value: &Value) -> Response {
     let body = serde_json::to_vec(value).unwrap_or_else(|_| b"null".to_vec());
     let mut response = Response::new(Body::from(body));
     *response.status_mut() = status;
@@ -1242,7 +1254,7 @@ pub(super) async fn metrics_text(State(api): State<Arc<Api>>, request: Request) 
         .unwrap_or_default()
 }
 
-fn error_response(tool: Option<&str>, err: &ToolError) -> Response {
+pub(super) fn error_response(tool: Option<&str>, err: &ToolError) -> Response {
     let status = StatusCode::from_u16(err.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = json_response(status, &wire::error_body(tool, err));
     response
@@ -1323,6 +1335,10 @@ async fn tasks(
     header_str: &impl Fn(&str) -> Option<String>,
     auth: &impl Fn(Option<&str>, Option<&str>) -> Option<Response>,
 ) -> Response {
+    let refused = || auth(Some(TASKS), None);
+    if let Some(answer) = check_method(api, parts, Methods::GET_POST, Some(TASKS), refused) {
+        return answer;
+    }
     let method = &parts.method;
     let act = match header_str(RPC_ACT) {
         Some(act) => Some(act),

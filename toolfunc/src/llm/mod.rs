@@ -1,6 +1,7 @@
 //! LLM function calling: a registry's tools in each provider's dialect
-//! ([`tools`]), and a provider's tool-call message executed into the message that
-//! goes back ([`run_tool_calls`]).
+//! ([`tools`]), a provider's tool-call message executed into the message that
+//! goes back ([`run_tool_calls`]), and a prompt's messages in the provider's
+//! format ([`prompt_messages`]).
 #![doc = include_str!("../docs/llm.md")]
 
 use serde_json::{Map, Value, json};
@@ -12,10 +13,12 @@ use crate::tool::ToolDefinition;
 mod deferred;
 mod lower;
 mod messages;
+mod prompts;
 
 pub use deferred::{Deferral, Namespaces, SearchKind, tools_deferred, tools_deferred_for};
 use lower::lower_root;
 pub use messages::run_tool_calls;
+pub use prompts::prompt_messages;
 
 /// A provider dialect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,12 +9,14 @@
 
 use std::sync::Arc;
 
+use serde_json::Value;
+
 use super::find::{Sight, insufficient_scope};
 use crate::content::Resource;
 use crate::error::ToolError;
 use crate::exec::kinds::{not_a_prompt, not_a_resource};
 use crate::options::CallOptions;
-use crate::prompt::PromptFunc;
+use crate::prompt::{PromptFunc, PromptResult};
 use crate::registry::Registry;
 use crate::resource::ResourceFunc;
 use crate::tool::ToolDefinition;
@@ -30,9 +32,13 @@ fn offered(sight: &Sight<'_>, def: &ToolDefinition) -> bool {
 
 /// The prompts a caller with `viewer` options is offered, by name.
 pub(crate) fn prompts(registry: &Registry, viewer: Option<&CallOptions>) -> Vec<Arc<PromptFunc>> {
-    let sight = Sight::of(registry, viewer);
+    prompts_seen(registry, &Sight::of(registry, viewer))
+}
+
+/// The prompts a caller with `sight` is offered, by name.
+pub(crate) fn prompts_seen(registry: &Registry, sight: &Sight<'_>) -> Vec<Arc<PromptFunc>> {
     let mut prompts = registry.prompts();
-    prompts.retain(|p| offered(&sight, p.tool().definition()));
+    prompts.retain(|p| offered(sight, p.tool().definition()));
     prompts
 }
 
@@ -42,11 +48,36 @@ pub(crate) fn resources(
     registry: &Registry,
     viewer: Option<&CallOptions>,
 ) -> (Vec<Arc<ResourceFunc>>, Vec<Arc<ResourceFunc>>) {
-    let sight = Sight::of(registry, viewer);
+    resources_seen(registry, &Sight::of(registry, viewer))
+}
+
+/// The fixed resources (by URI) and the templates a caller with `sight` is
+/// offered.
+pub(crate) fn resources_seen(
+    registry: &Registry,
+    sight: &Sight<'_>,
+) -> (Vec<Arc<ResourceFunc>>, Vec<Arc<ResourceFunc>>) {
     let (mut fixed, mut templates) = registry.resources();
-    fixed.retain(|r| offered(&sight, r.tool().definition()));
-    templates.retain(|r| offered(&sight, r.tool().definition()));
+    fixed.retain(|r| offered(sight, r.tool().definition()));
+    templates.retain(|r| offered(sight, r.tool().definition()));
     (fixed, templates)
+}
+
+/// Whether some prompt or resource served remotely needs scopes: then what a
+/// caller is offered depends on its identity.
+pub(crate) fn any_scoped(registry: &Registry) -> bool {
+    let (fixed, templates) = registry.resources();
+    registry
+        .prompts()
+        .iter()
+        .map(|p| p.tool().definition())
+        .chain(
+            fixed
+                .iter()
+                .chain(&templates)
+                .map(|r| r.tool().definition()),
+        )
+        .any(|def| def.api && !def.scopes.is_empty())
 }
 
 /// The prompt `name`, for a caller with `viewer` options: `NOT_FOUND` when it is
@@ -110,6 +141,33 @@ pub(crate) fn find_template(
         }
         None => find_resource(registry, address, viewer),
     }
+}
+
+/// Gets the prompt `name` with `args` for a caller from outside with `options`:
+/// found and admitted as [`find_prompt`] says, then run as a call of that caller
+/// (its identity, deadline, layers).
+pub(crate) async fn get_prompt(
+    registry: &Registry,
+    name: &str,
+    args: Value,
+    options: CallOptions,
+) -> Result<PromptResult, ToolError> {
+    let prompt = find_prompt(registry, name, Some(&options))?;
+    registry.with(options).get_found_prompt(&prompt, args).await
+}
+
+/// Reads `uri` for a caller from outside with `options`: found and admitted as
+/// [`find_resource`] says, run as a call of that caller, and its contents bounded
+/// to `max_bytes` ([`bounded_contents`]).
+pub(crate) async fn read(
+    registry: &Registry,
+    uri: &str,
+    options: CallOptions,
+    max_bytes: usize,
+) -> Result<Vec<Resource>, ToolError> {
+    let resource = find_resource(registry, uri, Some(&options))?;
+    let contents = registry.with(options).read_found(&resource, uri).await?;
+    bounded_contents(contents, max_bytes)
 }
 
 /// Whether the caller of `viewer` may get or read the function `def`: `unknown()`

@@ -64,6 +64,7 @@ pub(crate) use find::{
     Found, INSUFFICIENT_SCOPE, Lookup, Needs, Sight, find, find_tracked, tracked_shown,
 };
 pub(crate) use kinds::{
-    MAX_URI_BYTES, bounded_contents, find_prompt, find_resource, find_template, prompts, resources,
+    MAX_URI_BYTES, any_scoped, bounded_contents, find_prompt, find_resource, find_template,
+    get_prompt, prompts, prompts_seen, read, resources, resources_seen,
 };
 pub(crate) use search::search;
