@@ -347,6 +347,19 @@ pub(crate) struct Service {
     pub(crate) methods: Vec<Method>,
     /// The `#[tool(setup)]` and `#[tool(dispose)]` methods, in declaration order.
     pub(crate) hooks: Vec<Hook>,
+    /// The `#[prompt]` and `#[resource]` methods, in declaration order.
+    pub(crate) kinds: Vec<KindMethod>,
+}
+
+/// A `#[prompt]` or `#[resource]` method of a service: a prompt or a resource
+/// bound to the service's value, never an act.
+pub(crate) struct KindMethod {
+    /// `Position::Prompt` or `Position::Resource`.
+    pub(crate) position: Position,
+    /// The method, modelled as a tool function.
+    pub(crate) model: ToolFn,
+    /// The `#[tool(...)]` also on it, which it cannot take.
+    pub(crate) tool_attr: Option<Attribute>,
 }
 
 /// Which lifecycle hook a method is.
@@ -393,10 +406,29 @@ impl Service {
     pub(crate) fn new(attrs: ToolAttrs, mut item: ItemImpl, errors: &mut Errors) -> Self {
         let mut methods = Vec::new();
         let mut hooks = Vec::new();
+        let mut kinds = Vec::new();
         for impl_item in &mut item.items {
             let ImplItem::Fn(method) = impl_item else {
                 continue;
             };
+            if let Some((position, attrs)) = take_kind_attrs(&mut method.attrs, errors) {
+                let tool_attr = method.attrs.iter().find(|a| is_tool_attr(a)).cloned();
+                method.attrs.retain(|a| !is_tool_attr(a));
+                let as_fn = ItemFn {
+                    attrs: method.attrs.clone(),
+                    vis: method.vis.clone(),
+                    sig: method.sig.clone(),
+                    block: Box::new(method.block.clone()),
+                };
+                let model = ToolFn::new(attrs, as_fn, errors);
+                method.sig.inputs.clone_from(&model.item.sig.inputs);
+                kinds.push(KindMethod {
+                    position,
+                    model,
+                    tool_attr,
+                });
+                continue;
+            }
             let attrs = take_tool_attrs(&mut method.attrs, errors);
             // `setup` wins over `dispose` here; validation reports a method with both.
             let hook = match (attrs.setup, attrs.dispose) {
@@ -440,6 +472,7 @@ impl Service {
             item,
             methods,
             hooks,
+            kinds,
         }
     }
 
@@ -472,6 +505,75 @@ fn is_tool_attr(attr: &Attribute) -> bool {
         [tool] => tool == "tool" && path.leading_colon.is_none(),
         [krate, tool] => krate == "toolfunc" && tool == "tool",
         _ => false,
+    }
+}
+
+/// `prompt`, `resource`, or either under `toolfunc::`: the position it makes.
+fn kind_attr(attr: &Attribute) -> Option<Position> {
+    let path = attr.path();
+    let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    let last = match segments.as_slice() {
+        [last] if path.leading_colon.is_none() => last,
+        [krate, last] if krate == "toolfunc" => last,
+        _ => return None,
+    };
+    match last.as_str() {
+        "prompt" => Some(Position::Prompt),
+        "resource" => Some(Position::Resource),
+        _ => None,
+    }
+}
+
+/// Removes and parses the `#[prompt(...)]` or `#[resource(...)]` attribute of a
+/// method, when it has one: the position and its keys.
+fn take_kind_attrs(
+    attrs: &mut Vec<Attribute>,
+    errors: &mut Errors,
+) -> Option<(Position, ToolAttrs)> {
+    let (ours, rest): (Vec<_>, Vec<_>) = std::mem::take(attrs)
+        .into_iter()
+        .partition(|a| kind_attr(a).is_some());
+    *attrs = rest;
+    let first = ours.first()?;
+    let position = kind_attr(first)?;
+    for extra in &ours[1..] {
+        errors.push(syn::Error::new_spanned(
+            extra,
+            "a method is one prompt or one resource: keep one #[prompt] or #[resource]",
+        ));
+    }
+    let tokens = match &first.meta {
+        syn::Meta::List(list) => list.tokens.clone(),
+        syn::Meta::Path(_) => proc_macro2::TokenStream::new(),
+        syn::Meta::NameValue(nv) => {
+            errors.push(syn::Error::new_spanned(
+                nv,
+                format!(
+                    "write {}(key = value, ..)",
+                    position.attr().trim_end_matches(']')
+                ),
+            ));
+            return Some((
+                position,
+                ToolAttrs {
+                    position,
+                    ..ToolAttrs::default()
+                },
+            ));
+        }
+    };
+    match ToolAttrs::parse(tokens, position) {
+        Ok(parsed) => Some((position, parsed)),
+        Err(err) => {
+            errors.push(err);
+            Some((
+                position,
+                ToolAttrs {
+                    position,
+                    ..ToolAttrs::default()
+                },
+            ))
+        }
     }
 }
 

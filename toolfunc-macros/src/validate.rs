@@ -4,7 +4,9 @@
 use syn::{FnArg, Type, visit::Visit};
 
 use crate::errors::Errors;
-use crate::model::{Hook, ID_VERBS, Method, Output, ParamKind, Service, ToolFn, wire_name};
+use crate::model::{
+    Hook, ID_VERBS, KindMethod, Method, Output, ParamKind, Service, ToolFn, wire_name,
+};
 
 /// The checks of a `#[tool]` function.
 pub(crate) fn tool(tool: &ToolFn, errors: &mut Errors) {
@@ -27,6 +29,11 @@ pub(crate) fn tool(tool: &ToolFn, errors: &mut Errors) {
 /// that each completed argument is one of its arguments.
 pub(crate) fn prompt(prompt: &ToolFn, errors: &mut Errors) {
     tool(prompt, errors);
+    prompt_checks(prompt, errors);
+}
+
+/// What a `#[prompt]` function or method returns, and its completed arguments.
+fn prompt_checks(prompt: &ToolFn, errors: &mut Errors) {
     kind_output(
         prompt,
         "a #[prompt] returns its messages: a `String`, a `PromptMessage`, a \
@@ -52,6 +59,11 @@ pub(crate) fn prompt(prompt: &ToolFn, errors: &mut Errors) {
 /// given is a variable, each completed name is a variable.
 pub(crate) fn resource(resource: &ToolFn, errors: &mut Errors) {
     tool(resource, errors);
+    resource_checks(resource, errors);
+}
+
+/// What a `#[resource]` function or method returns, and its URI.
+fn resource_checks(resource: &ToolFn, errors: &mut Errors) {
     kind_output(
         resource,
         "a #[resource] returns its contents: a `String` (text), a `Vec<u8>` (a \
@@ -60,8 +72,14 @@ pub(crate) fn resource(resource: &ToolFn, errors: &mut Errors) {
         errors,
     );
     let Some(uri) = &resource.attrs.uri else {
+        // A method is named; a function's own attribute is the call site.
+        let span = if resource.receiver.is_some() {
+            resource.item.sig.ident.span()
+        } else {
+            proc_macro2::Span::call_site()
+        };
         errors.push(syn::Error::new(
-            proc_macro2::Span::call_site(),
+            span,
             "#[resource] needs its URI: `#[resource(uri = \"file:///logs/{date}\")]`, \
              whose `{variables}` are the function's parameters",
         ));
@@ -284,11 +302,62 @@ pub(crate) fn service(service: &Service, errors: &mut Errors) {
     for (i, hook) in service.hooks.iter().enumerate() {
         lifecycle_hook(hook, &service.hooks[..i], errors);
     }
+    for kind in &service.kinds {
+        kind_method(kind, errors);
+    }
     if service.methods.is_empty() && !errors.is_some() {
         errors.push(syn::Error::new_spanned(
             &item.self_ty,
             "#[tool_service] found no method to expose; add a method taking `&self`",
         ));
+    }
+}
+
+/// The checks of a `#[prompt]` or `#[resource]` method: those of its kind, a
+/// `&self` (or `self: Arc<Self>`) receiver, no `#[tool(...)]` beside it, and no
+/// key that only a free function takes.
+fn kind_method(kind: &KindMethod, errors: &mut Errors) {
+    let model = &kind.model;
+    let attr = kind.position.attr();
+    if let Some(tool_attr) = &kind.tool_attr {
+        errors.push(syn::Error::new_spanned(
+            tool_attr,
+            format!(
+                "a {attr} method is a {} of the service, not one of its acts: \
+                 put its keys in {attr} and leave out #[tool(...)]",
+                if kind.position == crate::attr::Position::Prompt {
+                    "prompt"
+                } else {
+                    "resource"
+                }
+            ),
+        ));
+    }
+    // A sync method is told `local` is for `async fn` by the signature's check.
+    if let Some(local) = model.attrs.local
+        && model.is_async()
+    {
+        errors.push(syn::Error::new(
+            local,
+            format!(
+                "a {attr} method of a service cannot be `local`: the service is shared \
+                 between threads"
+            ),
+        ));
+    }
+    if let Some(krate) = &model.attrs.krate {
+        errors.push(syn::Error::new_spanned(
+            krate,
+            format!("`crate` goes on #[tool_service], which the {attr} method shares"),
+        ));
+    }
+    receiver(model, errors);
+    signature(model, errors);
+    scopes(&model.attrs, errors);
+    if kind.position == crate::attr::Position::Prompt {
+        prompt_checks(model, errors);
+    } else {
+        resource_checks(model, errors);
     }
 }
 

@@ -10,7 +10,8 @@ pub use ::serde_json::{self, Value};
 pub use crate::error::convert;
 pub use crate::schema::{field_order, parse_args, result_schema_of, schema_of};
 pub use crate::tool::service::{
-    HookHandler, MethodHandler, MethodSpec, ServiceEntry, ServiceSpec, ToolService,
+    HookHandler, KindSpec, MethodHandler, MethodSpec, ServiceEntry, ServiceParts, ServiceSpec,
+    ToolService,
 };
 pub use crate::tool::{
     Annotations, Answer, ItemStream, SpecHandler, ToolSpec, failed_future, to_output,
@@ -168,22 +169,22 @@ impl<S> DefaultProbe<S> {
 
 /// Chosen for `Default` services.
 pub trait ViaDefault {
-    fn service_tool(&self) -> Option<Result<crate::tool::ToolFunc, ToolError>>;
+    fn service_tool(&self) -> Option<Result<ServiceParts, ToolError>>;
 }
 
 impl<S: ToolService + Default> ViaDefault for &DefaultProbe<S> {
-    fn service_tool(&self) -> Option<Result<crate::tool::ToolFunc, ToolError>> {
-        Some(crate::tool::ToolFunc::from_service(S::default()))
+    fn service_tool(&self) -> Option<Result<ServiceParts, ToolError>> {
+        Some(ServiceParts::of(S::default()))
     }
 }
 
 /// Chosen for the others.
 pub trait NoDefault {
-    fn service_tool(&self) -> Option<Result<crate::tool::ToolFunc, ToolError>>;
+    fn service_tool(&self) -> Option<Result<ServiceParts, ToolError>>;
 }
 
 impl<S> NoDefault for DefaultProbe<S> {
-    fn service_tool(&self) -> Option<Result<crate::tool::ToolFunc, ToolError>> {
+    fn service_tool(&self) -> Option<Result<ServiceParts, ToolError>> {
         None
     }
 }

@@ -237,7 +237,10 @@ impl PromptFunc {
         Self::with_completers(tool, Completers::default())
     }
 
-    fn with_completers(mut tool: ToolFunc, completers: Completers) -> Result<Self, ToolError> {
+    pub(crate) fn with_completers(
+        mut tool: ToolFunc,
+        completers: Completers,
+    ) -> Result<Self, ToolError> {
         let def = tool.definition();
         let arguments = arguments_of(&def.params, &tool.positional);
         for name in completers.names() {

@@ -327,7 +327,7 @@ impl ResourceFunc {
         Self::with_completers(uri, mime_type, tool, Completers::default())
     }
 
-    fn with_completers(
+    pub(crate) fn with_completers(
         uri: &str,
         mime_type: Option<&str>,
         mut tool: ToolFunc,

@@ -51,7 +51,7 @@ pub(crate) fn resource(model: &ToolFn) -> TokenStream {
 /// `Completion` (spanned at the user's expression, so a function of the wrong shape
 /// is reported there), and the `(name, fn)` pairs the spec holds. The name is the
 /// argument's name in the arguments object.
-fn completers(model: &ToolFn, p: &TokenStream) -> (TokenStream, Vec<TokenStream>) {
+pub(super) fn completers(model: &ToolFn, p: &TokenStream) -> (TokenStream, Vec<TokenStream>) {
     let mut items = TokenStream::new();
     let mut pairs = Vec::new();
     let request = syn::Ident::new("__toolfunc_request", Span::mixed_site());

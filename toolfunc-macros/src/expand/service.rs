@@ -12,7 +12,8 @@ use super::{
     handler_kind, krate, params_type, prelude, result_fn, some_str, stream_item_type,
     timeout_value, tool_error, user_item_allows,
 };
-use crate::model::{Hook, HookKind, Method, Output, Service};
+use crate::attr::Position;
+use crate::model::{Hook, HookKind, KindMethod, Method, Output, Service, ToolFn};
 
 fn snake_case(ident: &str) -> String {
     let mut out = String::new();
@@ -67,6 +68,12 @@ pub(crate) fn service(service: &Service) -> TokenStream {
         .map(|m| method_spec(m, self_ty, &p))
         .collect();
     let count = specs.len();
+    let kind_specs: Vec<TokenStream> = service
+        .kinds
+        .iter()
+        .map(|k| kind_spec(k, self_ty, &p))
+        .collect();
+    let kind_count = kind_specs.len();
     let setup = hook_value(service, HookKind::Setup, self_ty, &p);
     let dispose = hook_value(service, HookKind::Dispose, self_ty, &p);
     let location =
@@ -86,6 +93,8 @@ pub(crate) fn service(service: &Service) -> TokenStream {
             impl #p::ToolService for #self_ty {
                 fn __spec() -> &'static #p::ServiceSpec<Self> {
                     static __TOOLFUNC_METHODS: [#p::MethodSpec<#self_ty>; #count] = [#(#specs),*];
+                    static __TOOLFUNC_KINDS: [#p::KindSpec<#self_ty>; #kind_count] =
+                        [#(#kind_specs),*];
                     static __TOOLFUNC_SPEC: #p::ServiceSpec<#self_ty> = #p::ServiceSpec {
                         name: #name,
                         title: #title,
@@ -99,6 +108,7 @@ pub(crate) fn service(service: &Service) -> TokenStream {
                         scopes: &[#(#scopes),*],
                         api: #api,
                         methods: &__TOOLFUNC_METHODS,
+                        kinds: &__TOOLFUNC_KINDS,
                         setup: #setup,
                         dispose: #dispose,
                         location: #location,
@@ -127,8 +137,21 @@ pub(crate) fn service(service: &Service) -> TokenStream {
 /// The `MethodSpec` of one method: its parameters type, handler and schemas, in a
 /// block of their own.
 fn method_spec(method: &Method, self_ty: &Type, p: &TokenStream) -> TokenStream {
-    let model = &method.model;
-    let act = &method.act;
+    let (items, spec, _) = method_parts(&method.model, &method.act, self_ty, p);
+    quote! {{
+        #items
+        #spec
+    }}
+}
+
+/// The items a method's `MethodSpec` needs (its parameters type, checks and
+/// handler), the `MethodSpec` itself, and the parameters type's name.
+fn method_parts(
+    model: &ToolFn,
+    act: &str,
+    self_ty: &Type,
+    p: &TokenStream,
+) -> (TokenStream, TokenStream, TokenStream) {
     let ParamsType {
         item: params_item,
         ty: params_type,
@@ -136,7 +159,7 @@ fn method_spec(method: &Method, self_ty: &Type, p: &TokenStream) -> TokenStream 
     let checks = checks(model, p);
     let receiver = Receiver {
         self_ty,
-        by_arc: method.by_arc(),
+        by_arc: model.by_arc(),
     };
     let handler = handler(model, p, &params_type, Some(&receiver));
     let kind = handler_kind(model);
@@ -147,10 +170,12 @@ fn method_spec(method: &Method, self_ty: &Type, p: &TokenStream) -> TokenStream 
     let timeout = timeout_value(attrs, p);
     let annotations = annotation_values(attrs, p);
     let scopes = attrs.scopes.iter().flatten();
-    quote! {{
+    let items = quote! {
         #params_item
         #checks
         #handler
+    };
+    let spec = quote! {
         #p::MethodSpec {
             act: #act,
             title: #title,
@@ -161,6 +186,43 @@ fn method_spec(method: &Method, self_ty: &Type, p: &TokenStream) -> TokenStream 
             timeout_ms: #timeout,
             annotations: #annotations,
             scopes: &[#(#scopes),*],
+        }
+    };
+    (items, spec, params_type)
+}
+
+/// The `KindSpec` of a `#[prompt]` or `#[resource]` method: its `MethodSpec` (as
+/// an act's, named by the prompt's or resource's name), its URI and completers.
+fn kind_spec(kind: &KindMethod, self_ty: &Type, p: &TokenStream) -> TokenStream {
+    let model = &kind.model;
+    let attrs = &model.attrs;
+    let name = attrs
+        .name
+        .as_ref()
+        .map_or_else(|| model.item.sig.ident.unraw().to_string(), LitStr::value);
+    let (items, spec, params_type) = method_parts(model, &name, self_ty, p);
+    let (completer_items, completers) = super::kinds::completers(model, p);
+    let uri = match &attrs.uri {
+        Some(uri) if kind.position == Position::Resource => quote!(#p::Some(#uri)),
+        _ => quote!(#p::None),
+    };
+    let mime_type = some_str(attrs.mime_type.as_ref(), p);
+    let tags = attrs.tags.iter().flatten();
+    let api = attrs.api.as_ref().is_none_or(|lit| lit.value);
+    quote! {{
+        #[allow(unused_imports)]
+        use #p::{FallbackSerialized as _, ViaSerialized as _};
+        #items
+        #completer_items
+        #p::KindSpec {
+            name: #name,
+            uri: #uri,
+            mime_type: #mime_type,
+            tags: &[#(#tags),*],
+            api: #api,
+            param_order: |schema| (&&#p::Checked::<#params_type>::new()).param_order(schema),
+            method: #spec,
+            completers: &[#(#completers),*],
         }
     }}
 }

@@ -6,10 +6,12 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError};
 
 use super::{Registry, RegistryEvent};
+use crate::complete::{Completer, Completers};
 use crate::content::ResourceLink;
 use crate::error::ToolError;
 use crate::prompt::PromptFunc;
 use crate::resource::ResourceFunc;
+use crate::tool::service::KindTool;
 
 /// The prompts and resources of one registry.
 #[derive(Default)]
@@ -23,10 +25,24 @@ pub(super) struct Kinds {
 }
 
 impl Kinds {
-    /// The `#[prompt]` and `#[resource]` functions of the program; what cannot be
-    /// built or clashes is told in `problems`.
-    pub(super) fn from_inventory(problems: &mut Vec<String>) -> Self {
+    /// The `#[prompt]` and `#[resource]` functions of the program, and the
+    /// methods of its `Default` services (`services`, by where each service is
+    /// declared); what cannot be built or clashes is told in `problems`.
+    pub(super) fn from_inventory(
+        services: Vec<(&'static str, Vec<KindTool>)>,
+        problems: &mut Vec<String>,
+    ) -> Self {
         let mut kinds = Self::default();
+        for (location, made) in services {
+            for kind in made {
+                let added = Made::of(kind)
+                    .map_err(|err| err.to_string())
+                    .and_then(|made| kinds.add(made));
+                if let Err(why) = added {
+                    problems.push(format!("{why} (at {location})"));
+                }
+            }
+        }
         for spec in inventory::iter::<crate::prompt::PromptSpec> {
             let added = spec
                 .build()
@@ -77,7 +93,99 @@ impl Kinds {
     }
 }
 
+/// A service's `#[prompt]` or `#[resource]` method, made into what it declares.
+pub(super) enum Made {
+    Prompt(PromptFunc),
+    Resource(ResourceFunc),
+}
+
+impl Made {
+    pub(super) fn of(kind: KindTool) -> Result<Self, ToolError> {
+        let mut completers = Completers::default();
+        for (name, f) in kind.completers {
+            completers.insert((*name).to_owned(), Completer::new(*f));
+        }
+        match kind.uri {
+            None => PromptFunc::with_completers(kind.tool, completers).map(Made::Prompt),
+            Some(uri) => ResourceFunc::with_completers(uri, kind.mime_type, kind.tool, completers)
+                .map(Made::Resource),
+        }
+    }
+}
+
+impl Kinds {
+    pub(super) fn add(&mut self, made: Made) -> Result<(), String> {
+        match made {
+            Made::Prompt(prompt) => self.add_prompt(prompt),
+            Made::Resource(resource) => self.add_resource(resource),
+        }
+    }
+}
+
 impl Registry {
+    /// Registers a service's prompts and resources, all or none: `CONFLICT` (and
+    /// none registered) when one clashes with what is here.
+    pub(super) fn register_made(&self, made: Vec<Made>) -> Result<(), ToolError> {
+        if made.is_empty() {
+            return Ok(());
+        }
+        if self.is_sealed() {
+            let name = match &made[0] {
+                Made::Prompt(prompt) => prompt.name().to_owned(),
+                Made::Resource(resource) => resource.address().to_owned(),
+            };
+            return Err(ToolError::Sealed { name });
+        }
+        let (mut prompts, mut resources) = (false, false);
+        {
+            let mut kinds = self.kinds_mut();
+            let mut staged = Kinds::default();
+            for one in made {
+                match &one {
+                    Made::Prompt(p) if kinds.prompts.contains_key(p.name()) => {
+                        return Err(ToolError::conflict(format!(
+                            "a prompt named `{}` is registered here already",
+                            p.name()
+                        )));
+                    }
+                    Made::Resource(r)
+                        if kinds.resources.contains_key(r.address())
+                            || kinds.templates.iter().any(|t| t.address() == r.address()) =>
+                    {
+                        return Err(ToolError::conflict(format!(
+                            "a resource at `{}` is registered here already",
+                            r.address()
+                        )));
+                    }
+                    Made::Prompt(_) => prompts = true,
+                    Made::Resource(_) => resources = true,
+                }
+                staged.add(one).map_err(ToolError::conflict)?;
+            }
+            kinds.prompts.append(&mut staged.prompts);
+            kinds.resources.append(&mut staged.resources);
+            kinds.templates.append(&mut staged.templates);
+        }
+        if prompts {
+            self.changed(RegistryEvent::PromptsChanged);
+        }
+        if resources {
+            self.changed(RegistryEvent::ResourcesChanged);
+        }
+        Ok(())
+    }
+
+    /// Takes a service's prompts and resources out again (its tool was refused).
+    pub(super) fn unregister_made(&self, names: &[(bool, String)]) {
+        for (prompt, name) in names {
+            if *prompt {
+                self.unregister_prompt(name);
+            } else {
+                self.unregister_resource(name);
+            }
+        }
+    }
+
     fn kinds(&self) -> std::sync::RwLockReadGuard<'_, Kinds> {
         // No user code runs under the lock: a poisoned lock still holds a consistent map.
         self.inner

@@ -22,7 +22,7 @@ pub use search::SearchHit;
 
 use crate::error::ToolError;
 use crate::layer::{Layer, Layers};
-use crate::tool::service::ServiceEntry;
+use crate::tool::service::{ServiceEntry, ServiceParts};
 use crate::tool::{DependencyTarget, ToolRef, ToolSpec};
 use crate::tool::{ToolDefinition, ToolFunc};
 use lifecycle::Ready;
@@ -354,9 +354,18 @@ impl Registry {
         let functions = inventory::iter::<ToolSpec>
             .into_iter()
             .map(|spec| (spec.name, spec.location, spec.build()));
+        // A service's prompts and resources, kept until the other kinds are in.
+        let mut service_kinds = Vec::new();
         let services = inventory::iter::<ServiceEntry>
             .into_iter()
-            .filter_map(|entry| Some((entry.name, entry.location, (entry.build)()?)));
+            .filter_map(|entry| Some((entry.name, entry.location, (entry.build)()?)))
+            .map(|(name, location, built)| {
+                let tool = built.map(|parts| {
+                    service_kinds.push((location, parts.kinds));
+                    parts.tool
+                });
+                (name, location, tool)
+            });
         for (name, location, built) in functions.chain(services) {
             let tool = match built {
                 Ok(tool) => tool,
@@ -397,8 +406,8 @@ impl Registry {
                 }
             }
         }
-        // `#[prompt]` and `#[resource]` functions.
-        let kinds = kinds::Kinds::from_inventory(&mut problems);
+        // `#[prompt]` and `#[resource]` functions and methods.
+        let kinds = kinds::Kinds::from_inventory(service_kinds, &mut problems);
         if problems.is_empty() {
             let inner = Inner::new(None);
             *inner.kinds.write().unwrap_or_else(PoisonError::into_inner) = kinds;
@@ -1080,11 +1089,30 @@ impl Registry {
     ///
     /// Services whose type is `Default` are in [`Registry::global`](crate::Registry::global)
     /// already; this is for services built with state, and for other registries.
+    ///
+    /// Its `#[prompt]` and `#[resource]` methods are registered with it, over the
+    /// same value: all of them or, when one clashes with a prompt or resource here
+    /// (`CONFLICT`), none, and not the tool either.
     pub fn register_service<S: crate::tool::service::ToolService>(
         &self,
         service: impl Into<Arc<S>>,
     ) -> Result<bool, ToolError> {
-        self.register(ToolFunc::from_service(service)?)
+        let parts = ServiceParts::of(service)?;
+        let made = parts
+            .kinds
+            .into_iter()
+            .map(kinds::Made::of)
+            .collect::<Result<Vec<_>, _>>()?;
+        let names: Vec<(bool, String)> = made
+            .iter()
+            .map(|one| match one {
+                kinds::Made::Prompt(p) => (true, p.name().to_owned()),
+                kinds::Made::Resource(r) => (false, r.address().to_owned()),
+            })
+            .collect();
+        self.register_made(made)?;
+        self.register(parts.tool)
+            .inspect_err(|_| self.unregister_made(&names))
     }
 }
 

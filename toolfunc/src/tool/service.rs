@@ -14,6 +14,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use crate::complete::CompleterSpec;
 use crate::error::ToolError;
 use crate::exec::ctx::Ctx;
 use crate::tool::{Annotations, ToolDefinition, ToolFunc};
@@ -133,11 +134,41 @@ pub struct ServiceSpec<S: 'static> {
     pub scopes: &'static [&'static str],
     pub api: bool,
     pub methods: &'static [MethodSpec<S>],
+    /// The `#[prompt]` and `#[resource]` methods: registered beside the tool,
+    /// bound to the same state.
+    pub kinds: &'static [KindSpec<S>],
     /// The `#[tool(setup)]` method: run when the service tool is placed in a registry.
     pub setup: Option<HookHandler<S>>,
     /// The `#[tool(dispose)]` method: run when the service tool is removed.
     pub dispose: Option<HookHandler<S>>,
     pub location: &'static str,
+}
+
+/// A `#[prompt]` or `#[resource]` method of a [`ServiceSpec`].
+#[doc(hidden)]
+pub struct KindSpec<S: 'static> {
+    /// The prompt's or resource's name.
+    pub name: &'static str,
+    /// The resource's URI (or template); `None` for a prompt.
+    pub uri: Option<&'static str>,
+    pub mime_type: Option<&'static str>,
+    pub tags: &'static [&'static str],
+    pub api: bool,
+    /// Parameter names in declaration order, from the parameters schema.
+    pub param_order: fn(&Value) -> Vec<String>,
+    /// The method, as an act would be (its `act` is the name).
+    pub method: MethodSpec<S>,
+    pub completers: &'static [CompleterSpec],
+}
+
+/// A `#[prompt]` or `#[resource]` method of a service bound to the service's
+/// state, as a tool: made into a prompt or a resource by the registry.
+pub(crate) struct KindTool {
+    pub(crate) tool: ToolFunc,
+    /// The resource's URI (or template); `None` for a prompt.
+    pub(crate) uri: Option<&'static str>,
+    pub(crate) mime_type: Option<&'static str>,
+    pub(crate) completers: &'static [CompleterSpec],
 }
 
 /// A service's `#[tool(setup)]` or `#[tool(dispose)]` method, bound to its state by
@@ -187,7 +218,7 @@ pub struct ServiceEntry {
     pub name: &'static str,
     pub location: &'static str,
     /// `None` when the type is not `Default`: it is registered by hand.
-    pub build: fn() -> Option<Result<ToolFunc, ToolError>>,
+    pub build: fn() -> Option<Result<ServiceParts, ToolError>>,
 }
 
 inventory::collect!(ServiceEntry);
@@ -436,6 +467,62 @@ impl<S: Send + Sync + 'static> ServiceSpec<S> {
             builder = builder.concurrency(limit);
         }
         bind_hooks(builder, state, self.setup.as_ref(), self.dispose.as_ref()).build()
+    }
+
+    /// The `#[prompt]` and `#[resource]` methods over `state`, each as a tool of
+    /// its own (the service's scopes and `api` apply to them too).
+    pub(crate) fn build_kinds(&self, state: &Arc<S>) -> Result<Vec<KindTool>, ToolError> {
+        self.kinds
+            .iter()
+            .map(|kind| {
+                let method = &kind.method;
+                let params = (method.params)();
+                let mut builder = ToolFunc::builder(kind.name);
+                builder.param_order = Some((kind.param_order)(&params));
+                builder.params = Some(params);
+                builder.result = method.result.map(|f| f());
+                builder.title = owned(method.title);
+                builder.description = owned(method.description);
+                builder.tags = kind.tags.iter().map(|t| (*t).to_owned()).collect();
+                builder.scopes = self
+                    .scopes
+                    .iter()
+                    .chain(method.scopes)
+                    .map(|s| (*s).to_owned())
+                    .collect();
+                builder.api = self.api && kind.api;
+                builder.annotations = method.annotations.clone();
+                builder.timeout = method.timeout_ms.map(Duration::from_millis);
+                builder.handler = Some(bind(state, &method.handler));
+                // The handler deserialises into the parameters struct: that is the check.
+                builder.typed = true;
+                Ok(KindTool {
+                    tool: builder.build()?,
+                    uri: kind.uri,
+                    mime_type: kind.mime_type,
+                    completers: kind.completers,
+                })
+            })
+            .collect()
+    }
+}
+
+/// A service's tool and its `#[prompt]` and `#[resource]` methods, over one state.
+#[doc(hidden)]
+pub struct ServiceParts {
+    pub(crate) tool: ToolFunc,
+    pub(crate) kinds: Vec<KindTool>,
+}
+
+impl ServiceParts {
+    /// The parts of the service `service`.
+    pub(crate) fn of<S: ToolService>(service: impl Into<Arc<S>>) -> Result<Self, ToolError> {
+        let state = service.into();
+        let spec = S::__spec();
+        Ok(Self {
+            tool: spec.build(&state)?,
+            kinds: spec.build_kinds(&state)?,
+        })
     }
 }
 
