@@ -380,7 +380,7 @@ async fn tool_results_serialise_and_come_back() {
                 "data": {"what": "no_such_tool"}
             }},
             {"id": "bad", "name": "exec_add", "error": {
-                "code": "ARGUMENTS", "message": "missing field `b`", "status": 400,
+                "code": "ARGUMENTS", "message": "missing required property `b`", "status": 400,
                 "data": {"path": "/b"}
             }}
         ])

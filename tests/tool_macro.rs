@@ -465,7 +465,7 @@ fn deny_unknown_fields_rejects_what_the_default_ignores() {
     assert_eq!(run("strict", json!({"a": 1})).unwrap(), json!(1));
     let err = run("strict", json!({"a": 1, "b": 2})).unwrap_err();
     assert_eq!(err.code(), "ARGUMENTS", "{err:?}");
-    assert!(err.to_string().contains("unknown field `b`"), "{err}");
+    assert!(err.to_string().contains("unknown property `b`"), "{err}");
     assert!(
         matches!(&err, ToolError::Arguments { path, .. } if path == "/b"),
         "{err:?}"

@@ -8,7 +8,7 @@ pub use ::serde;
 pub use ::serde_json::{self, Value};
 
 pub use crate::error::convert;
-pub use crate::schema::{field_order, parse_args, result_schema_of, schema_of};
+pub use crate::schema::{field_order, result_schema_of, schema_of};
 pub use crate::tool::service::{
     HookHandler, KindSpec, MethodHandler, MethodSpec, ServiceEntry, ServiceParts, ServiceSpec,
     ToolService,
@@ -336,7 +336,7 @@ pub trait ViaParams<T> {
 
 impl<T: ::serde::de::DeserializeOwned + ::schemars::JsonSchema> ViaParams<T> for &Checked<T> {
     fn parse_args(&self, args: &Value) -> Result<T, ToolError> {
-        parse_args::<T>(args)
+        crate::schema::parse_args_of::<T>(args, schema_of::<T>)
     }
     fn params_schema(&self) -> Value {
         schema_of::<T>()

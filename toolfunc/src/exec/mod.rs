@@ -26,9 +26,9 @@
 //!    deadline has passed, does not start; a tool with a concurrency limit waits for
 //!    a slot (`BUSY` where a sync caller cannot wait).
 //! 5. **Argument check** (`start.rs`): `null` is `{}`, anything but an object is
-//!    `ARGUMENTS`, then the tool's check (typed deserialisation or the JSON Schema
-//!    validator) with the JSON path of the first failure. A service picks its method
-//!    from `act`.
+//!    `ARGUMENTS`, then the tool's check (typed deserialisation, whose failure the
+//!    parameters type's schema locates and words, or the JSON Schema validator) with
+//!    the JSON path of the first failure. A service picks its method from `act`.
 //! 6. **Handler** (`start.rs`, `task.rs`): a sync handler runs on the calling thread;
 //!    an async one in a [`Drive`](task::Drive), raced against the deadline timer
 //!    (`deadline.rs`) and the cancellation tokens ([`Watch`](task::Watch)). A panic

@@ -185,6 +185,31 @@ impl Validator {
     }
 }
 
+impl Validator {
+    /// The error of `value` as a deserialiser reading it meets one first: a value
+    /// of the wrong kind before a missing property (which serde finds only once it
+    /// has read the whole object). `None` when the schema accepts `value` (or
+    /// cannot be used).
+    #[cold]
+    pub(crate) fn locate(&self, value: &Value) -> Option<ToolError> {
+        let compiled = self.compiled.as_ref().ok()?;
+        if bound::too_deep(value).is_some() {
+            return self.validate(value).err();
+        }
+        let mut first = None;
+        for err in compiled.validator.iter_errors(value) {
+            let missing = matches!(err.kind(), ValidationErrorKind::Required { .. });
+            if !missing {
+                first = Some(err);
+                break;
+            }
+            first.get_or_insert(err);
+        }
+        let (path, message) = compiled.describe(&first?);
+        Some(ToolError::arguments(path, message))
+    }
+}
+
 impl Compiled {
     /// The JSON Pointer and this crate's wording of an error.
     #[cold]

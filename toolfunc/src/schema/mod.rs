@@ -18,6 +18,8 @@
 //! it by [`Validator`], compiled once per tool.
 
 use std::borrow::Borrow;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
@@ -135,6 +137,72 @@ pub fn parse_args<T: DeserializeOwned>(args: impl Borrow<Value>) -> Result<T, To
         Ok(value) => Ok(value),
         Err(_) => retry_whole_floats::<T>(args),
     }
+}
+
+/// Deserialises tool arguments into `T`, whose JSON Schema `schema` makes: what
+/// `#[tool]` and [`ToolBuilder::typed`](crate::ToolBuilder::typed) read arguments
+/// with. A failure is located by checking the arguments against that schema
+/// (compiled at the first failure, once per schema function), not by
+/// deserialising again with path tracking: `T`'s `Deserialize` is built once, for
+/// reading from a `&Value`. The error is the schema check's (the JSON Pointer of the
+/// first failing value and what it expected), or serde's message when the schema
+/// accepts what serde refused.
+#[doc(hidden)]
+pub fn parse_args_of<T: DeserializeOwned>(
+    args: &Value,
+    schema: fn() -> Value,
+) -> Result<T, ToolError> {
+    match T::deserialize(args) {
+        Ok(value) => Ok(value),
+        Err(err) => reread_whole_floats::<T>(args)
+            .ok_or_else(|| located_by_schema(args, schema, err.to_string())),
+    }
+}
+
+/// `T` read from `args` with its whole floats as integers, when it has any and
+/// that reads.
+#[cold]
+fn reread_whole_floats<T: DeserializeOwned>(args: &Value) -> Option<T> {
+    let mut whole = args.clone();
+    if integers_for_whole_floats(&mut whole, 0) {
+        T::deserialize(&whole).ok()
+    } else {
+        None
+    }
+}
+
+/// The argument error of a value serde refused with `message`: the schema
+/// check's, else serde's message (at the field it names as missing, if any).
+#[cold]
+fn located_by_schema(args: &Value, schema: fn() -> Value, message: String) -> ToolError {
+    type Checks = Mutex<HashMap<usize, Arc<Validator>>>;
+    static CHECKS: OnceLock<Checks> = OnceLock::new();
+    // One schema function per parameters type: a program has finitely many.
+    let key = schema as usize;
+    let validator = {
+        let mut checks = CHECKS
+            .get_or_init(Checks::default)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(
+            checks
+                .entry(key)
+                .or_insert_with(|| Arc::new(Validator::compile(&schema()))),
+        )
+    };
+    if let Some(err) = validator.locate(args) {
+        return err;
+    }
+    let mut path = String::new();
+    // serde reports a missing field at the object that lacks it; at the root, that
+    // is the field.
+    if let Some(field) = message
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.strip_suffix('`'))
+    {
+        push_token(&mut path, field);
+    }
+    ToolError::arguments(path, message)
 }
 
 /// JSON Schema counts `3.0` as an integer, and JavaScript callers send it; serde

@@ -20,7 +20,7 @@ use super::service::{ActDefinition, Acts};
 use crate::error::ToolError;
 use crate::exec::ctx::Ctx;
 use crate::schema::{
-    Validator, check_params_root, empty_object, field_order, parse_args, result_schema_of,
+    Validator, check_params_root, empty_object, field_order, parse_args_of, result_schema_of,
     schema_of,
 };
 
@@ -609,7 +609,7 @@ impl ToolBuilder {
         let f = Arc::new(f);
         self.handler = Some(Handler::Async(Box::new(move |ctx, args| {
             // Parsed before the future: read in place when the caller lent them.
-            let args = match parse_args::<A>(&*args) {
+            let args = match parse_args_of::<A>(&args, schema_of::<A>) {
                 Ok(args) => args,
                 Err(err) => return failed_future(err),
             };
@@ -629,7 +629,7 @@ impl ToolBuilder {
     {
         self.set_typed_schemas::<A, R>();
         self.handler = Some(Handler::Sync(SyncHandler::closure(move |ctx, args| {
-            to_output(&f(ctx, parse_args::<A>(&*args)?)?)
+            to_output(&f(ctx, parse_args_of::<A>(&args, schema_of::<A>)?)?)
         })));
         self
     }
