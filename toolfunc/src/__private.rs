@@ -5,7 +5,7 @@ pub use ::futures::future::BoxFuture;
 pub use ::inventory;
 pub use ::schemars;
 pub use ::serde;
-pub use ::serde_json::{self, Value};
+pub use ::serde_json::{self, Map, Value};
 
 pub use crate::error::convert;
 pub use crate::schema::{field_order, result_schema_of, schema_of};
@@ -77,6 +77,53 @@ pub fn client_args<T: ClientArg + ?Sized>(args: &T, act: &str) -> Result<Value, 
     Ok(value)
 }
 
+/// One argument of a client call as JSON.
+fn client_value<T: ::serde::Serialize>(value: &T) -> Result<Value, ToolError> {
+    ::serde_json::to_value(value).map_err(|e| {
+        ToolError::arguments(
+            "",
+            ::std::format!("the arguments cannot be serialised: {e}"),
+        )
+    })
+}
+
+/// The arguments object of a client call: its named values, with `act`; the
+/// first value that could not be serialised is the error.
+pub fn client_object<const N: usize>(
+    act: &str,
+    fields: [(&str, Result<Value, ToolError>); N],
+) -> Result<Value, ToolError> {
+    let mut map = ::serde_json::Map::new();
+    for (name, value) in fields {
+        map.insert(name.into(), value?);
+    }
+    map.insert("act".into(), Value::from(act));
+    Ok(Value::Object(map))
+}
+
+/// A client call of `name` with `args` (or the error that built them) through
+/// `transport`.
+pub fn client_run(
+    transport: &dyn crate::transport::Transport,
+    name: &str,
+    args: Result<Value, ToolError>,
+) -> BoxFuture<'static, Result<Value, ToolError>> {
+    match args {
+        Ok(args) => transport.run(name, args),
+        Err(err) => failed_future(err),
+    }
+}
+
+/// A client call's answer, read by `read` (a [`client_output`]) once `run` is
+/// done. `T` has no bound here: `read` names it where the method's type is
+/// written, for one error there when it cannot be read.
+pub async fn client_result<T>(
+    run: BoxFuture<'static, Result<Value, ToolError>>,
+    read: fn(Value) -> Result<T, ToolError>,
+) -> Result<T, ToolError> {
+    read(run.await?)
+}
+
 /// A parameter type of a `#[tool_service]` method, as its typed client sends it.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be sent by a #[tool_service] client",
@@ -96,6 +143,8 @@ pub trait ViaClientArg<T> {
         value: &T,
         serializer: S,
     ) -> Result<S::Ok, S::Error>;
+    /// The value as JSON, for the arguments object.
+    fn client_value(&self, value: &T) -> Result<Value, ToolError>;
 }
 
 impl<T: ::serde::Serialize> ViaClientArg<T> for &Checked<T> {
@@ -106,6 +155,9 @@ impl<T: ::serde::Serialize> ViaClientArg<T> for &Checked<T> {
     ) -> Result<S::Ok, S::Error> {
         ::serde::Serialize::serialize(value, serializer)
     }
+    fn client_value(&self, value: &T) -> Result<Value, ToolError> {
+        client_value(value)
+    }
 }
 
 /// Chosen for the others (a compile error is reported already).
@@ -115,10 +167,14 @@ pub trait FallbackClientArg<T> {
         value: &T,
         serializer: S,
     ) -> Result<S::Ok, S::Error>;
+    fn client_value(&self, value: &T) -> Result<Value, ToolError>;
 }
 
 impl<T> FallbackClientArg<T> for Checked<T> {
     fn serialize_arg<S: ::serde::Serializer>(&self, _: &T, _: S) -> Result<S::Ok, S::Error> {
+        ::core::unreachable!("reported at compile time by assert_client_arg")
+    }
+    fn client_value(&self, _: &T) -> Result<Value, ToolError> {
         ::core::unreachable!("reported at compile time by assert_client_arg")
     }
 }

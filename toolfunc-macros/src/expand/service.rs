@@ -421,6 +421,7 @@ fn client_method(method: &Method, name: &LitStr, p: &TokenStream, stub: bool) ->
     let docs = model.item.attrs.iter().filter(|a| a.path().is_ident("doc"));
     let args: Vec<_> = model.args().collect();
     let arg_idents = args.iter().map(|a| &a.ident);
+    let arg_idents2 = args.iter().map(|a| &a.ident);
     let stub_body = quote! {
         let _ = (&self.transport, #(#arg_idents),*);
         ::core::unreachable!("the #[tool_service] has compile errors")
@@ -460,19 +461,32 @@ fn client_method(method: &Method, name: &LitStr, p: &TokenStream, stub: bool) ->
             };
             let span = Span::mixed_site();
             let out = syn::Ident::new("__toolfunc_out", span);
-            let body = if stub {
-                stub_body
+            let (body, allow) = if stub {
+                let body = quote! {
+                    let _ = (&self.transport, #(#arg_idents2),*);
+                    #p::client_result::<#ty>(
+                        ::core::unreachable!("the #[tool_service] has compile errors"),
+                        ::core::unreachable!(),
+                    )
+                };
+                (body, quote!(#[allow(unreachable_code)]))
             } else {
-                quote! {
+                let body = quote! {
                     #arg_checks
-                    let args = #build_args?;
-                    let #out = self.transport.run(#name, args).await?;
-                    #p::client_output::<#ty>(#out)
-                }
+                    let #out = #p::client_run(&*self.transport, #name, #build_args);
+                    #p::client_result(#out, #p::client_output::<#ty>)
+                };
+                (body, TokenStream::new())
             };
+            // A plain `fn` returning the one future of a function shared by every
+            // method with this result type (the arguments are read at the call).
             quote! {
                 #(#docs)*
-                #vis async fn #ident(&self, #(#params),*) -> #p::Result<#ty, #p::ToolError> {
+                #allow
+                #vis fn #ident(
+                    &self,
+                    #(#params),*
+                ) -> impl ::core::future::Future<Output = #p::Result<#ty, #p::ToolError>> + use<> {
                     #body
                 }
             }
@@ -502,6 +516,19 @@ fn client_args(
         let ident = &args[0].ident;
         let ty = &args[0].ty;
         quote!(#p::client_args::<#ty>(&#ident, #act))
+    } else if args.iter().all(|a| plain_serde(&a.attrs)) {
+        // Each value serialised on its own, by a function of its type alone: shared
+        // by every method whose parameters have that type.
+        let fields = args.iter().map(|a| {
+            let (ident, ty) = (&a.ident, &a.ty);
+            let wire = crate::model::wire_name(a);
+            quote!((#wire, (&&#p::Checked::<#ty>::new()).client_value(&#ident)))
+        });
+        quote! {{
+            #[allow(unused_imports)]
+            use #p::{FallbackClientArg as _, ViaClientArg as _};
+            #p::client_object(#act, [#(#fields),*])
+        }}
     } else {
         let mut writers = Vec::new();
         let fields = args.iter().enumerate().map(|(i, a)| {
@@ -545,6 +572,33 @@ fn client_args(
 
 /// Whether a `#[serde(..)]` attribute names its own serialiser (`with`,
 /// `serialize_with`).
+/// Whether a parameter's serde attributes change nothing of how its value is
+/// written but its name (`rename`, and `default` and `alias`, which only reading
+/// uses): its value is then serialised on its own.
+fn plain_serde(attrs: &[syn::Attribute]) -> bool {
+    attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("serde"))
+        .all(|attr| {
+            let mut plain = true;
+            let parsed = attr.parse_nested_meta(|meta| {
+                let known = ["rename", "default", "alias"]
+                    .iter()
+                    .any(|key| meta.path.is_ident(key));
+                plain &= known;
+                if meta.input.peek(syn::Token![=]) {
+                    meta.value()?.parse::<syn::Expr>()?;
+                } else if meta.input.peek(syn::token::Paren) {
+                    plain = false;
+                    let _content;
+                    syn::parenthesized!(_content in meta.input);
+                }
+                Ok(())
+            });
+            plain && parsed.is_ok()
+        })
+}
+
 fn serialized_with(attr: &syn::Attribute) -> bool {
     let syn::Meta::List(list) = &attr.meta else {
         return false;
