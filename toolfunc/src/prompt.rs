@@ -5,7 +5,7 @@
 //! doc comment the description, its parameters the arguments) or built at run time with
 //! [`PromptFunc::builder`]. It lives in the same [`Registry`](crate::Registry) as the
 //! tools, as a kind of its own: [`Registry::prompt`](crate::Registry::prompt) gets
-//! it in process, and every surface lists it and gets it through the same rules
+//! it in process, and MCP and HTTP list it and get it through the same rules
 //! (visibility, scopes, call middleware) as a tool.
 //!
 //! A prompt answers with a [`PromptResult`]: its messages and an optional

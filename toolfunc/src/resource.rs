@@ -7,7 +7,7 @@
 //! `file:///logs/2026-12-01` runs it with `date = "2026-12-01"`. Declare one with
 //! [`#[resource(uri = "…")]`](macro@crate::resource) or build it at run time with
 //! [`ResourceFunc::builder`]; [`Registry::read`](crate::Registry::read) reads it in
-//! process, and every surface lists and reads it through the same rules
+//! process, and MCP and HTTP list and read it through the same rules
 //! (visibility, scopes, call middleware) as a tool.
 //!
 //! What the function returns becomes the resource's contents: a string is text, bytes
