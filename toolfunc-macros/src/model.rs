@@ -414,14 +414,7 @@ impl Service {
             if let Some((position, attrs)) = take_kind_attrs(&mut method.attrs, errors) {
                 let tool_attr = method.attrs.iter().find(|a| is_tool_attr(a)).cloned();
                 method.attrs.retain(|a| !is_tool_attr(a));
-                let as_fn = ItemFn {
-                    attrs: method.attrs.clone(),
-                    vis: method.vis.clone(),
-                    sig: method.sig.clone(),
-                    block: Box::new(method.block.clone()),
-                };
-                let model = ToolFn::new(attrs, as_fn, errors);
-                method.sig.inputs.clone_from(&model.item.sig.inputs);
+                let model = model_method(method, attrs, errors);
                 kinds.push(KindMethod {
                     position,
                     model,
@@ -437,14 +430,7 @@ impl Service {
                 (None, None) => None,
             };
             if let Some(kind) = hook {
-                let as_fn = ItemFn {
-                    attrs: method.attrs.clone(),
-                    vis: method.vis.clone(),
-                    sig: method.sig.clone(),
-                    block: Box::new(method.block.clone()),
-                };
-                let model = ToolFn::new(attrs, as_fn, errors);
-                method.sig.inputs.clone_from(&model.item.sig.inputs);
+                let model = model_method(method, attrs, errors);
                 hooks.push(Hook { kind, model });
                 continue;
             }
@@ -455,16 +441,7 @@ impl Service {
                 Some(name) => act_of(&name.value()),
                 None => act_of(&method.sig.ident.unraw().to_string()),
             };
-            let as_fn = ItemFn {
-                attrs: method.attrs.clone(),
-                vis: method.vis.clone(),
-                sig: method.sig.clone(),
-                block: Box::new(method.block.clone()),
-            };
-            let model = ToolFn::new(attrs, as_fn, errors);
-            // Parameter docs and serde attributes went to the parameters type; rustc
-            // would reject them on the method.
-            method.sig.inputs.clone_from(&model.item.sig.inputs);
+            let model = model_method(method, attrs, errors);
             methods.push(Method { model, act });
         }
         Self {
@@ -485,6 +462,21 @@ impl Service {
             _ => None,
         }
     }
+}
+
+/// A method modelled as a tool function with `attrs`; its parameter docs and serde
+/// attributes, which went to the parameters type (rustc would reject them on the
+/// method), are taken off it.
+fn model_method(method: &mut syn::ImplItemFn, attrs: ToolAttrs, errors: &mut Errors) -> ToolFn {
+    let as_fn = ItemFn {
+        attrs: method.attrs.clone(),
+        vis: method.vis.clone(),
+        sig: method.sig.clone(),
+        block: Box::new(method.block.clone()),
+    };
+    let model = ToolFn::new(attrs, as_fn, errors);
+    method.sig.inputs.clone_from(&model.item.sig.inputs);
+    model
 }
 
 /// A REST verb is its own act; any other name is an RPC act with `$`.
@@ -542,37 +534,33 @@ fn take_kind_attrs(
             "a method is one prompt or one resource: keep one #[prompt] or #[resource]",
         ));
     }
-    let tokens = match &first.meta {
-        syn::Meta::List(list) => list.tokens.clone(),
-        syn::Meta::Path(_) => proc_macro2::TokenStream::new(),
+    let parsed = match attr_tokens(first, position.attr(), errors) {
+        Some(tokens) => ToolAttrs::parse(tokens, position).map_err(|err| errors.push(err)),
+        None => Err(()),
+    };
+    let attrs = parsed.unwrap_or_else(|()| ToolAttrs {
+        position,
+        ..ToolAttrs::default()
+    });
+    Some((position, attrs))
+}
+
+/// The keys inside an attribute (none for a bare `#[attr]`); `None`, with the error
+/// collected, for `#[attr = ..]`. `written` is the attribute as messages name it.
+fn attr_tokens(
+    attr: &Attribute,
+    written: &str,
+    errors: &mut Errors,
+) -> Option<proc_macro2::TokenStream> {
+    match &attr.meta {
+        syn::Meta::List(list) => Some(list.tokens.clone()),
+        syn::Meta::Path(_) => Some(proc_macro2::TokenStream::new()),
         syn::Meta::NameValue(nv) => {
             errors.push(syn::Error::new_spanned(
                 nv,
-                format!(
-                    "write {}(key = value, ..)",
-                    position.attr().trim_end_matches(']')
-                ),
+                format!("write {}(key = value, ..)]", written.trim_end_matches(']')),
             ));
-            return Some((
-                position,
-                ToolAttrs {
-                    position,
-                    ..ToolAttrs::default()
-                },
-            ));
-        }
-    };
-    match ToolAttrs::parse(tokens, position) {
-        Ok(parsed) => Some((position, parsed)),
-        Err(err) => {
-            errors.push(err);
-            Some((
-                position,
-                ToolAttrs {
-                    position,
-                    ..ToolAttrs::default()
-                },
-            ))
+            None
         }
     }
 }
@@ -590,16 +578,8 @@ fn take_tool_attrs(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> ToolAttrs
             ));
             continue;
         }
-        let tokens = match &attr.meta {
-            syn::Meta::List(list) => list.tokens.clone(),
-            syn::Meta::Path(_) => proc_macro2::TokenStream::new(),
-            syn::Meta::NameValue(nv) => {
-                errors.push(syn::Error::new_spanned(
-                    nv,
-                    "write #[tool(key = value, ..)]",
-                ));
-                continue;
-            }
+        let Some(tokens) = attr_tokens(attr, "#[tool]", errors) else {
+            continue;
         };
         match ToolAttrs::parse(tokens, Position::Method) {
             Ok(parsed) => found = parsed,
