@@ -190,6 +190,15 @@ impl fmt::Debug for Completer {
 pub(crate) struct Completers(Vec<(String, Completer)>);
 
 impl Completers {
+    /// The completers a macro wrote, by argument name.
+    pub(crate) fn of(specs: &[CompleterSpec]) -> Self {
+        let mut completers = Self::default();
+        for (name, f) in specs {
+            completers.insert((*name).to_owned(), Completer::new(*f));
+        }
+        completers
+    }
+
     pub(crate) fn insert(&mut self, name: String, completer: Completer) {
         self.0.retain(|(n, _)| *n != name);
         self.0.push((name, completer));

@@ -532,10 +532,6 @@ inventory::collect!(PromptSpec);
 
 impl PromptSpec {
     pub(crate) fn build(&self) -> Result<PromptFunc, ToolError> {
-        let mut completers = Completers::default();
-        for (name, f) in self.completers {
-            completers.insert((*name).to_owned(), Completer::new(*f));
-        }
-        PromptFunc::with_completers(self.tool.build()?, completers)
+        PromptFunc::with_completers(self.tool.build()?, Completers::of(self.completers))
     }
 }

@@ -643,10 +643,7 @@ inventory::collect!(ResourceSpec);
 
 impl ResourceSpec {
     pub(crate) fn build(&self) -> Result<ResourceFunc, ToolError> {
-        let mut completers = Completers::default();
-        for (name, f) in self.completers {
-            completers.insert((*name).to_owned(), Completer::new(*f));
-        }
+        let completers = Completers::of(self.completers);
         ResourceFunc::with_completers(self.uri, self.mime_type, self.tool.build()?, completers)
     }
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError};
 
 use super::{Registry, RegistryEvent};
-use crate::complete::{Completer, Completers};
+use crate::complete::Completers;
 use crate::content::ResourceLink;
 use crate::error::ToolError;
 use crate::prompt::PromptFunc;
@@ -64,9 +64,27 @@ impl Kinds {
         kinds
     }
 
+    /// Why a prompt named `name` cannot be added here, if it cannot.
+    fn prompt_clash(&self, name: &str) -> Option<String> {
+        self.prompts
+            .contains_key(name)
+            .then(|| format!("two prompts are named `{name}`"))
+    }
+
+    /// Why `resource` cannot be added here, if it cannot.
+    fn resource_clash(&self, resource: &ResourceFunc) -> Option<String> {
+        let address = resource.address();
+        let taken = if resource.template().is_some() {
+            self.templates.iter().any(|t| t.address() == address)
+        } else {
+            self.resources.contains_key(address)
+        };
+        taken.then(|| format!("two resources are at `{address}`"))
+    }
+
     pub(super) fn add_prompt(&mut self, prompt: PromptFunc) -> Result<(), String> {
-        if self.prompts.contains_key(prompt.name()) {
-            return Err(format!("two prompts are named `{}`", prompt.name()));
+        if let Some(why) = self.prompt_clash(prompt.name()) {
+            return Err(why);
         }
         self.prompts
             .insert(prompt.name().to_owned(), Arc::new(prompt));
@@ -74,15 +92,10 @@ impl Kinds {
     }
 
     pub(super) fn add_resource(&mut self, resource: ResourceFunc) -> Result<(), String> {
-        let address = resource.address().to_owned();
-        let taken = if resource.template().is_some() {
-            self.templates.iter().any(|t| t.address() == address)
-        } else {
-            self.resources.contains_key(&address)
-        };
-        if taken {
-            return Err(format!("two resources are at `{address}`"));
+        if let Some(why) = self.resource_clash(&resource) {
+            return Err(why);
         }
+        let address = resource.address().to_owned();
         let resource = Arc::new(resource);
         if resource.template().is_some() {
             self.templates.push(resource);
@@ -101,10 +114,7 @@ pub(super) enum Made {
 
 impl Made {
     pub(super) fn of(kind: KindTool) -> Result<Self, ToolError> {
-        let mut completers = Completers::default();
-        for (name, f) in kind.completers {
-            completers.insert((*name).to_owned(), Completer::new(*f));
-        }
+        let completers = Completers::of(kind.completers);
         match kind.uri {
             None => PromptFunc::with_completers(kind.tool, completers).map(Made::Prompt),
             Some(uri) => ResourceFunc::with_completers(uri, kind.mime_type, kind.tool, completers)
@@ -114,6 +124,14 @@ impl Made {
 }
 
 impl Kinds {
+    /// Why `made` cannot be added here, if it cannot.
+    fn clash(&self, made: &Made) -> Option<String> {
+        match made {
+            Made::Prompt(prompt) => self.prompt_clash(prompt.name()),
+            Made::Resource(resource) => self.resource_clash(resource),
+        }
+    }
+
     pub(super) fn add(&mut self, made: Made) -> Result<(), String> {
         match made {
             Made::Prompt(prompt) => self.add_prompt(prompt),
@@ -141,22 +159,10 @@ impl Registry {
             let mut kinds = self.kinds_mut();
             let mut staged = Kinds::default();
             for one in made {
+                if let Some(why) = kinds.clash(&one) {
+                    return Err(ToolError::conflict(why));
+                }
                 match &one {
-                    Made::Prompt(p) if kinds.prompts.contains_key(p.name()) => {
-                        return Err(ToolError::conflict(format!(
-                            "a prompt named `{}` is registered here already",
-                            p.name()
-                        )));
-                    }
-                    Made::Resource(r)
-                        if kinds.resources.contains_key(r.address())
-                            || kinds.templates.iter().any(|t| t.address() == r.address()) =>
-                    {
-                        return Err(ToolError::conflict(format!(
-                            "a resource at `{}` is registered here already",
-                            r.address()
-                        )));
-                    }
                     Made::Prompt(_) => prompts = true,
                     Made::Resource(_) => resources = true,
                 }
