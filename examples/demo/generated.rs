@@ -1,8 +1,11 @@
 //! A generated catalogue, for trying search on thousands of tools: each tool has a
 //! distinct name, a sentence of description and five typed parameters, drawn from
 //! a varied vocabulary by a fixed pseudo-random sequence (the same tools every
-//! run). `cargo run --example server -- --extra-tools 10000` serves them;
-//! `benches/search.rs` searches them.
+//! run). Each schema is made the first time something reads it
+//! (`ToolBuilder::params_schema_with`), so a start with thousands of tools makes
+//! only those its first listing shows. `cargo run --example server -- --extra-tools
+//! 10000` serves them; `benches/search.rs` searches them; `benches/cold_start.rs`
+//! times a start with them.
 
 use serde_json::{Map, Value, json};
 use toolfunc::{ToolError, ToolFunc};
@@ -264,6 +267,7 @@ const ADJECTIVES: &[&str] = &[
 const TYPES: [&str; 5] = ["string", "integer", "number", "boolean", "array"];
 
 /// A fixed pseudo-random sequence (xorshift64*), seeded by the tool's number.
+#[derive(Clone, Copy)]
 struct Words(u64);
 
 impl Words {
@@ -307,6 +311,18 @@ pub(crate) fn tool(n: usize) -> Result<ToolFunc, ToolError> {
         words.pick(NOUNS),
         ".",
     ]);
+    let answer = name.clone();
+    ToolFunc::builder(name)
+        .description(description)
+        // Made the first time a listing, a search or a call needs it, from where the
+        // sequence stands now: a start with thousands of these makes none of them.
+        .params_schema_with(move || params(words))
+        .handler_sync(move |_, args| Ok(json!({"tool": answer, "args": args})))
+        .build()
+}
+
+/// The parameters schema of a tool: five typed parameters drawn from `words`.
+fn params(mut words: Words) -> Value {
     let mut properties = Map::new();
     for kind in TYPES {
         let mut param = words.pick(NOUNS).to_owned();
@@ -351,15 +367,7 @@ pub(crate) fn tool(n: usize) -> Result<ToolFunc, ToolError> {
     params.insert("type".into(), Value::from("object"));
     params.insert("properties".into(), Value::Object(properties));
     params.insert("required".into(), Value::Array(required));
-    let answer = name.clone();
-    ToolFunc::builder(name)
-        .description(description)
-        .params_schema(Value::Object(params))
-        // A catalogue made at run time: each schema is compiled at its first call,
-        // so a start with thousands of these does not wait for all of them.
-        .defer_schema(true)
-        .handler_sync(move |_, args| Ok(json!({"tool": answer, "args": args})))
-        .build()
+    Value::Object(params)
 }
 
 /// `count` queries of one to three words of the same vocabulary, the way people

@@ -242,7 +242,7 @@ impl PromptFunc {
         completers: Completers,
     ) -> Result<Self, ToolError> {
         let def = tool.definition();
-        let arguments = arguments_of(&def.params, &tool.positional);
+        let arguments = arguments_of(&def.params, tool.positional());
         for name in completers.names() {
             if !arguments.iter().any(|a| a.name == name) {
                 return Err(ToolError::Definition {

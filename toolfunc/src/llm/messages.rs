@@ -377,7 +377,7 @@ fn drop_optional_nulls(found: &Found, arguments: &mut Value) {
         Some(act) => &act.params,
         None => act
             .and_then(|act| found.definition().acts.iter().find(|a| a.name == act))
-            .map_or(&found.definition().params, |a| &a.params),
+            .map_or(found.definition().params.value(), |a| &a.params),
     };
     strip_nulls(params, params, arguments, 0);
 }

@@ -129,8 +129,12 @@ impl Catalog {
 /// One `tools/list` entry, or why MCP cannot take the tool.
 fn tool(definition: &ToolDefinition) -> Result<Tool, String> {
     crate::schema::check_params_root(&definition.params)?;
-    let entry = mcp_tool(definition, definition.params.clone(), McpListing::Served)
-        .map_err(|err| err.to_string())?;
+    let entry = mcp_tool(
+        definition,
+        definition.params.value().clone(),
+        McpListing::Served,
+    )
+    .map_err(|err| err.to_string())?;
     serde_json::from_value(entry).map_err(|err| format!("not an MCP tool: {err}"))
 }
 

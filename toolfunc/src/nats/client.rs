@@ -646,7 +646,7 @@ fn declares_stream(def: &ToolDefinition, args: &serde_json::Map<String, Value>) 
     let act = args.get("act").and_then(Value::as_str);
     let params = act
         .and_then(|a| def.acts.iter().find(|d| d.name == a || d.method() == a))
-        .map_or(&def.params, |a| &a.params);
+        .map_or(def.params.value(), |a| &a.params);
     params
         .get("properties")
         .and_then(|p| p.get("stream"))

@@ -231,7 +231,8 @@ impl<'a> Sight<'a> {
         }
         let kept: Vec<String> = def.acts.iter().map(|act| act.name.clone()).collect();
         def.methods.retain(|name| kept.contains(name));
-        if let Some(Value::Array(choices)) = def.params.pointer_mut("/properties/act/enum") {
+        if let Some(Value::Array(choices)) = def.params.to_mut().pointer_mut("/properties/act/enum")
+        {
             choices.retain(|c| c.as_str().is_some_and(|c| kept.iter().any(|k| k == c)));
         }
         Some(Cow::Owned(def))
@@ -304,7 +305,7 @@ impl Found {
     /// The parameters' schema: the act's, or the tool's.
     pub(crate) fn params(&self) -> &Value {
         self.act()
-            .map_or(&self.definition().params, |act| &act.params)
+            .map_or(self.definition().params.value(), |act| &act.params)
     }
 
     /// The result's schema: the act's, or the tool's.

@@ -139,6 +139,15 @@ impl Validator {
         }
     }
 
+    /// A validator that fails every check with `DEFINITION`, for `reason`.
+    pub(crate) fn unusable(reason: String) -> Self {
+        Self {
+            compiled: Err(reason),
+            dangling: None,
+            accepts_any_object: false,
+        }
+    }
+
     /// Why the schema cannot be used, as a sentence; `None` when it can.
     pub(crate) fn definition_error(&self) -> Option<String> {
         if let Some(reference) = &self.dangling {

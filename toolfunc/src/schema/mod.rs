@@ -30,11 +30,13 @@ use crate::error::ToolError;
 
 mod bound;
 mod check;
+mod lazy;
 // Only the OpenAPI document of the `http` feature rewrites schemas so far.
 #[cfg(feature = "http")]
 pub(crate) mod rewrite;
 
 pub use check::{Validator, validate};
+pub use lazy::Schema;
 
 /// The parameters schema of a tool without parameters.
 #[must_use]

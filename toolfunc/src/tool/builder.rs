@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -20,8 +20,7 @@ use super::service::{ActDefinition, Acts};
 use crate::error::ToolError;
 use crate::exec::ctx::Ctx;
 use crate::schema::{
-    Validator, check_params_root, empty_object, field_order, parse_args_of, result_schema_of,
-    schema_of,
+    Schema, Validator, check_params_root, field_order, parse_args_of, result_schema_of, schema_of,
 };
 
 /// Builds a [`ToolFunc`] at run time. Start with [`ToolFunc::builder`].
@@ -43,7 +42,7 @@ pub struct ToolBuilder {
     pub(crate) summary: Option<String>,
     pub(crate) alias: Vec<String>,
     pub(crate) tags: Vec<String>,
-    pub(crate) params: Option<Value>,
+    pub(crate) params: Option<Schema>,
     pub(crate) result: Option<Value>,
     pub(crate) param_order: Option<Vec<String>>,
     pub(crate) timeout: Option<Duration>,
@@ -212,7 +211,40 @@ impl ToolBuilder {
     /// checked against it before the handler runs, typed handlers included (whose
     /// deserialisation alone would not enforce bounds such as `minimum`).
     pub fn params_schema(mut self, schema: Value) -> Self {
-        self.params = Some(schema);
+        self.params = Some(schema.into());
+        self.schema_given = true;
+        self
+    }
+
+    /// Sets the parameters schema as a function that makes it the first time
+    /// anything reads it (a listing, a search, a call), instead of now: a catalogue
+    /// of thousands of tools built at run time starts without making their schemas.
+    ///
+    /// It is [`params_schema`](Self::params_schema) with
+    /// [`defer_schema`](Self::defer_schema) in all else: the schema is checked and
+    /// compiled at the first call, and one that cannot be used (a root that is not
+    /// `"type": "object"`, invalid JSON Schema) fails each call with `DEFINITION`
+    /// and is left out of MCP's tool list. Positional arguments follow
+    /// [`param_order`](Self::param_order) if set, else the schema's `properties`.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolfunc::{Registry, ToolFunc};
+    ///
+    /// let registry = Registry::new();
+    /// let tool = ToolFunc::builder("shout")
+    ///     .description("Upper-cases a text.")
+    ///     .params_schema_with(|| json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}))
+    ///     .handler_sync(|_ctx, args| Ok(json!(args["text"].as_str().unwrap_or_default().to_uppercase())))
+    ///     .build()
+    ///     .unwrap();
+    /// assert!(!tool.definition().params.is_made());
+    /// registry.register(tool).unwrap();
+    /// assert_eq!(registry.run_sync("shout", json!({"text": "hi"})).unwrap(), json!("HI"));
+    /// assert_eq!(registry.run_sync("shout", json!({})).unwrap_err().code(), "ARGUMENTS");
+    /// ```
+    pub fn params_schema_with(mut self, make: impl Fn() -> Value + Send + Sync + 'static) -> Self {
+        self.params = Some(Schema::with(move || with_properties(make())));
         self.schema_given = true;
         self
     }
@@ -636,7 +668,7 @@ impl ToolBuilder {
 
     pub(crate) fn set_typed_schemas<A: DeserializeOwned + JsonSchema, R: JsonSchema>(&mut self) {
         if !self.schema_given {
-            self.params = Some(schema_of::<A>());
+            self.params = Some(schema_of::<A>().into());
         }
         if self.result.is_none() {
             // A result is serialised: its schema is serde's serialize contract.
@@ -660,27 +692,31 @@ impl ToolBuilder {
         if self.name.is_empty() {
             return Err(definition_error("the tool name is empty".into()));
         }
-        let mut params = self.params.take().unwrap_or_else(empty_object);
-        check_params_root(&params).map_err(definition_error)?;
-        // Providers expect `properties` on every object root, even an empty one.
-        if let Some(map) = params.as_object_mut() {
-            map.entry("properties")
-                .or_insert_with(|| Value::Object(serde_json::Map::new()));
-        }
-        let positional = match (self.param_order.clone(), self.typed_order) {
-            (Some(names), _) => names,
-            (None, Some(order)) => order(&params),
-            (None, None) => params
-                .get("properties")
-                .and_then(Value::as_object)
-                .map(|p| p.keys().cloned().collect())
-                .unwrap_or_default(),
+        let params = self.params.take().unwrap_or_default();
+        // A schema made at its first read is checked then (`check_deferred`).
+        let lazy = !params.is_made();
+        let (params, positional) = if lazy {
+            (
+                params,
+                self.param_order
+                    .clone()
+                    .map_or_else(OnceLock::new, OnceLock::from),
+            )
+        } else {
+            let params = with_properties(params.into_value());
+            check_params_root(&params).map_err(definition_error)?;
+            let positional = match (self.param_order.clone(), self.typed_order) {
+                (Some(names), _) => names,
+                (None, Some(order)) => order(&params),
+                (None, None) => property_names(&params),
+            };
+            (params.into(), OnceLock::from(positional))
         };
         // Typed handlers check by deserialising; a given schema is checked as well.
         let check = if self.typed && !self.schema_given {
             ArgCheck::Nothing
-        } else if self.defer_schema {
-            ArgCheck::Deferred(std::sync::OnceLock::new())
+        } else if self.defer_schema || lazy {
+            ArgCheck::Deferred(OnceLock::new())
         } else {
             let validator = Validator::compile(&params);
             if let Some(message) = validator.definition_error() {
@@ -839,4 +875,22 @@ fn checked(handler: Handler, schema: Option<&Value>) -> Result<Handler, String> 
             );
         }
     })
+}
+
+/// `schema` with `properties` on its object root: providers expect it, even empty.
+fn with_properties(mut schema: Value) -> Value {
+    if let Some(map) = schema.as_object_mut() {
+        map.entry("properties")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    }
+    schema
+}
+
+/// The names of a parameters schema's `properties`, in its order.
+pub(crate) fn property_names(params: &Value) -> Vec<String> {
+    params
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
 }

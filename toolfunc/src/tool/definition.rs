@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::service::ActDefinition;
-use crate::schema::empty_object;
+use crate::schema::Schema;
 
 /// The serialisable metadata of a tool: what discovery, LLM exports and remote
 /// clients see.
@@ -41,9 +41,11 @@ pub struct ToolDefinition {
     /// [`Registry::definitions`](crate::Registry::definitions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
-    /// JSON Schema of the arguments object.
-    #[serde(default = "empty_object")]
-    pub params: Value,
+    /// JSON Schema of the arguments object; it reads as a [`Value`]. A tool built
+    /// with [`params_schema_with`](crate::ToolBuilder::params_schema_with)
+    /// makes it the first time it is read.
+    #[serde(default)]
+    pub params: Schema,
     /// JSON Schema of the result; absent for tools that return nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,

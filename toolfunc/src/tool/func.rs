@@ -240,7 +240,9 @@ pub struct ToolFunc {
     pub(crate) timeout: Option<Duration>,
     pub(crate) check: ArgCheck,
     /// positional arguments ([`Args::positional`](crate::Args::positional)) map the i-th value onto the argument named `positional[i]`.
-    pub(crate) positional: Vec<String>,
+    /// Made from the parameters schema at the first positional call when the
+    /// schema is made at its first read ([`ToolBuilder::params_schema_with`]).
+    pub(crate) positional: OnceLock<Vec<String>>,
     pub(crate) concurrency_limit: usize,
     pub(crate) depends: Vec<Dependency>,
     pub(crate) setup: Option<Hook>,
@@ -454,6 +456,12 @@ impl ToolFunc {
         self.depends.iter().map(|d| (d.alias.as_str(), d.name()))
     }
 
+    /// The parameter names positional arguments map onto, in order.
+    pub(crate) fn positional(&self) -> &[String] {
+        self.positional
+            .get_or_init(|| super::builder::property_names(&self.definition.params))
+    }
+
     /// Checks `args` against the parameters schema compiled at the first call: a
     /// schema that cannot be used fails every call with `DEFINITION`.
     #[inline(never)]
@@ -462,7 +470,13 @@ impl ToolFunc {
         compiled: &OnceLock<Validator>,
         args: &Value,
     ) -> Result<(), ToolError> {
-        let validator = compiled.get_or_init(|| Validator::compile(&self.definition.params));
+        let validator = compiled.get_or_init(|| {
+            // A schema made at its first read has its root checked here.
+            match crate::schema::check_params_root(&self.definition.params) {
+                Ok(()) => Validator::compile(&self.definition.params),
+                Err(message) => Validator::unusable(message),
+            }
+        });
         if let Some(message) = validator.definition_error() {
             return Err(ToolError::Definition {
                 name: self.definition.name.clone(),
@@ -520,7 +534,7 @@ impl ToolFunc {
 
     #[inline(never)]
     pub(crate) fn positional_to_named(&self, values: Vec<Value>) -> Result<Value, ToolError> {
-        let names = &self.positional;
+        let names = self.positional();
         if values.len() > names.len() {
             return Err(ToolError::arguments(
                 format!("/{}", names.len()),

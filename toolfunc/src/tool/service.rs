@@ -98,7 +98,7 @@ impl ActDefinition {
             def.description.clone_from(&self.description);
             def.summary = None;
         }
-        def.params = self.params.clone();
+        def.params = self.params.clone().into();
         def.result.clone_from(&self.result);
         def.stream = self.stream;
         if !self.annotations.is_empty() {
@@ -479,7 +479,7 @@ impl<S: Send + Sync + 'static> ServiceSpec<S> {
                 let params = (method.params)();
                 let mut builder = ToolFunc::builder(kind.name);
                 builder.param_order = Some((kind.param_order)(&params));
-                builder.params = Some(params);
+                builder.params = Some(params.into());
                 builder.result = method.result.map(|f| f());
                 builder.title = owned(method.title);
                 builder.description = owned(method.description);

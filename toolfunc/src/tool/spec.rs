@@ -73,7 +73,7 @@ impl ToolSpec {
         builder.summary = self.summary.map(str::to_owned);
         builder.alias = self.alias.iter().map(|s| (*s).to_owned()).collect();
         builder.tags = self.tags.iter().map(|s| (*s).to_owned()).collect();
-        builder.params = Some((self.params)());
+        builder.params = Some((self.params)().into());
         builder.result = self.result.map(|f| f());
         builder.typed_order = Some(self.param_order);
         builder.handler = Some(match self.handler {
