@@ -711,10 +711,30 @@ impl Registry {
     /// [`definitions`](Self::definitions), shared with the tools instead of copied:
     /// what the catalogue of callers from outside is made of.
     pub(crate) fn advertised_definitions(&self) -> Vec<Arc<ToolDefinition>> {
-        self.names()
-            .iter()
-            .filter_map(|name| self.find(name))
-            .map(|found| found.tool.advertised())
+        // Each level's tools, nearest first, then one per name: the nearest (a
+        // shadow). Taken straight from the maps, without copying the names to look
+        // each one up again: a catalogue of thousands is made at a server's start.
+        let mut found: Vec<(usize, Arc<ToolDefinition>)> = Vec::new();
+        let mut registry = Some(self);
+        let mut level = 0;
+        while let Some(current) = registry {
+            found.extend(
+                current
+                    .tools_read()
+                    .tools
+                    .values()
+                    .map(|slot| (level, slot.tool.advertised())),
+            );
+            registry = current.parent();
+            level += 1;
+        }
+        found.sort_unstable_by(|(a_level, a), (b_level, b)| {
+            a.name.cmp(&b.name).then(a_level.cmp(b_level))
+        });
+        found.dedup_by(|(_, later), (_, kept)| later.name == kept.name);
+        found
+            .into_iter()
+            .map(|(_, definition)| definition)
             .collect()
     }
 
