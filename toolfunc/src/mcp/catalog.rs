@@ -13,6 +13,7 @@
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{Cursor, Tool};
+use serde_json::{Map, Value};
 
 use crate::llm::{McpListing, mcp_name, mcp_tool};
 use crate::registry::Registry;
@@ -128,14 +129,28 @@ impl Catalog {
 
 /// One `tools/list` entry, or why MCP cannot take the tool.
 fn tool(definition: &ToolDefinition) -> Result<Tool, String> {
-    crate::schema::check_params_root(&definition.params)?;
-    let entry = mcp_tool(
-        definition,
-        definition.params.value().clone(),
-        McpListing::Served,
-    )
-    .map_err(|err| err.to_string())?;
-    serde_json::from_value(entry).map_err(|err| format!("not an MCP tool: {err}"))
+    let params = definition.params.value();
+    crate::schema::check_params_root(params)?;
+    let entry =
+        mcp_tool(definition, params.clone(), McpListing::Served).map_err(|err| err.to_string())?;
+    let Value::Object(mut entry) = entry else {
+        return Err("not an MCP tool: not an object".into());
+    };
+    // The schemas, most of an entry, move into the SDK's type as they are; read
+    // through serde they would be rebuilt node by node.
+    let input = entry.insert("inputSchema".into(), Value::Object(Map::new()));
+    let output = entry.remove("outputSchema");
+    let mut tool: Tool = serde_json::from_value(Value::Object(entry))
+        .map_err(|err| format!("not an MCP tool: {err}"))?;
+    if let Some(Value::Object(input)) = input {
+        tool.input_schema = Arc::new(input);
+    }
+    match output {
+        None => {}
+        Some(Value::Object(output)) => tool.output_schema = Some(Arc::new(output)),
+        Some(_) => return Err("not an MCP tool: its output schema is not an object".into()),
+    }
+    Ok(tool)
 }
 
 /// A cursor: the hex of the last name of a page, behind a version letter.
