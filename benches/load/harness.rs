@@ -25,7 +25,7 @@ pub mod servers;
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use backend::{Backend, Redis};
 use client::{Mode, Sample};
@@ -163,10 +163,27 @@ struct Served {
 impl Drop for Served {
     fn drop(&mut self) {
         if let Some(child) = &mut self.child {
+            if profiled() {
+                // Closing stdin ends the server; under callgrind it then writes its
+                // counts, which a kill would lose.
+                drop(child.stdin.take());
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
             let _ = child.kill();
             let _ = child.wait();
         }
     }
+}
+
+/// Whether each server runs under `valgrind --tool=callgrind`
+/// (`LOAD_CALLGRIND=1`), its counts written to `/tmp/callgrind.load.<pid>` when it
+/// ends: instructions a call under the same concurrent load, where a busy machine
+/// moves times.
+fn profiled() -> bool {
+    std::env::var_os("LOAD_CALLGRIND").is_some_and(|v| v == "1")
 }
 
 /// Starts `kind` as a child process: `exe serve <kind> <redis> <rates>`, which
@@ -186,6 +203,15 @@ fn spawn_child(
         }
         None => Command::new(exe),
     };
+    if profiled() {
+        command = Command::new("valgrind");
+        command
+            .args([
+                "--tool=callgrind",
+                "--callgrind-out-file=/tmp/callgrind.load.%p",
+            ])
+            .arg(exe);
+    }
     let mut child = command
         .args(["serve", kind.name(), redis, rates])
         .stdin(Stdio::piped())

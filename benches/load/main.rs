@@ -10,6 +10,9 @@
 //! so the servers compete with nothing but each other's idle time; with one core,
 //! nothing is pinned. `--in-process` serves from this process instead (no CPU or
 //! memory figures). It prints a Markdown table and the toolfunc ÷ rmcp ratios.
+//! With `LOAD_CALLGRIND=1` each server runs under `valgrind --tool=callgrind` and
+//! writes `/tmp/callgrind.load.<pid>` when it ends: instructions a call under the
+//! same concurrent load (the times are then callgrind's, not the servers').
 //!
 //! ```sh
 //! cargo bench --bench load -- nats [--secs 5 --warmup 1 --limit 8 --wait-ms 10]
