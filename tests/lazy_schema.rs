@@ -148,6 +148,29 @@ fn a_schema_that_cannot_be_used_fails_each_call_with_definition() {
     }
 }
 
+#[test]
+fn a_schema_function_that_panics_fails_calls_and_listings_go_on() {
+    let registry = Registry::new();
+    let tool = ToolFunc::builder("panicky")
+        .params_schema_with(|| panic!("the spec could not be read"))
+        .handler_sync(|_, _| Ok(json!("ran")))
+        .build()
+        .expect("nothing is made at build");
+    registry.register(tool).expect("registers");
+    let err = registry
+        .run_sync("panicky", json!({}))
+        .expect_err("no usable schema");
+    assert_eq!(err.code(), "DEFINITION");
+    // An export refuses it as it refuses any tool it cannot say.
+    let err = llm::tools(&registry, Target::OpenAi).expect_err("no usable schema");
+    assert_eq!(err.code(), "DEFINITION");
+    assert_eq!(registry.definitions()[0].params, Value::Null);
+    // The HTTP API's documents are made around it, without a panic.
+    let api = toolfunc::http::Api::new(registry.clone());
+    let document = api.openapi_document();
+    assert!(document["paths"].is_object(), "{document}");
+}
+
 #[tokio::test]
 async fn mcp_lists_made_schemas_and_leaves_out_one_whose_root_is_not_an_object() {
     let made = Arc::new(AtomicUsize::new(0));

@@ -283,6 +283,9 @@ pub fn tool(definition: &ToolDefinition, target: Target) -> Result<Value, ToolEr
             &format!("the name is not accepted by {target:?}; rename the tool"),
         ));
     }
+    // A schema made at its first read is checked here, as a call checks it.
+    crate::schema::check_params_root(&definition.params)
+        .map_err(|message| export_error(name, "", &message))?;
     let params = lower_root(name, &definition.params, target)?;
     let description = definition.description.clone().unwrap_or_default();
     Ok(match target {

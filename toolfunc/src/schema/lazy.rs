@@ -53,11 +53,13 @@ impl Schema {
         }))
     }
 
-    /// The schema, made now if it was not yet.
+    /// The schema, made now if it was not yet. A function that panics makes `null`,
+    /// which no tool can use: its calls fail with `DEFINITION`, and listings leave
+    /// it out.
     pub fn value(&self) -> &Value {
         let cell = &*self.0;
         cell.made
-            .get_or_init(|| cell.make.as_ref().map_or(Value::Null, |make| make()))
+            .get_or_init(|| cell.make.as_ref().map_or(Value::Null, made_by))
     }
 
     /// Whether the schema exists yet: given as a value, or read since.
@@ -84,11 +86,19 @@ impl Schema {
         match Arc::try_unwrap(self.0) {
             Ok(Cell { made, make }) => match made.into_inner() {
                 Some(value) => value,
-                None => make.map_or(Value::Null, |make| make()),
+                None => make.as_ref().map_or(Value::Null, made_by),
             },
             Err(shared) => Self(shared).value().clone(),
         }
     }
+}
+
+/// What `make` returns; `null` (with a warning) when it panics.
+fn made_by(make: &Make) -> Value {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| make())).unwrap_or_else(|_| {
+        tracing::warn!("a tool's parameters schema function panicked: its schema is null");
+        Value::Null
+    })
 }
 
 impl Deref for Schema {
@@ -194,6 +204,13 @@ mod tests {
         // A clone taken before the first read shares what the first read made.
         assert_eq!(*early, json!({"type": "object"}));
         assert_eq!(calls.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn a_function_that_panics_makes_null() {
+        let schema = Schema::with(|| panic!("no schema today"));
+        assert_eq!(*schema, serde_json::Value::Null);
+        assert!(schema.is_made());
     }
 
     #[test]
