@@ -6,6 +6,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -16,7 +17,7 @@ use axum::extract::{Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::Response;
-use futures::{Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 use rmcp::RoleServer;
 use rmcp::model::{
     ClientJsonRpcMessage, ClientNotification, InitializeRequestParams, JsonRpcMessage,
@@ -40,6 +41,7 @@ use crate::options::{CallOptions, Surface};
 use crate::registry::Registry;
 use crate::remote::{self, Lookup};
 
+use super::direct::Direct;
 use super::server::{Server, Session};
 
 /// Which browser origins may call the endpoint.
@@ -905,6 +907,8 @@ const ERROR_BODY_LIMIT: usize = 64 * 1024;
 pub(super) struct Guarded {
     pub(super) service: StreamableHttpService<Server, Sessions>,
     pub(super) guard: Guard,
+    /// Plain sessionless tool calls, answered without the SDK's per-request service.
+    pub(super) direct: Direct,
 }
 
 /// Answers an `initialize` the session cap refuses with 503 and a JSON-RPC error,
@@ -927,6 +931,28 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
         };
         if let Some(refused) = guard.lacks_scopes(&parts, identity, &bytes) {
             return refused;
+        }
+        request = Request::from_parts(parts, Body::from(bytes));
+    }
+    // A plain sessionless tool call is answered here, past the SDK's service.
+    if request.method() == Method::POST
+        && Direct::takes(request.headers(), &guarded.service.config, guard.max_body)
+    {
+        let (parts, body) = request.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(body, guard.max_body).await else {
+            return too_large(guard.max_body);
+        };
+        if let Some(call) = guarded.direct.read(&parts.headers, &bytes) {
+            // Run in this request's task: a panic is answered as the SDK answers a
+            // handler that gave no answer, not with a dropped connection.
+            let id = serde_json::to_value(&call.0).unwrap_or(Value::Null);
+            let answer = AssertUnwindSafe(guarded.direct.answer(parts, call)).catch_unwind();
+            return answer.await.unwrap_or_else(|_| {
+                json_response(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "Internal error"}}),
+                )
+            });
         }
         request = Request::from_parts(parts, Body::from(bytes));
     }

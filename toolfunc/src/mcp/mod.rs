@@ -6,6 +6,7 @@ mod ask;
 mod call;
 mod catalog;
 mod client;
+mod direct;
 mod handler;
 mod http;
 mod kinds;

@@ -20,6 +20,7 @@ use crate::registry::Registry;
 use crate::remote;
 
 use super::client::KeptRunner;
+use super::direct::Direct;
 use super::search::SearchMode;
 use super::{http, rounds, stdio};
 
@@ -536,11 +537,16 @@ impl Server {
             registry: self.shared.registry.clone(),
             search_mode: self.shared.search.on,
         };
+        let direct = Direct::new(self.session());
         let service =
             StreamableHttpService::new(move || Ok(http::made(self.session())), sessions, config);
         axum::Router::new()
             .fallback(http::guard)
-            .with_state(Arc::new(http::Guarded { service, guard }))
+            .with_state(Arc::new(http::Guarded {
+                service,
+                guard,
+                direct,
+            }))
     }
 
     /// An axum router answering streamable HTTP at [`PATH`] (`/mcp`), with the

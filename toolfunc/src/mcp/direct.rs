@@ -1,0 +1,277 @@
+//! A sessionless (2026-07-28) `tools/call` over streamable HTTP, answered by the
+//! server itself instead of the SDK's per-request service.
+//!
+//! The SDK serves each sessionless request by reading it into its message type,
+//! checking its standard headers against a copy of the whole message turned back
+//! into JSON, and starting a service, with its channels and task, for that one
+//! request: most of what such a call costs a server. A plain call is answered here
+//! instead: read once, its handler run in the request's own task, its answer
+//! written as the SDK writes it (the same JSON-RPC body, status and content type).
+//!
+//! Plain means: one JSON-RPC request for `tools/call` whose `_meta` and
+//! `MCP-Protocol-Version` header both say 2026-07-28, with every `_meta` entry that
+//! version requires, no progress token, log level, round answers or request state;
+//! headers `Mcp-Method: tools/call` and `Mcp-Name` naming the tool, once each, and no
+//! `Mcp-Param-*` (nor a tool whose schema asks for them); `Accept` and
+//! `Content-Type` as the SDK requires them; no `Origin`, and a `Host` the SDK's
+//! allowed hosts name as written; and a server set to answer single messages as JSON
+//! (`json_response`, as [`Server::router`] is). Anything else goes to the SDK as
+//! before, so its checks and its errors stay the SDK's.
+
+use std::sync::OnceLock;
+
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::Response;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientJsonRpcMessage, ErrorCode,
+    ErrorData, ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult,
+};
+use rmcp::service::{Peer, RequestContext, RunningService};
+use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
+use rmcp::{RoleServer, ServerHandler};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::server::Server;
+
+/// The protocol revision whose requests are answered here.
+const VERSION: &str = "2026-07-28";
+
+/// What the direct path keeps: the server, and a peer for the requests' contexts.
+pub(super) struct Direct {
+    server: Server,
+    /// A service that never hears anything, made on first use, whose peer every
+    /// direct request's context carries: a plain call sends its client nothing
+    /// (questions go back as rounds, and nothing reports progress or logs).
+    quiet: OnceLock<RunningService<RoleServer, Server>>,
+}
+
+/// One JSON-RPC request, as the direct path reads it.
+#[derive(Deserialize)]
+struct Call {
+    jsonrpc: String,
+    id: RequestId,
+    method: String,
+    params: CallToolRequestParams,
+}
+
+impl Direct {
+    pub(super) fn new(server: Server) -> Self {
+        Self {
+            server,
+            quiet: OnceLock::new(),
+        }
+    }
+
+    fn peer(&self) -> Peer<RoleServer> {
+        self.quiet
+            .get_or_init(|| {
+                let transport = (
+                    futures::sink::drain(),
+                    futures::stream::pending::<ClientJsonRpcMessage>(),
+                );
+                rmcp::service::serve_directly(self.server.session(), transport, None)
+            })
+            .peer()
+            .clone()
+    }
+
+    /// Whether a request with these headers may be answered here (its body still
+    /// to be read): see the [module](self).
+    pub(super) fn takes(
+        headers: &HeaderMap,
+        config: &StreamableHttpServerConfig,
+        max_body: usize,
+    ) -> bool {
+        let one = |name: &str| {
+            let mut values = headers.get_all(name).iter();
+            match (values.next(), values.next()) {
+                (Some(value), None) => value.to_str().ok(),
+                _ => None,
+            }
+        };
+        // The SDK answers one message as JSON only when told to.
+        config.json_response
+            && one("mcp-protocol-version") == Some(VERSION)
+            && one("mcp-method") == Some("tools/call")
+            && one("mcp-name").is_some_and(|name| !name.starts_with("=?"))
+            && !headers.contains_key("mcp-session-id")
+            && !headers.contains_key(header::ORIGIN)
+            && !headers
+                .keys()
+                .any(|name| name.as_str().starts_with("mcp-param-"))
+            && one(header::CONTENT_TYPE.as_str()).is_some_and(|value| {
+                value
+                    .split(';')
+                    .next()
+                    .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+            })
+            && one(header::ACCEPT.as_str()).is_some_and(accepts_both)
+            && one(header::CONTENT_LENGTH.as_str())
+                .and_then(|length| length.parse::<usize>().ok())
+                .is_some_and(|length| length <= max_body && length <= config.max_request_body_bytes)
+            && one(header::HOST.as_str()).is_some_and(|host| host_named(host, config))
+    }
+
+    /// The call in `body`, when it is a plain one: see the [module](self).
+    pub(super) fn read(
+        &self,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Option<(RequestId, CallToolRequestParams)> {
+        let call: Call = serde_json::from_slice(body).ok()?;
+        let params = &call.params;
+        let meta = params.meta.as_ref()?;
+        let plain = call.jsonrpc == "2.0"
+            && call.method == "tools/call"
+            && meta.protocol_version() == Some(ProtocolVersion::V_2026_07_28)
+            && meta
+                .missing_required_keys(&ProtocolVersion::V_2026_07_28)
+                .is_empty()
+            && meta.get_progress_token().is_none()
+            && !meta.contains_key("io.modelcontextprotocol/logLevel")
+            && params.input_responses.is_none()
+            && params.request_state.is_none()
+            && headers.get("mcp-name").and_then(|v| v.to_str().ok()) == Some(&*params.name);
+        if !plain {
+            return None;
+        }
+        // A tool whose parameters the client must mirror in headers is the SDK's.
+        let tool = self.server.get_tool(&params.name)?;
+        if tool
+            .input_schema
+            .values()
+            .any(|value| names_header(value, 0))
+        {
+            return None;
+        }
+        Some((call.id, call.params))
+    }
+
+    /// Answers the call as the SDK would: its JSON-RPC response or error, with the
+    /// status the SDK gives it.
+    pub(super) async fn answer(
+        &self,
+        parts: Parts,
+        (id, mut params): (RequestId, CallToolRequestParams),
+    ) -> Response {
+        let mut context = RequestContext::new(id.clone(), self.peer());
+        context.meta = params.meta.take().unwrap_or_default();
+        context.extensions.insert(parts);
+        // As the SDK's dispatch: a task goes only to a client that takes tasks.
+        let takes_tasks = context
+            .client_capabilities()
+            .is_some_and(|capabilities| capabilities.supports_tasks());
+        let handler = self.server.session();
+        let message = match handler.call_tool(params, context).await {
+            Ok(CallToolResponse::Task(_)) if !takes_tasks => ServerJsonRpcMessage::error(
+                ErrorData::missing_required_client_capability(
+                    ClientCapabilities::builder().enable_tasks().build(),
+                ),
+                Some(id),
+            ),
+            Ok(response) => ServerJsonRpcMessage::response(ServerResult::from(response), id),
+            Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+        };
+        let status = match &message {
+            ServerJsonRpcMessage::Error(error) => match error.error.code {
+                ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+                | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+                | ErrorCode::HEADER_MISMATCH => StatusCode::BAD_REQUEST,
+                ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+                _ => StatusCode::OK,
+            },
+            _ => StatusCode::OK,
+        };
+        let body = match serde_json::to_vec(&message) {
+            Ok(body) => body,
+            Err(err) => {
+                tracing::error!(%err, "an MCP answer could not be written");
+                let mut response = Response::new(axum::body::Body::from("Internal Server Error"));
+                *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+                return response;
+            }
+        };
+        let mut response = Response::new(axum::body::Body::from(body));
+        *response.status_mut() = status;
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        response
+    }
+}
+
+/// Whether an `Accept` value names both JSON and SSE, plainly (no weights).
+fn accepts_both(accept: &str) -> bool {
+    if accept.contains('"') || accept.contains("q=") || accept.contains("Q=") {
+        return false;
+    }
+    let essences = || {
+        accept
+            .split(',')
+            .filter_map(|entry| entry.split(';').next())
+            .map(str::trim)
+    };
+    essences().any(|e| e.eq_ignore_ascii_case("application/json"))
+        && essences().any(|e| e.eq_ignore_ascii_case("text/event-stream"))
+}
+
+/// Whether `host` (a `Host` header) is allowed by name as written: every host when
+/// the list is empty, else an entry equal to the host, with or without its port.
+fn host_named(host: &str, config: &StreamableHttpServerConfig) -> bool {
+    if config.allowed_hosts.is_empty() {
+        return true;
+    }
+    let Ok(authority) = host.parse::<axum::http::uri::Authority>() else {
+        return false;
+    };
+    config
+        .allowed_hosts
+        .iter()
+        .any(|allowed| allowed == authority.host() || allowed == authority.as_str())
+}
+
+/// Whether a schema asks for a parameter mirrored in a header (`x-mcp-header`),
+/// looked for a few levels down, as deep as the SDK looks.
+fn names_header(schema: &Value, depth: usize) -> bool {
+    match schema {
+        Value::Object(map) => {
+            map.contains_key("x-mcp-header")
+                || (depth < 8 && map.values().any(|value| names_header(value, depth + 1)))
+        }
+        Value::Array(items) => depth < 8 && items.iter().any(|v| names_header(v, depth + 1)),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::{accepts_both, names_header};
+
+    #[test]
+    fn accept_values_taken_plainly() {
+        assert!(accepts_both("application/json, text/event-stream"));
+        assert!(accepts_both(
+            "text/event-stream,application/json;charset=utf-8"
+        ));
+        assert!(!accepts_both("application/json"));
+        assert!(!accepts_both("application/json, text/event-stream;q=0"));
+        assert!(!accepts_both("*/*"));
+    }
+
+    #[test]
+    fn header_parameters_are_found() {
+        assert!(names_header(
+            &json!({"properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}),
+            0
+        ));
+        assert!(!names_header(
+            &json!({"properties": {"a": {"type": "string"}}}),
+            0
+        ));
+    }
+}
