@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """The compile-time table and the binary sizes of benches/README.md.
 
-Generates crates of N tool functions (five parameters each) in three variants:
+Generates crates of N tool functions (five parameters each) in four variants:
 
 * plain:    the functions alone, no macro (the floor);
+* derives:  the same functions written as tools by hand, no macro: each takes its
+            parameters as one struct deriving `Deserialize` + `JsonSchema`, with a
+            function reading that struct from a `serde_json::Value` and one making
+            its schema; what a typed tool costs before a framework adds anything;
 * toolfunc: the same functions under `#[tool]` (or methods under `#[tool_service]`);
 * rmcp:     the same functions as rmcp `#[tool]` methods of a `#[tool_router]` impl,
             each with the `Parameters<T>` struct (`Deserialize` + `JsonSchema`) that
@@ -60,7 +64,7 @@ PARAMS = [
     ("tags", "Vec<String>", "Labels to append."),
 ]
 
-VARIANTS = ["plain", "toolfunc", "rmcp"]
+VARIANTS = ["plain", "derives", "toolfunc", "rmcp"]
 
 
 # --- generation ---------------------------------------------------------------
@@ -150,6 +154,45 @@ def gen_rmcp_fns(idx):
     return RMCP_USES + rmcp_server("Tools", idx)
 
 
+DERIVES_USES = "use schemars::JsonSchema;\nuse serde::Deserialize;\n\n"
+
+
+def derives_fn(i, indent, receiver=False):
+    pad = " " * indent
+    names = ", ".join(n for n, _, _ in PARAMS)
+    recv = "&self, " if receiver else ""
+    call = f"self.tool_{i:04}" if receiver else f"tool_{i:04}"
+    args_recv = "&self, " if receiver else ""
+    return (
+        f"{pad}/// Tool {i}: joins its inputs into one line.\n"
+        f"{pad}pub fn tool_{i:04}({recv}Tool{i:04}Params {{ {names} }}: Tool{i:04}Params) -> String {{\n"
+        f"{body(i, indent + 4)}{pad}}}\n\n"
+        f"{pad}/// Tool {i} called with JSON arguments.\n"
+        f"{pad}pub fn tool_{i:04}_json({args_recv}args: serde_json::Value) -> Result<String, serde_json::Error> {{\n"
+        f"{pad}    serde_json::from_value::<Tool{i:04}Params>(args).map(|p| {call}(p))\n{pad}}}\n\n"
+        f"{pad}/// Tool {i}'s parameters schema.\n"
+        f"{pad}pub fn tool_{i:04}_schema() -> schemars::Schema {{\n"
+        f"{pad}    schemars::schema_for!(Tool{i:04}Params)\n{pad}}}\n"
+    )
+
+
+def gen_derives_fns(idx):
+    structs = "\n".join(rmcp_params_struct(i) for i in idx)
+    return DERIVES_USES + structs + "\n" + "\n".join(derives_fn(i, 0) for i in idx)
+
+
+def gen_derives_svc(n):
+    out = [DERIVES_USES]
+    for s, idx in service_groups(n):
+        structs = "\n".join(rmcp_params_struct(i) for i in idx)
+        methods = "\n".join(derives_fn(i, 4, receiver=True) for i in idx)
+        out.append(
+            f"{structs}\n/// Service {s}.\n#[derive(Default)]\npub struct Service{s:02};\n\n"
+            f"impl Service{s:02} {{\n{methods}}}\n"
+        )
+    return "\n".join(out)
+
+
 # A service crate: SERVICES services of N / SERVICES methods each.
 SERVICES = 10
 
@@ -221,15 +264,18 @@ def gen_timing_crate(kind, n, variant):
     name = crate_name(kind, n, variant)
     deps = {
         "plain": [],
+        "derives": [("serde", SERDE), ("serde_json", '"1.0"'), ("schemars", SCHEMARS)],
         "toolfunc": [("toolfunc", toolfunc_dep())],
         "rmcp": [("rmcp", RMCP), ("serde", SERDE), ("schemars", SCHEMARS)],
     }[variant]
     idx = range(n)
     src = {
         ("fn", "plain"): lambda: gen_plain_fns(idx),
+        ("fn", "derives"): lambda: gen_derives_fns(idx),
         ("fn", "toolfunc"): lambda: gen_toolfunc_fns(idx),
         ("fn", "rmcp"): lambda: gen_rmcp_fns(idx),
         ("svc", "plain"): lambda: gen_plain_svc(n),
+        ("svc", "derives"): lambda: gen_derives_svc(n),
         ("svc", "toolfunc"): lambda: gen_toolfunc_svc(n),
         ("svc", "rmcp"): lambda: gen_rmcp_svc(n),
     }[(kind, variant)]()
@@ -457,7 +503,7 @@ def time_full(plan, profiles, reps):
         for r in range(reps):
             for kind, n in plan:
                 # Each round starts with another variant.
-                order = VARIANTS[r % 3 :] + VARIANTS[: r % 3]
+                order = VARIANTS[r % len(VARIANTS) :] + VARIANTS[: r % len(VARIANTS)]
                 for v in order:
                     name = crate_name(kind, n, v)
                     touch(BENCH / name / "src" / "lib.rs")
@@ -481,7 +527,7 @@ def time_incremental(n, reps):
         cargo_build(["-p", name], target=TARGET_INCR, incremental=True)
     try:
         for r in range(reps):
-            order = VARIANTS[r % 3 :] + VARIANTS[: r % 3]
+            order = VARIANTS[r % len(VARIANTS) :] + VARIANTS[: r % len(VARIANTS)]
             for v in order:
                 name = crate_name("fn", n, v)
                 path = BENCH / name / "src" / "lib.rs"
@@ -554,28 +600,32 @@ def print_tables(plan, profiles, med, incr, sizes, reps):
     )
     if plan and profiles:
         print(
-            "| tools | profile | plain fns | toolfunc | rmcp | toolfunc generated | "
-            "rmcp generated | toolfunc / rmcp (generated) |"
+            "| tools | profile | plain fns | derives only | toolfunc | rmcp | "
+            "derives generated | toolfunc generated | rmcp generated | "
+            "toolfunc / rmcp (generated) |"
         )
-        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for profile in profiles:
         for kind, n in plan:
-            plain, tf, rm = (med[(kind, n, v, profile)] for v in VARIANTS)
+            plain, dv, tf, rm = (med[(kind, n, v, profile)] for v in VARIANTS)
             what = f"{n:,} `#[tool]` fns" if kind == "fn" else (
                 f"{n:,} methods, {SERVICES} `#[tool_service]`s"
             )
-            gtf, grm = tf - plain, rm - plain
+            gdv, gtf, grm = dv - plain, tf - plain, rm - plain
             print(
-                f"| {what} | {profile} | {secs(plain)} | {secs(tf)} | {secs(rm)} | "
-                f"{secs(gtf)} | {secs(grm)} | {ratio(gtf, grm)} |"
+                f"| {what} | {profile} | {secs(plain)} | {secs(dv)} | {secs(tf)} | {secs(rm)} | "
+                f"{secs(gdv)} | {secs(gtf)} | {secs(grm)} | {ratio(gtf, grm)} |"
             )
     if incr:
         print()
-        print("| one tool body of 100 edited, incremental debug rebuild | plain | toolfunc | rmcp |")
-        print("| --- | --- | --- | --- |")
         print(
-            f"| crate rebuilt | {secs(incr['plain'])} | {secs(incr['toolfunc'])} | "
-            f"{secs(incr['rmcp'])} |"
+            "| one tool body of 100 edited, incremental debug rebuild | plain | "
+            "derives only | toolfunc | rmcp |"
+        )
+        print("| --- | --- | --- | --- | --- |")
+        print(
+            f"| crate rebuilt | {secs(incr['plain'])} | {secs(incr['derives'])} | "
+            f"{secs(incr['toolfunc'])} | {secs(incr['rmcp'])} |"
         )
     if sizes:
         print()
