@@ -13,7 +13,8 @@
 //! version requires, no progress token, log level, round answers or request state;
 //! headers `Mcp-Method: tools/call` and `Mcp-Name` naming the tool, once each, and no
 //! `Mcp-Param-*` (nor a tool whose schema asks for them); `Accept` and
-//! `Content-Type` as the SDK requires them; no `Origin`, and a `Host` the SDK's
+//! `Content-Type` as the SDK requires them, and a `Content-Length` within its body
+//! limit; no `Origin`, and a `Host` the SDK's
 //! allowed hosts name as written; and a server set to answer single messages as JSON
 //! (`json_response`, as [`Server::router`] is). Anything else goes to the SDK as
 //! before, so its checks and its errors stay the SDK's.
@@ -79,11 +80,7 @@ impl Direct {
 
     /// Whether a request with these headers may be answered here (its body still
     /// to be read): see the [module](self).
-    pub(super) fn takes(
-        headers: &HeaderMap,
-        config: &StreamableHttpServerConfig,
-        max_body: usize,
-    ) -> bool {
+    pub(super) fn takes(headers: &HeaderMap, config: &StreamableHttpServerConfig) -> bool {
         let one = |name: &str| {
             let mut values = headers.get_all(name).iter();
             match (values.next(), values.next()) {
@@ -110,7 +107,7 @@ impl Direct {
             && one(header::ACCEPT.as_str()).is_some_and(accepts_both)
             && one(header::CONTENT_LENGTH.as_str())
                 .and_then(|length| length.parse::<usize>().ok())
-                .is_some_and(|length| length <= max_body && length <= config.max_request_body_bytes)
+                .is_some_and(|length| length <= config.max_request_body_bytes)
             && one(header::HOST.as_str()).is_some_and(|host| host_named(host, config))
     }
 
@@ -137,16 +134,12 @@ impl Direct {
         if !plain {
             return None;
         }
-        // A tool whose parameters the client must mirror in headers is the SDK's.
-        let tool = self.server.get_tool(&params.name)?;
-        if tool
-            .input_schema
-            .values()
-            .any(|value| names_header(value, 0))
-        {
-            return None;
-        }
-        Some((call.id, call.params))
+        // A tool MCP does not list, or whose parameters the client must mirror in
+        // headers, is the SDK's.
+        let mirrored = self.server.listed_schema(&params.name, |schema| {
+            schema.values().any(|value| names_header(value, 0))
+        })?;
+        (!mirrored).then_some((call.id, call.params))
     }
 
     /// Answers the call as the SDK would: its JSON-RPC response or error, with the

@@ -78,6 +78,21 @@ impl Server {
     fn catalog(&self) -> Arc<Catalog> {
         Catalog::of(&self.shared.registry)
     }
+
+    /// Whether MCP lists `name` and its input schema asks `asks` of it: the kept
+    /// entry, read in place (`get_tool` copies it).
+    pub(super) fn listed_schema(
+        &self,
+        name: &str,
+        asks: impl FnOnce(&rmcp::model::JsonObject) -> bool,
+    ) -> Option<bool> {
+        if let Some(tool) = self.shared.search.tool(name) {
+            return Some(asks(&tool.input_schema));
+        }
+        self.catalog()
+            .get(name)
+            .map(|tool| asks(&tool.input_schema))
+    }
 }
 
 impl ServerHandler for Server {

@@ -935,8 +935,7 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
         request = Request::from_parts(parts, Body::from(bytes));
     }
     // A plain sessionless tool call is answered here, past the SDK's service.
-    if request.method() == Method::POST
-        && Direct::takes(request.headers(), &guarded.service.config, guard.max_body)
+    if request.method() == Method::POST && Direct::takes(request.headers(), &guarded.service.config)
     {
         let (parts, body) = request.into_parts();
         let Ok(bytes) = axum::body::to_bytes(body, guard.max_body).await else {
@@ -945,7 +944,7 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
         if let Some(call) = guarded.direct.read(&parts.headers, &bytes) {
             // Run in this request's task: a panic is answered as the SDK answers a
             // handler that gave no answer, not with a dropped connection.
-            let id = serde_json::to_value(&call.0).unwrap_or(Value::Null);
+            let id = call.0.clone();
             let answer = AssertUnwindSafe(guarded.direct.answer(parts, call)).catch_unwind();
             return answer.await.unwrap_or_else(|_| {
                 json_response(

@@ -701,10 +701,9 @@ impl Registry {
     /// appears once, as its shadow. The full definition of one tool is
     /// `registry.get(name)?.definition()`.
     pub fn definitions(&self) -> Vec<ToolDefinition> {
-        self.names()
-            .iter()
-            .filter_map(|name| self.find(name))
-            .map(|found| found.tool.definition().advertised())
+        self.advertised_definitions()
+            .into_iter()
+            .map(Arc::unwrap_or_clone)
             .collect()
     }
 
