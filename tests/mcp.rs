@@ -961,10 +961,10 @@ async fn streamable_http_session() {
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
     let answer = http.post(&list).await;
     assert_eq!(answer.status, 200, "{}", answer.body);
-    // The default settings answer requests with a short SSE stream (a priming event
-    // with empty data, then the response).
+    // The router answers a single message as JSON (`json_response`), in a session
+    // too: the server answers a plain request of a session itself.
     assert!(
-        answer.content_type.starts_with("text/event-stream"),
+        answer.content_type.starts_with("application/json"),
         "{}",
         answer.content_type
     );

@@ -7,32 +7,38 @@
 
 use futures::future::BoxFuture;
 use rmcp::RoleServer;
-use rmcp::model::{CreateMessageRequestParams, ElicitRequestParams};
-use rmcp::service::{Peer, ServiceError};
+use rmcp::model::{ClientCapabilities, CreateMessageRequestParams, ElicitRequestParams};
+use rmcp::service::{Peer, RequestContext, ServiceError};
 use serde_json::{Value, json};
 
 use crate::ask::ClientRequest;
 use crate::error::ToolError;
 
-/// The answering function of a call from `peer`'s session.
+/// The answering function of a call of `context`'s session: the client declared its
+/// capabilities in the request's `_meta` when the server answers the request
+/// itself, else in the session's `initialize`.
 pub(super) fn through(
-    peer: Peer<RoleServer>,
+    context: &RequestContext<RoleServer>,
     tool: String,
 ) -> impl Fn(ClientRequest) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync + 'static
 {
+    let peer = context.peer.clone();
+    let declared = context.meta.client_capabilities();
     move |request: ClientRequest| {
         let peer = peer.clone();
         let tool = tool.clone();
-        Box::pin(async move { ask(&peer, &tool, request).await })
+        let declared = declared.clone();
+        Box::pin(async move { ask(&peer, declared, &tool, request).await })
     }
 }
 
 async fn ask(
     peer: &Peer<RoleServer>,
+    declared: Option<ClientCapabilities>,
     tool: &str,
     request: ClientRequest,
 ) -> Result<Value, ToolError> {
-    let capabilities = peer.peer_info().map(|info| info.capabilities.clone());
+    let capabilities = declared.or_else(|| peer.peer_info().map(|info| info.capabilities.clone()));
     let declared = match &request {
         ClientRequest::Elicit { .. } => capabilities
             .as_ref()

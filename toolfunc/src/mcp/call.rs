@@ -5,8 +5,10 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use rmcp::model::{CallToolRequestParams, CallToolResponse, ProgressToken};
-use rmcp::service::{Peer, RequestContext};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Notification, ProgressToken, ServerNotification,
+};
+use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
@@ -19,7 +21,7 @@ use crate::options::{CallOptions, CollectLimit};
 use crate::remote::{self, Found, Lookup, Needs, Plan};
 
 use super::client::{LogGate, log_gate, sessionless, trace_of};
-use super::report::{Monotonic, Report, Step, log_param};
+use super::report::{Monotonic, Outbox, Report, Step, log_param};
 use super::rounds::{self, refused};
 use super::server::Server;
 use super::shape::{Shape, into_result, shape_of};
@@ -133,7 +135,7 @@ impl Server {
         options = options.cancel_on(context.ct.clone());
         let tool = found.name().to_owned();
         // Questions the tool asks go back to this client, on its session.
-        let asker = ask::through(context.peer.clone(), tool.clone());
+        let asker = ask::through(&context, tool.clone());
         if found.needs_confirmation() {
             let confirmed =
                 Box::pin(ask::confirm(|_, question| asker(question), &tool, &args)).await;
@@ -156,19 +158,18 @@ impl Server {
         drop(progress_tx);
         let call = collected(found, runner, args, stream, limit, items);
         let mut progress = Monotonic::new(token.clone());
-        let peer = &context.peer;
         let mut call = std::pin::pin!(call);
         let outcome = loop {
             tokio::select! {
                 biased;
                 Some(report) = progress_rx.recv() => {
-                    self.deliver(report, &mut progress, gate, peer).await;
+                    self.deliver(report, &mut progress, gate, &context).await;
                 }
                 outcome = &mut call => break outcome,
             }
         };
         while let Ok(report) = progress_rx.try_recv() {
-            self.deliver(report, &mut progress, gate, peer).await;
+            self.deliver(report, &mut progress, gate, &context).await;
         }
         Ok(into_result(outcome, shape).into())
     }
@@ -365,7 +366,6 @@ impl Server {
     ) -> Result<Driven, ErrorData> {
         // The client's capabilities, read when the call first asks it something.
         let mut declared: Option<Value> = None;
-        let peer = &context.peer;
         loop {
             let step = tokio::select! {
                 biased;
@@ -376,12 +376,12 @@ impl Server {
             };
             match step {
                 Round::Report(report) => {
-                    self.deliver(report, &mut running.progress, gate, peer)
+                    self.deliver(report, &mut running.progress, gate, context)
                         .await;
                 }
                 Round::Done(outcome) => {
                     while let Ok(report) = running.reports.try_recv() {
-                        self.deliver(report, &mut running.progress, gate, peer)
+                        self.deliver(report, &mut running.progress, gate, context)
                             .await;
                     }
                     return Ok(Driven::Done(outcome, running.shape));
@@ -494,25 +494,49 @@ impl Server {
         }
     }
 
-    /// Sends one report of a running call to the client; a client that went away
-    /// misses it, and the call goes on.
+    /// Sends one report of a running call to the client (through the request's
+    /// [`Outbox`] when the server writes the answer itself); a client that went
+    /// away misses it, and the call goes on.
     async fn deliver(
         &self,
         report: Report,
         progress: &mut Monotonic,
         gate: LogGate,
-        peer: &Peer<RoleServer>,
+        context: &RequestContext<RoleServer>,
     ) {
+        let outbox = context.extensions.get::<Outbox>();
+        let peer = &context.peer;
         match report {
             Report::Log(message) => {
                 if self.admits(gate, message.level) {
-                    #[allow(deprecated)]
-                    let _ = peer.notify_logging_message(log_param(message)).await;
+                    let param = log_param(message);
+                    match outbox {
+                        Some(outbox) => {
+                            let notification = Notification::new(param);
+                            let _ = outbox.0.send(
+                                ServerNotification::LoggingMessageNotification(notification),
+                            );
+                        }
+                        #[allow(deprecated)]
+                        None => {
+                            let _ = peer.notify_logging_message(param).await;
+                        }
+                    }
                 }
             }
             Report::Step(step) => {
                 if let Some(param) = progress.admit(step) {
-                    let _ = peer.notify_progress(param).await;
+                    match outbox {
+                        Some(outbox) => {
+                            let notification = Notification::new(param);
+                            let _ = outbox
+                                .0
+                                .send(ServerNotification::ProgressNotification(notification));
+                        }
+                        None => {
+                            let _ = peer.notify_progress(param).await;
+                        }
+                    }
                 }
             }
         }
@@ -556,7 +580,7 @@ impl Server {
         let messages = std::mem::take(&mut *logged.lock().unwrap_or_else(PoisonError::into_inner));
         let mut progress = Monotonic::new(None);
         for message in messages {
-            self.deliver(Report::Log(message), &mut progress, gate, &context.peer)
+            self.deliver(Report::Log(message), &mut progress, gate, context)
                 .await;
         }
         into_result(outcome, shape).into()

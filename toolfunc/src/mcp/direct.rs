@@ -65,7 +65,12 @@ impl Direct {
         }
     }
 
-    fn peer(&self) -> Peer<RoleServer> {
+    /// The server whose requests are answered here.
+    pub(super) fn server(&self) -> &Server {
+        &self.server
+    }
+
+    pub(super) fn peer(&self) -> Peer<RoleServer> {
         self.quiet
             .get_or_init(|| {
                 let transport = (
@@ -149,55 +154,69 @@ impl Direct {
         parts: Parts,
         (id, mut params): (RequestId, CallToolRequestParams),
     ) -> Response {
-        let mut context = RequestContext::new(id.clone(), self.peer());
+        let mut context = RequestContext::new(id, self.peer());
         context.meta = params.meta.take().unwrap_or_default();
         context.extensions.insert(parts);
-        // As the SDK's dispatch: a task goes only to a client that takes tasks.
-        let takes_tasks = context
-            .client_capabilities()
-            .is_some_and(|capabilities| capabilities.supports_tasks());
-        let handler = self.server.session();
-        let message = match handler.call_tool(params, context).await {
-            Ok(CallToolResponse::Task(_)) if !takes_tasks => ServerJsonRpcMessage::error(
-                ErrorData::missing_required_client_capability(
-                    ClientCapabilities::builder().enable_tasks().build(),
-                ),
-                Some(id),
-            ),
-            Ok(response) => ServerJsonRpcMessage::response(ServerResult::from(response), id),
-            Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
-        };
-        let status = match &message {
-            ServerJsonRpcMessage::Error(error) => match error.error.code {
-                ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
-                | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
-                | ErrorCode::HEADER_MISMATCH => StatusCode::BAD_REQUEST,
-                ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
-                _ => StatusCode::OK,
-            },
-            _ => StatusCode::OK,
-        };
-        let body = match serde_json::to_vec(&message) {
-            Ok(body) => body,
-            Err(err) => {
-                tracing::error!(%err, "an MCP answer could not be written");
-                let mut response = Response::new(axum::body::Body::from("Internal Server Error"));
-                *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-                return response;
-            }
-        };
-        let mut response = Response::new(axum::body::Body::from(body));
-        *response.status_mut() = status;
-        response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        response
+        written(&called(&self.server.session(), params, context).await)
     }
 }
 
+/// The answer of `handler` to a `tools/call`, as the SDK's dispatch makes it: a
+/// task goes only to a client that takes tasks.
+pub(super) async fn called(
+    handler: &Server,
+    params: CallToolRequestParams,
+    context: RequestContext<RoleServer>,
+) -> ServerJsonRpcMessage {
+    let id = context.id.clone();
+    let takes_tasks = context
+        .client_capabilities()
+        .is_some_and(|capabilities| capabilities.supports_tasks());
+    match handler.call_tool(params, context).await {
+        Ok(CallToolResponse::Task(_)) if !takes_tasks => ServerJsonRpcMessage::error(
+            ErrorData::missing_required_client_capability(
+                ClientCapabilities::builder().enable_tasks().build(),
+            ),
+            Some(id),
+        ),
+        Ok(response) => ServerJsonRpcMessage::response(ServerResult::from(response), id),
+        Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+    }
+}
+
+/// `message` written as the SDK writes a single answer: JSON, with the status the
+/// SDK gives its error code.
+pub(super) fn written(message: &ServerJsonRpcMessage) -> Response {
+    let status = match message {
+        ServerJsonRpcMessage::Error(error) => match error.error.code {
+            ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+            | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+            | ErrorCode::HEADER_MISMATCH => StatusCode::BAD_REQUEST,
+            ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+            _ => StatusCode::OK,
+        },
+        _ => StatusCode::OK,
+    };
+    let body = match serde_json::to_vec(message) {
+        Ok(body) => body,
+        Err(err) => {
+            tracing::error!(%err, "an MCP answer could not be written");
+            let mut response = Response::new(axum::body::Body::from("Internal Server Error"));
+            *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+            return response;
+        }
+    };
+    let mut response = Response::new(axum::body::Body::from(body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
 /// Whether an `Accept` value names both JSON and SSE, plainly (no weights).
-fn accepts_both(accept: &str) -> bool {
+pub(super) fn accepts_both(accept: &str) -> bool {
     if accept.contains('"') || accept.contains("q=") || accept.contains("Q=") {
         return false;
     }
@@ -213,7 +232,7 @@ fn accepts_both(accept: &str) -> bool {
 
 /// Whether `host` (a `Host` header) is allowed by name as written: every host when
 /// the list is empty, else an entry equal to the host, with or without its port.
-fn host_named(host: &str, config: &StreamableHttpServerConfig) -> bool {
+pub(super) fn host_named(host: &str, config: &StreamableHttpServerConfig) -> bool {
     if config.allowed_hosts.is_empty() {
         return true;
     }

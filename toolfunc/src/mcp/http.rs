@@ -21,7 +21,7 @@ use futures::{FutureExt, Stream, StreamExt};
 use rmcp::RoleServer;
 use rmcp::model::{
     ClientJsonRpcMessage, ClientNotification, InitializeRequestParams, JsonRpcMessage,
-    ServerJsonRpcMessage,
+    ProtocolVersion, RequestId, ServerJsonRpcMessage,
 };
 use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError, LocalSessionWorker,
@@ -42,6 +42,7 @@ use crate::registry::Registry;
 use crate::remote::{self, Lookup};
 
 use super::direct::Direct;
+use super::resting::{self, Asked, Resting};
 use super::server::{Server, Session};
 
 /// Which browser origins may call the endpoint.
@@ -246,6 +247,11 @@ struct Entry {
     life: Life,
     /// The client's `initialize`, replayed to bring the session back from parking.
     params: Option<Box<InitializeRequestParams>>,
+    /// What its requests are read with while it is at rest, made on first need.
+    resting: Option<Arc<Resting>>,
+    /// Its calls being answered in place, each with its request id and the token
+    /// that cancels it.
+    calls: Vec<(u64, RequestId, CancellationToken)>,
     /// The handler state of its SDK session, while it runs.
     handler: Weak<Session>,
     /// The task that closes it if its handshake is not done in time; stopped when
@@ -257,6 +263,10 @@ impl Drop for Entry {
     fn drop(&mut self) {
         if let Some(expiry) = self.expiry.take() {
             expiry.abort();
+        }
+        // The session is over: so are its calls.
+        for (_, _, call) in &self.calls {
+            call.cancel();
         }
     }
 }
@@ -278,6 +288,8 @@ pub(super) struct Sessions {
     epoch: Instant,
     /// Whether the sweeper (parking, expiry of parked sessions) runs.
     sweeping: AtomicBool,
+    /// The key of the next call answered in place.
+    next_call: AtomicU64,
     me: Weak<Sessions>,
 }
 
@@ -302,6 +314,7 @@ impl Sessions {
             count,
             epoch: Instant::now(),
             sweeping: AtomicBool::new(false),
+            next_call: AtomicU64::new(0),
             me: Weak::clone(me),
         })
     }
@@ -337,6 +350,8 @@ impl Sessions {
             done,
             life: Life::Live(Arc::clone(&activity)),
             params,
+            resting: None,
+            calls: Vec::new(),
             handler: Weak::new(),
             expiry: None,
         };
@@ -347,10 +362,14 @@ impl Sessions {
                     vacant.insert(entry);
                     self.count.fetch_add(1, Ordering::Relaxed);
                 }
-                // Back from parking: the handshake deadline, if any, carries over.
+                // Back from parking: the handshake deadline, if any, and the calls
+                // answered in place carry over.
                 std::collections::hash_map::Entry::Occupied(mut occupied) => {
                     let mut entry = entry;
-                    entry.expiry = occupied.get_mut().expiry.take();
+                    let old = occupied.get_mut();
+                    entry.expiry = old.expiry.take();
+                    entry.calls = std::mem::take(&mut old.calls);
+                    entry.resting = old.resting.take();
                     occupied.insert(entry);
                 }
             }
@@ -445,8 +464,13 @@ impl Sessions {
             return;
         }
         let me = Weak::clone(&self.me);
-        let tick = (self.limits.park_after.min(self.limits.idle_lifetime) / 4)
-            .clamp(Duration::from_millis(20), Duration::from_secs(5));
+        let tick = (self
+            .limits
+            .park_after
+            .min(self.limits.idle_lifetime)
+            .min(self.limits.uninitialized_lifetime)
+            / 4)
+        .clamp(Duration::from_millis(20), Duration::from_secs(5));
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(tick).await;
@@ -462,6 +486,7 @@ impl Sessions {
         let now = self.now();
         let park_after = duration_millis(self.limits.park_after);
         let idle = duration_millis(self.limits.idle_lifetime);
+        let handshake = duration_millis(self.limits.uninitialized_lifetime);
         let mut parking = Vec::new();
         {
             let mut open = self.open();
@@ -482,7 +507,13 @@ impl Sessions {
                         entry.life = Life::Parking(Arc::clone(&activity), level);
                         parking.push((id.clone(), activity));
                     }
-                    Life::Parked { last, .. } if now.saturating_sub(*last) >= idle => {
+                    // A session at rest with a call running stays; one that
+                    // never finished its handshake goes sooner.
+                    Life::Parked { last, .. }
+                        if entry.calls.is_empty()
+                            && now.saturating_sub(*last)
+                                >= if entry.done { idle } else { handshake } =>
+                    {
                         expired.push(id.clone());
                     }
                     _ => {}
@@ -517,6 +548,115 @@ impl Sessions {
             };
             entry.handler = Weak::new();
         }
+    }
+
+    /// Whether sessions may rest (be served without an SDK session): parking is on.
+    pub(super) fn rest(&self) -> bool {
+        self.limits.park_after < self.limits.idle_lifetime
+    }
+
+    /// Opens a session at rest for a plain `initialize`: its id, or `None` at the
+    /// cap. Its handshake is done when the client says `initialized`, and it ends
+    /// unless that comes within the handshake lifetime.
+    fn open_resting(
+        &self,
+        params: InitializeRequestParams,
+        resting: Resting,
+    ) -> Option<SessionId> {
+        let id = SessionId::from(crate::id::random_hex());
+        {
+            let mut open = self.open();
+            if open.sessions.len() + open.reserved >= self.limits.max_sessions {
+                return None;
+            }
+            let entry = Entry {
+                done: false,
+                life: Life::Parked {
+                    last: self.now(),
+                    level: 0,
+                },
+                params: Some(Box::new(params)),
+                resting: Some(Arc::new(resting)),
+                calls: Vec::new(),
+                handler: Weak::new(),
+                expiry: None,
+            };
+            open.sessions.insert(id.clone(), entry);
+            self.count.fetch_add(1, Ordering::Relaxed);
+        }
+        self.sweep_from_now();
+        Some(id)
+    }
+
+    /// Session `id`, when it is at rest: what its requests are read with (made by
+    /// `make` on first need) and its log level. It was last active now.
+    fn resting(
+        &self,
+        id: &str,
+        make: impl FnOnce(&InitializeRequestParams) -> Option<Resting>,
+    ) -> Option<(Arc<Resting>, u8)> {
+        let now = self.now();
+        let mut open = self.open();
+        let entry = open.sessions.get_mut(id)?;
+        let Life::Parked { last, level } = &mut entry.life else {
+            return None;
+        };
+        *last = (*last).max(now);
+        let level = *level;
+        if entry.resting.is_none() {
+            entry.resting = Some(Arc::new(make(entry.params.as_deref()?)?));
+        }
+        Some((Arc::clone(entry.resting.as_ref()?), level))
+    }
+
+    /// Whether session `id` is at rest.
+    fn is_resting(&self, id: &str) -> bool {
+        matches!(
+            self.open().sessions.get(id).map(|entry| &entry.life),
+            Some(Life::Parked { .. })
+        )
+    }
+
+    /// Notes what a session at rest said: its handshake is done, or a call of it
+    /// answered in place is cancelled.
+    fn heard(&self, id: &str, asked: &Asked) {
+        let mut open = self.open();
+        let Some(entry) = open.sessions.get_mut(id) else {
+            return;
+        };
+        match asked {
+            Asked::Initialized => entry.done = true,
+            Asked::Cancelled(request) => {
+                for (_, _, call) in entry.calls.iter().filter(|(_, r, _)| r == request) {
+                    call.cancel();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Call `request` of session `id`, answered in place: the token that cancels
+    /// it, and what keeps it known to the session until dropped.
+    fn calling(self: &Arc<Self>, id: &str, request: &RequestId) -> (CancellationToken, Calling) {
+        let token = CancellationToken::new();
+        let key = self.next_call.fetch_add(1, Ordering::Relaxed);
+        let session = {
+            let mut open = self.open();
+            let session = open
+                .sessions
+                .get_key_value(id)
+                .map(|(session, _)| session.clone());
+            if let Some(entry) = open.sessions.get_mut(id) {
+                entry.calls.push((key, request.clone(), token.clone()));
+            }
+            session
+        };
+        let calling = Calling {
+            sessions: Arc::downgrade(self),
+            session,
+            key,
+        };
+        (token, calling)
     }
 
     /// The `initialize` of parked `id` to bring it back with, once its SDK session
@@ -592,6 +732,29 @@ impl SessionStore for Store {
     {
         // `close_session` has forgotten it already.
         Box::pin(std::future::ready(Ok(())))
+    }
+}
+
+/// A call of a session at rest, answered in place: known to the session (which
+/// stays, and can cancel it) until this is dropped.
+pub(super) struct Calling {
+    sessions: Weak<Sessions>,
+    session: Option<SessionId>,
+    key: u64,
+}
+
+impl Drop for Calling {
+    fn drop(&mut self) {
+        let (Some(sessions), Some(session)) = (self.sessions.upgrade(), &self.session) else {
+            return;
+        };
+        let now = sessions.now();
+        if let Some(entry) = sessions.open().sessions.get_mut(session) {
+            entry.calls.retain(|(key, _, _)| *key != self.key);
+            if let Life::Parked { last, .. } = &mut entry.life {
+                *last = (*last).max(now);
+            }
+        }
     }
 }
 
@@ -955,6 +1118,20 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
         }
         request = Request::from_parts(parts, Body::from(bytes));
     }
+    // A plain request of a session at rest (or an `initialize` opening one) is
+    // answered here too, without an SDK session.
+    if guard.sessions.rest()
+        && resting::takes(
+            request.method(),
+            request.headers(),
+            &guarded.service.config,
+        )
+    {
+        match at_rest(&guarded, identity.as_ref(), request).await {
+            Ok(response) => return response,
+            Err(back) => request = back,
+        }
+    }
     let opens_session =
         request.method() == Method::POST && !request.headers().contains_key("mcp-session-id");
     let closes_session = request.method() == Method::DELETE;
@@ -1011,6 +1188,102 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
     }
     guard.own(&response, identity.as_ref());
     with_error_ids(response).await
+}
+
+/// Answers a request of a session at rest, or an `initialize` that opens one, when
+/// it is plain (see [`resting`]); gives the request back otherwise.
+async fn at_rest(
+    guarded: &Guarded,
+    identity: Option<&Identity>,
+    request: Request,
+) -> Result<Response, Request> {
+    let guard = &guarded.guard;
+    let sessions = &guard.sessions;
+    let session = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|id| id.to_str().ok())
+        .map(str::to_owned);
+    if request.method() == Method::DELETE {
+        let known_version = request
+            .headers()
+            .get("mcp-protocol-version")
+            .is_none_or(|version| {
+                ProtocolVersion::KNOWN_VERSIONS
+                    .iter()
+                    .any(|known| known.as_str().as_bytes() == version.as_bytes())
+            });
+        return match session {
+            Some(id) if known_version && sessions.is_resting(&id) => {
+                let _ = sessions.forget(&SessionId::from(id)).await;
+                Ok(no_content())
+            }
+            _ => Err(request),
+        };
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, guard.max_body).await else {
+        return Ok(too_large(guard.max_body));
+    };
+    let server = guarded.direct.server();
+    match session {
+        None => {
+            if let Some((id, params)) = resting::opening(&parts.headers, &bytes)
+                && let Some((resting, result)) = Resting::opened(server, &params)
+            {
+                let Some(session) = sessions.open_resting(params, resting) else {
+                    return Ok(refused(guard, &serde_json::to_value(&id).unwrap_or_default()));
+                };
+                let response = guarded.direct.opened(id, result, &session);
+                guard.own(&response, identity);
+                return Ok(response);
+            }
+        }
+        Some(session) => {
+            if let Some((resting, level)) =
+                sessions.resting(&session, |params| Resting::of(server, params))
+                && let Some(asked) = resting::read(&resting, &parts.headers, &bytes)
+            {
+                sessions.heard(&session, &asked);
+                let id = match &asked {
+                    Asked::Ping(id) | Asked::ListTools(id, _) | Asked::CallTool(id, _) => {
+                        Some(id.clone())
+                    }
+                    Asked::Initialized | Asked::Cancelled(_) => None,
+                };
+                let calling = match &asked {
+                    Asked::CallTool(id, _) => Some(sessions.calling(&session, id)),
+                    _ => None,
+                };
+                let (ct, held) = calling.map_or_else(
+                    || (CancellationToken::new(), None),
+                    |(ct, held)| (ct, Some(held)),
+                );
+                // As a sessionless call: a panic is answered with an error, not a
+                // dropped connection.
+                let answer = guarded
+                    .direct
+                    .answer_resting(parts, asked, &resting, level, (ct, held));
+                return Ok(AssertUnwindSafe(answer)
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|_| {
+                        json_response(
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "Internal error"}}),
+                        )
+                    }));
+            }
+        }
+    }
+    Err(Request::from_parts(parts, Body::from(bytes)))
+}
+
+/// `204 No Content`: how a closed session is answered.
+fn no_content() -> Response {
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = StatusCode::NO_CONTENT;
+    response
 }
 
 fn refused(guard: &Guard, id: &Value) -> Response {

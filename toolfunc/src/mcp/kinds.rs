@@ -260,7 +260,7 @@ impl Server {
                 )
                 .await;
         }
-        let asker = ask::through(context.peer.clone(), found.name().to_owned());
+        let asker = ask::through(context, found.name().to_owned());
         let options = options
             .cancel_on(context.ct.clone())
             .on_client_request(asker);

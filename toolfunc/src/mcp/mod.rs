@@ -11,6 +11,7 @@ mod handler;
 mod http;
 mod kinds;
 mod report;
+mod resting;
 mod rounds;
 mod search;
 mod serve;

@@ -3,7 +3,7 @@
 
 #[allow(deprecated)] // Logging is deprecated in the SDK (SEP-2577), yet in both revisions.
 use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
-use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use rmcp::model::{ProgressNotificationParam, ProgressToken, ServerNotification};
 use serde_json::Value;
 
 use crate::log::{LogLevel, LogMessage};
@@ -110,3 +110,9 @@ pub(super) fn log_param(message: LogMessage) -> LoggingMessageNotificationParam 
     let logger = message.logger.unwrap_or(message.tool);
     LoggingMessageNotificationParam::new(to_mcp(message.level), message.data).with_logger(logger)
 }
+
+/// Where the reports of a call go when the server answers its request itself, not
+/// through the SDK's session: to the answer being written, in the request's
+/// extensions. Without one, reports go to the request's peer.
+#[derive(Clone)]
+pub(super) struct Outbox(pub(super) tokio::sync::mpsc::UnboundedSender<ServerNotification>);
