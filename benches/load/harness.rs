@@ -8,8 +8,9 @@
 //! process each, `benches/load/main.rs serve ...`, pinned with `taskset` when the
 //! settings say so, or tasks of this process for the smoke test), then drives each
 //! row in turn, round after round, the order rotating. It reads each server's CPU
-//! time (`/proc/<pid>/stat`) around each measured window and its peak RSS
-//! (`VmHWM`) at the end.
+//! time (`/proc/<pid>/stat`) around each measured window, its peak RSS (`VmHWM`)
+//! at the end, and the most anonymous memory (`RssAnon`: heap and stacks, without
+//! the pages of the binary's code) it held, sampled every 10 ms while it served.
 #![allow(dead_code, unreachable_pub)] // the bench and the smoke test use different parts
 
 #[path = "backend.rs"]
@@ -84,6 +85,9 @@ pub struct Row {
     pub driver_cpu_secs: Vec<f64>,
     /// The server's peak resident memory (VmHWM), bytes.
     pub peak_rss: Option<u64>,
+    /// The most anonymous memory (`RssAnon`) the server held while it served,
+    /// bytes.
+    pub peak_anon: Option<u64>,
 }
 
 impl Row {
@@ -307,6 +311,34 @@ fn peak_rss(pid: u32) -> Option<u64> {
     Some(kb * 1_024)
 }
 
+/// A process's resident anonymous memory (`RssAnon`), bytes.
+fn rss_anon(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|line| line.starts_with("RssAnon:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1_024)
+}
+
+/// Samples `pid`'s anonymous memory every 10 ms while `work` runs; its result
+/// and the most seen.
+fn watching_anon<T>(pid: u32, work: impl FnOnce() -> T) -> (T, Option<u64>) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let done = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let sampler = scope.spawn(|| {
+            let mut most = None;
+            while !done.load(Ordering::Relaxed) {
+                most = most.max(rss_anon(pid));
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            most.max(rss_anon(pid))
+        });
+        let result = work();
+        done.store(true, Ordering::Relaxed);
+        (result, sampler.join().ok().flatten())
+    })
+}
+
 /// Runs the whole comparison; the rows in [`ROWS`]'s order.
 pub fn run(settings: &Settings) -> Result<Vec<Row>, String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -345,6 +377,7 @@ pub fn run(settings: &Settings) -> Result<Vec<Row>, String> {
             cpu_secs: Vec::new(),
             driver_cpu_secs: Vec::new(),
             peak_rss: None,
+            peak_anon: None,
         })
         .collect();
     let me = std::process::id();
@@ -356,22 +389,27 @@ pub fn run(settings: &Settings) -> Result<Vec<Row>, String> {
             let mut before = (None, None, None);
             let mut after = (None, None, None);
             let read = || (cpu_ticks(server.pid), cpu_ticks(me), cpu_ticks(redis.pid()));
-            let sample = runtime.block_on(client::drive(
-                &client,
-                &server.url,
-                mode,
-                settings.clients,
-                settings.warmup,
-                settings.measure,
-                |starting| {
-                    if starting {
-                        before = read();
-                    } else {
-                        after = read();
-                    }
-                },
-            ));
+            let (sample, anon) = watching_anon(server.pid, || {
+                runtime.block_on(client::drive(
+                    &client,
+                    &server.url,
+                    mode,
+                    settings.clients,
+                    settings.warmup,
+                    settings.measure,
+                    |starting| {
+                        if starting {
+                            before = read();
+                        } else {
+                            after = read();
+                        }
+                    },
+                ))
+            });
             let row = &mut rows[index];
+            if separate {
+                row.peak_anon = row.peak_anon.max(anon);
+            }
             let spent =
                 |a: Option<u64>, b: Option<u64>| Some(as_f64(b?.saturating_sub(a?)) / ticks);
             if separate && let Some(cpu) = spent(before.0, after.0) {
@@ -414,13 +452,16 @@ fn ms(micros: u64) -> f64 {
 pub fn table(rows: &[Row]) -> String {
     use std::fmt::Write;
     let mut out = String::from(
-        "| server | mode | requests/s | calls/s | avg ms | p50 ms | p99 ms | p99.9 ms | errors | peak RSS MB | CPU-s / 1,000 calls | client+redis core |\n\
-         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        "| server | mode | requests/s | calls/s | avg ms | p50 ms | p99 ms | p99.9 ms | errors | peak RSS MB | peak anon MB | CPU-s / 1,000 calls | client+redis core |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for row in rows {
         let latency = row.latency();
         let rss = row
             .peak_rss
+            .map_or("-".to_owned(), |b| format!("{:.1}", as_f64(b) / 1e6));
+        let anon = row
+            .peak_anon
             .map_or("-".to_owned(), |b| format!("{:.1}", as_f64(b) / 1e6));
         let cpu = row
             .cpu_per_1k_calls()
@@ -430,7 +471,7 @@ pub fn table(rows: &[Row]) -> String {
             .map_or("-".to_owned(), |l| format!("{:.0} %", l * 100.0));
         let _ = writeln!(
             out,
-            "| {} | {} | {:.0} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {rss} | {cpu} | {driver} |",
+            "| {} | {} | {:.0} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {rss} | {anon} | {cpu} | {driver} |",
             row.kind.name(),
             row.mode.name(),
             row.requests_per_sec(),
@@ -446,13 +487,15 @@ pub fn table(rows: &[Row]) -> String {
         let find = |kind| rows.iter().find(|r| r.kind == kind && r.mode == mode);
         if let (Some(ours), Some(rmcp)) = (find(Kind::ToolfuncMcp), find(Kind::Rmcp)) {
             let p99 = |row: &Row| as_f64(row.latency().value_at_quantile(0.99));
-            let rss = match (ours.peak_rss, rmcp.peak_rss) {
+            let ratio = |a: Option<u64>, b: Option<u64>| match (a, b) {
                 (Some(a), Some(b)) => format!("{:.2}×", as_f64(a) / as_f64(b)),
                 _ => "-".to_owned(),
             };
+            let rss = ratio(ours.peak_rss, rmcp.peak_rss);
+            let anon = ratio(ours.peak_anon, rmcp.peak_anon);
             let _ = writeln!(
                 out,
-                "\n{}: toolfunc-mcp ÷ rmcp: calls/s {:.2}× (median of the rounds), p99 {:.2}×, peak RSS {rss}",
+                "\n{}: toolfunc-mcp ÷ rmcp: calls/s {:.2}× (median of the rounds), p99 {:.2}×, peak RSS {rss}, peak anon {anon}",
                 mode.name(),
                 median_ratio(ours, rmcp),
                 p99(ours) / p99(rmcp),
