@@ -6,10 +6,12 @@
 //! `cargo bench --bench sessions` prints, nothing is timed:
 //!
 //! * `running`: heap and resident set per idle session with parking off
-//!   (`session_park_after` at the idle lifetime): what every idle session held
-//!   while its SDK session kept running;
-//! * `idle`: heap bytes per idle initialised session once parked (after 500 ms of
-//!   quiet here; 30 s by default), counted by a counting allocator
+//!   (`session_park_after` at the idle lifetime, so no session rests): what every
+//!   idle session holds while its SDK session runs;
+//! * `rest`: heap bytes per initialised session right after the burst: a plain
+//!   `initialize` opens a session at rest, with no SDK session;
+//! * `idle`: heap bytes per idle initialised session at rest (after 500 ms of
+//!   quiet here, which would park one that ran; 30 s by default), counted by a counting allocator
 //!   around the global one (exact, server and client in one process; the client
 //!   holds nothing per session but the ids, which are subtracted), and the growth of
 //!   the process's resident set (`VmRSS`, what an operator sees) per session (it
@@ -228,7 +230,8 @@ fn main() {
         drop(ids);
         assert!(until_closed(&server, idle * 3).await, "running sessions expire");
 
-        // idle: parked after `park` of quiet.
+        // idle: sessions at rest (from their plain `initialize`; parked after
+        // `park` of quiet had an SDK session run).
         let server = Server::new(registry())
             .max_sessions(sessions)
             .session_idle_lifetime(idle)
@@ -248,6 +251,16 @@ fn main() {
         reset_peak();
         reset_hwm();
         let ids = burst(&http, sessions).await;
+        // At rest from their plain `initialize`: no SDK session was started.
+        let id_bytes: isize = ids
+            .iter()
+            .map(|id| id.capacity().cast_signed())
+            .sum::<isize>()
+            + (ids.capacity() * size_of::<String>()).cast_signed();
+        println!(
+            "rest: {sessions} initialised sessions, at once: {} B of heap a session",
+            (held() - id_bytes - heap0) / sessions.cast_signed()
+        );
         tokio::time::sleep(park * 4).await;
         let id_bytes: isize = ids
             .iter()
@@ -260,7 +273,7 @@ fn main() {
         let per_heap = (heap1 - heap0) / n;
         let per_rss = (rss1 - rss0) / n;
         println!(
-            "idle: {sessions} initialised sessions, parked after {park:?}: {per_heap} B of heap a session ({} in all), \
+            "idle: {sessions} initialised sessions, after {park:?} of quiet: {per_heap} B of heap a session ({} in all), \
              resident set +{per_rss} B a session ({} in all); open sessions: {}",
             kib(heap1 - heap0),
             kib(rss1 - rss0),

@@ -151,10 +151,19 @@ async fn plain_sessions_are_answered_as_the_sdk_answers_them() {
         for (method, params) in [
             ("ping", json!({})),
             ("tools/list", json!({})),
-            ("tools/call", json!({"name": "whoami", "arguments": {"x": 1}})),
+            (
+                "tools/call",
+                json!({"name": "whoami", "arguments": {"x": 1}}),
+            ),
             ("tools/call", json!({"name": "refuses", "arguments": {}})),
-            ("tools/call", json!({"name": "square", "arguments": {"n": 12}})),
-            ("tools/call", json!({"name": "square", "arguments": {"n": "twelve"}})),
+            (
+                "tools/call",
+                json!({"name": "square", "arguments": {"n": 12}}),
+            ),
+            (
+                "tools/call",
+                json!({"name": "square", "arguments": {"n": "twelve"}}),
+            ),
             ("tools/call", json!({"name": "nowhere", "arguments": {}})),
             ("tools/call", json!({"name": "chatty", "arguments": {}})),
         ] {
@@ -226,8 +235,10 @@ async fn a_cancelled_call_at_rest_is_cancelled_and_not_answered() {
     }
     let started = Instant::now();
     let cancel = session
-        .post(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": {"requestId": 9, "reason": "changed my mind"}}))
+        .post(
+            &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 9, "reason": "changed my mind"}}),
+        )
         .await;
     assert_eq!(cancel.status, 202);
     let answer = call.await.expect("the call's request ends");

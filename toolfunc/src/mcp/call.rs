@@ -513,9 +513,9 @@ impl Server {
                     match outbox {
                         Some(outbox) => {
                             let notification = Notification::new(param);
-                            let _ = outbox.0.send(
-                                ServerNotification::LoggingMessageNotification(notification),
-                            );
+                            let _ = outbox
+                                .0
+                                .send(ServerNotification::LoggingMessageNotification(notification));
                         }
                         #[allow(deprecated)]
                         None => {

@@ -558,11 +558,7 @@ impl Sessions {
     /// Opens a session at rest for a plain `initialize`: its id, or `None` at the
     /// cap. Its handshake is done when the client says `initialized`, and it ends
     /// unless that comes within the handshake lifetime.
-    fn open_resting(
-        &self,
-        params: InitializeRequestParams,
-        resting: Resting,
-    ) -> Option<SessionId> {
+    fn open_resting(&self, params: InitializeRequestParams, resting: Resting) -> Option<SessionId> {
         let id = SessionId::from(crate::id::random_hex());
         {
             let mut open = self.open();
@@ -1121,11 +1117,7 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
     // A plain request of a session at rest (or an `initialize` opening one) is
     // answered here too, without an SDK session.
     if guard.sessions.rest()
-        && resting::takes(
-            request.method(),
-            request.headers(),
-            &guarded.service.config,
-        )
+        && resting::takes(request.method(), request.headers(), &guarded.service.config)
     {
         match at_rest(&guarded, identity.as_ref(), request).await {
             Ok(response) => return response,
@@ -1232,9 +1224,12 @@ async fn at_rest(
                 && let Some((resting, result)) = Resting::opened(server, &params)
             {
                 let Some(session) = sessions.open_resting(params, resting) else {
-                    return Ok(refused(guard, &serde_json::to_value(&id).unwrap_or_default()));
+                    return Ok(refused(
+                        guard,
+                        &serde_json::to_value(&id).unwrap_or_default(),
+                    ));
                 };
-                let response = guarded.direct.opened(id, result, &session);
+                let response = resting::opened(id, result, &session);
                 guard.own(&response, identity);
                 return Ok(response);
             }
@@ -1261,9 +1256,10 @@ async fn at_rest(
                 );
                 // As a sessionless call: a panic is answered with an error, not a
                 // dropped connection.
-                let answer = guarded
-                    .direct
-                    .answer_resting(parts, asked, &resting, level, (ct, held));
+                let answer =
+                    guarded
+                        .direct
+                        .answer_resting(parts, asked, &resting, level, (ct, held));
                 return Ok(AssertUnwindSafe(answer)
                     .catch_unwind()
                     .await

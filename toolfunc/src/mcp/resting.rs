@@ -37,21 +37,21 @@ use axum::body::Body;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::Response;
-use tokio_util::bytes::Bytes;
 use futures::{Stream, StreamExt};
+use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientRequest,
     InitializeRequestParams, InitializeResult, JsonObject, ListToolsRequest,
     PaginatedRequestParams, PingRequest, ProtocolVersion, RequestId, ServerJsonRpcMessage,
     ServerNotification, ServerResult,
 };
-use rmcp::ServerHandler;
 use rmcp::service::{RequestContext, Service};
 use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::Value;
 use tokio::sync::mpsc;
+use tokio_util::bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
 use super::direct::{Direct, accepts_both, host_named, written};
@@ -121,7 +121,11 @@ const PROTOCOL_META: &str = "io.modelcontextprotocol/";
 
 /// Whether a request with these headers may be answered here (its body, if any,
 /// still to be read): see the [module](self).
-pub(super) fn takes(method: &Method, headers: &HeaderMap, config: &StreamableHttpServerConfig) -> bool {
+pub(super) fn takes(
+    method: &Method,
+    headers: &HeaderMap,
+    config: &StreamableHttpServerConfig,
+) -> bool {
     let one = |name: &str| one(headers, name);
     let common = config.json_response
         && config.legacy_session_mode
@@ -180,7 +184,10 @@ impl<P> Message<P> {
 
 /// The `initialize` in `body`, when a plain one opens a session: see the
 /// [module](self).
-pub(super) fn opening(headers: &HeaderMap, body: &[u8]) -> Option<(RequestId, InitializeRequestParams)> {
+pub(super) fn opening(
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Option<(RequestId, InitializeRequestParams)> {
     let message: Message<InitializeRequestParams> = serde_json::from_slice(body).ok()?;
     if !message.is("initialize") {
         return None;
@@ -280,16 +287,6 @@ fn has_protocol_meta(params: &JsonObject) -> bool {
 }
 
 impl Direct {
-    /// The answer to a plain `initialize` that opened session `session`.
-    pub(super) fn opened(&self, id: RequestId, result: InitializeResult, session: &str) -> Response {
-        let message = ServerJsonRpcMessage::response(ServerResult::InitializeResult(result), id);
-        let mut response = written(&message);
-        if let Ok(value) = HeaderValue::from_str(session) {
-            response.headers_mut().insert("mcp-session-id", value);
-        }
-        response
-    }
-
     /// Answers `asked` of a session at rest, its log level `level` (an index in
     /// [`LogLevel::ALL`](crate::log::LogLevel::ALL)); a call runs until `ct` is
     /// cancelled. `held` is kept until the answer is written.
@@ -353,6 +350,16 @@ impl Direct {
         });
         reported(call, reports).await
     }
+}
+
+/// The answer to a plain `initialize` that opened session `session`.
+pub(super) fn opened(id: RequestId, result: InitializeResult, session: &str) -> Response {
+    let message = ServerJsonRpcMessage::response(ServerResult::InitializeResult(result), id);
+    let mut response = written(&message);
+    if let Ok(value) = HeaderValue::from_str(session) {
+        response.headers_mut().insert("mcp-session-id", value);
+    }
+    response
 }
 
 /// The answer to a call that may report before it answers: JSON when it answers
@@ -445,9 +452,15 @@ mod tests {
         .to_string();
         let mut headers = HeaderMap::new();
         assert!(opening(&headers, body.as_bytes()).is_some());
-        headers.insert("mcp-protocol-version", HeaderValue::from_static("2025-03-26"));
+        headers.insert(
+            "mcp-protocol-version",
+            HeaderValue::from_static("2025-03-26"),
+        );
         assert!(opening(&headers, body.as_bytes()).is_none());
-        headers.insert("mcp-protocol-version", HeaderValue::from_static("2025-06-18"));
+        headers.insert(
+            "mcp-protocol-version",
+            HeaderValue::from_static("2025-06-18"),
+        );
         headers.insert("mcp-method", HeaderValue::from_static("tools/list"));
         assert!(opening(&headers, body.as_bytes()).is_none());
         let notification = json!({"jsonrpc": "2.0", "method": "initialize"}).to_string();

@@ -312,14 +312,18 @@ impl Server {
     /// How long an HTTP session may stay quiet (no request being served, no
     /// response or `GET` stream open, no call running, no message either way)
     /// before it is parked; default [`DEFAULT_SESSION_PARK_AFTER`] (30 seconds). A
-    /// parked session keeps only what brings it back (the client's `initialize`
-    /// and its log level, about 2.4 KB of heap) instead of the SDK's channels,
-    /// tasks and handler (about 98 KB); its next request brings it back under the same id, replaying
-    /// the handshake, and it counts as open all along
+    /// parked session is at rest: it keeps only what brings it back (the client's
+    /// `initialize` and its log level, about 2.4 KB of heap) instead of the SDK's
+    /// channels, tasks and handler (about 98 KB). A session whose `initialize` is
+    /// plain starts at rest. The server answers a session's plain requests at rest
+    /// itself (`ping`, `tools/list`, most `tools/call`s, `DELETE`: see the
+    /// [module](super)); any other request starts its SDK session under the same
+    /// id, replaying the handshake, and it counts as open all along
     /// ([`open_sessions`](Self::open_sessions), [`max_sessions`](Self::max_sessions)).
-    /// Notifications sent to a parked session's client while it had no stream open
+    /// Notifications sent to a session's client while it had no `GET` stream open
     /// are not kept for it. A value at or above the
-    /// [idle lifetime](Self::session_idle_lifetime) turns parking off.
+    /// [idle lifetime](Self::session_idle_lifetime) turns parking off, and with it
+    /// sessions at rest: every session runs an SDK session.
     #[must_use]
     pub fn session_park_after(mut self, quiet: Duration) -> Self {
         Arc::make_mut(&mut self.shared).sessions.park_after = quiet;

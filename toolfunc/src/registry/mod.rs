@@ -86,11 +86,11 @@ struct Inner {
     state: RwLock<State>,
     parent: Option<Registry>,
     sealed: AtomicBool,
-    events: broadcast::Sender<RegistryEvent>,
+    events: OnceLock<broadcast::Sender<RegistryEvent>>,
     /// Live subscriptions: calls check this (one load) before building events.
     subscribers: Arc<AtomicUsize>,
     /// The tool list's changes alone, for subscribers that want no call events.
-    changes: broadcast::Sender<RegistryEvent>,
+    changes: OnceLock<broadcast::Sender<RegistryEvent>>,
     /// Live subscriptions to `changes`, which calls never look at.
     change_subscribers: Arc<AtomicUsize>,
     /// How many tools this registry holds (kept under the write lock), so a lookup
@@ -118,15 +118,21 @@ static LAYERED: AtomicBool = AtomicBool::new(false);
 /// How many events a subscriber may fall behind before it is told it lagged.
 const EVENT_BUFFER: usize = 1024;
 
+/// The channel of `slot`, made by its first subscriber: its buffer (1,024 events,
+/// about 100 KB) is only held by a registry someone listens to.
+fn channel(slot: &OnceLock<broadcast::Sender<RegistryEvent>>) -> &broadcast::Sender<RegistryEvent> {
+    slot.get_or_init(|| broadcast::channel(EVENT_BUFFER).0)
+}
+
 impl Inner {
     fn new(parent: Option<Registry>) -> Self {
         Self {
             state: RwLock::default(),
             parent,
             sealed: AtomicBool::new(false),
-            events: broadcast::channel(EVENT_BUFFER).0,
+            events: OnceLock::new(),
             subscribers: Arc::new(AtomicUsize::new(0)),
-            changes: broadcast::channel(EVENT_BUFFER).0,
+            changes: OnceLock::new(),
             change_subscribers: Arc::new(AtomicUsize::new(0)),
             len: AtomicUsize::new(0),
             derived: std::sync::Mutex::default(),
@@ -1063,7 +1069,10 @@ impl Registry {
     /// The buffer is bounded: a subscriber that falls behind never slows calls down;
     /// it receives [`SubscriptionError::Lagged`] and then the newest events.
     pub fn subscribe(&self) -> Subscription {
-        Subscription::new(self.inner.events.subscribe(), &self.inner.subscribers)
+        Subscription::new(
+            channel(&self.inner.events).subscribe(),
+            &self.inner.subscribers,
+        )
     }
 
     /// Subscribes to the catalogue's changes only: tools added, removed and
@@ -1074,7 +1083,7 @@ impl Registry {
     /// worker) should take this one.
     pub fn subscribe_tool_changes(&self) -> Subscription {
         Subscription::new(
-            self.inner.changes.subscribe(),
+            channel(&self.inner.changes).subscribe(),
             &self.inner.change_subscribers,
         )
     }
@@ -1093,12 +1102,17 @@ impl Registry {
                 | RegistryEvent::ResourcesChanged
                 | RegistryEvent::ResourceUpdated { .. }
         );
-        if change && self.inner.change_subscribers.load(Ordering::Relaxed) > 0 {
-            let _ = self.inner.changes.send(event.clone());
+        if change
+            && self.inner.change_subscribers.load(Ordering::Relaxed) > 0
+            && let Some(changes) = self.inner.changes.get()
+        {
+            let _ = changes.send(event.clone());
         }
-        if self.has_subscribers() {
+        if self.has_subscribers()
+            && let Some(events) = self.inner.events.get()
+        {
             // No receiver left between the check and the send is fine: nobody to tell.
-            let _ = self.inner.events.send(event);
+            let _ = events.send(event);
         }
     }
 }
