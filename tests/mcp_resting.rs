@@ -341,3 +341,30 @@ async fn what_is_not_plain_brings_the_sdk_session_back() {
     );
     assert_eq!(asking.delete().await, 204);
 }
+
+/// A session's SDK session brought back by two requests at once (a `GET` stream
+/// and a call the SDK serves, as clients send them right after `initialized`):
+/// neither reaches the SDK session before its replayed handshake, so both are
+/// served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_that_bring_a_session_back_together_are_both_served() {
+    let url = serve_http(Server::new(registry()).router()).await;
+    for _ in 0..20 {
+        let mut session = Session::new(&url, false);
+        assert_eq!(session.open(json!({"sampling": {}})).await.status, 200);
+        assert_eq!(session.initialized().await.status, 202);
+        let stream = session
+            .request(reqwest::Method::GET)
+            .header("Accept", "text/event-stream")
+            .send();
+        let call = session.call(2, "tools/call", json!({"name": "whoami", "arguments": {}}));
+        let (stream, call) = tokio::join!(stream, call);
+        assert_eq!(stream.expect("the GET is answered").status(), 200);
+        assert_eq!(call.status, 200, "{}", call.body);
+        assert_eq!(
+            call.response(2)["result"]["structuredContent"]["caller"],
+            "resting-client"
+        );
+        assert_eq!(session.delete().await, 204);
+    }
+}

@@ -244,6 +244,11 @@ enum Life {
 struct Entry {
     /// Whether its handshake is done.
     done: bool,
+    /// Whether its SDK session is being brought back: the handshake replayed, not
+    /// yet done. The SDK does not have the session until then, so a request that
+    /// comes meanwhile waits for the restore instead of reaching the SDK session
+    /// before its handshake.
+    restoring: bool,
     life: Life,
     /// The client's `initialize`, replayed to bring the session back from parking.
     params: Option<Box<InitializeRequestParams>>,
@@ -348,6 +353,7 @@ impl Sessions {
         let activity = Activity::new(self.now());
         let entry = Entry {
             done,
+            restoring: false,
             life: Life::Live(Arc::clone(&activity)),
             params,
             resting: None,
@@ -370,6 +376,7 @@ impl Sessions {
                     entry.expiry = old.expiry.take();
                     entry.calls = std::mem::take(&mut old.calls);
                     entry.resting = old.resting.take();
+                    entry.restoring = true;
                     occupied.insert(entry);
                 }
             }
@@ -567,6 +574,7 @@ impl Sessions {
             }
             let entry = Entry {
                 done: false,
+                restoring: false,
                 life: Life::Parked {
                     last: self.now(),
                     level: 0,
@@ -817,10 +825,15 @@ impl SessionManager for Sessions {
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
-        // A parked session is not in the SDK's store: the SDK brings it back.
+        // A parked session is not in the SDK's store: the SDK brings it back (and a
+        // request that comes while it does waits for it).
         let live = matches!(
-            self.open().sessions.get(id).map(|entry| &entry.life),
-            Some(Life::Live(_))
+            self.open().sessions.get(id),
+            Some(Entry {
+                life: Life::Live(_),
+                restoring: false,
+                ..
+            })
         );
         Ok(live && self.inner.has_session(id).await?)
     }
@@ -859,19 +872,31 @@ impl SessionManager for Sessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<(), Self::Error> {
-        if let JsonRpcMessage::Notification(notification) = &message
-            && matches!(
-                notification.notification,
-                ClientNotification::InitializedNotification(_)
-            )
-            && let Some(entry) = self.open().sessions.get_mut(id)
-        {
-            entry.done = true;
-            if let Some(expiry) = entry.expiry.take() {
-                expiry.abort();
-            }
+        let initialized = matches!(
+            &message,
+            JsonRpcMessage::Notification(notification)
+                if matches!(notification.notification, ClientNotification::InitializedNotification(_))
+        );
+        if !initialized {
+            return Ok(self.inner.accept_message(id, message).await?);
         }
-        Ok(self.inner.accept_message(id, message).await?)
+        let restoring = {
+            let mut open = self.open();
+            open.sessions.get_mut(id).is_some_and(|entry| {
+                entry.done = true;
+                if let Some(expiry) = entry.expiry.take() {
+                    expiry.abort();
+                }
+                entry.restoring
+            })
+        };
+        self.inner.accept_message(id, message).await?;
+        // Queued after the replayed `initialize`: what comes next is served after
+        // the handshake.
+        if restoring && let Some(entry) = self.open().sessions.get_mut(id) {
+            entry.restoring = false;
+        }
+        Ok(())
     }
 
     async fn create_standalone_stream(
