@@ -384,3 +384,166 @@ async fn one_trace_goes_from_a_client_over_http_and_nats_to_a_worker() {
         "one trace"
     );
 }
+
+/// A durable call runs whenever a worker takes it: its run is still the child of
+/// the submitter's span, through the stored trace context; a call that fails marks
+/// the sender's and the worker's spans as failed, with the error's code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_durable_call_runs_in_its_submitters_trace_and_failures_are_recorded() {
+    exporter();
+    let nats = NatsServer::start();
+    let refuses = ToolFunc::builder("refuses")
+        .description("Always fails.")
+        .handler_sync(|_, _| Err(ToolError::custom("NOPE", 409, "not today")))
+        .build()
+        .expect("a valid tool");
+    let _worker = toolfunc::nats::Worker::builder(registry(vec![add(), refuses]))
+        .durable(toolfunc::nats::DurableSettings::new())
+        .connect(&nats.url())
+        .await
+        .expect("the worker starts");
+    let mut workers = None;
+    for _ in 0..200 {
+        match toolfunc::nats::Client::connect(&nats.url()).await {
+            Ok(client) if client.has("add") && client.has("refuses") => {
+                workers = Some(client);
+                break;
+            }
+            _ => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+    let workers = workers.expect("the NATS client finds the worker within 10 s");
+
+    let root = tracing::info_span!("submitter");
+    let id = workers
+        .submit("add", json!({"a": 1, "b": 2}))
+        .instrument(root.clone())
+        .await
+        .expect("stored");
+    let outcome = tokio::time::timeout(Duration::from_secs(10), workers.wait(&id))
+        .await
+        .expect("the durable call finished");
+    assert!(outcome.is_ok(), "{outcome:?}");
+    let root_id = {
+        use opentelemetry::trace::TraceContextExt;
+        use toolfunc::otel::crates::tracing_opentelemetry::OpenTelemetrySpanExt;
+        root.context().span().span_context().clone()
+    };
+    drop(root);
+    let spans = spans_of(
+        root_id.trace_id(),
+        &[
+            "submitter",
+            "send toolfunc.submit.add",
+            "process toolfunc.task.add",
+            "execute_tool add",
+        ],
+    )
+    .await;
+    let send = child(&spans, root_id.span_id(), "send toolfunc.submit.add");
+    let process = child(
+        &spans,
+        send.span_context.span_id(),
+        "process toolfunc.task.add",
+    );
+    assert_eq!(process.span_kind, SpanKind::Server);
+    child(&spans, process.span_context.span_id(), "execute_tool add");
+
+    let root = tracing::info_span!("caller");
+    let err = workers
+        .run("refuses", json!({}))
+        .instrument(root.clone())
+        .await
+        .expect_err("the tool fails");
+    assert_eq!(err.code(), "NOPE");
+    let root_id = {
+        use opentelemetry::trace::TraceContextExt;
+        use toolfunc::otel::crates::tracing_opentelemetry::OpenTelemetrySpanExt;
+        root.context().span().span_context().clone()
+    };
+    drop(root);
+    let spans = spans_of(
+        root_id.trace_id(),
+        &[
+            "caller",
+            "send toolfunc.call.refuses",
+            "process toolfunc.call.refuses",
+        ],
+    )
+    .await;
+    for name in [
+        "send toolfunc.call.refuses",
+        "process toolfunc.call.refuses",
+    ] {
+        let span = spans.iter().find(|s| s.name == name).expect("the span");
+        assert!(
+            matches!(span.status, Status::Error { .. }),
+            "{name}: {:?}",
+            span.status
+        );
+        assert_eq!(attribute(span, "error.type").as_deref(), Some("NOPE"));
+    }
+}
+
+/// A sessionless call that asks its client runs over two requests: the request
+/// that resumes it with the answers links to the span of the request whose round
+/// parked it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_round_links_to_the_round_that_asked() {
+    exporter();
+    let ask = ToolFunc::builder("ask_name")
+        .description("Asks the user's name.")
+        .handler(|ctx: toolfunc::Ctx, _args: Value| async move {
+            let schema = json!({"type": "object", "properties": {"name": {"type": "string"}}});
+            let answer = ctx.elicit("What is your name?", schema).await?;
+            Ok(json!({"name": answer.content.unwrap_or_default()["name"].clone()}))
+        })
+        .build()
+        .expect("a valid tool");
+    let mut pipe = Pipe::spawn(toolfunc::mcp::Server::new(registry(vec![ask])));
+    let (first_parent, first_trace, first_remote) = remote_parent();
+    let caps = json!({"elicitation": {}});
+    let first = pipe
+        .request_modern(
+            "tools/call",
+            json!({"name": "ask_name", "arguments": {}, "_meta": {
+                "traceparent": first_parent,
+                "io.modelcontextprotocol/clientCapabilities": caps,
+            }}),
+        )
+        .await;
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    let state = first["result"]["requestState"]
+        .as_str()
+        .expect("a state")
+        .to_owned();
+    let (second_parent, second_trace, second_remote) = remote_parent();
+    let second = pipe
+        .request_modern(
+            "tools/call",
+            json!({"name": "ask_name", "arguments": {},
+            "requestState": state,
+            "inputResponses": {"elicitation_1": {"action": "accept", "content": {"name": "Ada"}}},
+            "_meta": {
+                "traceparent": second_parent,
+                "io.modelcontextprotocol/clientCapabilities": caps,
+            }}),
+        )
+        .await;
+    assert_eq!(
+        second["result"]["structuredContent"]["name"], "Ada",
+        "{second}"
+    );
+    let asked = spans_of(first_trace, &["tools/call ask_name"]).await;
+    let asked = child(&asked, first_remote, "tools/call ask_name");
+    let resumed = spans_of(second_trace, &["tools/call ask_name"]).await;
+    let resumed = child(&resumed, second_remote, "tools/call ask_name");
+    assert!(
+        resumed.links.iter().any(|link| link.span_context.trace_id()
+            == asked.span_context.trace_id()
+            && link.span_context.span_id() == asked.span_context.span_id()),
+        "the resuming request's span links to the asking one's: {:?}",
+        resumed.links
+    );
+    pipe.close().await;
+}

@@ -258,6 +258,16 @@ pub(crate) fn adopt(span: &tracing::Span, incoming: &TraceContext) {
     let _ = span.set_parent(cx);
 }
 
+#[cfg_attr(not(feature = "mcp"), allow(dead_code, reason = "MCP rounds link"))]
+/// Links `span` to the span `earlier` names.
+pub(crate) fn link(span: &tracing::Span, earlier: &TraceContext) {
+    let cx = TraceContextPropagator::new().extract(&Incoming(earlier));
+    let linked = cx.span().span_context().clone();
+    if linked.is_valid() {
+        span.add_link(linked);
+    }
+}
+
 #[cfg_attr(
     not(any(feature = "http", feature = "mcp", feature = "nats")),
     allow(dead_code, reason = "the surfaces propagate trace context")

@@ -16,6 +16,17 @@ pub(crate) fn adopt(span: &tracing::Span, incoming: Option<&TraceContext>) {
     }
 }
 
+/// Links `span` to the span of `earlier` (another request of the same call, such as
+/// the round a retry resumes). Without the `otel` feature there is nothing to do.
+#[cfg_attr(not(feature = "otel"), allow(unused_variables))]
+#[cfg_attr(not(feature = "mcp"), allow(dead_code, reason = "MCP rounds link"))]
+pub(crate) fn link(span: &tracing::Span, earlier: Option<&TraceContext>) {
+    #[cfg(feature = "otel")]
+    if let Some(earlier) = earlier {
+        crate::otel::link(span, earlier);
+    }
+}
+
 /// The trace context to send with a call made inside `span` for `ctx`'s call: the
 /// span's own when OpenTelemetry records it, else the one `ctx`'s call came with.
 #[cfg_attr(not(feature = "otel"), allow(unused_variables))]

@@ -264,6 +264,7 @@ impl Server {
             cancel,
             pending: Vec::new(),
             answered,
+            parked_by: None,
         };
         self.drive(running, gate, context).await
     }
@@ -277,6 +278,7 @@ impl Server {
         gate: LogGate,
         context: &RequestContext<RoleServer>,
     ) -> Result<Driven, ErrorData> {
+        crate::propagate::link(&tracing::Span::current(), running.parked_by.as_ref());
         for (key, question) in std::mem::take(&mut running.pending) {
             match answers.get(&key) {
                 Some(answer) if rounds::fits(&question.request, answer) => {
@@ -347,8 +349,10 @@ impl Server {
     }
 
     /// Parks the call and answers with its questions.
-    fn ask_round(&self, running: rounds::Running) -> Result<Driven, ErrorData> {
+    fn ask_round(&self, mut running: rounds::Running) -> Result<Driven, ErrorData> {
         let requests = rounds::requests(&running.pending);
+        // The request answering them links to this one's span.
+        running.parked_by = crate::propagate::outgoing(&tracing::Span::current(), None);
         let state = self.shared.rounds.park(running).map_err(refused)?;
         Ok(Driven::Asked(rmcp::model::InputRequiredResult::new(
             Some(requests),

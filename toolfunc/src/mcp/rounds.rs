@@ -166,6 +166,9 @@ pub(super) struct Running {
     pub(super) pending: Vec<(String, Question)>,
     /// Answers the client gave before the questions were asked, by name.
     pub(super) answered: rmcp::model::InputResponses,
+    /// The trace context of the request whose round parked it, which the request
+    /// that resumes it links to (with `otel`).
+    pub(super) parked_by: Option<crate::trace::TraceContext>,
 }
 
 impl Drop for Running {

@@ -13,9 +13,9 @@ use futures::stream::BoxStream;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use tracing::field::Empty;
 
 use super::durable;
+use super::spans::{failed, send_span, submit_span};
 use super::wire::{
     self, AUTHORIZATION, Abort, CALL_ID, CALLER, CANCEL, CONTROL, CONTROL_KEY, CREDIT, HEARTBEAT,
     KIND, STREAM, lock,
@@ -297,15 +297,27 @@ impl Client {
         let id = random_hex();
         let mut headers = self.remote.auth_headers();
         headers.insert(CALL_ID, wire::header_value(&id));
-        let answer = self
-            .remote
-            .ask(
-                wire::submit_subject(&self.remote.prefix, &canonical),
-                headers,
-                payload,
-            )
-            .await?;
-        wire::result(&answer.payload)?;
+        // The call carries the submitter's trace context to the worker that runs
+        // it, whenever that is.
+        let span = submit_span(&self.remote.prefix, &canonical);
+        let trace = propagate::outgoing(&span, None);
+        for (field, value) in trace.iter().flat_map(TraceContext::entries) {
+            headers.insert(field, wire::header_value(value));
+        }
+        let submitted = async {
+            let answer = self
+                .remote
+                .ask(
+                    wire::submit_subject(&self.remote.prefix, &canonical),
+                    headers,
+                    payload,
+                )
+                .await?;
+            wire::result(&answer.payload)
+        }
+        .await;
+        failed(&span, submitted.as_ref().err());
+        submitted?;
         Ok(id)
     }
 
@@ -1007,6 +1019,23 @@ impl Remote {
         tool: &str,
         args: Value,
     ) -> Result<ItemStream, ToolError> {
+        // The span covers the call up to its first answer; the items follow.
+        let span = send_span(&self.prefix, tool);
+        let trace = propagate::outgoing(&span, ctx);
+        let opened = self
+            .open_stream_traced(ctx, trace.as_ref(), tool, args)
+            .await;
+        failed(&span, opened.as_ref().err());
+        opened
+    }
+
+    async fn open_stream_traced(
+        self: &Arc<Self>,
+        ctx: Option<&Ctx>,
+        trace: Option<&TraceContext>,
+        tool: &str,
+        args: Value,
+    ) -> Result<ItemStream, ToolError> {
         let mut args = args;
         // A tool with a `stream` parameter streams only when asked to.
         if let Some(map) = args.as_object_mut()
@@ -1018,14 +1047,11 @@ impl Remote {
         let retry = ctx.is_some_and(|ctx| idempotent(ctx.definition(), &args));
         let deadline = Some(self.deadline(ctx));
         let window = self.settings.window;
-        // The span covers the call up to its first answer; the items follow.
-        let span = send_span(&self.prefix, tool);
-        let trace = propagate::outgoing(&span, ctx);
         let mut tries = 0;
         loop {
             tries += 1;
             let mut attempt = Attempt::open(self);
-            let mut headers = self.headers(ctx, trace.as_ref(), &attempt, deadline);
+            let mut headers = self.headers(ctx, trace, &attempt, deadline);
             headers.insert(STREAM, window.to_string().as_str());
             self.publish(tool, &attempt, headers, payload.clone())
                 .await?;
@@ -1045,36 +1071,6 @@ impl Remote {
             };
             return Ok(items(attempt, first, tool.to_owned(), deadline, window));
         }
-    }
-}
-
-/// The span of a call sent to `tool`'s workers, named and filled as
-/// OpenTelemetry's conventions for messaging say.
-fn send_span(prefix: &str, tool: &str) -> tracing::Span {
-    let span = tracing::info_span!(
-        "nats_send",
-        otel.name = Empty,
-        otel.kind = "client",
-        otel.status_code = Empty,
-        messaging.system = "nats",
-        messaging.operation.name = "send",
-        messaging.operation.type = "send",
-        messaging.destination.name = Empty,
-        error.type = Empty,
-    );
-    if !span.is_disabled() {
-        let subject = wire::call_subject(prefix, tool);
-        span.record("otel.name", format!("send {subject}"));
-        span.record("messaging.destination.name", subject);
-    }
-    span
-}
-
-/// Marks `span` failed with `err`'s code, if the call failed.
-fn failed(span: &tracing::Span, err: Option<&ToolError>) {
-    if let Some(err) = err {
-        span.record("error.type", err.code());
-        span.record("otel.status_code", "ERROR");
     }
 }
 

@@ -23,14 +23,17 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::guard::Guard;
+use super::spans::{failed, process_span};
 use super::wire::{self, CALL_ID, CALLER, lock};
 use crate::error::ToolError;
 use crate::id::random_hex;
 use crate::identity::Identity;
 use crate::options::CallOptions;
+use crate::propagate;
 use crate::registry::Registry;
 use crate::remote::ledger::{TaskInfo, TaskPoll, TaskStatus};
 use crate::remote::{self, Lookup};
+use crate::trace::TraceContext;
 
 /// How durable calls are kept: how long a worker may go silent before its call
 /// goes to another, how often a call is tried, how long outcomes are kept, how
@@ -496,8 +499,10 @@ impl Durable {
         if let Some(identity) = &identity {
             stored.insert(IDENTITY, wire::header_value(&identity_header(identity)));
         }
-        if let Some(parent) = wire::header(headers, wire::TRACEPARENT) {
-            stored.insert(wire::TRACEPARENT, wire::header_value(parent));
+        // The submitter's trace context (checked), for the span of the run.
+        let trace = TraceContext::read(|name| wire::header(headers, name));
+        for (field, value) in trace.iter().flat_map(TraceContext::entries) {
+            stored.insert(field, wire::header_value(value));
         }
         let sent = match self
             .js
@@ -843,6 +848,27 @@ impl Job {
         Ok(Claim::Busy(Duration::from_millis(200)))
     }
 
+    /// Runs a stored call in its span: the child of its submitter's span (the
+    /// trace context stored with it), whenever and wherever it runs.
+    async fn run_traced(
+        &self,
+        (found, args): (remote::Found, Value),
+        mut options: CallOptions,
+        message: &jetstream::Message,
+        id: &str,
+    ) -> Result<Value, ToolError> {
+        let trace = TraceContext::read(|name| wire::header(message.headers.as_ref(), name));
+        let span = process_span(&message.subject, id);
+        propagate::adopt(&span, trace.as_ref());
+        if let Some(trace) = trace {
+            options = options.insert(trace);
+        }
+        let runner = self.registry.with(options);
+        let outcome = tracing::Instrument::instrument(found.run(&runner, args), span.clone()).await;
+        failed(&span, outcome.as_ref().err());
+        outcome
+    }
+
     async fn run(self, message: jetstream::Message) {
         let tool = message
             .subject
@@ -921,7 +947,7 @@ impl Job {
             )),
             (Ok(args), Some(found)) => {
                 let options = options(&id, caller.as_deref(), identity, cancel.clone());
-                found.run(&self.registry.with(options), args).await
+                self.run_traced((found, args), options, &message, &id).await
             }
             (Err(err), _) => Err(err),
         };

@@ -16,6 +16,7 @@ use tokio::task::JoinHandle;
 use super::TraceParent;
 use super::durable::DurableSettings;
 use super::guard::{self, Guard};
+use super::spans::{failed, process_span};
 use super::wire::{
     self, CALL_ID, CALLER, CANCEL, CONTROL, CONTROL_KEY, CREDIT, HEARTBEAT, KIND, STREAM, lock,
 };
@@ -29,7 +30,6 @@ use crate::registry::{Registry, RegistryEvent};
 use crate::remote::{self, Catalog, Found, Lookup};
 use crate::trace::TraceContext;
 use tokio_util::sync::CancellationToken;
-use tracing::field::Empty;
 
 /// Most calls a worker runs at once unless set.
 const MAX_IN_FLIGHT: usize = 1024;
@@ -703,26 +703,6 @@ impl Drop for Registered<'_> {
     }
 }
 
-/// The span of a call a worker serves, named and filled as OpenTelemetry's
-/// conventions for messaging say; the child of the caller's span when the call
-/// carries a W3C `traceparent` (and OpenTelemetry records spans).
-fn process_span(subject: &str, call_id: &str) -> tracing::Span {
-    let span = tracing::info_span!(
-        "nats_process",
-        otel.name = Empty,
-        otel.kind = "server",
-        messaging.system = "nats",
-        messaging.operation.name = "process",
-        messaging.operation.type = "process",
-        messaging.destination.name = subject,
-        messaging.message.id = call_id,
-    );
-    if !span.is_disabled() {
-        span.record("otel.name", format!("process {subject}"));
-    }
-    span
-}
-
 async fn handle(shared: Arc<Shared>, request: Request, tool: String) {
     // A publish with nowhere to answer, or with an answer meant for a subject that
     // is no inbox: nothing is run for it.
@@ -953,7 +933,9 @@ async fn respond_value(shared: &Shared, request: &Request, value: &Value) {
     }
 }
 
+/// Answers `err`; the call's span (when it runs in one) records it.
 async fn respond_error(request: &Request, err: &ToolError) {
+    failed(&tracing::Span::current(), Some(err));
     let status = service::error::Error {
         status: wire::short(&err.to_string(), wire::MAX_ERROR_TEXT),
         code: usize::from(err.status()),
