@@ -77,7 +77,7 @@ fn histogram() -> Histogram<u64> {
 /// and ended in the measured window.
 struct Exchange<'a> {
     client: &'a reqwest::Client,
-    url: &'a str,
+    url: &'a reqwest::Url,
     phase: &'a AtomicU8,
     tally: &'a mut Tally,
 }
@@ -120,42 +120,67 @@ impl Exchange<'_> {
     }
 
     fn post(&self, body: &Value) -> reqwest::RequestBuilder {
+        self.post_text(body.to_string())
+    }
+
+    fn post_text(&self, body: impl Into<reqwest::Body>) -> reqwest::RequestBuilder {
         self.client
-            .post(self.url)
+            .post(self.url.clone())
             .header("Content-Type", "application/json")
             .header("Accept", "application/json, text/event-stream")
-            .body(body.to_string())
+            .body(body)
     }
 }
 
 /// The JSON-RPC response with `id` in an answer: an SSE stream's `data:` lines, or
-/// one JSON body.
-fn response(reply: &Reply, id: i64) -> Result<Value, String> {
+/// one JSON body; its result read as `T` (which need only name what is checked).
+fn response<T: serde::de::DeserializeOwned>(reply: &Reply, id: i64) -> Result<T, String> {
+    /// One message, read no further than the check needs.
+    #[derive(serde::Deserialize)]
+    struct Message<T> {
+        #[serde(default)]
+        id: Option<i64>,
+        #[serde(default = "none")]
+        result: Option<T>,
+        #[serde(default)]
+        error: Option<Value>,
+    }
+    fn none<T>() -> Option<T> {
+        None
+    }
     let text = std::str::from_utf8(&reply.body).map_err(|e| e.to_string())?;
     if !(200..300).contains(&reply.status) {
         return Err(format!("status {}: {text}", reply.status));
     }
-    let messages: Vec<Value> = if reply.content_type.starts_with("text/event-stream") {
+    let read = |data: &str| serde_json::from_str::<Message<T>>(data);
+    let message = if reply.content_type.starts_with("text/event-stream") {
         text.lines()
             .filter_map(|line| line.strip_prefix("data:"))
             .map(str::trim)
             .filter(|data| !data.is_empty())
-            .filter_map(|data| serde_json::from_str(data).ok())
-            .collect()
+            .filter_map(|data| read(data).ok())
+            .find(|m| m.id == Some(id))
     } else {
-        vec![serde_json::from_str(text).map_err(|e| format!("{e}: {text}"))?]
+        Some(read(text).map_err(|e| format!("{e}: {text}"))?)
     };
-    let message = messages
-        .into_iter()
-        .find(|m| m["id"] == id)
+    let message = message
+        .filter(|m| m.id == Some(id))
         .ok_or_else(|| format!("no response {id} in {text}"))?;
-    if let Some(error) = message.get("error") {
+    if let Some(error) = message.error {
         return Err(format!("error: {error}"));
     }
-    message
-        .get("result")
-        .cloned()
-        .ok_or_else(|| format!("no result in {message}"))
+    message.result.ok_or_else(|| format!("no result in {text}"))
+}
+
+/// What a check reads of a `tools/list` result: the tools' names.
+#[derive(serde::Deserialize)]
+struct Listed {
+    tools: Vec<Named>,
+}
+
+#[derive(serde::Deserialize)]
+struct Named {
+    name: String,
 }
 
 /// A `tools/call` result's value: its `structuredContent`, else its text as JSON.
@@ -232,25 +257,28 @@ fn call_for(task: usize, iteration: u64) -> Call {
     }
 }
 
+/// The `initialize` every session of the load opens with.
+const INITIALIZE: &str = concat!(
+    r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","#,
+    r#""capabilities":{},"clientInfo":{"name":"toolfunc-load","version":"1"}}}"#
+);
+/// The notification that ends each session's handshake.
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
 /// One session: `initialize`, `notifications/initialized`, one request, `DELETE`;
 /// the request's result.
-async fn session(x: &mut Exchange<'_>, method: &str, params: Value) -> Result<Value, String> {
-    let init = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {
-            "protocolVersion": LEGACY, "capabilities": {},
-            "clientInfo": {"name": "toolfunc-load", "version": "1"},
-        },
-    });
-    let reply = x.send(x.post(&init)).await?;
-    response(&reply, 1)?;
+async fn session<T: serde::de::DeserializeOwned>(
+    x: &mut Exchange<'_>,
+    request: String,
+) -> Result<T, String> {
+    let reply = x.send(x.post_text(INITIALIZE)).await?;
+    response::<serde::de::IgnoredAny>(&reply, 1)?;
     let id = reply
         .session
         .ok_or_else(|| "initialize answered no session id".to_owned())?;
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     let reply = x
         .send(
-            x.post(&initialized)
+            x.post_text(INITIALIZED)
                 .header("Mcp-Session-Id", &id)
                 .header("MCP-Protocol-Version", LEGACY),
         )
@@ -261,10 +289,9 @@ async fn session(x: &mut Exchange<'_>, method: &str, params: Value) -> Result<Va
             reply.status
         ));
     }
-    let request = json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": params});
     let reply = x
         .send(
-            x.post(&request)
+            x.post_text(request)
                 .header("Mcp-Session-Id", &id)
                 .header("MCP-Protocol-Version", LEGACY),
         )
@@ -272,7 +299,7 @@ async fn session(x: &mut Exchange<'_>, method: &str, params: Value) -> Result<Va
     let result = response(&reply, 2);
     let close = x
         .client
-        .delete(x.url)
+        .delete(x.url.clone())
         .header("Mcp-Session-Id", &id)
         .header("MCP-Protocol-Version", LEGACY);
     let reply = x.send(close).await?;
@@ -286,18 +313,16 @@ async fn session(x: &mut Exchange<'_>, method: &str, params: Value) -> Result<Va
 async fn iteration(x: &mut Exchange<'_>, mode: Mode, call: Call) -> Result<(), String> {
     let value = match mode {
         Mode::Session => {
-            let listed = session(x, "tools/list", json!({})).await?;
-            let names: Vec<&str> = listed["tools"]
-                .as_array()
-                .map(|tools| tools.iter().filter_map(|t| t["name"].as_str()).collect())
-                .unwrap_or_default();
+            let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}"#;
+            let listed: Listed = session(x, list.to_owned()).await?;
             for tool in ["get_product", "add_to_cart", "get_rate"] {
-                if !names.contains(&tool) {
-                    return Err(format!("tools/list lacks {tool}: {listed}"));
+                if !listed.tools.iter().any(|listed| listed.name == tool) {
+                    return Err(format!("tools/list lacks {tool}"));
                 }
             }
-            let params = json!({"name": call.tool, "arguments": call.args});
-            call_value(&session(x, "tools/call", params).await?)?
+            let request = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": call.tool, "arguments": call.args}});
+            call_value(&session(x, request.to_string()).await?)?
         }
         Mode::Sessionless => {
             let body = json!({
@@ -318,12 +343,16 @@ async fn iteration(x: &mut Exchange<'_>, mode: Mode, call: Call) -> Result<(), S
                 .header("Mcp-Method", "tools/call")
                 .header("Mcp-Name", call.tool);
             let reply = x.send(request).await?;
-            call_value(&response(&reply, 1)?)?
+            call_value(&response::<Value>(&reply, 1)?)?
         }
         Mode::Rpc => {
             let request = x
                 .client
-                .post(format!("{}/{}", x.url, call.tool))
+                .post(format!(
+                    "{}/{}",
+                    x.url.as_str().trim_end_matches('/'),
+                    call.tool
+                ))
                 .header("Content-Type", "application/json")
                 .body(call.args.to_string());
             let reply = x.send(request).await?;
@@ -362,10 +391,12 @@ pub async fn drive(
     mut between: impl FnMut(bool),
 ) -> Sample {
     let phase = Arc::new(AtomicU8::new(WARM));
+    // Parsed once: each request takes a copy.
+    let url = reqwest::Url::parse(url).expect("the server printed a URL");
     let tasks: Vec<_> = (0..clients)
         .map(|task| {
             let client = client.clone();
-            let url = url.to_owned();
+            let url = url.clone();
             let phase = Arc::clone(&phase);
             tokio::spawn(async move {
                 let mut tally = Tally {
