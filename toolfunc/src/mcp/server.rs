@@ -313,7 +313,7 @@ impl Server {
     /// response or `GET` stream open, no call running, no message either way)
     /// before it is parked; default [`DEFAULT_SESSION_PARK_AFTER`] (30 seconds). A
     /// parked session is at rest: it keeps only what brings it back (the client's
-    /// `initialize` and its log level, about 2.4 KB of heap) instead of the SDK's
+    /// `initialize` and its log level, about 2.5 KB of heap) instead of the SDK's
     /// channels, tasks and handler (about 98 KB). A session whose `initialize` is
     /// plain starts at rest. The server answers a session's plain requests at rest
     /// itself (`ping`, `tools/list`, most `tools/call`s, `DELETE`: see the
