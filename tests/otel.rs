@@ -81,6 +81,25 @@ async fn spans_of(trace: TraceId, names: &[&str]) -> Vec<SpanData> {
     panic!("spans {names:?} of trace {trace} did not all end within 10 s; saw {seen:?}");
 }
 
+/// The OpenTelemetry span context of `span`.
+fn context_of(span: &tracing::Span) -> opentelemetry::trace::SpanContext {
+    use opentelemetry::trace::TraceContextExt;
+    use toolfunc::otel::crates::tracing_opentelemetry::OpenTelemetrySpanExt;
+    span.context().span().span_context().clone()
+}
+
+/// A NATS client at `url` that finds every tool of `tools` on the workers (their
+/// endpoints may take a moment to be discoverable; 10 s at most).
+async fn client_for(url: &str, tools: &[&str]) -> toolfunc::nats::Client {
+    for _ in 0..200 {
+        match toolfunc::nats::Client::connect(url).await {
+            Ok(client) if tools.iter().all(|tool| client.has(tool)) => return client,
+            _ => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+    panic!("the NATS client finds {tools:?} on the workers within 10 s");
+}
+
 /// The one span named `name` whose parent is `parent`.
 fn child<'a>(spans: &'a [SpanData], parent: SpanId, name: &str) -> &'a SpanData {
     let found: Vec<_> = spans
@@ -300,18 +319,7 @@ async fn one_trace_goes_from_a_client_over_http_and_nats_to_a_worker() {
         .connect(&nats.url())
         .await
         .expect("the worker starts");
-    // The worker's endpoints may take a moment to be discoverable.
-    let mut workers = None;
-    for _ in 0..200 {
-        match toolfunc::nats::Client::connect(&nats.url()).await {
-            Ok(client) if client.has("add") => {
-                workers = Some(client);
-                break;
-            }
-            _ => tokio::time::sleep(Duration::from_millis(50)).await,
-        }
-    }
-    let workers = workers.expect("the NATS client finds the worker within 10 s");
+    let workers = client_for(&nats.url(), &["add"]).await;
     let relay = ToolFunc::builder("relay")
         .description("Adds on a worker.")
         .handler(move |_ctx, args| {
@@ -332,11 +340,7 @@ async fn one_trace_goes_from_a_client_over_http_and_nats_to_a_worker() {
         .await
         .expect("the call runs");
     assert_eq!(answer, json!(5.0));
-    let root_id = {
-        use opentelemetry::trace::TraceContextExt;
-        use toolfunc::otel::crates::tracing_opentelemetry::OpenTelemetrySpanExt;
-        root.context().span().span_context().clone()
-    };
+    let root_id = context_of(&root);
     drop(root);
     let trace = root_id.trace_id();
 
@@ -402,17 +406,7 @@ async fn a_durable_call_runs_in_its_submitters_trace_and_failures_are_recorded()
         .connect(&nats.url())
         .await
         .expect("the worker starts");
-    let mut workers = None;
-    for _ in 0..200 {
-        match toolfunc::nats::Client::connect(&nats.url()).await {
-            Ok(client) if client.has("add") && client.has("refuses") => {
-                workers = Some(client);
-                break;
-            }
-            _ => tokio::time::sleep(Duration::from_millis(50)).await,
-        }
-    }
-    let workers = workers.expect("the NATS client finds the worker within 10 s");
+    let workers = client_for(&nats.url(), &["add", "refuses"]).await;
 
     let root = tracing::info_span!("submitter");
     let id = workers
@@ -424,11 +418,7 @@ async fn a_durable_call_runs_in_its_submitters_trace_and_failures_are_recorded()
         .await
         .expect("the durable call finished");
     assert!(outcome.is_ok(), "{outcome:?}");
-    let root_id = {
-        use opentelemetry::trace::TraceContextExt;
-        use toolfunc::otel::crates::tracing_opentelemetry::OpenTelemetrySpanExt;
-        root.context().span().span_context().clone()
-    };
+    let root_id = context_of(&root);
     drop(root);
     let spans = spans_of(
         root_id.trace_id(),
@@ -456,11 +446,7 @@ async fn a_durable_call_runs_in_its_submitters_trace_and_failures_are_recorded()
         .await
         .expect_err("the tool fails");
     assert_eq!(err.code(), "NOPE");
-    let root_id = {
-        use opentelemetry::trace::TraceContextExt;
-        use toolfunc::otel::crates::tracing_opentelemetry::OpenTelemetrySpanExt;
-        root.context().span().span_context().clone()
-    };
+    let root_id = context_of(&root);
     drop(root);
     let spans = spans_of(
         root_id.trace_id(),
