@@ -298,19 +298,6 @@ impl Direct {
         level: u8,
         (ct, held): (CancellationToken, H),
     ) -> Response {
-        let context = |id: RequestId, meta: Option<rmcp::model::RequestMetaObject>| {
-            let mut context = RequestContext::new(id, self.peer());
-            context.meta = meta.unwrap_or_default();
-            for (key, value) in &resting.meta {
-                context
-                    .meta
-                    .0
-                    .entry(key.clone())
-                    .or_insert_with(|| value.clone());
-            }
-            context.ct = ct.clone();
-            context
-        };
         let handler = self.server().session();
         handler
             .session
@@ -333,7 +320,18 @@ impl Direct {
                 (id, request, meta)
             }
         };
-        let mut context = context(id.clone(), meta);
+        // The request reads as one that carries its session's revision, client and
+        // capabilities in its `_meta`, as a sessionless request does.
+        let mut context = RequestContext::new(id.clone(), self.peer());
+        context.meta = meta.unwrap_or_default();
+        for (key, value) in &resting.meta {
+            context
+                .meta
+                .0
+                .entry(key.clone())
+                .or_insert_with(|| value.clone());
+        }
+        context.ct = ct.clone();
         context.extensions.insert(parts);
         let (tx, reports) = mpsc::unbounded_channel();
         context.extensions.insert(Outbox(tx));
