@@ -1,6 +1,7 @@
 //! Sessions at rest: a plain `initialize` opens a session the server answers itself,
 //! without the SDK's per-session service, and so are its plain requests
-//! (`notifications/initialized`, `ping`, `tools/list`, `tools/call`, `DELETE`).
+//! (`notifications/initialized`, `ping`, the lists, `tools/call`, `prompts/get`,
+//! `resources/read`, `completion/complete`, `DELETE`).
 //! Their answers must be the SDK's: the same status and JSON-RPC messages as the
 //! same session opened with an `Origin` header (which leaves every request to the
 //! SDK), for results, tool errors, bad arguments, unknown tools and log messages;
@@ -15,7 +16,10 @@ use std::time::{Duration, Instant};
 
 use mcp_support::{Answer, Events, LIMIT, serve_http};
 use serde_json::{Value, json};
+use toolfunc::complete::{Completer, Completion, CompletionRequest};
 use toolfunc::mcp::Server;
+use toolfunc::prompt::PromptFunc;
+use toolfunc::resource::ResourceFunc;
 use toolfunc::{Ctx, LogLevel, Registry, RegistryEvent, ToolError, ToolFunc};
 
 const VERSION: &str = "2025-11-25";
@@ -64,6 +68,44 @@ fn registry() -> Registry {
             .register(tool.expect("a valid tool"))
             .expect("registers");
     }
+    registry
+        .register_prompt(
+            PromptFunc::builder("brief")
+                .description("Ask for a brief.")
+                .argument("topic", "What about.", true)
+                .complete(
+                    "topic",
+                    Completer::new(|r: &CompletionRequest| {
+                        Completion::matching(vec!["rest", "results", "work"], &r.value)
+                    }),
+                )
+                .handler_sync(|_, args| {
+                    Ok(format!(
+                        "A brief on {}.",
+                        args["topic"].as_str().unwrap_or("?")
+                    ))
+                })
+                .build()
+                .expect("a valid prompt"),
+        )
+        .expect("a fresh name");
+    registry
+        .register_resource(
+            ResourceFunc::builder("notes://today", "today")
+                .mime_type("text/plain")
+                .handler_sync(|_, _| Ok("Rested."))
+                .build()
+                .expect("a valid resource"),
+        )
+        .expect("a fresh URI");
+    registry
+        .register_resource(
+            ResourceFunc::builder("notes://day/{day}", "day")
+                .handler_sync(|_, params| Ok(json!({"day": params["day"]})))
+                .build()
+                .expect("a valid resource"),
+        )
+        .expect("a fresh template");
     registry
 }
 
@@ -166,6 +208,20 @@ async fn plain_sessions_are_answered_as_the_sdk_answers_them() {
             ),
             ("tools/call", json!({"name": "nowhere", "arguments": {}})),
             ("tools/call", json!({"name": "chatty", "arguments": {}})),
+            ("prompts/list", json!({})),
+            (
+                "prompts/get",
+                json!({"name": "brief", "arguments": {"topic": "rest"}}),
+            ),
+            ("resources/list", json!({})),
+            ("resources/templates/list", json!({})),
+            ("resources/read", json!({"uri": "notes://today"})),
+            ("resources/read", json!({"uri": "notes://nowhere"})),
+            (
+                "completion/complete",
+                json!({"ref": {"type": "ref/prompt", "name": "brief"},
+                "argument": {"name": "topic", "value": "re"}}),
+            ),
         ] {
             let answer = session.call(id, method, params).await;
             assert_eq!(answer.status, 200, "{method}: {}", answer.body);
@@ -196,6 +252,28 @@ async fn plain_sessions_are_answered_as_the_sdk_answers_them() {
     assert_eq!(
         rest[3]["result"]["structuredContent"]["caller"],
         "resting-client"
+    );
+    // Prompts, resources and completions too (answers[i + 1] is request i).
+    assert_eq!(
+        rest[9]["result"]["prompts"][0]["name"], "brief",
+        "{}",
+        rest[9]
+    );
+    assert_eq!(
+        rest[10]["result"]["messages"][0]["content"]["text"], "A brief on rest.",
+        "{}",
+        rest[10]
+    );
+    assert_eq!(rest[11]["result"]["resources"][0]["uri"], "notes://today");
+    assert_eq!(
+        rest[12]["result"]["resourceTemplates"][0]["uriTemplate"],
+        "notes://day/{day}"
+    );
+    assert_eq!(rest[13]["result"]["contents"][0]["text"], "Rested.");
+    assert!(rest[14].get("error").is_some(), "{}", rest[14]);
+    assert_eq!(
+        rest[15]["result"]["completion"]["values"],
+        json!(["rest", "results"])
     );
     let chatty = &logged[7];
     assert_eq!(chatty.len(), 3, "{chatty:?}");

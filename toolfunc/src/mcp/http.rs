@@ -635,7 +635,7 @@ impl Sessions {
                     call.cancel();
                 }
             }
-            _ => {}
+            Asked::Request(..) => {}
         }
     }
 
@@ -1266,15 +1266,12 @@ async fn at_rest(
             {
                 sessions.heard(&session, &asked);
                 let id = match &asked {
-                    Asked::Ping(id) | Asked::ListTools(id, _) | Asked::CallTool(id, _) => {
-                        Some(id.clone())
-                    }
+                    Asked::Request(id, ..) => Some(id.clone()),
                     Asked::Initialized | Asked::Cancelled(_) => None,
                 };
-                let calling = match &asked {
-                    Asked::CallTool(id, _) => Some(sessions.calling(&session, id)),
-                    _ => None,
-                };
+                // A request the client may cancel, known to its session until
+                // answered.
+                let calling = id.as_ref().map(|id| sessions.calling(&session, id));
                 let (ct, held) = calling.map_or_else(
                     || (CancellationToken::new(), None),
                     |(ct, held)| (ct, Some(held)),

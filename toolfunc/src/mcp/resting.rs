@@ -10,13 +10,14 @@
 //! log level), and these requests are answered in place from that:
 //!
 //! - `initialize` itself, which opens the session at rest;
-//! - `notifications/initialized` and `notifications/cancelled` (of a call answered
-//!   here);
-//! - `ping`, `tools/list`;
-//! - `tools/call`, for a client that declared no way to be asked anything back
-//!   (elicitation, sampling, roots), without a progress token. Its log messages
-//!   come before its answer in an SSE stream, as the SDK sends them; a call that
-//!   logs nothing is answered as JSON.
+//! - `notifications/initialized` and `notifications/cancelled` (of a request
+//!   answered here);
+//! - `ping`, `tools/list`, `prompts/list`, `resources/list`,
+//!   `resources/templates/list`, `completion/complete`;
+//! - `tools/call`, `prompts/get` and `resources/read`, for a client that declared
+//!   no way to be asked anything back (elicitation, sampling, roots), without a
+//!   progress token or the answers of a round. A call's log messages come before
+//!   its answer in an SSE stream; an answer with nothing before it is JSON.
 //!
 //! Plain means, for every one: a server set to answer single messages as JSON
 //! (`json_response`, as [`Server::router`] is) with sessions and parking on; no
@@ -25,7 +26,7 @@
 //! within its body limit; an `MCP-Protocol-Version` that is absent or the session's;
 //! no `_meta` entry of the 2026-07-28 protocol. Anything else goes to the SDK as
 //! before, which brings the session back (replaying its handshake) and serves it:
-//! a `GET` stream, `logging/setLevel`, subscriptions, tasks, prompts, resources.
+//! a `GET` stream, `logging/setLevel`, subscriptions, tasks.
 //!
 //! [`Server::session_park_after`]: super::server::Server::session_park_after
 //! [`Server::router`]: super::server::Server::router
@@ -40,14 +41,17 @@ use axum::response::Response;
 use futures::{Stream, StreamExt};
 use rmcp::ServerHandler;
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientRequest,
-    InitializeRequestParams, InitializeResult, JsonObject, ListToolsRequest,
-    PaginatedRequestParams, PingRequest, ProtocolVersion, RequestId, ServerJsonRpcMessage,
-    ServerNotification, ServerResult,
+    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientRequest, CompleteRequest,
+    CompleteRequestParams, GetPromptRequest, GetPromptRequestParams, InitializeRequestParams,
+    InitializeResult, JsonObject, ListPromptsRequest, ListResourceTemplatesRequest,
+    ListResourcesRequest, ListToolsRequest, PaginatedRequestParams, PingRequest, ProtocolVersion,
+    ReadResourceRequest, ReadResourceRequestParams, RequestId, RequestMetaObject,
+    ServerJsonRpcMessage, ServerNotification, ServerResult,
 };
 use rmcp::service::{RequestContext, Service};
 use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde::de::IgnoredAny;
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -213,9 +217,8 @@ pub(super) enum Asked {
     Initialized,
     /// `notifications/cancelled` of a request.
     Cancelled(RequestId),
-    Ping(RequestId),
-    ListTools(RequestId, Option<PaginatedRequestParams>),
-    CallTool(RequestId, CallToolRequestParams),
+    /// A request, answered through the SDK's dispatch, and its `_meta`.
+    Request(RequestId, Box<ClientRequest>, Option<RequestMetaObject>),
 }
 
 /// The request of a session at rest in `body`, when it is plain: see the
@@ -231,52 +234,147 @@ pub(super) fn read(resting: &Resting, headers: &HeaderMap, body: &[u8]) -> Optio
     if head.jsonrpc != "2.0" {
         return None;
     }
-    let asked = match (head.method.as_str(), head.id) {
-        ("notifications/initialized", None) => Asked::Initialized,
-        ("notifications/cancelled", None) => {
-            #[derive(Deserialize)]
-            #[serde(rename_all = "camelCase")]
-            struct Cancelled {
-                request_id: RequestId,
+    let Some(id) = head.id else {
+        return match head.method.as_str() {
+            "notifications/initialized" => Some(Asked::Initialized),
+            "notifications/cancelled" => {
+                #[derive(Deserialize)]
+                #[serde(rename_all = "camelCase")]
+                struct Cancelled {
+                    request_id: RequestId,
+                }
+                let message: Message<Cancelled> = serde_json::from_slice(body).ok()?;
+                Some(Asked::Cancelled(message.params?.request_id))
             }
-            let message: Message<Cancelled> = serde_json::from_slice(body).ok()?;
-            Asked::Cancelled(message.params?.request_id)
-        }
-        ("ping", Some(id)) => {
+            _ => None,
+        };
+    };
+    let (request, meta) = request(&head.method, body, resting.asks_nothing)?;
+    Some(Asked::Request(id, Box::new(request), meta))
+}
+
+/// The request `method` in `body`, when it is plain, and its `_meta`. A function
+/// that runs (a tool, a prompt, a resource) is taken only when its client can be
+/// asked nothing back (`asks_nothing`), and wants no progress.
+fn request(
+    method: &str,
+    body: &[u8],
+    asks_nothing: bool,
+) -> Option<(ClientRequest, Option<RequestMetaObject>)> {
+    let runs = asks_nothing;
+    Some(match method {
+        "ping" => {
             let message: Message<JsonObject> = serde_json::from_slice(body).ok()?;
             if message.params.as_ref().is_some_and(has_protocol_meta) {
                 return None;
             }
-            Asked::Ping(id)
+            (ClientRequest::PingRequest(PingRequest::default()), None)
         }
-        ("tools/list", Some(id)) => {
-            let message: Message<PaginatedRequestParams> = serde_json::from_slice(body).ok()?;
-            if message
-                .params
-                .as_ref()
-                .and_then(|params| params.meta.as_ref())
-                .is_some_and(|meta| meta.keys().any(|key| key.starts_with(PROTOCOL_META)))
-            {
+        "tools/list" => {
+            let (params, meta) = paginated(body)?;
+            (
+                ClientRequest::ListToolsRequest(
+                    params.map_or_else(Default::default, ListToolsRequest::with_param),
+                ),
+                meta,
+            )
+        }
+        "prompts/list" => {
+            let (params, meta) = paginated(body)?;
+            (
+                ClientRequest::ListPromptsRequest(
+                    params.map_or_else(Default::default, ListPromptsRequest::with_param),
+                ),
+                meta,
+            )
+        }
+        "resources/list" => {
+            let (params, meta) = paginated(body)?;
+            (
+                ClientRequest::ListResourcesRequest(
+                    params.map_or_else(Default::default, ListResourcesRequest::with_param),
+                ),
+                meta,
+            )
+        }
+        "resources/templates/list" => {
+            let (params, meta) = paginated(body)?;
+            (
+                ClientRequest::ListResourceTemplatesRequest(
+                    params.map_or_else(Default::default, ListResourceTemplatesRequest::with_param),
+                ),
+                meta,
+            )
+        }
+        "completion/complete" => {
+            let mut params = message_params::<CompleteRequestParams>(body)?;
+            let meta = plain_meta(params.meta.take(), false)?;
+            (
+                ClientRequest::CompleteRequest(CompleteRequest::new(params)),
+                meta,
+            )
+        }
+        "tools/call" if runs => {
+            let mut params = message_params::<CallToolRequestParams>(body)?;
+            let meta = plain_meta(params.meta.take(), true)?;
+            if params.input_responses.is_some() || params.request_state.is_some() {
                 return None;
             }
-            Asked::ListTools(id, message.params)
+            (
+                ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+                meta,
+            )
         }
-        ("tools/call", Some(id)) if resting.asks_nothing => {
-            let message: Message<CallToolRequestParams> = serde_json::from_slice(body).ok()?;
-            let params = message.params?;
-            let plain = params.meta.as_ref().is_none_or(|meta| {
-                meta.get_progress_token().is_none()
-                    && !meta.keys().any(|key| key.starts_with(PROTOCOL_META))
-            }) && params.input_responses.is_none()
-                && params.request_state.is_none();
-            if !plain {
+        "prompts/get" if runs => {
+            let mut params = message_params::<GetPromptRequestParams>(body)?;
+            let meta = plain_meta(params.meta.take(), true)?;
+            if params.input_responses.is_some() || params.request_state.is_some() {
                 return None;
             }
-            Asked::CallTool(id, params)
+            (
+                ClientRequest::GetPromptRequest(GetPromptRequest::new(params)),
+                meta,
+            )
+        }
+        "resources/read" if runs => {
+            let mut params = message_params::<ReadResourceRequestParams>(body)?;
+            let meta = plain_meta(params.meta.take(), true)?;
+            if params.input_responses.is_some() || params.request_state.is_some() {
+                return None;
+            }
+            (
+                ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params)),
+                meta,
+            )
         }
         _ => return None,
-    };
-    Some(asked)
+    })
+}
+
+/// The params of the request in `body`, which must have some.
+fn message_params<P: DeserializeOwned>(body: &[u8]) -> Option<P> {
+    serde_json::from_slice::<Message<P>>(body).ok()?.params
+}
+
+/// The params of a list request in `body` (it may have none), its `_meta` apart.
+fn paginated(body: &[u8]) -> Option<(Option<PaginatedRequestParams>, Option<RequestMetaObject>)> {
+    let mut params = serde_json::from_slice::<Message<PaginatedRequestParams>>(body)
+        .ok()?
+        .params;
+    let meta = plain_meta(params.as_mut().and_then(|params| params.meta.take()), false)?;
+    Some((params, meta))
+}
+
+/// A request's `_meta`, when it is plain: no entry of the 2026-07-28 protocol, and
+/// no progress token where a function runs (`runs`). `None` when it is not.
+#[allow(clippy::option_option, reason = "absent is plain; not plain is None")]
+fn plain_meta(meta: Option<RequestMetaObject>, runs: bool) -> Option<Option<RequestMetaObject>> {
+    let plain = meta.as_ref().is_none_or(|meta| {
+        let protocol = meta.keys().any(|key| key.starts_with(PROTOCOL_META));
+        let progress = runs && meta.get_progress_token().is_some();
+        !(protocol || progress)
+    });
+    plain.then_some(meta)
 }
 
 fn has_protocol_meta(params: &JsonObject) -> bool {
@@ -303,22 +401,8 @@ impl Direct {
             .session
             .log_level
             .store(level, std::sync::atomic::Ordering::Relaxed);
-        let (id, request, meta) = match asked {
-            Asked::Initialized | Asked::Cancelled(_) => return accepted(),
-            Asked::Ping(id) => (id, ClientRequest::PingRequest(PingRequest::default()), None),
-            Asked::ListTools(id, mut params) => {
-                let meta = params.as_mut().and_then(|params| params.meta.take());
-                let request = match params {
-                    Some(params) => ListToolsRequest::with_param(params),
-                    None => ListToolsRequest::default(),
-                };
-                (id, ClientRequest::ListToolsRequest(request), meta)
-            }
-            Asked::CallTool(id, mut params) => {
-                let meta = params.meta.take();
-                let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-                (id, request, meta)
-            }
+        let Asked::Request(id, request, meta) = asked else {
+            return accepted();
         };
         // The request reads as one that carries its session's revision, client and
         // capabilities in its `_meta`, as a sessionless request does.
@@ -339,7 +423,7 @@ impl Direct {
         // protocol revision. A call its client cancelled (or whose session ended)
         // is not answered, as the SDK does not answer it.
         let call = Box::pin(async move {
-            let message = match Service::handle_request(&handler, request, context).await {
+            let message = match Service::handle_request(&handler, *request, context).await {
                 Ok(result) => ServerJsonRpcMessage::response(result, id),
                 Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
             };

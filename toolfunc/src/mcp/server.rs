@@ -316,7 +316,7 @@ impl Server {
     /// `initialize` and its log level, about 2.5 KB of heap) instead of the SDK's
     /// channels, tasks and handler (about 98 KB). A session whose `initialize` is
     /// plain starts at rest. The server answers a session's plain requests at rest
-    /// itself (`ping`, `tools/list`, most `tools/call`s, `DELETE`: see the
+    /// itself (`ping`, the lists, most calls, `DELETE`: see the
     /// [module](super)); any other request starts its SDK session under the same
     /// id, replaying the handshake, and it counts as open all along
     /// ([`open_sessions`](Self::open_sessions), [`max_sessions`](Self::max_sessions)).
