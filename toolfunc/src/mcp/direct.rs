@@ -86,34 +86,15 @@ impl Direct {
     /// Whether a request with these headers may be answered here (its body still
     /// to be read): see the [module](self).
     pub(super) fn takes(headers: &HeaderMap, config: &StreamableHttpServerConfig) -> bool {
-        let one = |name: &str| {
-            let mut values = headers.get_all(name).iter();
-            match (values.next(), values.next()) {
-                (Some(value), None) => value.to_str().ok(),
-                _ => None,
-            }
-        };
-        // The SDK answers one message as JSON only when told to.
-        config.json_response
-            && one("mcp-protocol-version") == Some(VERSION)
+        let one = |name: &str| one(headers, name);
+        one("mcp-protocol-version") == Some(VERSION)
             && one("mcp-method") == Some("tools/call")
             && one("mcp-name").is_some_and(|name| !name.starts_with("=?"))
             && !headers.contains_key("mcp-session-id")
-            && !headers.contains_key(header::ORIGIN)
             && !headers
                 .keys()
                 .any(|name| name.as_str().starts_with("mcp-param-"))
-            && one(header::CONTENT_TYPE.as_str()).is_some_and(|value| {
-                value
-                    .split(';')
-                    .next()
-                    .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
-            })
-            && one(header::ACCEPT.as_str()).is_some_and(accepts_both)
-            && one(header::CONTENT_LENGTH.as_str())
-                .and_then(|length| length.parse::<usize>().ok())
-                .is_some_and(|length| length <= config.max_request_body_bytes)
-            && one(header::HOST.as_str()).is_some_and(|host| host_named(host, config))
+            && posts_plainly(headers, config)
     }
 
     /// The call in `body`, when it is a plain one: see the [module](self).
@@ -215,8 +196,40 @@ pub(super) fn written(message: &ServerJsonRpcMessage) -> Response {
     response
 }
 
+/// The one value of header `name`, as text; `None` when it is absent, repeated or
+/// not text.
+pub(super) fn one<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    let mut values = headers.get_all(name).iter();
+    match (values.next(), values.next()) {
+        (Some(value), None) => value.to_str().ok(),
+        _ => None,
+    }
+}
+
+/// Whether a `POST` with these headers is one the SDK would answer with a single
+/// JSON message, and whose checks hold as written: `json_response` on, no
+/// `Origin`, a `Host` the allowed hosts name, `Content-Type` JSON, `Accept` both
+/// JSON and SSE, and a `Content-Length` within the body limit.
+pub(super) fn posts_plainly(headers: &HeaderMap, config: &StreamableHttpServerConfig) -> bool {
+    let one = |name: &str| one(headers, name);
+    // The SDK answers one message as JSON only when told to.
+    config.json_response
+        && !headers.contains_key(header::ORIGIN)
+        && one(header::HOST.as_str()).is_some_and(|host| host_named(host, config))
+        && one(header::CONTENT_TYPE.as_str()).is_some_and(|value| {
+            value
+                .split(';')
+                .next()
+                .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+        })
+        && one(header::ACCEPT.as_str()).is_some_and(accepts_both)
+        && one(header::CONTENT_LENGTH.as_str())
+            .and_then(|length| length.parse::<usize>().ok())
+            .is_some_and(|length| length <= config.max_request_body_bytes)
+}
+
 /// Whether an `Accept` value names both JSON and SSE, plainly (no weights).
-pub(super) fn accepts_both(accept: &str) -> bool {
+fn accepts_both(accept: &str) -> bool {
     if accept.contains('"') || accept.contains("q=") || accept.contains("Q=") {
         return false;
     }

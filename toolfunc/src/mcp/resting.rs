@@ -58,7 +58,7 @@ use tokio::sync::mpsc;
 use tokio_util::bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
-use super::direct::{Direct, accepts_both, host_named, written};
+use super::direct::{Direct, host_named, one, posts_plainly, written};
 use super::report::Outbox;
 use super::server::Server;
 
@@ -130,38 +130,21 @@ pub(super) fn takes(
     headers: &HeaderMap,
     config: &StreamableHttpServerConfig,
 ) -> bool {
-    let one = |name: &str| one(headers, name);
-    let common = config.json_response
-        && config.legacy_session_mode
-        && !headers.contains_key(header::ORIGIN)
-        && headers.get_all("mcp-session-id").iter().count() <= 1
-        && headers.get_all("mcp-protocol-version").iter().count() <= 1
-        && one(header::HOST.as_str()).is_some_and(|host| host_named(host, config));
-    if !common {
+    if !config.legacy_session_mode
+        || headers.get_all("mcp-session-id").iter().count() > 1
+        || headers.get_all("mcp-protocol-version").iter().count() > 1
+    {
         return false;
     }
     match *method {
-        Method::DELETE => headers.contains_key("mcp-session-id"),
-        Method::POST => {
-            one(header::CONTENT_TYPE.as_str()).is_some_and(|value| {
-                value
-                    .split(';')
-                    .next()
-                    .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
-            }) && one(header::ACCEPT.as_str()).is_some_and(accepts_both)
-                && one(header::CONTENT_LENGTH.as_str())
-                    .and_then(|length| length.parse::<usize>().ok())
-                    .is_some_and(|length| length <= config.max_request_body_bytes)
+        Method::DELETE => {
+            config.json_response
+                && headers.contains_key("mcp-session-id")
+                && !headers.contains_key(header::ORIGIN)
+                && one(headers, header::HOST.as_str()).is_some_and(|host| host_named(host, config))
         }
+        Method::POST => posts_plainly(headers, config),
         _ => false,
-    }
-}
-
-fn one<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    let mut values = headers.get_all(name).iter();
-    match (values.next(), values.next()) {
-        (Some(value), None) => value.to_str().ok(),
-        _ => None,
     }
 }
 
@@ -261,7 +244,25 @@ fn request(
     body: &[u8],
     asks_nothing: bool,
 ) -> Option<(ClientRequest, Option<RequestMetaObject>)> {
-    let runs = asks_nothing;
+    // A list: its params may be absent.
+    macro_rules! list {
+        ($variant:ident) => {{
+            let (params, meta) = paginated(body)?;
+            let request = params.map_or_else(Default::default, $variant::with_param);
+            (ClientRequest::$variant(request), meta)
+        }};
+    }
+    // A function that runs: no progress token, no round's answers.
+    macro_rules! runs {
+        ($params:ty, $variant:ident) => {{
+            let mut params = message_params::<$params>(body)?;
+            let meta = plain_meta(params.meta.take(), true)?;
+            if params.input_responses.is_some() || params.request_state.is_some() {
+                return None;
+            }
+            (ClientRequest::$variant($variant::new(params)), meta)
+        }};
+    }
     Some(match method {
         "ping" => {
             let message: Message<JsonObject> = serde_json::from_slice(body).ok()?;
@@ -270,83 +271,19 @@ fn request(
             }
             (ClientRequest::PingRequest(PingRequest::default()), None)
         }
-        "tools/list" => {
-            let (params, meta) = paginated(body)?;
-            (
-                ClientRequest::ListToolsRequest(
-                    params.map_or_else(Default::default, ListToolsRequest::with_param),
-                ),
-                meta,
-            )
-        }
-        "prompts/list" => {
-            let (params, meta) = paginated(body)?;
-            (
-                ClientRequest::ListPromptsRequest(
-                    params.map_or_else(Default::default, ListPromptsRequest::with_param),
-                ),
-                meta,
-            )
-        }
-        "resources/list" => {
-            let (params, meta) = paginated(body)?;
-            (
-                ClientRequest::ListResourcesRequest(
-                    params.map_or_else(Default::default, ListResourcesRequest::with_param),
-                ),
-                meta,
-            )
-        }
-        "resources/templates/list" => {
-            let (params, meta) = paginated(body)?;
-            (
-                ClientRequest::ListResourceTemplatesRequest(
-                    params.map_or_else(Default::default, ListResourceTemplatesRequest::with_param),
-                ),
-                meta,
-            )
-        }
+        "tools/list" => list!(ListToolsRequest),
+        "prompts/list" => list!(ListPromptsRequest),
+        "resources/list" => list!(ListResourcesRequest),
+        "resources/templates/list" => list!(ListResourceTemplatesRequest),
         "completion/complete" => {
             let mut params = message_params::<CompleteRequestParams>(body)?;
             let meta = plain_meta(params.meta.take(), false)?;
-            (
-                ClientRequest::CompleteRequest(CompleteRequest::new(params)),
-                meta,
-            )
+            let request = ClientRequest::CompleteRequest(CompleteRequest::new(params));
+            (request, meta)
         }
-        "tools/call" if runs => {
-            let mut params = message_params::<CallToolRequestParams>(body)?;
-            let meta = plain_meta(params.meta.take(), true)?;
-            if params.input_responses.is_some() || params.request_state.is_some() {
-                return None;
-            }
-            (
-                ClientRequest::CallToolRequest(CallToolRequest::new(params)),
-                meta,
-            )
-        }
-        "prompts/get" if runs => {
-            let mut params = message_params::<GetPromptRequestParams>(body)?;
-            let meta = plain_meta(params.meta.take(), true)?;
-            if params.input_responses.is_some() || params.request_state.is_some() {
-                return None;
-            }
-            (
-                ClientRequest::GetPromptRequest(GetPromptRequest::new(params)),
-                meta,
-            )
-        }
-        "resources/read" if runs => {
-            let mut params = message_params::<ReadResourceRequestParams>(body)?;
-            let meta = plain_meta(params.meta.take(), true)?;
-            if params.input_responses.is_some() || params.request_state.is_some() {
-                return None;
-            }
-            (
-                ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params)),
-                meta,
-            )
-        }
+        "tools/call" if asks_nothing => runs!(CallToolRequestParams, CallToolRequest),
+        "prompts/get" if asks_nothing => runs!(GetPromptRequestParams, GetPromptRequest),
+        "resources/read" if asks_nothing => runs!(ReadResourceRequestParams, ReadResourceRequest),
         _ => return None,
     })
 }
