@@ -446,3 +446,52 @@ async fn requests_that_bring_a_session_back_together_are_both_served() {
         assert_eq!(session.delete().await, 204);
     }
 }
+
+/// Bad input to a session at rest (a body that is not JSON, a message that is not
+/// JSON-RPC, an unknown method, a version header that is not the session's, a
+/// call without params) is left to the SDK, which answers it as it answers the
+/// same input in a session of its own; the session goes on.
+#[tokio::test]
+async fn bad_input_to_a_session_at_rest_is_answered_as_the_sdk_answers_it() {
+    let url = serve_http(Server::new(registry()).router()).await;
+    let mut seen = Vec::new();
+    for through_sdk in [false, true] {
+        let mut session = Session::new(&url, through_sdk);
+        assert_eq!(session.open(json!({})).await.status, 200);
+        assert_eq!(session.initialized().await.status, 202);
+        let mut answers = Vec::new();
+        for body in [
+            "{not json".to_owned(),
+            json!({"jsonrpc": "1.0", "id": 3, "method": "ping"}).to_string(),
+            json!({"jsonrpc": "2.0", "id": 4, "method": "tools/nowhere"}).to_string(),
+            json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call"}).to_string(),
+        ] {
+            let request = session
+                .request(reqwest::Method::POST)
+                .header("Content-Type", "application/json")
+                .header("Accept", "application/json, text/event-stream")
+                .body(body.clone());
+            let answer = Answer::read(request, LIMIT).await;
+            let message = if answer.content_type.starts_with("text/event-stream") {
+                answer.messages().into_iter().last()
+            } else {
+                serde_json::from_str::<Value>(&answer.body).ok()
+            };
+            let code = message.and_then(|message| message["error"]["code"].as_i64());
+            answers.push((body, answer.status, code));
+        }
+        let other_version = session
+            .request(reqwest::Method::POST)
+            .header("MCP-Protocol-Version", "2025-03-26")
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .body(json!({"jsonrpc": "2.0", "id": 6, "method": "ping"}).to_string());
+        let answer = Answer::read(other_version, LIMIT).await;
+        answers.push(("other version".to_owned(), answer.status, None));
+        // The session goes on.
+        assert_eq!(session.call(7, "ping", json!({})).await.status, 200);
+        assert_eq!(session.delete().await, 204);
+        seen.push(answers);
+    }
+    assert_eq!(seen[0], seen[1]);
+}
