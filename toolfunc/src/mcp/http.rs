@@ -1126,16 +1126,8 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
             return too_large(guard.max_body);
         };
         if let Some(call) = guarded.direct.read(&parts.headers, &bytes) {
-            // Run in this request's task: a panic is answered as the SDK answers a
-            // handler that gave no answer, not with a dropped connection.
             let id = call.0.clone();
-            let answer = AssertUnwindSafe(guarded.direct.answer(parts, call)).catch_unwind();
-            return answer.await.unwrap_or_else(|_| {
-                json_response(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "Internal error"}}),
-                )
-            });
+            return answered_in_place(guarded.direct.answer(parts, call), &id).await;
         }
         request = Request::from_parts(parts, Body::from(bytes));
     }
@@ -1264,37 +1256,40 @@ async fn at_rest(
                 sessions.resting(&session, |params| Resting::of(server, params))
                 && let Some(asked) = resting::read(&resting, &parts.headers, &bytes)
             {
-                sessions.heard(&session, &asked);
-                let id = match &asked {
-                    Asked::Request(id, ..) => Some(id.clone()),
-                    Asked::Initialized | Asked::Cancelled(_) => None,
+                let Asked::Request(id, request, meta) = asked else {
+                    // A notification: noted, and accepted.
+                    sessions.heard(&session, &asked);
+                    return Ok(resting::accepted());
                 };
                 // A request the client may cancel, known to its session until
                 // answered.
-                let calling = id.as_ref().map(|id| sessions.calling(&session, id));
-                let (ct, held) = calling.map_or_else(
-                    || (CancellationToken::new(), None),
-                    |(ct, held)| (ct, Some(held)),
+                let (ct, held) = sessions.calling(&session, &id);
+                let answer = guarded.direct.answer_resting(
+                    parts,
+                    (id.clone(), *request, meta),
+                    (&resting, level),
+                    (ct, held),
                 );
-                // As a sessionless call: a panic is answered with an error, not a
-                // dropped connection.
-                let answer =
-                    guarded
-                        .direct
-                        .answer_resting(parts, asked, &resting, level, (ct, held));
-                return Ok(AssertUnwindSafe(answer)
-                    .catch_unwind()
-                    .await
-                    .unwrap_or_else(|_| {
-                        json_response(
-                            StatusCode::INTERNAL_SERVER_ERROR,
-                            &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "Internal error"}}),
-                        )
-                    }));
+                return Ok(answered_in_place(answer, &id).await);
             }
         }
     }
     Err(Request::from_parts(parts, Body::from(bytes)))
+}
+
+/// The answer of a request the server answers itself, run in the request's task:
+/// a panic is answered as the SDK answers a handler that gave no answer (500 with
+/// the request's id), not with a dropped connection.
+async fn answered_in_place(answer: impl Future<Output = Response>, id: &RequestId) -> Response {
+    AssertUnwindSafe(answer)
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|_| {
+            json_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "Internal error"}}),
+            )
+        })
 }
 
 /// `204 No Content`: how a closed session is answered.

@@ -322,15 +322,14 @@ fn has_protocol_meta(params: &JsonObject) -> bool {
 }
 
 impl Direct {
-    /// Answers `asked` of a session at rest, its log level `level` (an index in
-    /// [`LogLevel::ALL`](crate::log::LogLevel::ALL)); a call runs until `ct` is
-    /// cancelled. `held` is kept until the answer is written.
+    /// Answers request `id` of a session at rest, its log level `level` (an index
+    /// in [`LogLevel::ALL`](crate::log::LogLevel::ALL)); it runs until `ct` is
+    /// cancelled, and `held` is kept until it is answered.
     pub(super) async fn answer_resting<H: Send + 'static>(
         &self,
         parts: Parts,
-        asked: Asked,
-        resting: &Resting,
-        level: u8,
+        (id, request, meta): (RequestId, ClientRequest, Option<RequestMetaObject>),
+        (resting, level): (&Resting, u8),
         (ct, held): (CancellationToken, H),
     ) -> Response {
         let handler = self.server().session();
@@ -338,9 +337,6 @@ impl Direct {
             .session
             .log_level
             .store(level, std::sync::atomic::Ordering::Relaxed);
-        let Asked::Request(id, request, meta) = asked else {
-            return accepted();
-        };
         // The request reads as one that carries its session's revision, client and
         // capabilities in its `_meta`, as a sessionless request does.
         let mut context = RequestContext::new(id.clone(), self.peer());
@@ -360,7 +356,7 @@ impl Direct {
         // protocol revision. A call its client cancelled (or whose session ended)
         // is not answered, as the SDK does not answer it.
         let call = Box::pin(async move {
-            let message = match Service::handle_request(&handler, *request, context).await {
+            let message = match Service::handle_request(&handler, request, context).await {
                 Ok(result) => ServerJsonRpcMessage::response(result, id),
                 Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
             };
