@@ -1,7 +1,12 @@
 """The example server behind an OAuth 2.1 authorization server, driven by the
 official Python MCP SDK.
 
-    mcp_auth_client.py --server PATH/TO/examples/server
+    mcp_auth_client.py --server PATH/TO/examples/server [--audience mcp|origin]
+
+With `--audience origin` the server is started as the README shows it, with the
+origin alone as the audience (`--auth-audience http://127.0.0.1:PORT`): the
+challenges of `/mcp` and `/api` then name `/.well-known/oauth-protected-resource`,
+which must answer with the origin as the resource. Default: the `/mcp` URL.
 
 Runs a small authorization server of its own (RFC 8414 metadata, a JWKS, and a
 token endpoint that grants `client_credentials` tokens signed with ES256 for the
@@ -133,9 +138,28 @@ def tool_names(listed):
     return sorted(tool.name for tool in listed.tools)
 
 
-async def checks_against(mcp_url, issuer):
+async def follow_challenge(http, label, refused, audience):
+    """A 401's challenge names metadata that exists and names `audience`."""
+    check(f"{label}: 401", refused.status_code == 401, refused.status_code)
+    challenge = refused.headers.get("www-authenticate", "")
+    marker = 'resource_metadata="'
+    check(f"{label}: challenge names the metadata", marker in challenge, challenge)
+    metadata_url = challenge.split(marker, 1)[1].split('"', 1)[0]
+    answer = await http.get(metadata_url)
+    check(f"{label}: the metadata exists", answer.status_code == 200,
+          f"{metadata_url}: {answer.status_code}")
+    metadata = answer.json()
+    check(f"{label}: metadata resource is the audience", metadata.get("resource") == audience,
+          metadata)
+
+
+async def checks_against(mcp_url, issuer, audience):
     # 1. No token: 401 and a challenge naming the metadata.
     async with httpx2.AsyncClient() as http:
+        api_url = mcp_url.rsplit("/", 1)[0] + "/api"
+        await follow_challenge(http, "api", await http.get(api_url), audience)
+        await follow_challenge(http, "api call", await http.post(
+            api_url + "/add", json={"a": 1, "b": 2}), audience)
         refused = await http.post(mcp_url, json={
             "jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-11-25", "capabilities": {},
@@ -148,7 +172,7 @@ async def checks_against(mcp_url, issuer):
         check("challenge names the metadata", marker in challenge, challenge)
         metadata_url = challenge.split(marker, 1)[1].split('"', 1)[0]
         metadata = (await http.get(metadata_url)).json()
-        check("metadata: resource", metadata.get("resource") == mcp_url, metadata)
+        check("metadata: resource", metadata.get("resource") == audience, metadata)
         check("metadata: authorization server",
               metadata.get("authorization_servers") == [issuer.url], metadata)
         check("metadata: scopes", metadata.get("scopes_supported") == ["users:write"], metadata)
@@ -163,7 +187,7 @@ async def checks_against(mcp_url, issuer):
     check("the SDK without a token is refused", refused)
 
     # 3. A token without scopes: the writes are hidden and refused with 403.
-    plain = issuer.mint(mcp_url, "")
+    plain = issuer.mint(audience, "")
     transport_client = create_mcp_http_client(headers={"Authorization": f"Bearer {plain}"})
     async with transport_client:
         from mcp.client.streamable_http import streamable_http_client
@@ -232,6 +256,7 @@ async def checks_against(mcp_url, issuer):
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--server", required=True)
+    parser.add_argument("--audience", choices=["mcp", "origin"], default="mcp")
     args = parser.parse_args()
 
     issuer_socket = free_socket()
@@ -244,6 +269,7 @@ async def main():
     port = placeholder.getsockname()[1]
     placeholder.close()
     mcp_url = f"http://127.0.0.1:{port}/mcp"
+    audience = mcp_url if args.audience == "mcp" else f"http://127.0.0.1:{port}"
 
     async with anyio.create_task_group() as group:
         group.start_soon(lambda: server.serve(sockets=[issuer_socket]))
@@ -251,7 +277,7 @@ async def main():
             await anyio.sleep(0.05)
         process = subprocess.Popen(
             [args.server, "--addr", f"127.0.0.1:{port}", "--auth-issuer", issuer_url,
-             "--auth-audience", mcp_url],
+             "--auth-audience", audience],
             stdout=subprocess.DEVNULL)
         try:
             async with httpx2.AsyncClient() as http:
@@ -263,7 +289,7 @@ async def main():
                         if process.poll() is not None:
                             check("the example server starts", False, f"exit {process.returncode}")
                         await anyio.sleep(0.05)
-            await checks_against(mcp_url, issuer)
+            await checks_against(mcp_url, issuer, audience)
         finally:
             process.terminate()
             process.wait()

@@ -161,6 +161,98 @@ async fn the_protected_resource_metadata_names_the_issuer() {
     );
 }
 
+/// With an audience that is an origin alone (as the README's example server sets
+/// it), every 401 of `/api` and `/mcp` names
+/// `<origin>/.well-known/oauth-protected-resource`, and that URL answers the
+/// metadata with the audience as its resource; so it does for an audience of
+/// another path. Served together, the API and MCP share it; each router alone
+/// serves it too.
+#[tokio::test]
+async fn the_metadata_every_challenge_names_exists_for_any_audience() {
+    for (audience, path) in [
+        (
+            "http://127.0.0.1:3000",
+            "/.well-known/oauth-protected-resource",
+        ),
+        (
+            "http://127.0.0.1:3000/",
+            "/.well-known/oauth-protected-resource",
+        ),
+        (
+            "https://tools.example.com/v1/tools",
+            "/.well-known/oauth-protected-resource/v1/tools",
+        ),
+        (
+            "https://tools.example.com/api",
+            "/.well-known/oauth-protected-resource/api",
+        ),
+    ] {
+        let key = Key::new("k1");
+        let jwt = || Jwt::with_keys(ISSUER, audience, &jwks(&[&key])).expect("keys");
+        let mcp = toolfunc::mcp::Server::new(registry()).authenticate(jwt());
+        let server = toolfunc::http::Server::new()
+            .mount(Api::new(registry()).authenticate(jwt()))
+            .expect("mount")
+            .merge(mcp.router());
+        let addr = http::start_server(server).await;
+        let named = |reply: &http::Reply| {
+            let challenge = reply
+                .header("www-authenticate")
+                .unwrap_or_default()
+                .to_owned();
+            let url = challenge
+                .split("resource_metadata=\"")
+                .nth(1)
+                .and_then(|rest| rest.split('"').next())
+                .unwrap_or_else(|| panic!("no metadata in {challenge:?}"))
+                .to_owned();
+            url
+        };
+        let mcp_refusal = http::call(
+            addr,
+            "POST",
+            "/mcp",
+            &[("accept", "application/json, text/event-stream")],
+            Some(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+        )
+        .await;
+        for refusal in [
+            http::get(addr, "/api").await,
+            http::post(addr, "/api/whoami", "{}").await,
+            mcp_refusal,
+        ] {
+            assert_eq!(refusal.status, 401, "{audience}");
+            let url = named(&refusal);
+            let origin = audience.trim_end_matches('/');
+            let origin = origin
+                .find("://")
+                .and_then(|at| {
+                    origin[at + 3..]
+                        .find('/')
+                        .map(|slash| &origin[..at + 3 + slash])
+                })
+                .unwrap_or(origin);
+            assert_eq!(url, format!("{origin}{path}"), "{audience}");
+            let metadata = http::get(addr, path).await;
+            assert_eq!(metadata.status, 200, "{audience}: {path}");
+            assert_eq!(metadata.json()["resource"], audience, "{audience}");
+            assert_eq!(metadata.json()["authorization_servers"], json!([ISSUER]));
+        }
+        // Each router alone serves it too.
+        let api_alone = http::start(Api::new(registry()).authenticate(jwt())).await;
+        assert_eq!(http::get(api_alone, path).await.status, 200, "{audience}");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let mcp_alone = listener.local_addr().expect("addr");
+        let mcp = toolfunc::mcp::Server::new(registry()).authenticate(jwt());
+        tokio::spawn(mcp.serve_http(listener));
+        let reply = http::get(mcp_alone, path).await;
+        assert_eq!(reply.status, 200, "{audience}");
+        assert_eq!(reply.json()["resource"], audience);
+    }
+}
+
 #[tokio::test]
 async fn api_keys_guard_an_api_and_the_hook_sees_the_identity() {
     let keys = ApiKeys::new()

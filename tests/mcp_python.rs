@@ -84,6 +84,26 @@ async fn python_sdk_with_oauth_against_the_example_server() {
     finished.assert_printed("checks passed", &[]);
 }
 
+/// The same with the README's own flags: the audience is the server's origin
+/// alone (`--auth-audience http://127.0.0.1:PORT`), so every challenge of `/api`
+/// and `/mcp` names `/.well-known/oauth-protected-resource`, which answers with the
+/// origin as the resource, and the SDK's OAuth flow asks for tokens bound to it.
+#[tokio::test]
+async fn python_sdk_with_oauth_and_an_origin_audience() {
+    let finished = process::run(
+        Command::new(python())
+            .arg("mcp_auth_client.py")
+            .arg("--server")
+            .arg(example("server"))
+            .args(["--audience", "origin"])
+            .current_dir(interop_dir()),
+        "the Python MCP client with OAuth and an origin audience",
+        LIMIT,
+    )
+    .await;
+    finished.assert_printed("checks passed", &[]);
+}
+
 /// Runs the Python client against the example over stdio, and returns what the
 /// server logged on stderr (one line per finished call).
 async fn over_stdio(mode: &str) -> String {

@@ -405,3 +405,71 @@ async fn a_tool_needing_a_scope_is_listed_and_run_only_for_callers_with_it() {
         .unwrap();
     assert_eq!(outcome, "purged");
 }
+
+/// A durable call submitted through a worker that does not serve its tool (so
+/// that worker cannot judge its scopes) is judged by the worker that runs it: a
+/// caller without the scopes gets `INSUFFICIENT_SCOPE` as the outcome and the tool
+/// never runs.
+#[tokio::test]
+async fn a_durable_submit_through_a_worker_without_the_tool_is_still_scope_checked() {
+    let server = NatsServer::start();
+    let keys = || {
+        ApiKeys::new()
+            .key("ann-key", Identity::new("ann"))
+            .key("root-key", Identity::new("root").with_scopes(["admin"]))
+    };
+    // The first worker serves no `purge`: it takes the submit all the same.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let first = Worker::builder(catalog(&seen))
+        .authenticate(keys())
+        .durable(DurableSettings::new())
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let nats = async_nats::connect(server.url()).await.unwrap();
+    let mut bearer = async_nats::HeaderMap::new();
+    bearer.insert("Authorization", "Bearer ann-key");
+    let answer = nats
+        .request_with_headers("toolfunc.submit.purge", bearer, "{}".into())
+        .await
+        .unwrap();
+    assert_eq!(code(&answer), None, "the submit is taken");
+    let id = serde_json::from_slice::<Value>(&answer.payload).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    first.stop(Duration::from_secs(1)).await;
+    // The worker that serves it runs nothing for a caller without `admin`.
+    let ran = Arc::new(Mutex::new(0));
+    let registry = Registry::new();
+    let counter = Arc::clone(&ran);
+    registry
+        .register(
+            ToolFunc::builder("purge")
+                .scopes(["admin"])
+                .handler_sync(move |_ctx, _args| {
+                    *counter.lock().unwrap() += 1;
+                    Ok(json!("purged"))
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let _second = Worker::builder(registry)
+        .authenticate(keys())
+        .durable(DurableSettings::new())
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let ann = Client::builder()
+        .token("ann-key")
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let outcome = tokio::time::timeout(Duration::from_secs(30), ann.wait(&id))
+        .await
+        .expect("an outcome in time");
+    let err = outcome.expect_err("refused for its scopes");
+    assert_eq!(err.code(), "INSUFFICIENT_SCOPE", "{err}");
+    assert_eq!(*ran.lock().unwrap(), 0, "the tool never ran");
+}

@@ -564,3 +564,91 @@ async fn a_durable_id_the_worker_cannot_use_is_refused_when_submitted() {
         .unwrap();
     assert_eq!(code(&again).as_deref(), Some("DUPLICATE"));
 }
+
+/// A header the worker would keep for a call's life (`Tf-Call-Id`, `Tf-Caller`,
+/// `Tf-Control-Key`) longer than the bound (256 bytes unless set) is refused
+/// `INVALID_HEADER` before anything is kept or run: calls, discovery, durable
+/// submits and outcome reads alike. A bound set higher takes it.
+#[tokio::test]
+async fn an_oversized_kept_header_is_refused_before_anything_is_kept() {
+    let server = NatsServer::start();
+    let registry = Registry::new();
+    registry.register(echo()).unwrap();
+    let worker = Worker::builder(registry.clone())
+        .durable(DurableSettings::new())
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let nats = raw(&server).await;
+    let huge = "x".repeat(900 * 1024);
+    for header in ["Tf-Call-Id", "Tf-Caller", "Tf-Control-Key"] {
+        for subject in [
+            "toolfunc.call.echo",
+            "toolfunc.tools",
+            "toolfunc.submit.echo",
+            "toolfunc.outcome",
+        ] {
+            let mut headers = async_nats::HeaderMap::new();
+            headers.insert(header, huge.as_str());
+            let answer = nats
+                .request_with_headers(subject, headers, "{}".into())
+                .await
+                .unwrap();
+            let code = answer
+                .headers
+                .as_ref()
+                .and_then(|h| h.get("Tf-Error-Code"))
+                .map(|v| v.as_str().to_owned());
+            assert_eq!(
+                code.as_deref(),
+                Some("INVALID_HEADER"),
+                "{header} on {subject}"
+            );
+        }
+    }
+    // At the bound it is taken.
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Tf-Caller", "c".repeat(256).as_str());
+    let answer = nats
+        .request_with_headers("toolfunc.call.echo", headers, r#"{"a":1}"#.into())
+        .await
+        .unwrap();
+    assert!(
+        answer
+            .headers
+            .as_ref()
+            .and_then(|h| h.get("Tf-Error-Code"))
+            .is_none()
+    );
+    worker.stop(Duration::from_secs(1)).await;
+    // A worker with a larger bound takes a longer label.
+    let _wide = Worker::builder(registry)
+        .max_header(4096)
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Tf-Caller", "c".repeat(2048).as_str());
+    let mut answer = None;
+    // Its endpoints come up as it starts.
+    for _ in 0..100 {
+        match nats
+            .request_with_headers("toolfunc.call.echo", headers.clone(), r#"{"a":1}"#.into())
+            .await
+        {
+            Ok(got) => {
+                answer = Some(got);
+                break;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+    let answer = answer.expect("the wide worker answers");
+    assert!(
+        answer
+            .headers
+            .as_ref()
+            .and_then(|h| h.get("Tf-Error-Code"))
+            .is_none()
+    );
+}

@@ -62,14 +62,14 @@ impl TraceContext {
     /// With a `tracestate` (an empty one is none).
     #[must_use]
     pub fn with_tracestate(mut self, tracestate: &str) -> Self {
-        self.tracestate = text(tracestate);
+        self.tracestate = text(tracestate).filter(|state| state.len() <= MAX_TRACESTATE);
         self
     }
 
     /// With a `baggage` (an empty one is none).
     #[must_use]
     pub fn with_baggage(mut self, baggage: &str) -> Self {
-        self.baggage = text(baggage);
+        self.baggage = text(baggage).filter(|baggage| baggage.len() <= MAX_BAGGAGE);
         self
     }
 
@@ -131,6 +131,17 @@ impl TraceContext {
     }
 }
 
+/// The longest `tracestate` kept (W3C Trace Context: 32 entries, 512 characters
+/// at most); a longer one is dropped, as the recommendation allows.
+const MAX_TRACESTATE: usize = 512;
+
+/// The longest `baggage` kept (W3C Baggage: 8,192 bytes at most); a longer one
+/// is dropped.
+const MAX_BAGGAGE: usize = 8192;
+
+/// The longest `traceparent` of a later version taken (version `00` is 55).
+const MAX_TRACEPARENT: usize = 256;
+
 /// Text a header can carry, trimmed; `None` when empty or when it holds a control
 /// character or anything outside visible ASCII and spaces.
 fn text(value: &str) -> Option<String> {
@@ -143,6 +154,9 @@ fn text(value: &str) -> Option<String> {
 /// zeros. Version `00` is exactly 55 characters; a later version may append fields
 /// after a `-`, which are kept as sent.
 fn is_traceparent(value: &str) -> bool {
+    if value.len() > MAX_TRACEPARENT {
+        return false;
+    }
     let bytes = value.as_bytes();
     let hex = |range: std::ops::Range<usize>| {
         bytes
@@ -170,6 +184,28 @@ fn is_traceparent(value: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn oversized_trace_headers_are_dropped() {
+        let good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let trace = TraceContext::new(good)
+            .expect("a traceparent")
+            .with_tracestate(&"a=b,".repeat(200))
+            .with_baggage(&"k=v,".repeat(3000));
+        assert_eq!(trace.tracestate, None);
+        assert_eq!(trace.baggage, None);
+        let later = format!(
+            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-{}",
+            "x".repeat(300)
+        );
+        assert!(TraceContext::new(&later).is_none());
+        let kept = TraceContext::new(good)
+            .expect("a traceparent")
+            .with_tracestate("vendor=value")
+            .with_baggage("user=ann");
+        assert_eq!(kept.tracestate.as_deref(), Some("vendor=value"));
+        assert_eq!(kept.baggage.as_deref(), Some("user=ann"));
+    }
 
     #[test]
     fn reads_only_w3c_traceparents() {

@@ -85,6 +85,33 @@ pub(crate) fn metadata_url(resource: &str) -> String {
     format!("{origin}{WELL_KNOWN}{}", path.trim_end_matches('/'))
 }
 
+/// The path of `resource`'s metadata on its own origin (what [`metadata_url`]
+/// names, less the origin): `/.well-known/oauth-protected-resource` for an
+/// audience that is an origin alone, `…/api` for `https://host/api`.
+pub(crate) fn metadata_path(resource: &str) -> String {
+    let url = metadata_url(resource);
+    match url.find(WELL_KNOWN) {
+        Some(at) => url[at..].to_owned(),
+        None => url,
+    }
+}
+
+/// The metadata path a surface serves besides its own
+/// (`/.well-known/oauth-protected-resource<own>`): the one its resource's
+/// challenges name, when the resource is known before any request (set on the
+/// surface, or the authenticator's audience) and names another path.
+pub(crate) fn resource_metadata_path(
+    set: Option<&str>,
+    authenticator: &dyn Authenticator,
+    own: &str,
+) -> Option<String> {
+    let resource = set
+        .map(str::to_owned)
+        .or_else(|| authenticator.resource())?;
+    let path = metadata_path(&resource);
+    (path != format!("{WELL_KNOWN}{own}")).then_some(path)
+}
+
 /// The metadata document of `resource`, whose tools declare `scopes` (listed as
 /// `scopes_supported` when there are some).
 pub(crate) fn metadata(
@@ -230,6 +257,22 @@ mod tests {
         assert_eq!(
             metadata_url("https://tools.example.com"),
             "https://tools.example.com/.well-known/oauth-protected-resource"
+        );
+    }
+
+    #[test]
+    fn the_metadata_path_is_the_urls_less_its_origin() {
+        assert_eq!(
+            metadata_path("http://127.0.0.1:3000"),
+            "/.well-known/oauth-protected-resource"
+        );
+        assert_eq!(
+            metadata_path("http://127.0.0.1:3000/"),
+            "/.well-known/oauth-protected-resource"
+        );
+        assert_eq!(
+            metadata_path("https://tools.example.com/v1/mcp"),
+            "/.well-known/oauth-protected-resource/v1/mcp"
         );
     }
 

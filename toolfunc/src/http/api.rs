@@ -419,12 +419,24 @@ impl Api {
 
     /// The axum router: `<prefix>`, `<prefix>/` and `<prefix>/*`, with an
     /// [authenticator](Self::authenticate) the protected-resource metadata at
-    /// `/.well-known/oauth-protected-resource<prefix>`, and with
-    /// [metrics](Self::metrics) `/metrics`.
+    /// `/.well-known/oauth-protected-resource<prefix>` and at the path its 401
+    /// challenges name (the metadata path of the [resource](Self::resource), for an
+    /// audience such as `https://tools.example.com` with no path of its own), and
+    /// with [metrics](Self::metrics) `/metrics`.
+    ///
+    /// An API and an MCP router with the same resource both serve its metadata:
+    /// serve them together through [`Server`](super::Server) (`Server::merge`),
+    /// which serves each metadata path once, rather than merging the two routers
+    /// by hand (axum refuses a route twice).
     pub fn router(self) -> axum::Router {
-        let prefix = self.prefix.clone();
-        let protected = self.authenticator.is_some();
-        let state = Arc::new(self);
+        Self::router_of(Arc::new(self), true)
+    }
+
+    /// The router of `api`; with `metadata` also the protected-resource metadata
+    /// routes ([`metadata_paths`](Self::metadata_paths)), which a
+    /// [`Server`](super::Server) serves itself instead, once for all its surfaces.
+    pub(super) fn router_of(state: Arc<Self>, metadata: bool) -> axum::Router {
+        let prefix = state.prefix.clone();
         let root = if prefix.is_empty() { "/" } else { &prefix };
         let mut router = axum::Router::new().route(root, any(handle));
         if !prefix.is_empty() {
@@ -433,15 +445,31 @@ impl Api {
         if state.metrics.is_some() {
             router = router.route(METRICS_PATH, get(metrics_text));
         }
-        if protected {
-            router = router.route(
-                &format!("{}{prefix}", crate::auth::web::WELL_KNOWN),
-                get(resource_metadata),
-            );
+        if metadata {
+            for path in state.metadata_paths() {
+                router = router.route(&path, get(resource_metadata));
+            }
         }
         router
             .route(&format!("{prefix}/{{*rest}}"), any(handle))
             .with_state(state)
+    }
+
+    /// Where this API serves its protected-resource metadata (none without an
+    /// authenticator): `/.well-known/oauth-protected-resource<prefix>`, and the
+    /// path its challenges name when that is another (an audience with another
+    /// path, or none).
+    pub(super) fn metadata_paths(&self) -> Vec<String> {
+        let Some(authenticator) = self.authenticator.as_deref() else {
+            return Vec::new();
+        };
+        let own = format!("{}{}", crate::auth::web::WELL_KNOWN, self.prefix);
+        let audience = crate::auth::web::resource_metadata_path(
+            self.resource.as_deref(),
+            authenticator,
+            &self.prefix,
+        );
+        std::iter::once(own).chain(audience).collect()
     }
 }
 
@@ -467,7 +495,7 @@ impl Api {
 }
 
 /// `GET /.well-known/oauth-protected-resource<prefix>`.
-async fn resource_metadata(State(api): State<Arc<Api>>, headers: HeaderMap) -> Response {
+pub(super) async fn resource_metadata(State(api): State<Arc<Api>>, headers: HeaderMap) -> Response {
     match &api.authenticator {
         Some(authenticator) => {
             let resource = crate::auth::web::resource(

@@ -157,11 +157,21 @@ impl Server {
                 }
             })
             .collect();
+        // The APIs' protected-resource metadata is served once per path, by the
+        // fallback: several APIs and a merged MCP router may share one resource
+        // (the merged router's own route answers first).
+        let mut audiences: Vec<(String, Arc<Api>)> = Vec::new();
         let apis = self
             .apis
             .into_iter()
             .fold(axum::Router::new(), |router, api| {
-                router.merge(api.router())
+                let api = Arc::new(api);
+                for path in api.metadata_paths() {
+                    if !audiences.iter().any(|(known, _)| *known == path) {
+                        audiences.push((path, Arc::clone(&api)));
+                    }
+                }
+                router.merge(Api::router_of(api, false))
             });
         let all = match self.extra {
             Some(extra) => apis.merge(extra),
@@ -173,10 +183,22 @@ impl Server {
             "errorCode": "NOT_FOUND",
             "apis": prefixes,
         });
-        all.fallback(move || {
-            let body = body.clone();
-            async move { json_response(StatusCode::NOT_FOUND, &body) }
-        })
+        let audiences = Arc::new(audiences);
+        all.fallback(
+            move |method: Method, uri: axum::http::Uri, headers: HeaderMap| {
+                let body = body.clone();
+                let audiences = Arc::clone(&audiences);
+                async move {
+                    let metadata = audiences.iter().find(|(path, _)| path == uri.path());
+                    match metadata {
+                        Some((_, api)) if method == Method::GET || method == Method::HEAD => {
+                            super::api::resource_metadata(State(Arc::clone(api)), headers).await
+                        }
+                        _ => json_response(StatusCode::NOT_FOUND, &body),
+                    }
+                }
+            },
+        )
     }
 
     /// Serves on `listener` until the process ends, with this server's limits.

@@ -203,7 +203,10 @@ impl Server {
     /// [`Jwt`](crate::auth::jwt::Jwt) for an authorization server's tokens), else it
     /// gets `401` with a `WWW-Authenticate: Bearer resource_metadata="…"` challenge;
     /// [`router`](Self::router) serves the metadata (RFC 9728) at
-    /// `/.well-known/oauth-protected-resource/mcp`. The verified identity rides on
+    /// `/.well-known/oauth-protected-resource/mcp`, and at the path the challenges
+    /// name when the resource is another (an origin-only audience such as
+    /// `http://127.0.0.1:3000` names `/.well-known/oauth-protected-resource`).
+    /// The verified identity rides on
     /// every call ([`Ctx::identity`](crate::Ctx::identity)), and a session belongs to
     /// the subject that opened it: another subject naming it is told it does not
     /// exist. stdio keeps the trust of the process that started the server.
@@ -561,6 +564,13 @@ impl Server {
     /// serve that with [`serve`](super::serve()) (or `toolfunc::http::Server::merge`,
     /// or `axum::serve` on a [`NoDelay`](super::serve::NoDelay) listener): see there why.
     pub fn router(self) -> axum::Router {
+        let audience_path = self
+            .shared
+            .authenticator
+            .as_deref()
+            .and_then(|authenticator| {
+                web::resource_metadata_path(self.shared.resource.as_deref(), authenticator, PATH)
+            });
         let metadata = self.shared.authenticator.clone().map(|authenticator| {
             let resource = self.shared.resource.clone();
             let registry = self.shared.registry.clone();
@@ -582,10 +592,18 @@ impl Server {
         let router =
             axum::Router::new().nest_service(PATH, self.http_service_at(config, Some(PATH)));
         match metadata {
-            Some(metadata) => router.route(
-                &format!("{}{PATH}", web::WELL_KNOWN),
-                axum::routing::get(metadata),
-            ),
+            Some(metadata) => {
+                let router = router.route(
+                    &format!("{}{PATH}", web::WELL_KNOWN),
+                    axum::routing::get(metadata.clone()),
+                );
+                // The metadata the challenges name, when the resource is an origin
+                // alone or another path than `/mcp`.
+                match audience_path {
+                    Some(path) => router.route(&path, axum::routing::get(metadata)),
+                    None => router,
+                }
+            }
             None => router,
         }
     }

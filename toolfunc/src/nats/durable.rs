@@ -143,6 +143,32 @@ pub(crate) fn task_subject(prefix: &str, tool: &str) -> String {
     format!("{prefix}.task.{tool}")
 }
 
+/// The oldest nats-server whose JetStream API durable calls use (2.10: the
+/// consumer and stream settings and the answers async-nats expects).
+pub(crate) const MIN_SERVER: (u64, u64) = (2, 10);
+
+/// Refuses a nats-server older than [`MIN_SERVER`], naming the version found, before
+/// its JetStream answers fail to decode.
+pub(crate) fn check_server_version(version: &str) -> Result<(), ToolError> {
+    let mut parts = version
+        .trim_start_matches('v')
+        .split(['.', '-', '+'])
+        .map(|part| part.parse::<u64>().ok());
+    let found = (parts.next().flatten(), parts.next().flatten());
+    match found {
+        (Some(major), Some(minor)) if (major, minor) >= MIN_SERVER => Ok(()),
+        _ => Err(ToolError::custom(
+            "UNSUPPORTED",
+            503,
+            format!(
+                "durable calls need nats-server {}.{} or later, with JetStream; this server is \
+                 version {version:?}",
+                MIN_SERVER.0, MIN_SERVER.1
+            ),
+        )),
+    }
+}
+
 fn jetstream_error(what: &str, err: &dyn std::fmt::Display) -> ToolError {
     ToolError::custom(
         "UNREACHABLE",
@@ -238,6 +264,7 @@ pub(crate) async fn serve(
     settings: DurableSettings,
     guard: Arc<Guard>,
 ) -> Result<tokio::task::JoinHandle<()>, ToolError> {
+    check_server_version(&client.server_info().version)?;
     let concurrency = settings.per_worker;
     let js = jetstream::new(client.clone());
     let (stream, store) = open(&js, &prefix, &settings).await?;
@@ -441,6 +468,7 @@ impl Durable {
     /// twice, then the call itself; answers `{"id", "status": "queued"}`.
     async fn submit(&self, message: &async_nats::Message) -> Result<Value, ToolError> {
         let headers = message.headers.as_ref();
+        self.guard.screen(headers)?;
         let identity = self.guard.identity(headers).await?;
         let tool = message
             .subject
@@ -532,6 +560,7 @@ impl Durable {
     /// owner's call alike.
     async fn read(&self, message: &async_nats::Message) -> Result<Value, ToolError> {
         let headers = message.headers.as_ref();
+        self.guard.screen(headers)?;
         let identity = self.guard.identity(headers).await?;
         let reader = identity
             .as_ref()
@@ -947,7 +976,12 @@ impl Job {
             )),
             (Ok(args), Some(found)) => {
                 let options = options(&id, caller.as_deref(), identity, cancel.clone());
-                self.run_traced((found, args), options, &message, &id).await
+                // Judged again where it runs: the worker that took the submit may
+                // not serve the tool, and so could not check its scopes.
+                match found.authorize(Some(&options), Some(&args)) {
+                    Ok(()) => self.run_traced((found, args), options, &message, &id).await,
+                    Err(err) => Err(err),
+                }
             }
             (Err(err), _) => Err(err),
         };
@@ -1146,6 +1180,19 @@ pub(crate) fn decode(id: &str, bytes: &[u8]) -> TaskPoll {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn servers_older_than_2_10_are_named_and_refused() {
+        for ok in ["2.10.0", "2.11.4", "2.12.0-RC.1", "3.0.0", "v2.10.29"] {
+            assert!(check_server_version(ok).is_ok(), "{ok}");
+        }
+        for old in ["2.9.25", "2.2.0", "1.4.1", "", "unknown"] {
+            let err = check_server_version(old).expect_err(old);
+            assert_eq!(err.code(), "UNSUPPORTED");
+            assert!(err.to_string().contains("2.10 or later"), "{err}");
+            assert!(err.to_string().contains(&format!("{old:?}")), "{err}");
+        }
+    }
 
     #[test]
     fn seals_cover_the_fields_that_decide_who_runs_a_call() {

@@ -16,11 +16,20 @@ use crate::identity::Identity;
 /// the `nats` CLI's.
 pub(crate) const DEFAULT_INBOX: &str = "_INBOX.";
 
+/// The longest value, in bytes, of a header a worker keeps for a call's life
+/// (`Tf-Caller`, `Tf-Call-Id`, `Tf-Control-Key`) unless set: 256, as for a
+/// durable call's id.
+pub const DEFAULT_MAX_HEADER: usize = 256;
+
+/// The headers a worker keeps while a call runs (and a durable call stores).
+const KEPT: [&str; 3] = [wire::CALLER, wire::CALL_ID, wire::CONTROL_KEY];
+
 /// A worker's checks, shared by its calls, its control subjects and its durable
 /// calls.
 pub(crate) struct Guard {
     authenticator: Option<Arc<dyn Authenticator>>,
     inbox: String,
+    max_header: usize,
     dropped: AtomicU64,
 }
 
@@ -29,18 +38,49 @@ impl std::fmt::Debug for Guard {
         f.debug_struct("Guard")
             .field("authenticator", &self.authenticator.is_some())
             .field("inbox", &self.inbox)
+            .field("max_header", &self.max_header)
             .field("dropped", &self.dropped)
             .finish()
     }
 }
 
 impl Guard {
-    pub(crate) fn new(authenticator: Option<Arc<dyn Authenticator>>, inbox: String) -> Self {
+    pub(crate) fn new(
+        authenticator: Option<Arc<dyn Authenticator>>,
+        inbox: String,
+        max_header: usize,
+    ) -> Self {
         Self {
             authenticator,
             inbox,
+            max_header,
             dropped: AtomicU64::new(0),
         }
+    }
+
+    /// Refuses a request any of whose kept headers is longer than the bound:
+    /// `INVALID_HEADER` (400) naming the header and the bound, before anything is
+    /// kept for it.
+    pub(crate) fn screen(&self, headers: Option<&HeaderMap>) -> Result<(), ToolError> {
+        let Some(headers) = headers else {
+            return Ok(());
+        };
+        for name in KEPT {
+            if let Some(value) = headers.get(name)
+                && value.as_str().len() > self.max_header
+            {
+                return Err(ToolError::custom(
+                    "INVALID_HEADER",
+                    400,
+                    format!(
+                        "`{name}` is {} bytes long; at most {} are taken",
+                        value.as_str().len(),
+                        self.max_header
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The reply subject of a request when it lies under the inbox prefix; any

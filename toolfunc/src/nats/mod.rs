@@ -14,6 +14,7 @@ mod worker;
 pub use async_nats;
 pub use client::{Client, ClientBuilder};
 pub use durable::DurableSettings;
+pub use guard::DEFAULT_MAX_HEADER;
 pub use worker::{Worker, WorkerBuilder};
 
 /// The W3C `traceparent` of a call that came over NATS, in its

@@ -51,6 +51,7 @@ pub struct WorkerBuilder {
     durable: Option<DurableSettings>,
     authenticator: Option<Arc<dyn Authenticator>>,
     inbox_prefix: String,
+    max_header: usize,
 }
 
 impl std::fmt::Debug for WorkerBuilder {
@@ -65,6 +66,7 @@ impl std::fmt::Debug for WorkerBuilder {
             .field("durable", &self.durable)
             .field("authenticator", &self.authenticator.is_some())
             .field("inbox_prefix", &self.inbox_prefix)
+            .field("max_header", &self.max_header)
             .finish()
     }
 }
@@ -153,6 +155,16 @@ impl WorkerBuilder {
         self
     }
 
+    /// The longest `Tf-Caller`, `Tf-Call-Id` and `Tf-Control-Key` a request may
+    /// carry, in bytes: the worker keeps them while the call runs (a durable call
+    /// stores them), so a longer one is refused `INVALID_HEADER` (400) before
+    /// anything is kept. [`DEFAULT_MAX_HEADER`](super::DEFAULT_MAX_HEADER) (256)
+    /// unless set.
+    pub fn max_header(mut self, bytes: usize) -> Self {
+        self.max_header = bytes.max(1);
+        self
+    }
+
     /// Connects to the NATS server at `url` (`nats://host:4222`, `host:4222`, a
     /// comma-separated list) and starts serving; see [`start`](Self::start).
     pub async fn connect(self, url: &str) -> Result<Worker, ToolError> {
@@ -178,7 +190,11 @@ impl WorkerBuilder {
             .await
             .map_err(|e| nats_error("start the service", &*e))?;
         let id = service.info().await.id;
-        let guard = Arc::new(Guard::new(self.authenticator.clone(), self.inbox_prefix));
+        let guard = Arc::new(Guard::new(
+            self.authenticator.clone(),
+            self.inbox_prefix,
+            self.max_header,
+        ));
         let shared = Arc::new(Shared {
             guard: Arc::clone(&guard),
             client: client.clone(),
@@ -276,6 +292,7 @@ impl Worker {
             durable: None,
             authenticator: None,
             inbox_prefix: guard::DEFAULT_INBOX.to_owned(),
+            max_header: guard::DEFAULT_MAX_HEADER,
         }
     }
 
@@ -528,6 +545,10 @@ async fn serve_discovery(shared: Arc<Shared>, mut endpoint: service::endpoint::E
             continue;
         }
         let headers = request.message.headers.as_ref();
+        if let Err(err) = shared.guard.screen(headers) {
+            respond_error(&request, &err).await;
+            continue;
+        }
         let identity = match shared.guard.identity(headers).await {
             Ok(identity) => identity,
             Err(err) => {
@@ -710,6 +731,9 @@ async fn handle(shared: Arc<Shared>, request: Request, tool: String) {
         return;
     };
     let headers = request.message.headers.as_ref();
+    if let Err(err) = shared.guard.screen(headers) {
+        return respond_error(&request, &err).await;
+    }
     let identity = match shared.guard.identity(headers).await {
         Ok(identity) => identity,
         Err(err) => return respond_error(&request, &err).await,
