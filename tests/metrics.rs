@@ -365,9 +365,18 @@ async fn the_auth_hook_and_the_authenticator_guard_the_route() {
     .await;
     assert_eq!(ok.status, 200);
 
+    // With an authenticator, a token must grant `metrics:read`: any other valid
+    // token is refused 403 with a challenge naming the scope.
     let metrics = Metrics::new();
-    let keys = toolfunc::auth::ApiKeys::new().key("s3cret", toolfunc::Identity::new("ops"));
-    let addr = start(Api::new(tools()).metrics(metrics).authenticate(keys)).await;
+    let keys = || {
+        toolfunc::auth::ApiKeys::new()
+            .key(
+                "s3cret",
+                toolfunc::Identity::new("ops").with_scopes(["metrics:read"]),
+            )
+            .key("caller", toolfunc::Identity::new("ann"))
+    };
+    let addr = start(Api::new(tools()).metrics(metrics).authenticate(keys())).await;
     assert_eq!(get(addr, "/metrics").await.status, 401);
     let ok = call(
         addr,
@@ -378,6 +387,46 @@ async fn the_auth_hook_and_the_authenticator_guard_the_route() {
     )
     .await;
     assert_eq!(ok.status, 200);
+    let refused = call(
+        addr,
+        "GET",
+        "/metrics",
+        &[("authorization", "Bearer caller")],
+        None,
+    )
+    .await;
+    refused.error(403, "INSUFFICIENT_SCOPE");
+    let challenge = refused.header("www-authenticate").unwrap_or_default();
+    assert!(challenge.contains("scope=\"metrics:read\""), "{challenge}");
+    // A scope of one's own, or none at all.
+    for (scope, caller_status) in [("ops:scrape", 403), ("", 200)] {
+        let metrics = Metrics::new();
+        let keys = keys().key(
+            "scraper",
+            toolfunc::Identity::new("prom").with_scopes(["ops:scrape"]),
+        );
+        let api = Api::new(tools())
+            .metrics(metrics)
+            .metrics_scope(scope)
+            .authenticate(keys);
+        let addr = start(api).await;
+        let by = |token: &'static str| {
+            let header = format!("Bearer {token}");
+            async move {
+                call(
+                    addr,
+                    "GET",
+                    "/metrics",
+                    &[("authorization", header.as_str())],
+                    None,
+                )
+                .await
+                .status
+            }
+        };
+        assert_eq!(by("scraper").await, 200, "{scope:?}");
+        assert_eq!(by("caller").await, caller_status, "{scope:?}");
+    }
 }
 
 #[tokio::test]

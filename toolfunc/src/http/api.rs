@@ -37,6 +37,12 @@ pub const DEFAULT_MAX_SEARCH_QUERY: usize = 1024;
 /// prefix, as scrapers expect.
 pub const METRICS_PATH: &str = "/metrics";
 
+/// The scope a verified caller needs for `/metrics` on an API with an
+/// authenticator, unless [`Api::metrics_scope`] says otherwise: `metrics:read`.
+/// The metrics name every tool and count every caller's calls, so a token good
+/// for calling tools is not enough to read them.
+pub const DEFAULT_METRICS_SCOPE: &str = "metrics:read";
+
 /// What an auth hook sees of a request, before anything runs.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -110,6 +116,8 @@ pub struct Api {
     pub(super) max_search_query: usize,
     /// What [`METRICS_PATH`] serves, when set.
     pub(super) metrics: Option<Metrics>,
+    /// The scope `/metrics` needs of a verified caller (empty: any).
+    pub(super) metrics_scope: String,
 }
 
 impl fmt::Debug for Api {
@@ -159,6 +167,7 @@ impl Api {
             max_search_results: DEFAULT_MAX_SEARCH_RESULTS,
             max_search_query: DEFAULT_MAX_SEARCH_QUERY,
             metrics: None,
+            metrics_scope: DEFAULT_METRICS_SCOPE.to_owned(),
         }
     }
 
@@ -299,6 +308,34 @@ impl Api {
     #[must_use]
     pub fn metrics(mut self, metrics: Metrics) -> Self {
         self.metrics = Some(metrics);
+        self
+    }
+
+    /// The scope a caller's verified token must grant to read `/metrics`, on an
+    /// API with an [authenticator](Self::authenticate): a token without it gets
+    /// 403 `INSUFFICIENT_SCOPE` with a challenge naming the scope. Default
+    /// [`DEFAULT_METRICS_SCOPE`] (`metrics:read`); `""` lets any verified caller
+    /// read them. (Or keep `/metrics` off the public listener: serve
+    /// [`Metrics::prometheus`] on a listener of its own.)
+    ///
+    /// ```
+    /// use toolfunc::Registry;
+    /// use toolfunc::auth::ApiKeys;
+    /// use toolfunc::http::Api;
+    /// use toolfunc::layer::Metrics;
+    /// use toolfunc::Identity;
+    ///
+    /// let metrics = Metrics::new();
+    /// let scraper = Identity::new("prometheus").with_scopes(["ops:scrape"]);
+    /// let api = Api::new(Registry::new())
+    ///     .authenticate(ApiKeys::new().key("scrape-key", scraper))
+    ///     .metrics(metrics)
+    ///     .metrics_scope("ops:scrape");
+    /// # let _ = api;
+    /// ```
+    #[must_use]
+    pub fn metrics_scope(mut self, scope: impl Into<String>) -> Self {
+        self.metrics_scope = scope.into();
         self
     }
 

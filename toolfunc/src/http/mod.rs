@@ -20,7 +20,7 @@ pub use crate::listen::{
 };
 pub use api::{
     Api, AuthRequest, DEFAULT_BODY_LIMIT, DEFAULT_MAX_SEARCH_QUERY, DEFAULT_MAX_SEARCH_RESULTS,
-    DEFAULT_SEARCH_RESULTS, LOOPBACK_HOSTS, METRICS_PATH, router,
+    DEFAULT_METRICS_SCOPE, DEFAULT_SEARCH_RESULTS, LOOPBACK_HOSTS, METRICS_PATH, router,
 };
 pub use axum::http::HeaderMap;
 pub use client::Client;

@@ -1251,6 +1251,14 @@ pub(super) async fn metrics_text(State(api): State<Arc<Api>>, request: Request) 
     if let Some(authenticator) = &api.authenticator {
         match authenticate(&api, authenticator.as_ref(), &parts).await {
             Ok(identity) => {
+                // The metrics name every tool and count every caller: a scope of
+                // their own, not any token.
+                if !api.metrics_scope.is_empty()
+                    && !identity.has_scopes(&[api.metrics_scope.as_str()])
+                {
+                    let err = remote::insufficient_scope(&[api.metrics_scope.clone()]);
+                    return refusal(&api, &parts, None, &err);
+                }
                 parts.extensions.insert(identity);
             }
             Err(refused) => return refused,

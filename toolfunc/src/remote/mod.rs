@@ -61,7 +61,8 @@ mod search;
 pub(crate) use catalog::Catalog;
 pub(crate) use dispatch::Plan;
 pub(crate) use find::{
-    Found, INSUFFICIENT_SCOPE, Lookup, Needs, Sight, find, find_tracked, tracked_shown,
+    Found, INSUFFICIENT_SCOPE, Lookup, Needs, Sight, find, find_tracked, insufficient_scope,
+    tracked_shown,
 };
 pub(crate) use kinds::{
     MAX_URI_BYTES, any_scoped, bounded_contents, find_prompt, find_resource, find_template,
