@@ -454,6 +454,67 @@ async fn half_sent_headers_and_idle_connections_are_closed() {
     assert!(closed.is_ok(), "a kept-alive connection stayed open");
 }
 
+/// A body trickled one byte at a time, never quiet long enough for the idle
+/// timeout, is cut off at the body timeout: the call gets 408 `TIMEOUT` and the
+/// connection closes. The MCP endpoint is held to the same deadline.
+#[tokio::test]
+async fn a_trickled_body_is_cut_off_at_the_body_timeout() {
+    let server = Server::new()
+        .mount(Api::new(catalog()))
+        .unwrap()
+        .merge(toolfunc::mcp::Server::new(catalog()).router())
+        .idle_timeout(Duration::from_millis(600))
+        .body_timeout(Duration::from_millis(900));
+    let addr = start_server(server).await;
+    for path in ["/api/add", "/mcp"] {
+        let mut conn = Conn::open(addr).await;
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+             accept: application/json, text/event-stream\r\ncontent-length: 400\r\n\r\n{{"
+        );
+        conn.send(head.as_bytes()).await;
+        let started = Instant::now();
+        // One byte every 200 ms: busy enough for the idle timeout, far too slow
+        // for the body's deadline.
+        let mut closed = false;
+        while started.elapsed() < Duration::from_secs(6) {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            if !conn.try_send(b" ").await || conn.closes_within(Duration::from_millis(20)).await {
+                closed = true;
+                break;
+            }
+        }
+        assert!(closed, "{path}: the trickle was not cut off");
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "{path}: cut off only after {:?}",
+            started.elapsed()
+        );
+    }
+    // The API answers 408 before closing.
+    let mut conn = Conn::open(addr).await;
+    conn.send(
+        b"POST /api/add HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 400\r\n\r\n{",
+    )
+    .await;
+    let reply = timeout(LIMIT, async {
+        let sender = async {
+            loop {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                if !conn.try_send(b" ").await {
+                    break;
+                }
+            }
+        };
+        let _ = timeout(Duration::from_millis(1500), sender).await;
+        conn.response(false).await
+    })
+    .await
+    .expect("an answer");
+    assert_eq!(reply.status, 408);
+    assert_eq!(reply.json()["errorCode"], "TIMEOUT");
+}
+
 #[tokio::test]
 async fn the_connection_cap_holds_and_the_server_stays_reachable() {
     let addr = start_server(

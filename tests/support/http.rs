@@ -99,6 +99,21 @@ impl Conn {
         self.stream.write_all(bytes).await.expect("send");
     }
 
+    /// Whether the server ends the connection (or resets it) within `wait`; what
+    /// it sends meanwhile is kept.
+    pub async fn closes_within(&mut self, wait: Duration) -> bool {
+        self.buf.reserve(16 * 1024);
+        matches!(
+            timeout(wait, self.stream.read_buf(&mut self.buf)).await,
+            Ok(Ok(0) | Err(_))
+        )
+    }
+
+    /// Sends `bytes`; `false` when the server has closed its side.
+    pub async fn try_send(&mut self, bytes: &[u8]) -> bool {
+        self.stream.write_all(bytes).await.is_ok()
+    }
+
     /// Reads more bytes into the buffer; `false` at the end of the stream.
     pub async fn fill(&mut self) -> bool {
         self.buf.reserve(16 * 1024);

@@ -42,6 +42,10 @@ pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// The default time a connection may go without a byte read or written while no
 /// request is running on it.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// The default time a client has to send a whole request body, from when its
+/// head was read: 30 s. A body that trickles in slower (one byte every few
+/// seconds, never quiet long enough for the idle timeout) is cut off then.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// The default of how much of a request body left unread the server reads and
 /// throws away after answering, before it closes the connection: 4 MiB.
 pub const DEFAULT_DRAIN_LIMIT: usize = 4 * 1024 * 1024;
@@ -52,6 +56,8 @@ pub(crate) struct Limits {
     pub(crate) max_connections: usize,
     pub(crate) header_timeout: Duration,
     pub(crate) idle_timeout: Duration,
+    /// How long a request body may take to arrive, whole.
+    pub(crate) body_timeout: Duration,
     /// What is read and thrown away of a body left unread before closing.
     pub(crate) drain_limit: usize,
 }
@@ -62,6 +68,7 @@ impl Default for Limits {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
             drain_limit: DEFAULT_DRAIN_LIMIT,
         }
     }
@@ -154,19 +161,65 @@ pin_project_lite::pin_project! {
         inner: Incoming,
         share: Option<Share>,
         unread: Unread,
+        // When the whole body must be in, and the timer for it, made the first
+        // time the body has to wait (a body that came with its head needs none).
+        deadline: tokio::time::Instant,
+        limit: Duration,
+        timer: Option<Pin<Box<Sleep>>>,
     }
+}
+
+/// The error of a body that did not arrive whole within the body timeout.
+#[derive(Debug)]
+struct BodyTimedOut(Duration);
+
+impl std::fmt::Display for BodyTimedOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the request body did not arrive within {} ms",
+            self.0.as_millis()
+        )
+    }
+}
+
+impl std::error::Error for BodyTimedOut {}
+
+/// Whether `err` (or an error it wraps) is a body that did not arrive in time.
+pub(crate) fn timed_out(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(err);
+    while let Some(err) = next {
+        if err.is::<BodyTimedOut>() {
+            return true;
+        }
+        next = err.source();
+    }
+    false
 }
 
 impl hyper::body::Body for Receiving {
     type Data = axum::body::Bytes;
-    type Error = hyper::Error;
+    type Error = axum::BoxError;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
         let mut this = self.project();
-        let polled = this.inner.as_mut().poll_frame(cx);
+        let polled = match this.inner.as_mut().poll_frame(cx) {
+            Poll::Pending => {
+                let deadline = *this.deadline;
+                let timer = this
+                    .timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+                if timer.as_mut().poll(cx).is_ready() {
+                    this.share.take();
+                    return Poll::Ready(Some(Err(Box::new(BodyTimedOut(*this.limit)))));
+                }
+                Poll::Pending
+            }
+            Poll::Ready(frame) => Poll::Ready(frame.map(|frame| frame.map_err(Into::into))),
+        };
         // The end is read: with the last frame (a reader that stops at
         // `is_end_stream` polls no further), or as the end of the frames.
         let ended = match &polled {
@@ -222,6 +275,9 @@ async fn connection(stream: TcpStream, app: axum::Router, limits: Limits) {
                 inner,
                 share,
                 unread,
+                deadline: tokio::time::Instant::now() + limits.body_timeout,
+                limit: limits.body_timeout,
+                timer: None,
             }
         });
         let call = hyper::service::Service::call(&service, request);

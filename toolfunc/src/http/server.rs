@@ -126,6 +126,17 @@ impl Server {
         self
     }
 
+    /// How long a client has to send a whole request body, from when its head
+    /// was read: a body still arriving then (one trickled a byte at a time, never
+    /// quiet long enough for the [idle timeout](Self::idle_timeout)) is cut off,
+    /// the call answered 408 `TIMEOUT` and the connection closed. Default
+    /// [`DEFAULT_BODY_TIMEOUT`](super::DEFAULT_BODY_TIMEOUT) (30 seconds).
+    #[must_use]
+    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.body_timeout = timeout;
+        self
+    }
+
     /// How much of a request body the server did not read (a body refused by its
     /// `Content-Length` with 413, a request refused before its body was needed) it
     /// still reads and throws away once it has answered, for at most the
@@ -1130,6 +1141,9 @@ pub(super) async fn body_params(
     let bytes = match http_body_util::BodyExt::collect(limited).await {
         Ok(collected) => collected.to_bytes(),
         Err(err) if err.is::<http_body_util::LengthLimitError>() => return Err(too_large()),
+        Err(err) if listen::timed_out(&*err) => {
+            return Err(ToolError::custom("TIMEOUT", 408, err.to_string()));
+        }
         Err(err) => {
             return Err(ToolError::arguments(
                 "",

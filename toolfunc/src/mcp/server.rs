@@ -365,6 +365,16 @@ impl Server {
         self
     }
 
+    /// How long a client of [`serve_http`](Self::serve_http) has to send a whole
+    /// request body, from when its head was read: a body still arriving then (one
+    /// trickled a byte at a time) is cut off and the connection closed. Default
+    /// [`DEFAULT_BODY_TIMEOUT`](super::DEFAULT_BODY_TIMEOUT) (30 seconds).
+    #[must_use]
+    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+        Arc::make_mut(&mut self.shared).connections.body_timeout = timeout;
+        self
+    }
+
     /// How much of a request body left unread (one over the body limit, refused
     /// with 413) [`serve_http`](Self::serve_http) still reads and throws away once
     /// it has answered, for at most the [header timeout](Self::header_timeout),
