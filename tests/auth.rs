@@ -301,6 +301,41 @@ async fn keys_are_discovered_and_fetched_again_for_a_new_key_id_at_a_bounded_rat
     );
 }
 
+/// A key the issuer withdraws stops verifying tokens once the keys held are older
+/// than `keys_max_age`, even with no unknown key id to prompt a fetch, and a token
+/// verified under it before is not taken from the cache either.
+#[tokio::test]
+async fn a_withdrawn_key_stops_verifying_once_the_keys_are_refreshed() {
+    let (old, new) = (Key::new("old"), Key::new("new"));
+    let server = issuer(jwks(&[&old, &new])).await;
+    let auth = Jwt::discover(&server.url, AUDIENCE)
+        .await
+        .expect("discovered")
+        .keys_max_age(Duration::from_millis(300));
+    let token = old.sign(&claims(&server.url, AUDIENCE, "a", ""));
+    assert!(auth.authenticate(Some(&token)).await.is_ok());
+    // Withdrawn at the issuer; within the age the held keys still serve.
+    *server.keys.lock().expect("keys") = jwks(&[&new]);
+    assert!(auth.authenticate(Some(&token)).await.is_ok());
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let refused = auth
+        .authenticate(Some(&token))
+        .await
+        .expect_err("withdrawn");
+    assert!(refused.to_string().contains("unknown key"), "{refused}");
+    let fresh = new.sign(&claims(&server.url, AUDIENCE, "b", ""));
+    assert!(auth.authenticate(Some(&fresh)).await.is_ok());
+    // An issuer out of reach does not refuse tokens of the keys held.
+    let fetches = server.fetches.load(Ordering::SeqCst);
+    *server.keys.lock().expect("keys") = json!("not a key set");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(auth.authenticate(Some(&fresh)).await.is_ok());
+    assert!(
+        server.fetches.load(Ordering::SeqCst) > fetches,
+        "asked again"
+    );
+}
+
 #[tokio::test]
 async fn discovery_refuses_metadata_naming_another_issuer() {
     let key = Key::new("k1");

@@ -41,6 +41,9 @@ use crate::identity::Identity;
 
 /// How long the issuer has to answer a discovery or key request.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long fetched keys are trusted before they are fetched again, unless set:
+/// a key the issuer withdrew stops verifying tokens within this time.
+pub const DEFAULT_KEYS_MAX_AGE: Duration = Duration::from_secs(15 * 60);
 /// The largest discovery document or key set read.
 const MAX_DOCUMENT_BYTES: usize = 1024 * 1024;
 
@@ -57,6 +60,7 @@ pub struct Jwt {
     /// Serialises fetches; holds when the last one started.
     last_fetch: tokio::sync::Mutex<Option<Instant>>,
     refetch_every: Duration,
+    keys_max_age: Duration,
     verified: Mutex<HashMap<Box<str>, (Identity, u64)>>,
     cache_size: usize,
 }
@@ -168,6 +172,7 @@ impl Jwt {
             keys: RwLock::new(keys),
             last_fetch: tokio::sync::Mutex::new(None),
             refetch_every: Duration::from_secs(60),
+            keys_max_age: DEFAULT_KEYS_MAX_AGE,
             verified: Mutex::new(HashMap::new()),
             cache_size: 1024,
         })
@@ -209,6 +214,19 @@ impl Jwt {
         self
     }
 
+    /// How long fetched keys are trusted before they are fetched again, on the
+    /// first request after that (default [`DEFAULT_KEYS_MAX_AGE`], 15 minutes): a
+    /// key the issuer withdrew from its key set stops verifying tokens then, and
+    /// tokens verified under it are forgotten. While the issuer cannot be reached,
+    /// the keys held are kept (and it is asked again at most every
+    /// [`refetch_every`](Self::refetch_every)). Keys given with
+    /// [`with_keys`](Self::with_keys) are never fetched.
+    #[must_use]
+    pub fn keys_max_age(mut self, age: Duration) -> Self {
+        self.keys_max_age = age;
+        self
+    }
+
     /// The issuer whose tokens are taken.
     pub fn issuer(&self) -> &str {
         &self.issuer
@@ -223,6 +241,7 @@ impl Jwt {
         if token.len() > MAX_CREDENTIAL_BYTES {
             return Err(AuthError::Invalid("the token is too long".into()));
         }
+        self.refresh_if_stale().await;
         let now = unix_now();
         if let Some(identity) = self.cached(token, now) {
             return Ok(identity);
@@ -305,11 +324,38 @@ impl Jwt {
     /// Fetches the keys again, unless they were fetched less than `refetch_every`
     /// ago (or are given, not fetched).
     async fn refetch(&self) -> Result<(), AuthError> {
+        self.fetch_keys(self.refetch_every).await
+    }
+
+    /// Fetches the keys again when they are older than `keys_max_age`; a failed
+    /// fetch keeps the keys held (a request is not refused for it).
+    async fn refresh_if_stale(&self) {
+        if self.jwks_uri.is_none() {
+            return;
+        }
+        // Another request fetching now does the work for this one.
+        let stale = self
+            .last_fetch
+            .try_lock()
+            .is_ok_and(|last| last.is_none_or(|at| at.elapsed() >= self.keys_max_age));
+        if stale
+            && let Err(err) = self
+                .fetch_keys(self.keys_max_age.min(self.refetch_every))
+                .await
+        {
+            tracing::warn!(error = %err, issuer = %self.issuer, "keeping the keys held");
+        }
+    }
+
+    /// Fetches the keys unless they were fetched less than `gap` ago; when a key
+    /// held before is gone, the tokens verified so far are forgotten, so none
+    /// verified under a withdrawn key is taken again.
+    async fn fetch_keys(&self, gap: Duration) -> Result<(), AuthError> {
         let (Some(uri), Some(client)) = (&self.jwks_uri, &self.client) else {
             return Ok(());
         };
         let mut last = self.last_fetch.lock().await;
-        if last.is_some_and(|at| at.elapsed() < self.refetch_every) {
+        if last.is_some_and(|at| at.elapsed() < gap) {
             return Ok(());
         }
         *last = Some(Instant::now());
@@ -317,7 +363,19 @@ impl Jwt {
             .await
             .map_err(|e| AuthError::Unavailable(format!("the issuer's keys: {e}")))?;
         let keys = parse_keys(&set).map_err(AuthError::Unavailable)?;
-        *self.keys.write().unwrap_or_else(PoisonError::into_inner) = keys;
+        let withdrawn = {
+            let mut held = self.keys.write().unwrap_or_else(PoisonError::into_inner);
+            let withdrawn = held.by_id.keys().any(|kid| !keys.by_id.contains_key(kid))
+                || held.unnamed.len() > keys.unnamed.len();
+            *held = keys;
+            withdrawn
+        };
+        if withdrawn {
+            self.verified
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clear();
+        }
         Ok(())
     }
 }
