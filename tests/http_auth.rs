@@ -200,13 +200,12 @@ async fn the_metadata_every_challenge_names_exists_for_any_audience() {
                 .header("www-authenticate")
                 .unwrap_or_default()
                 .to_owned();
-            let url = challenge
+            challenge
                 .split("resource_metadata=\"")
                 .nth(1)
                 .and_then(|rest| rest.split('"').next())
                 .unwrap_or_else(|| panic!("no metadata in {challenge:?}"))
-                .to_owned();
-            url
+                .to_owned()
         };
         let mcp_refusal = http::call(
             addr,

@@ -1270,7 +1270,7 @@ pub(super) async fn metrics_text(State(api): State<Arc<Api>>, request: Request) 
                 if !api.metrics_scope.is_empty()
                     && !identity.has_scopes(&[api.metrics_scope.as_str()])
                 {
-                    let err = remote::insufficient_scope(&[api.metrics_scope.clone()]);
+                    let err = remote::insufficient_scope(std::slice::from_ref(&api.metrics_scope));
                     return refusal(&api, &parts, None, &err);
                 }
                 parts.extensions.insert(identity);
