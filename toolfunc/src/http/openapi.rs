@@ -35,7 +35,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use axum::body::{Body, Bytes};
 use axum::http::{StatusCode, header};
@@ -80,6 +80,7 @@ pub(super) struct Settings {
     version: Option<String>,
     security: Option<(String, Value)>,
     cache: Cache,
+    seen: Seen,
 }
 
 impl Clone for Settings {
@@ -90,7 +91,108 @@ impl Clone for Settings {
             version: self.version.clone(),
             security: self.security.clone(),
             cache: Cache::default(),
+            seen: Seen::default(),
         }
+    }
+}
+
+/// The most documents kept for callers who see different parts of the API (by
+/// their scopes, or what layers show them); past it they are all dropped and made
+/// again as asked.
+const MAX_SEEN: usize = 64;
+
+/// The documents made for callers who do not see the whole API, each under what
+/// decides it: which tools, acts, prompts and resources the caller is shown. Two
+/// callers shown the same get the same document, made once.
+#[derive(Debug, Default)]
+struct Seen(Mutex<SeenDocs>);
+
+#[derive(Debug, Default)]
+struct SeenDocs {
+    /// The registry generation and the view's settings the documents were made at.
+    made_at: Option<(u64, String, Flags, Option<Value>)>,
+    docs: HashMap<Vec<u64>, Bytes>,
+}
+
+/// What a caller is shown, one bit per decision, in the catalogue's order: each
+/// tool, each act of a tool shown, each prompt and each resource.
+fn shown(view: &View<'_>, sight: &remote::Sight<'_>) -> Vec<u64> {
+    let mut bits = Vec::new();
+    let mut count = 0usize;
+    let mut push = |bit: bool| {
+        if count.is_multiple_of(64) {
+            bits.push(0u64);
+        }
+        if bit && let Some(last) = bits.last_mut() {
+            *last |= 1 << (count % 64);
+        }
+        count += 1;
+    };
+    for def in Catalog::of(view.registry).tools() {
+        let shows = sight.shows(def);
+        push(shows);
+        if shows {
+            for act in &def.acts {
+                push(sight.permits(&act.scopes));
+            }
+        }
+    }
+    let (fixed, templates) = view.registry.resources();
+    let prompts = view.registry.prompts();
+    let defs = prompts.iter().map(|p| p.tool().definition()).chain(
+        fixed
+            .iter()
+            .chain(&templates)
+            .map(|r| r.tool().definition()),
+    );
+    for def in defs {
+        push(def.api && sight.shows(def));
+    }
+    // The count closes the key, so two sets of different sizes never meet.
+    bits.push(count as u64);
+    bits
+}
+
+impl View<'_> {
+    /// The document for a caller with `sight`, made once per distinct set of what
+    /// callers are shown (and registry change).
+    fn seen(&self, sight: &remote::Sight<'_>) -> Bytes {
+        let key = shown(self, sight);
+        let made_at = (
+            crate::registry::generation(),
+            self.prefix.to_owned(),
+            flags(self),
+            self.oauth.clone(),
+        );
+        {
+            let mut seen = self
+                .settings
+                .seen
+                .0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if seen.made_at.as_ref() != Some(&made_at) {
+                seen.docs.clear();
+                seen.made_at = Some(made_at.clone());
+            }
+            if let Some(bytes) = seen.docs.get(&key) {
+                return bytes.clone();
+            }
+        }
+        let bytes = Bytes::from(serde_json::to_vec(&document(self, sight)).unwrap_or_default());
+        let mut seen = self
+            .settings
+            .seen
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if seen.made_at.as_ref() == Some(&made_at) {
+            if seen.docs.len() >= MAX_SEEN {
+                seen.docs.clear();
+            }
+            seen.docs.insert(key, bytes.clone());
+        }
+        bytes
     }
 }
 
@@ -207,14 +309,14 @@ pub(super) fn oauth_scheme(authenticator: &dyn Authenticator, scopes: &[String])
 }
 
 /// The answer to `GET <prefix>/openapi.json` for the caller with `options`: the
-/// kept document, or, when layers or scopes decide what a caller sees, one made for
-/// this caller (a tool or act it may not see is not described to it either).
+/// kept document, or, when layers or scopes decide what a caller sees, the one
+/// made for what this caller is shown (a tool or act it may not see is not
+/// described to it either), kept for the next caller shown the same.
 pub(super) fn response(view: &View<'_>, options: &CallOptions) -> Response {
     let scoped = options.identity.is_some()
         && (!Catalog::of(view.registry).scopes().is_empty() || remote::any_scoped(view.registry));
     let bytes = if view.registry.has_layers() || scoped {
-        let sight = remote::Sight::of(view.registry, Some(options));
-        Bytes::from(serde_json::to_vec(&document(view, &sight)).unwrap_or_default())
+        view.seen(&remote::Sight::of(view.registry, Some(options)))
     } else {
         view.made().bytes.clone()
     };
@@ -1658,5 +1760,57 @@ mod tests {
         let mut taken = HashSet::from(["a".to_owned()]);
         assert_eq!(unique(&mut taken, "a".into()), "a_2");
         assert_eq!(unique(&mut taken, "a".into()), "a_3");
+    }
+
+    #[test]
+    fn callers_shown_the_same_share_one_document() {
+        use crate::identity::Identity;
+        use crate::tool::ToolFunc;
+
+        let registry = Registry::new();
+        for (name, scopes) in [("open", vec![]), ("purge", vec!["admin"])] {
+            let tool = ToolFunc::builder(name)
+                .scopes(scopes)
+                .handler_sync(|_ctx, args| Ok(args))
+                .build()
+                .expect("a tool");
+            registry.register(tool).expect("registered");
+        }
+        let api = Api::new(registry);
+        let view = api.openapi_view();
+        let as_who = |who: Identity| CallOptions::new().identity(who);
+        let body = |response: Response| {
+            let bytes =
+                futures::executor::block_on(http_body_util::BodyExt::collect(response.into_body()))
+                    .expect("a body")
+                    .to_bytes();
+            serde_json::from_slice::<Value>(&bytes).expect("JSON")
+        };
+        // Two subjects with no scope, and one with a scope no tool declares: one
+        // document.
+        for who in [
+            Identity::new("ann"),
+            Identity::new("bob"),
+            Identity::new("cy").with_scopes(["files:read"]),
+        ] {
+            let doc = body(response(&view, &as_who(who)));
+            assert!(doc["paths"].get("/api/open").is_some());
+            assert!(doc["paths"].get("/api/purge").is_none());
+        }
+        let kept = |api: &Api| {
+            api.openapi
+                .seen
+                .0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .docs
+                .len()
+        };
+        assert_eq!(kept(&api), 1);
+        // A caller shown more gets a document of its own.
+        let root = Identity::new("root").with_scopes(["admin", "files:read"]);
+        let doc = body(response(&view, &as_who(root)));
+        assert!(doc["paths"].get("/api/purge").is_some());
+        assert_eq!(kept(&api), 2);
     }
 }
