@@ -1,8 +1,9 @@
 //! The official MCP conformance suite (`@modelcontextprotocol/conformance`, pinned
 //! in `interop/conformance/` with the Node 22 it needs) against the tools, prompts
 //! and resources of `examples/conformance/`, served over streamable HTTP: both
-//! dated requirement sets, with no expected failures (every scored scenario must
-//! pass; one that stops passing fails the test). Then each scenario of the tasks
+//! dated requirement sets, with no expected failures and no warnings (every
+//! scored scenario must pass, and every SHOULD it checks must hold; one that stops
+//! fails the test). Then each scenario of the tasks
 //! extension, and the custom-header one, which the requirement sets run but do not
 //! score, on its own.
 
@@ -75,6 +76,53 @@ async fn suite(url: &str, which: [&str; 2], limit: Duration) {
     )
     .await
     .assert_printed(", 0 failed", &[]);
+    // Nor any warning: a SHOULD the server misses is a finding too.
+    let warnings = warnings(&out);
+    assert!(
+        warnings.is_empty(),
+        "the conformance suite ({} {}) warned:\n{}",
+        which[0],
+        which[1],
+        warnings.join("\n")
+    );
+}
+
+/// Every check of a run's `checks.json` files (one per scenario, under `out`)
+/// whose status is `WARNING` or `FAILURE`: `scenario: check: message`.
+fn warnings(out: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut dirs = vec![out.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            if path.file_name().is_none_or(|name| name != "checks.json") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let checks: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+            let scenario = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+            for check in checks.as_array().into_iter().flatten() {
+                let status = check["status"].as_str().unwrap_or_default();
+                if matches!(status, "WARNING" | "FAILURE") {
+                    found.push(format!(
+                        "{}: {} ({status}): {}",
+                        scenario.as_deref().unwrap_or("?"),
+                        check["id"].as_str().unwrap_or("?"),
+                        check["errorMessage"].as_str().unwrap_or_default()
+                    ));
+                }
+            }
+        }
+    }
+    found.sort();
+    found
 }
 
 /// The scenarios of the tasks extension (SEP-2663), and `x-mcp-header` parameters

@@ -365,6 +365,55 @@ pub(crate) fn test_trigger_tool_change() -> Result<String, ToolError> {
     Ok(format!("added {DYNAMIC}"))
 }
 
+/// The name of the prompt `test_trigger_prompt_change` adds and removes.
+pub(crate) const DYNAMIC_PROMPT: &str = "test_dynamic_prompt";
+
+/// Adds a prompt to the registry, or removes it when it is there: the prompt list
+/// changes, and open subscriptions hear of it.
+#[tool]
+pub(crate) fn test_trigger_prompt_change() -> Result<String, ToolError> {
+    let registry = Registry::global();
+    if registry.unregister_prompt(DYNAMIC_PROMPT) {
+        return Ok(format!("removed {DYNAMIC_PROMPT}"));
+    }
+    let prompt = PromptFunc::builder(DYNAMIC_PROMPT)
+        .description("Added by test_trigger_prompt_change.")
+        .handler_sync(|_, _| Ok("A prompt that comes and goes."))
+        .build()?;
+    registry.register_prompt(prompt)?;
+    Ok(format!("added {DYNAMIC_PROMPT}"))
+}
+
+/// The URI of the resource `test_trigger_resource_change` adds and removes.
+pub(crate) const DYNAMIC_RESOURCE: &str = "test://dynamic-resource";
+
+/// Adds a resource to the registry, or removes it when it is there: the resource
+/// list changes, and open subscriptions hear of it.
+#[tool]
+pub(crate) fn test_trigger_resource_change() -> Result<String, ToolError> {
+    let registry = Registry::global();
+    if registry.unregister_resource(DYNAMIC_RESOURCE) {
+        return Ok(format!("removed {DYNAMIC_RESOURCE}"));
+    }
+    let resource = ResourceFunc::builder(DYNAMIC_RESOURCE, "dynamic-resource")
+        .description("Added by test_trigger_resource_change.")
+        .mime_type("text/plain")
+        .handler_sync(|_, _| Ok("A resource that comes and goes."))
+        .build()?;
+    registry.register_resource(resource)?;
+    Ok(format!("added {DYNAMIC_RESOURCE}"))
+}
+
+/// What the SSE polling scenario calls: answers after a short while. The result
+/// comes on the call's own stream (a tool cannot end its transport's stream
+/// early), so a client that reconnected with `Last-Event-ID` would get it from
+/// the session's event cache.
+#[tool]
+pub(crate) async fn test_reconnection() -> String {
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    "Reconnection test completed.".to_owned()
+}
+
 /// A tool whose input schema uses JSON Schema 2020-12 keywords, passed as written.
 pub(crate) fn json_schema_2020_12_tool() -> Result<ToolFunc, ToolError> {
     ToolFunc::builder("json_schema_2020_12_tool")
