@@ -339,3 +339,57 @@ async fn a_session_hears_changes_on_its_get_stream_and_cannot_listen() {
         answer.body
     );
 }
+
+/// Over an authenticated endpoint a listen is acknowledged only for the resources
+/// its caller may read: one needing a scope its token lacks is left out (as an
+/// unknown URI is), so neither the acknowledgement nor an update tells it the
+/// resource exists; a caller with the scope gets both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listen_names_only_resources_its_caller_may_read() {
+    use toolfunc::Identity;
+    use toolfunc::auth::ApiKeys;
+
+    let registry = registry();
+    registry
+        .register_resource(resource("file:///motd"))
+        .expect("a fresh URI");
+    let secret = toolfunc::resource::ResourceFunc::builder("file:///payroll", "payroll")
+        .scopes(["hr"])
+        .handler_sync(|_, _| Ok("Salaries."))
+        .build()
+        .expect("a valid resource");
+    registry.register_resource(secret).expect("a fresh URI");
+    let keys = ApiKeys::new()
+        .key("ann-key", Identity::new("ann"))
+        .key("hr-key", Identity::new("hal").with_scopes(["hr"]));
+    let url = serve_http(Server::new(&registry).authenticate(keys).router()).await;
+    let filter = json!({"resourceSubscriptions": ["file:///motd", "file:///payroll"]});
+    for (token, id, seen) in [
+        ("ann-key", 1, json!(["file:///motd"])),
+        ("hr-key", 2, json!(["file:///motd", "file:///payroll"])),
+    ] {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(
+            "authorization",
+            format!("Bearer {token}").parse().expect("a header"),
+        );
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .default_headers(headers)
+            .build()
+            .expect("a client");
+        let (mut events, ack) = listen(&client, &url, id, filter.clone()).await;
+        assert_eq!(
+            ack["params"]["notifications"]["resourceSubscriptions"], seen,
+            "{token}: {ack}"
+        );
+        registry.notify_resource_updated("file:///payroll");
+        let heard = events.next(QUIET).await;
+        if token == "ann-key" {
+            assert!(heard.is_none(), "an update of a hidden resource: {heard:?}");
+        } else {
+            let heard = heard.expect("the update");
+            assert_eq!(heard["params"]["uri"], "file:///payroll", "{heard}");
+        }
+    }
+}

@@ -1012,6 +1012,44 @@ impl Guard {
         Ok(Some(identity))
     }
 
+    /// The body of a `subscriptions/listen` in `body` with the resources its
+    /// caller may not see (hidden by layers, or needing scopes its token lacks)
+    /// left out of `resourceSubscriptions`, so the acknowledgement names none of
+    /// them and no update of theirs is sent; `None` when there is nothing to leave
+    /// out (or it is no listen).
+    fn narrow_listen(
+        &self,
+        parts: &Parts,
+        identity: Option<&Identity>,
+        body: &[u8],
+    ) -> Option<Vec<u8>> {
+        const LISTEN: &[u8] = b"subscriptions/listen";
+        if !body.windows(LISTEN.len()).any(|w| w == LISTEN) {
+            return None;
+        }
+        let mut message: Value = serde_json::from_slice(body).ok()?;
+        if message.get("method").and_then(Value::as_str) != Some("subscriptions/listen") {
+            return None;
+        }
+        let mut options = CallOptions::new().surface(Surface::Mcp);
+        if let Some(identity) = identity {
+            options = options.identity(identity.clone());
+        }
+        if self.registry.has_layers() {
+            options = options.insert(parts.headers.clone());
+        }
+        let uris = message
+            .pointer_mut("/params/notifications/resourceSubscriptions")?
+            .as_array_mut()?;
+        let before = uris.len();
+        uris.retain(|uri| {
+            uri.as_str().is_some_and(|uri| {
+                remote::find_resource(&self.registry, uri, Some(&options)).is_ok()
+            })
+        });
+        (uris.len() != before).then(|| serde_json::to_vec(&message).unwrap_or_default())
+    }
+
     /// The 403 refusing a `tools/call` in `body` whose tool needs scopes the
     /// caller's token lacks (the MCP specification's step-up: the challenge names
     /// them), or nothing.
@@ -1116,6 +1154,20 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
         if let Some(refused) = guard.lacks_scopes(&parts, identity, &bytes) {
             return refused;
         }
+        request = Request::from_parts(parts, Body::from(bytes));
+    }
+    // A listen is acknowledged only for resources its caller may see.
+    if request.method() == Method::POST
+        && (guard.registry.has_layers()
+            || identity.is_some() && remote::any_scoped(&guard.registry))
+    {
+        let (parts, body) = request.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(body, guard.max_body).await else {
+            return too_large(guard.max_body);
+        };
+        let bytes = guard
+            .narrow_listen(&parts, identity.as_ref(), &bytes)
+            .map_or(bytes, axum::body::Bytes::from);
         request = Request::from_parts(parts, Body::from(bytes));
     }
     // A plain sessionless tool call is answered here, past the SDK's service.
