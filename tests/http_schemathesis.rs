@@ -3,16 +3,16 @@
 //! operation, with valid and invalid inputs (the examples, coverage and fuzzing
 //! phases), every check (`--checks all`: statuses, content types and schemas of the
 //! answers, valid input accepted and invalid input refused, 405 and `Allow` for the
-//! methods a path does not list, ...). The run must end with no failure but those of
-//! the wire's documented leniencies, and no crash.
+//! methods a path does not list, ...). The run must end with no failure (the
+//! JavaScript clients' REST forms are operations of the document, not leniencies),
+//! and no crash.
 //!
 //! What the run is told besides the command line is in
 //! `interop/schemathesis/schemathesis.toml` (the `fail` tool's documented 500, the
 //! statuses of the bounded calls, no extra headers), and in `hooks.py`: a check of
 //! NDJSON lines, the `rpc-timeout` that bounds the calls that could run for ever, and
-//! the failures dropped, each matched narrowly and counted in the output: the wire's
-//! leniencies (the REST forms of the JavaScript clients) and the server's findings
-//! still to fix.
+//! the failures dropped, each matched narrowly and counted in the output: the
+//! server's findings still to fix.
 
 #[path = "../examples/demo/mod.rs"]
 #[allow(dead_code)]

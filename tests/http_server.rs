@@ -403,10 +403,16 @@ async fn get_and_delete_read_the_query() {
     // `+` is a space inside string values too.
     let path = format!("/api/echo?p={}", encode(r#"{"s": "Ann Lee"}"#, "+"));
     assert_eq!(get(addr, &path).await.ok(), json!({"s": "Ann Lee"}));
-    // DELETE reads it as well (the id of a REST `delete`, here).
-    let path = format!("/api/users?p={}", encode(r#"{"id": "2"}"#, "+"));
+    // DELETE reads it as well (the arguments of a REST `delete` besides the id,
+    // which is on its path).
+    let path = format!("/api/users/2?p={}", encode(r#"{}"#, "+"));
     let reply = call(addr, "DELETE", &path, &[], None).await;
     assert_eq!(reply.ok(), json!({"deleted": "2"}));
+    // `delete` is not on `<res>`: no client sends it there.
+    let path = format!("/api/users?p={}", encode(r#"{"id": "3"}"#, "+"));
+    call(addr, "DELETE", &path, &[], None)
+        .await
+        .error(405, "METHOD_NOT_ALLOWED");
     // GET runs only what is read-only; no act of `greeter` is marked so.
     let hello = r#"{"act": "$hello", "name": "Ann Lee"}"#;
     let path = format!("/api/greeter?p={}", encode(hello, "+"));
@@ -597,18 +603,38 @@ async fn rest_reads() {
     // `rpc-res-id` wins over the path and the body; the path wins over the body.
     let reply = call(addr, "GET", "/api/users/2", &[("rpc-res-id", "1")], None).await;
     assert_eq!(reply.ok(), alice);
+    // An act that does not fit the method and path is refused at `/act`: a verb
+    // runs by its own method (or the clients' forms of a `put`), so POST does not
+    // run `get`, and PUT does not run `post`.
     let by_body = r#"{"act":"get","id":"2"}"#;
+    for path in ["/api/users", "/api/users/1"] {
+        let reply = call(addr, "POST", path, &[], Some(by_body)).await;
+        let body = reply.error(400, "ARGUMENTS");
+        assert_eq!(body["data"]["path"], "/act", "{path}: {body}");
+    }
+    let reply = call(
+        addr,
+        "PUT",
+        "/api/users",
+        &[],
+        Some(r#"{"act":"post","val":{"name":"Eve"}}"#),
+    )
+    .await;
+    reply.error(400, "ARGUMENTS");
+    // POST on an item runs only a `put` it names: without one, 405.
     let reply = call(
         addr,
         "POST",
-        "/api/users",
-        &[("rpc-res-id", "1")],
-        Some(by_body),
+        "/api/users/1",
+        &[],
+        Some(r#"{"val":{"name":"Eve"}}"#),
     )
     .await;
-    assert_eq!(reply.ok(), alice);
-    let reply = call(addr, "POST", "/api/users/1", &[], Some(by_body)).await;
-    assert_eq!(reply.ok(), alice);
+    reply.error(405, "METHOD_NOT_ALLOWED");
+    assert_eq!(
+        reply.header("allow"),
+        Some("GET, POST, PUT, DELETE, OPTIONS")
+    );
 
     let body = get(addr, "/api/users/99")
         .await
@@ -889,10 +915,10 @@ async fn options_and_head_run_nothing() {
     assert_eq!(hits.load(Ordering::SeqCst), 1);
 }
 
-/// The methods each path answers (`Allow`), as the OpenAPI document lists them,
-/// plus what the wire's clients send beyond it on a REST resource (the 0.1.1
-/// client's `PUT <res>` with the id in the body, the 1.x client's `POST <res>/<id>`
-/// with `rpc-act`).
+/// The methods each path answers (`Allow`), as the OpenAPI document lists them:
+/// on a REST resource, its verbs on their own paths and the wire's clients' forms
+/// of `put` (the 0.1.1 client's `PUT <res>` with the id in the body, the 1.x
+/// client's `POST <res>/<id>` with `rpc-act`).
 const ALLOWED: [(&str, &str); 9] = [
     ("/api", "GET, OPTIONS"),
     ("/api/openapi.json", "GET, OPTIONS"),
@@ -900,7 +926,7 @@ const ALLOWED: [(&str, &str); 9] = [
     ("/api/plus", "GET, POST, OPTIONS"),
     ("/api/counter", "POST, OPTIONS"),
     ("/api/greeter", "POST, OPTIONS"),
-    ("/api/users", "GET, POST, PUT, DELETE, OPTIONS"),
+    ("/api/users", "GET, POST, PUT, OPTIONS"),
     ("/api/users/1", "GET, POST, PUT, DELETE, OPTIONS"),
     ("/api/rpcTask/x", "GET, POST, OPTIONS"),
 ];

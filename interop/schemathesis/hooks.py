@@ -5,9 +5,9 @@
   Schemathesis cannot do by itself (it has no NDJSON deserializer).
 * `before_call`: bounds the calls that could run for ever (`sleep`, `countdown`,
   `report`) with a short valid `rpc-timeout`, leaving a malformed one as sent.
-* `filter_failure`: drops the failures of the wire's documented leniencies
-  (`LENIENCIES`) and of the server's findings still to fix (`FINDINGS`), each
-  matched narrowly, and counts them; the counts are printed at the end of the run,
+* `filter_failure`: drops the failures of the server's findings still to fix
+  (`FINDINGS`), each matched narrowly, and counts them (`LENIENCIES`, the wire's
+  answers the document would leave out, is empty: the document lists them all); the counts are printed at the end of the run,
   so one that no longer happens shows as 0 and its entry can go.
 """
 
@@ -19,7 +19,6 @@ import jsonschema_rs
 import schemathesis
 from schemathesis.core.failures import AcceptedNegativeData, Failure
 from schemathesis.core.parameters import ParameterLocation
-from schemathesis.openapi.checks import AllowHeaderMismatch, UnsupportedMethodResponse
 
 NDJSON = "application/x-ndjson"
 
@@ -119,54 +118,6 @@ def before_call(context, case, **kwargs):
 # --- Known server findings ----------------------------------------------------------
 
 
-def _resource_paths(case):
-    """The two paths of the REST resource `case` is an operation of (`<res>`,
-    `<res>/{id}`), with the methods the document lists on each; `None` when it is
-    no resource (its operations carry `x-toolfunc-act`)."""
-    paths = case.operation.schema.raw_schema.get("paths", {})
-    path = case.operation.path
-    base = path[: -len("/{id}")] if path.endswith("/{id}") else path
-    items = {base: paths.get(base, {}), base + "/{id}": paths.get(base + "/{id}", {})}
-    if not any(
-        isinstance(op, dict) and "x-toolfunc-act" in op for item in items.values() for op in item.values()
-    ):
-        return None
-    methods = {p: {m.upper() for m in item if m in ("get", "post", "put", "patch", "delete")} for p, item in items.items()}
-    return base, methods
-
-
-def _clients_rest_forms(case):
-    """The methods the wire's clients send to a REST resource's path beyond what the
-    document lists there: on `<res>`, the verbs the document lists on
-    `<res>/{id}` (the 0.1.1 client sends `put` as `PUT <res>` with the id in the
-    body); on `<res>/{id}`, POST (the 1.x client sends `put` as `POST <res>/<id>`
-    with `rpc-act: put`, and an act on one resource so)."""
-    found = _resource_paths(case)
-    if found is None:
-        return set()
-    base, methods = found
-    item = base + "/{id}"
-    if case.operation.path == base:
-        return methods[item] - methods[base]
-    return {"POST"} - methods[item]
-
-
-def _rest_forms_of_the_wire(failure, case, response):
-    """A wire leniency (reference `isdk-tool-rpc-wire.md`, section 3.4, "What each
-    client sends per operation"): a REST resource answers the forms both JavaScript
-    client generations send, which the document leaves out (it lists one form per
-    verb, the one a new client should use). So `PUT`/`DELETE <res>` run `put`/
-    `delete` with the id from the arguments, `POST <res>/<id>` runs the act
-    `rpc-act` or the body names (else `post`), and `OPTIONS` lists them in
-    `Allow`. Any other method on any path answers 405."""
-    if isinstance(failure, UnsupportedMethodResponse):
-        return failure.method in _clients_rest_forms(case)
-    if isinstance(failure, AllowHeaderMismatch):
-        extra = set(failure.undocumented_methods)
-        return not failure.missing_methods and extra and extra <= _clients_rest_forms(case)
-    return False
-
-
 def _request_schema(case):
     content = case.operation.definition.raw.get("requestBody", {}).get("content", {})
     return content.get("application/json", {}).get("schema")
@@ -210,10 +161,9 @@ def _array_read_as_struct(failure, case, response):
 
 
 # The wire's documented leniencies: answers the document does not describe, which
-# the JavaScript clients rely on.
-LENIENCIES = {
-    "REST forms of the JavaScript clients (wire leniency)": _rest_forms_of_the_wire,
-}
+# the JavaScript clients rely on. None: the clients' REST forms are operations of
+# the document (marked `x-toolfunc-compat`).
+LENIENCIES = {}
 # Mismatches of the server still to fix (each says where).
 FINDINGS = {
     "array read as a struct (tools floor)": _array_read_as_struct,

@@ -19,11 +19,13 @@
 //!   `GET <prefix>/<res>/{id}` (`get`), `POST <prefix>/<res>` (`post`, and its `$`
 //!   acts as above), `PUT`/`PATCH`/`DELETE <prefix>/<res>/{id}` (or without `{id}`
 //!   when the method takes no `id`);
-//! * each path lists the methods the server answers there, and any other answers
-//!   405 with them in `Allow` (so does `OPTIONS`, with 204); a REST resource also
-//!   answers its verbs on both of its paths, as the JavaScript clients send them
-//!   (`PUT <res>` with the id in the body, `POST <res>/<id>` with `rpc-act`), which
-//!   the document leaves to the one form a new client should use;
+//! * the two forms the JavaScript clients send a resource's `put` (or `patch`)
+//!   in are operations too, marked `deprecated` and `x-toolfunc-compat`:
+//!   `PUT <res>` with the id in the body (the 0.1.1 client) and `POST <res>/{id}`
+//!   naming the act (the 1.x client, in `act` or `rpc-act`);
+//! * each path lists exactly the methods the server answers there, and any other
+//!   answers 405 with them in `Allow` (so does `OPTIONS`, with 204); an act that
+//!   does not fit the method and path (`PUT` naming `post`) is 400 at `/act`;
 //! * tool schemas become `components/schemas` entries (`add.Params`,
 //!   `users.get.Result`); their `$defs` are lifted beside them, namespaced by tool
 //!   (`users.NewUser`), and every `$ref` is rewritten to match;
@@ -866,6 +868,9 @@ impl<'v> Doc<'v> {
                 verb
             };
             self.put(path, method, operation);
+            if on_id && matches!(verb, "put" | "patch") {
+                self.client_forms(def, ns, act, &ok);
+            }
         }
         if posts.is_empty() {
             return;
@@ -886,6 +891,64 @@ impl<'v> Doc<'v> {
         post["requestBody"] = self.request_body(&body, required);
         let path = self.path(&def.name, false);
         self.put(path, "post", post);
+    }
+
+    /// The forms the JavaScript clients send a resource's `put` (or `patch`) in,
+    /// besides `PUT <res>/{id}`, which the server answers too: the 0.1.1 client's
+    /// `PUT <res>` with the id in the body, and the 1.x client's `POST <res>/{id}`
+    /// with the act named (in the body, or in `rpc-act`). Each is its own
+    /// operation, marked `deprecated` and `x-toolfunc-compat`: a new client uses the
+    /// canonical one.
+    fn client_forms(&mut self, def: &ToolDefinition, ns: &str, act: &ActDefinition, ok: &Outcome) {
+        let verb = act.name.as_str();
+        let method = clean(verb);
+        let risks = Risks {
+            body: true,
+            stream: Streams::of(act.stream, &act.params).streams,
+            get_act: false,
+            background: false,
+        };
+        let forms = [
+            (
+                "idInBody",
+                false,
+                "PUT",
+                "the 0.1.1 JavaScript client's form: the id in the body",
+            ),
+            (
+                "byPost",
+                true,
+                "POST",
+                "the 1.x JavaScript client's form: POST to the item, the act named in \
+                 `act` (or the `rpc-act` header)",
+            ),
+        ];
+        for (form, on_id, http_method, what) in forms {
+            let adapt = Adapt {
+                act: on_id.then_some((verb, true)),
+                drop_id: on_id,
+            };
+            let (params, id, required) =
+                self.component(ns, &format!("{method}.{form}.Params"), &act.params, adapt);
+            let operation_id = format!("{}.{verb}.{form}", def.name);
+            let mut operation = self.operation(def, Some(act), &operation_id, risks, ok);
+            operation["x-toolfunc-act"] = Value::from(verb);
+            operation["x-toolfunc-compat"] = Value::from(what);
+            operation["deprecated"] = Value::Bool(true);
+            if on_id {
+                let schema = id.unwrap_or_else(|| json!({"type": "string"}));
+                push_param(
+                    &mut operation,
+                    json!({
+                        "name": "id", "in": "path", "required": true, "schema": schema,
+                        "description": "The resource id (cast to the type the method declares).",
+                    }),
+                );
+            }
+            operation["requestBody"] = self.request_body(&params, required || on_id);
+            let path = self.path(&def.name, on_id);
+            self.put(path, &http_method.to_ascii_lowercase(), operation);
+        }
     }
 
     /// An operation of a tool (or of one act of it), without its request.

@@ -27,6 +27,7 @@ use crate::propagate;
 use crate::registry::Registry;
 use crate::remote::ledger::{TaskPoll, Track};
 use crate::remote::{self, Found, Lookup, Plan};
+use crate::tool::service::REST_VERBS;
 use crate::trace::TraceContext;
 
 /// Several [`Api`]s on one server, each under its own prefix with its own registry,
@@ -355,23 +356,29 @@ impl Methods {
         delete: false,
     };
 
-    /// What a tool answers: POST always (a body names any act); GET when
-    /// something it runs is read-only, or the API lets GET write; and a REST
-    /// resource's PUT, PATCH and DELETE when it has those methods. A resource
-    /// answers them on both of its paths, `<res>` and `<res>/<id>`, as the
-    /// JavaScript clients send them: the 0.1.1 client's `put` is `PUT <res>` with the
-    /// id in the body, the 1.x client's is `POST <res>/<id>` with `rpc-act: put`.
-    fn of(api: &Api, def: &crate::tool::ToolDefinition) -> Self {
-        let resource = def.action.as_deref() == Some("res");
-        let has = |verb: &str| resource && def.acts.iter().any(|act| act.name == verb);
+    /// What a tool answers, on `<res>/<id>` when `on_id`: POST (a body names any
+    /// act); GET when something it runs is read-only, or the API lets GET write.
+    /// A REST resource answers each verb on its own path ([`verb_on_id`]), and
+    /// the two forms the JavaScript clients send a `put` (or `patch`) that takes
+    /// an id: the 0.1.1 client's `PUT <res>` with the id in the body, and the 1.x
+    /// client's `POST <res>/<id>` with the act `put`. On `<res>/<id>` POST runs
+    /// nothing else, and DELETE is answered only where `delete` is.
+    fn of(api: &Api, def: &crate::tool::ToolDefinition, on_id: bool) -> Self {
+        let get = api.writes_over_get
+            || read_only(def, None)
+            || def.acts.iter().any(|act| read_only(def, Some(act)));
+        if def.action.as_deref() != Some("res") {
+            return Self { get, ..Self::POST };
+        }
+        let at = |verb: &str| verb_on_id(def, verb);
+        // A verb of `<res>/<id>` is taken on `<res>` too; one of `<res>` only there.
+        let written = |verb: &str| at(verb).is_some_and(|id| id || !on_id);
         Self {
-            get: api.writes_over_get
-                || read_only(def, None)
-                || def.acts.iter().any(|act| read_only(def, Some(act))),
-            post: true,
-            put: has("put"),
-            patch: has("patch"),
-            delete: has("delete"),
+            get,
+            post: !on_id || at("put") == Some(true) || at("patch") == Some(true),
+            put: written("put"),
+            patch: written("patch"),
+            delete: at("delete") == Some(on_id),
         }
     }
 
@@ -572,7 +579,7 @@ async fn respond(api: &Api, request: Request) -> Response {
         }
     };
     name_route(api, &parts.method, &found);
-    let methods = Methods::of(api, found.definition());
+    let methods = Methods::of(api, found.definition(), segments.len() > 1);
     let refused = || auth(Some(found.name()), None);
     if let Some(answer) = check_method(api, &parts, methods, Some(found.name()), refused) {
         return answer;
@@ -939,7 +946,8 @@ impl Parsed<'_> {
                     }
                 },
             };
-            Some(settle_act(def, method, sent, has_id, methods)?)
+            let on_id = segments.len() > 1;
+            Some(settle_act(def, (method, on_id), sent, has_id, methods)?)
         } else {
             None
         };
@@ -1015,29 +1023,36 @@ fn fill(
 /// act it does not have (404 `UNKNOWN_ACT`).
 fn settle_act(
     def: &crate::tool::ToolDefinition,
-    method: &Method,
+    (method, on_id): (&Method, bool),
     sent: Option<String>,
     has_id: bool,
     methods: Methods,
 ) -> Result<usize, Box<Response>> {
     let name = def.name.as_str();
+    let resource = def.action.as_deref() == Some("res");
     let Some(sent) = sent else {
-        if def.action.as_deref() == Some("res") {
-            // The method filter lets only REST verbs reach here.
+        if resource {
+            // The method filter lets only REST verbs reach here; POST on
+            // `<res>/<id>` must name its act.
             let verb = match method.as_str() {
                 "GET" if !has_id => "list".to_owned(),
+                "POST" if on_id => String::new(),
                 verb => verb.to_ascii_lowercase(),
             };
             return def.acts.iter().position(|d| d.name == verb).ok_or_else(|| {
                 let allow = methods.allow();
-                Box::new(method_not_allowed(
-                    Some(name),
-                    &allow,
+                let message = if verb.is_empty() {
+                    format!(
+                        "POST on `{name}/<id>` runs `put` or `patch` only, named with `act` \
+                         or `rpc-act`; this path answers {allow}"
+                    )
+                } else {
                     format!(
                         "`{name}` has no `{verb}` method; it answers {allow}, or name an \
                          act with `act` or `rpc-act`"
-                    ),
-                ))
+                    )
+                };
+                Box::new(method_not_allowed(Some(name), &allow, message))
             });
         }
         let acts: Vec<&str> = def.acts.iter().map(|d| d.name.as_str()).collect();
@@ -1053,7 +1068,8 @@ fn settle_act(
             ),
         )));
     };
-    def.acts
+    let index = def
+        .acts
         .iter()
         .position(|d| d.name == sent)
         .or_else(|| {
@@ -1069,7 +1085,61 @@ fn settle_act(
                     act: sent,
                 },
             ))
-        })
+        })?;
+    if resource && let Some(why) = misfit(def, &def.acts[index].name, method, on_id) {
+        return Err(Box::new(error_response(
+            Some(name),
+            &ToolError::arguments("/act", why),
+        )));
+    }
+    Ok(index)
+}
+
+/// Why a REST resource's act `act` may not run by `method` on this path (on
+/// `<res>/<id>` when `on_id`), if it may not: a verb runs by its own method on
+/// its own path (or the clients' forms of a `put` or `patch`), and `POST <res>`
+/// runs `post` and the `$` acts.
+fn misfit(
+    def: &crate::tool::ToolDefinition,
+    act: &str,
+    method: &Method,
+    on_id: bool,
+) -> Option<String> {
+    let name = &def.name;
+    let fits = match method.as_str() {
+        "GET" => return None,
+        "POST" if on_id => matches!(act, "put" | "patch"),
+        "POST" => act == "post" || !REST_VERBS.contains(&act),
+        verb => act.eq_ignore_ascii_case(verb),
+    };
+    (!fits).then(|| {
+        let form = match verb_on_id(def, act) {
+            _ if act == "post" || !REST_VERBS.contains(&act) => format!("POST <prefix>/{name}"),
+            Some(true) => format!("{} <prefix>/{name}/<id>", rest_method(act)),
+            _ => format!("{} <prefix>/{name}", rest_method(act)),
+        };
+        format!("{method} here does not run `{act}`; `{act}` is {form}")
+    })
+}
+
+/// The HTTP method a REST verb is written with.
+fn rest_method(verb: &str) -> &'static str {
+    match verb {
+        "get" | "list" => "GET",
+        "put" => "PUT",
+        "patch" => "PATCH",
+        "delete" => "DELETE",
+        _ => "POST",
+    }
+}
+
+/// Where a REST resource serves its verb `verb` (`get`, `list`, `put`, `patch`,
+/// `delete`): on `<res>/<id>` (`true`) for `get` and a verb that takes an `id`,
+/// else on `<res>`; `None` when it has no such act. What the OpenAPI document says
+/// too.
+pub(super) fn verb_on_id(def: &crate::tool::ToolDefinition, verb: &str) -> Option<bool> {
+    let act = def.acts.iter().find(|act| act.name == verb)?;
+    Some(verb == "get" || (verb != "list" && wire::property(&act.params, "id").is_some()))
 }
 
 /// Whether GET may run the tool or act: REST `get` and `list`, and whatever its
