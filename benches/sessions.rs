@@ -5,13 +5,14 @@
 //!
 //! `cargo bench --bench sessions` prints, nothing is timed:
 //!
-//! * `running`: heap and resident set per idle session with parking off
-//!   (`session_park_after` at the idle lifetime, so no session rests): what every
-//!   idle session holds while its SDK session runs;
+//! * `running`: heap and resident set per idle session whose SDK session runs (its
+//!   requests carry an `Origin`, which is never answered at rest, and it ends before
+//!   it would be parked): what every idle session held before sessions could rest;
 //! * `rest`: heap bytes per initialised session right after the burst: a plain
 //!   `initialize` opens a session at rest, with no SDK session;
-//! * `idle`: heap bytes per idle initialised session at rest (after 500 ms of
-//!   quiet here, which would park one that ran; 30 s by default), counted by a counting allocator
+//! * `idle`: heap bytes per idle initialised session at rest, with a park time
+//!   of 500 ms (under the 3 s idle lifetime) and of 30 s (the default, over it:
+//!   sessions rest all the same), counted by a counting allocator
 //!   around the global one (exact, server and client in one process; the client
 //!   holds nothing per session but the ids, which are subtracted), and the growth of
 //!   the process's resident set (`VmRSS`, what an operator sees) per session (it
@@ -84,6 +85,9 @@ const VERSION: &str = "2025-11-25";
 struct Http {
     client: reqwest::Client,
     url: String,
+    /// An `Origin` header on every request: a request from a page is never
+    /// answered at rest, so its session runs the SDK's session.
+    origin: Option<&'static str>,
 }
 
 impl Http {
@@ -94,6 +98,9 @@ impl Http {
             .header("Content-Type", "application/json")
             .header("Accept", "application/json, text/event-stream")
             .body(body.to_string());
+        if let Some(origin) = self.origin {
+            request = request.header("Origin", origin);
+        }
         if let Some(session) = session {
             request = request
                 .header("Mcp-Session-Id", session)
@@ -156,6 +163,7 @@ async fn serve(server: Server) -> Http {
     Http {
         client,
         url: format!("http://{addr}{}", toolfunc::mcp::PATH),
+        origin: None,
     }
 }
 
@@ -203,21 +211,30 @@ fn main() {
         .build()
         .expect("a runtime");
     runtime.block_on(async {
-        // running: parking off, every session keeps its SDK session (channels,
-        // tasks, handler), as every idle session did before parking.
+        // running: every session keeps its SDK session (channels, tasks,
+        // handler), as every idle session did before sessions could rest: its
+        // requests come from a page (an `Origin`), which is never answered at
+        // rest, and it would end before it is parked.
         let server = Server::new(registry())
             .max_sessions(sessions)
             .session_idle_lifetime(idle)
             .session_park_after(idle);
-        let http = serve(server.clone()).await;
+        let mut http = serve(server.clone()).await;
+        http.origin = Some("http://localhost");
         let warm = burst(&http, 64).await;
         drop(warm);
-        assert!(until_closed(&server, idle * 3).await, "warm-up sessions expire");
+        assert!(
+            until_closed(&server, idle * 3).await,
+            "warm-up sessions expire"
+        );
         settle().await;
         let (heap0, rss0) = (held(), status("VmRSS"));
         let ids = burst(&http, sessions).await;
         settle().await;
-        let id_bytes: isize = ids.iter().map(|id| id.capacity().cast_signed()).sum::<isize>()
+        let id_bytes: isize = ids
+            .iter()
+            .map(|id| id.capacity().cast_signed())
+            .sum::<isize>()
             + (ids.capacity() * size_of::<String>()).cast_signed();
         let (heap1, rss1) = (held() - id_bytes, status("VmRSS"));
         let n = sessions.cast_signed();
@@ -228,91 +245,16 @@ fn main() {
             (rss1 - rss0) / n,
         );
         drop(ids);
-        assert!(until_closed(&server, idle * 3).await, "running sessions expire");
-
-        // idle: sessions at rest (from their plain `initialize`; parked after
-        // `park` of quiet had an SDK session run).
-        let server = Server::new(registry())
-            .max_sessions(sessions)
-            .session_idle_lifetime(idle)
-            .session_park_after(park);
-        let http = serve(server.clone()).await;
-        // Warm up: the client's connections, the server's lazily made parts.
-        let warm = burst(&http, 64).await;
-        assert_eq!(http.list(&warm[0]).await, 200);
         assert!(
             until_closed(&server, idle * 3).await,
-            "warm-up sessions expire"
+            "running sessions expire"
         );
-        settle().await;
 
-        // idle
-        let (heap0, rss0) = (held(), status("VmRSS"));
-        reset_peak();
-        reset_hwm();
-        let ids = burst(&http, sessions).await;
-        // At rest from their plain `initialize`: no SDK session was started.
-        let id_bytes: isize = ids
-            .iter()
-            .map(|id| id.capacity().cast_signed())
-            .sum::<isize>()
-            + (ids.capacity() * size_of::<String>()).cast_signed();
-        println!(
-            "rest: {sessions} initialised sessions, at once: {} B of heap a session",
-            (held() - id_bytes - heap0) / sessions.cast_signed()
-        );
-        tokio::time::sleep(park * 4).await;
-        let id_bytes: isize = ids
-            .iter()
-            .map(|id| id.capacity().cast_signed())
-            .sum::<isize>()
-            + (ids.capacity() * size_of::<String>()).cast_signed();
-        let (heap1, rss1) = (held() - id_bytes, status("VmRSS"));
-        let (peak1, hwm1) = (peak(), status("VmHWM"));
-        let n = sessions.cast_signed();
-        let per_heap = (heap1 - heap0) / n;
-        let per_rss = (rss1 - rss0) / n;
-        println!(
-            "idle: {sessions} initialised sessions, after {park:?} of quiet: {per_heap} B of heap a session ({} in all), \
-             resident set +{per_rss} B a session ({} in all); open sessions: {}",
-            kib(heap1 - heap0),
-            kib(rss1 - rss0),
-            server.open_sessions()
-        );
-        let old = ids[0].clone();
-        drop(ids);
-
-        // expire
-        let closed = until_closed(&server, idle * 3).await;
-        settle().await;
-        let status_old = http.list(&old).await;
-        let heap2 = held();
-        println!(
-            "expire: after the idle lifetime ({idle:?}): all closed: {closed}, open sessions: {}, \
-             an old id gets {status_old}, heap {} against before the burst",
-            server.open_sessions(),
-            kib(heap2 - heap0),
-        );
-        reset_peak();
-        reset_hwm();
-        let ids = burst(&http, sessions).await;
-        tokio::time::sleep(park * 4).await;
-        let (peak2, hwm2) = (peak(), status("VmHWM"));
-        println!(
-            "expire: second burst of {sessions}: peak heap {} vs {} (ratio {:.3}), \
-             VmHWM {} vs {} (ratio {:.3})",
-            kib(peak2),
-            kib(peak1),
-            peak2 as f64 / peak1 as f64,
-            kib(hwm2),
-            kib(hwm1),
-            hwm2 as f64 / hwm1 as f64,
-        );
-        drop(ids);
-        assert!(
-            until_closed(&server, idle * 3).await,
-            "second burst expires"
-        );
+        // idle and expire: sessions at rest from their plain `initialize`, with a
+        // park time under the idle lifetime, and with the default park time (30 s)
+        // over it: they rest all the same.
+        at_rest(sessions, idle, park).await;
+        at_rest(sessions, idle, toolfunc::mcp::DEFAULT_SESSION_PARK_AFTER).await;
 
         // flood: the defaults, and initialize requests that never close anything.
         let server = Server::new(registry());
@@ -351,4 +293,94 @@ fn main() {
             kib(hwm3 - base_rss),
         );
     });
+}
+
+/// Sessions at rest (from their plain `initialize`; parked after `park` of quiet
+/// had an SDK session run) and left idle until they expire, then a second burst:
+/// the `idle`, `rest` and `expire` lines, labelled with `park`.
+#[allow(clippy::cast_precision_loss, clippy::too_many_lines)]
+async fn at_rest(sessions: usize, idle: Duration, park: Duration) {
+    let server = Server::new(registry())
+        .max_sessions(sessions)
+        .session_idle_lifetime(idle)
+        .session_park_after(park);
+    let http = serve(server.clone()).await;
+    // Long enough for a running session to be parked, within the idle lifetime.
+    let quiet = (park * 4).min(idle / 2);
+    // Warm up: the client's connections, the server's lazily made parts.
+    let warm = burst(&http, 64).await;
+    assert_eq!(http.list(&warm[0]).await, 200);
+    assert!(
+        until_closed(&server, idle * 3).await,
+        "warm-up sessions expire"
+    );
+    settle().await;
+
+    // idle
+    let (heap0, rss0) = (held(), status("VmRSS"));
+    reset_peak();
+    reset_hwm();
+    let ids = burst(&http, sessions).await;
+    // At rest from their plain `initialize`: no SDK session was started.
+    let id_bytes: isize = ids
+        .iter()
+        .map(|id| id.capacity().cast_signed())
+        .sum::<isize>()
+        + (ids.capacity() * size_of::<String>()).cast_signed();
+    println!(
+        "rest (park after {park:?}): {sessions} initialised sessions, at once: {} B of heap a session",
+        (held() - id_bytes - heap0) / sessions.cast_signed()
+    );
+    tokio::time::sleep(quiet).await;
+    let id_bytes: isize = ids
+        .iter()
+        .map(|id| id.capacity().cast_signed())
+        .sum::<isize>()
+        + (ids.capacity() * size_of::<String>()).cast_signed();
+    let (heap1, rss1) = (held() - id_bytes, status("VmRSS"));
+    let (peak1, hwm1) = (peak(), status("VmHWM"));
+    let n = sessions.cast_signed();
+    let per_heap = (heap1 - heap0) / n;
+    let per_rss = (rss1 - rss0) / n;
+    println!(
+        "idle (park after {park:?}): {sessions} initialised sessions, after {quiet:?} of quiet: {per_heap} B of heap a session ({} in all), \
+         resident set +{per_rss} B a session ({} in all); open sessions: {}",
+        kib(heap1 - heap0),
+        kib(rss1 - rss0),
+        server.open_sessions()
+    );
+    let old = ids[0].clone();
+    drop(ids);
+
+    // expire
+    let closed = until_closed(&server, idle * 3).await;
+    settle().await;
+    let status_old = http.list(&old).await;
+    let heap2 = held();
+    println!(
+        "expire (park after {park:?}): after the idle lifetime ({idle:?}): all closed: {closed}, open sessions: {}, \
+         an old id gets {status_old}, heap {} against before the burst",
+        server.open_sessions(),
+        kib(heap2 - heap0),
+    );
+    reset_peak();
+    reset_hwm();
+    let ids = burst(&http, sessions).await;
+    tokio::time::sleep(quiet).await;
+    let (peak2, hwm2) = (peak(), status("VmHWM"));
+    println!(
+        "expire (park after {park:?}): second burst of {sessions}: peak heap {} vs {} (ratio {:.3}), \
+         VmHWM {} vs {} (ratio {:.3})",
+        kib(peak2),
+        kib(peak1),
+        peak2 as f64 / peak1 as f64,
+        kib(hwm2),
+        kib(hwm1),
+        hwm2 as f64 / hwm1 as f64,
+    );
+    drop(ids);
+    assert!(
+        until_closed(&server, idle * 3).await,
+        "second burst expires"
+    );
 }

@@ -413,6 +413,98 @@ async fn the_example_server_takes_the_session_flags() {
     );
 }
 
+/// A field of a process's `/proc/<pid>/status`, in bytes.
+fn proc_status(pid: u32, field: &str) -> usize {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+                .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .map_or(0, |kb: usize| kb * 1024)
+}
+
+/// With an idle lifetime under the park time (`--mcp-session-idle 4`, parked
+/// after 30 s by default), sessions still rest from their plain `initialize`:
+/// answered as JSON, not SSE, and 2,000 idle ones cost the example server's
+/// resident set at most 20 KB each; once they expire, a second burst peaks no
+/// higher than 1.10× the first (`VmHWM`, reset before each).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_server_rests_sessions_whatever_the_idle_lifetime() {
+    const SESSIONS: usize = 2000;
+    let _one = ONE_AT_A_TIME.lock().await;
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        listener.local_addr().expect("bound").port()
+    };
+    let addr = format!("127.0.0.1:{port}");
+    let mut server = process::Running::start(
+        Command::new(example_server())
+            .args(["--addr", &addr, "--mcp-max-sessions", "3000"])
+            .args(["--mcp-session-idle", "4"])
+            .stderr(std::process::Stdio::piped()),
+        "the example server",
+    );
+    server
+        .until_prefix("toolfunc demo server listening", LIMIT)
+        .await;
+    let pid = server.id().expect("running");
+    let http = Http::new(format!("http://{addr}/mcp"));
+    let listed = |session: String| {
+        let http = &http;
+        async move {
+            let list = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"});
+            http.post(Some(&session), &list).await.status
+        }
+    };
+    let answer = http.open().await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert!(
+        answer.content_type.starts_with("application/json"),
+        "initialize answered as {}",
+        answer.content_type
+    );
+    // Warm up: the client's connections and what the server makes once; then
+    // every session gone.
+    let warm = burst(&http, 64).await;
+    assert_eq!(listed(warm[0].clone()).await, 200);
+    let gone = |pid| async move {
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        proc_status(pid, "VmRSS")
+    };
+    let mut peaks = Vec::new();
+    let mut rss = gone(pid).await;
+    for round in 0..2 {
+        let _ = std::fs::write(format!("/proc/{pid}/clear_refs"), "5");
+        let before = rss;
+        let ids = burst(&http, SESSIONS).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let after = proc_status(pid, "VmRSS");
+        let per_session = after.saturating_sub(before) / SESSIONS;
+        eprintln!("round {round}: {per_session} B of resident set per idle session");
+        assert!(
+            per_session <= 20 * 1024,
+            "round {round}: {per_session} B of resident set per idle session"
+        );
+        assert_eq!(listed(ids[SESSIONS - 1].clone()).await, 200);
+        peaks.push(proc_status(pid, "VmHWM"));
+        rss = gone(pid).await;
+        assert_eq!(
+            listed(ids[0].clone()).await,
+            404,
+            "round {round}: not expired"
+        );
+    }
+    #[allow(clippy::cast_precision_loss)] // a ratio to compare
+    let ratio = peaks[1] as f64 / peaks[0] as f64;
+    eprintln!("second burst's VmHWM: {ratio:.3}x the first's ({peaks:?})");
+    assert!(
+        ratio <= 1.10,
+        "the second burst peaked {ratio:.3}× the first ({peaks:?})"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_opened_and_closed_leave_no_task_behind() {
     let _one = ONE_AT_A_TIME.lock().await;

@@ -75,6 +75,11 @@ pub struct Running {
 type Collected = Arc<Mutex<Vec<u8>>>;
 
 impl Running {
+    /// The process id, while it runs.
+    pub fn id(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     /// Starts `command` with its stdout piped.
     pub fn start(command: &mut Command, what: &str) -> Self {
         let mut child = command

@@ -83,8 +83,12 @@ pub(super) struct Limits {
     pub(super) uninitialized_lifetime: Duration,
     pub(super) idle_lifetime: Duration,
     /// How long a session stays quiet (nothing in flight, no stream open) before
-    /// its SDK session is closed and only what brings it back is kept.
+    /// its SDK session is closed and only what brings it back is kept; at or past
+    /// the idle lifetime a running session ends before it would be parked.
     pub(super) park_after: Duration,
+    /// Whether sessions may be at rest (this server keeps what brings them back:
+    /// no session store of the caller's own).
+    pub(super) parks: bool,
 }
 
 /// What the serving of one HTTP request tells the session manager, and what the
@@ -465,9 +469,7 @@ impl Sessions {
     /// Starts the sweeper, once: it parks quiet sessions and ends parked ones past
     /// the idle lifetime.
     fn sweep_from_now(&self) {
-        if self.limits.park_after >= self.limits.idle_lifetime
-            || self.sweeping.swap(true, Ordering::Relaxed)
-        {
+        if !self.limits.parks || self.sweeping.swap(true, Ordering::Relaxed) {
             return;
         }
         let me = Weak::clone(&self.me);
@@ -494,6 +496,9 @@ impl Sessions {
         let park_after = duration_millis(self.limits.park_after);
         let idle = duration_millis(self.limits.idle_lifetime);
         let handshake = duration_millis(self.limits.uninitialized_lifetime);
+        // A running session quiet past the idle lifetime ends (the SDK's
+        // keep-alive) before it would be parked.
+        let parks_running = park_after < idle;
         let mut parking = Vec::new();
         {
             let mut open = self.open();
@@ -501,7 +506,8 @@ impl Sessions {
             for (id, entry) in &mut open.sessions {
                 match &entry.life {
                     Life::Live(activity)
-                        if entry.params.is_some()
+                        if parks_running
+                            && entry.params.is_some()
                             && activity.busy.load(Ordering::Relaxed) == 0
                             && now.saturating_sub(activity.last.load(Ordering::Relaxed))
                                 >= park_after =>
@@ -557,9 +563,10 @@ impl Sessions {
         }
     }
 
-    /// Whether sessions may rest (be served without an SDK session): parking is on.
+    /// Whether sessions may rest (be served without an SDK session), whatever the
+    /// idle lifetime: the server keeps what brings a session back.
     pub(super) fn rest(&self) -> bool {
-        self.limits.park_after < self.limits.idle_lifetime
+        self.limits.parks
     }
 
     /// Opens a session at rest for a plain `initialize`: its id, or `None` at the

@@ -132,6 +132,7 @@ impl Server {
                     uninitialized_lifetime: DEFAULT_UNINITIALIZED_SESSION_LIFETIME,
                     idle_lifetime: DEFAULT_SESSION_IDLE_LIFETIME,
                     park_after: DEFAULT_SESSION_PARK_AFTER,
+                    parks: true,
                 },
                 connections: listen::Limits::default(),
                 origins: http::Origins::loopback(),
@@ -324,9 +325,10 @@ impl Server {
     /// id, replaying the handshake, and it counts as open all along
     /// ([`open_sessions`](Self::open_sessions), [`max_sessions`](Self::max_sessions)).
     /// Notifications sent to a session's client while it had no `GET` stream open
-    /// are not kept for it. A value at or above the
-    /// [idle lifetime](Self::session_idle_lifetime) turns parking off, and with it
-    /// sessions at rest: every session runs an SDK session.
+    /// are not kept for it. With a value at or above the
+    /// [idle lifetime](Self::session_idle_lifetime) a running session ends before
+    /// it would be parked; sessions at rest are served all the same, and end once
+    /// quiet for the idle lifetime.
     #[must_use]
     pub fn session_park_after(mut self, quiet: Duration) -> Self {
         Arc::make_mut(&mut self.shared).sessions.park_after = quiet;
@@ -538,9 +540,7 @@ impl Server {
         // Parked sessions come back through the SDK's session restore: a config
         // that brings a session store of its own turns parking off.
         let parks = config.session_store.is_none();
-        if !parks {
-            limits.park_after = Duration::MAX;
-        }
+        limits.parks = parks;
         let sessions = http::Sessions::new(limits, Arc::clone(&self.shared.open_sessions));
         if parks {
             config.session_store = Some(sessions.store());
