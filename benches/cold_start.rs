@@ -7,8 +7,11 @@
 //! PORT`: the generated tools registered in the global registry, served over HTTP
 //! RPC and MCP on one port, as `cargo run --example server -- --extra-tools N`
 //! does), sends a sessionless (2026-07-28) `tools/list` over a plain TCP socket
-//! until one is answered, and stops the server. The rounds alternate the two sizes;
-//! it prints each size's median, minimum and maximum, and their ratio.
+//! until one is answered, and stops the server; then the same with the HTTP
+//! RPC's discovery (`GET /api`, every tool's definition) as the first request.
+//! The rounds alternate the sizes and the two surfaces; it prints each one's
+//! median, minimum and maximum, the ratio of the sizes, and how much later the
+//! 10,000 tools' first answer comes than the 10's.
 //!
 //! `cargo bench --bench cold_start -- phases N` times the steps of a start in one
 //! process instead: making N tools, registering them, and the first `tools/list`.
@@ -94,6 +97,42 @@ fn list_request(port: u16) -> Vec<u8> {
     .into_bytes()
 }
 
+/// Discovery over the HTTP RPC: every tool's definition.
+fn discovery_request(port: u16) -> Vec<u8> {
+    format!("GET /api HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n").into_bytes()
+}
+
+/// The first request of a start: MCP's `tools/list`, or HTTP discovery.
+#[derive(Clone, Copy)]
+enum First {
+    Mcp,
+    Http,
+}
+
+impl First {
+    fn request(self, port: u16) -> Vec<u8> {
+        match self {
+            Self::Mcp => list_request(port),
+            Self::Http => discovery_request(port),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Mcp => "MCP tools/list",
+            Self::Http => "HTTP GET /api",
+        }
+    }
+
+    /// Whether `answer` lists tools.
+    fn lists(self, answer: &str) -> bool {
+        match self {
+            Self::Mcp => answer.contains("\"tools\":[{"),
+            Self::Http => answer.contains("\"isApi\":true"),
+        }
+    }
+}
+
 /// The whole answer to one `tools/list`, or `None` while the server is not up.
 fn ask(port: u16, request: &[u8]) -> Option<String> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
@@ -111,9 +150,9 @@ fn free_port() -> u16 {
 }
 
 /// One whole-process start: spawn, then ask until answered.
-fn start_once(count: usize) -> Duration {
+fn start_once(count: usize, first: First) -> Duration {
     let port = free_port();
-    let request = list_request(port);
+    let request = first.request(port);
     let exe = std::env::current_exe().expect("the bench's own path");
     let started = Instant::now();
     let mut child: Child = Command::new(exe)
@@ -134,7 +173,7 @@ fn start_once(count: usize) -> Duration {
     let _ = child.wait();
     // The first page names tools: the answer is a real listing.
     assert!(
-        answer.contains("\"tools\":[{"),
+        first.lists(&answer),
         "not a listing: {}",
         &answer[..answer.len().min(300)]
     );
@@ -142,35 +181,45 @@ fn start_once(count: usize) -> Duration {
 }
 
 fn compare(rounds: usize) {
-    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); SIZES.len()];
+    let surfaces = [First::Mcp, First::Http];
+    let mut times: Vec<Vec<Vec<Duration>>> = vec![vec![Vec::new(); SIZES.len()]; surfaces.len()];
     // One start of each to warm the page cache, not counted.
-    for count in SIZES {
-        start_once(count);
-    }
-    for _ in 0..rounds {
-        for (at, count) in SIZES.iter().enumerate() {
-            times[at].push(start_once(*count));
+    for first in surfaces {
+        for count in SIZES {
+            start_once(count, first);
         }
     }
-    let mut medians = Vec::new();
-    for (at, count) in SIZES.iter().enumerate() {
-        let list = &mut times[at];
-        list.sort();
-        let median = list[list.len() / 2];
-        medians.push(median);
+    for _ in 0..rounds {
+        for (s, first) in surfaces.iter().enumerate() {
+            for (at, count) in SIZES.iter().enumerate() {
+                times[s][at].push(start_once(*count, *first));
+            }
+        }
+    }
+    for (s, first) in surfaces.iter().enumerate() {
+        let mut medians = Vec::new();
+        for (at, count) in SIZES.iter().enumerate() {
+            let list = &mut times[s][at];
+            list.sort();
+            let median = list[list.len() / 2];
+            medians.push(median);
+            println!(
+                "cold start to the first {}, {count:>6} tools: median {:>7.1} ms (min {:.1}, max {:.1}; {rounds} rounds)",
+                first.name(),
+                ms(median),
+                ms(list[0]),
+                ms(list[list.len() - 1]),
+            );
+        }
         println!(
-            "cold start to the first tools/list, {count:>6} tools: median {:>7.1} ms (min {:.1}, max {:.1}; {rounds} rounds)",
-            ms(median),
-            ms(list[0]),
-            ms(list[list.len() - 1]),
+            "{}: ratio {} tools / {} tools: {:.2}x; {:.1} ms later",
+            first.name(),
+            SIZES[1],
+            SIZES[0],
+            medians[1].as_secs_f64() / medians[0].as_secs_f64(),
+            ms(medians[1].saturating_sub(medians[0])),
         );
     }
-    println!(
-        "ratio {} tools / {} tools: {:.2}x",
-        SIZES[1],
-        SIZES[0],
-        medians[1].as_secs_f64() / medians[0].as_secs_f64()
-    );
 }
 
 fn ms(d: Duration) -> f64 {

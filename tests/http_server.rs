@@ -194,6 +194,34 @@ async fn discovery_lists_every_api_tool_without_code() {
     );
 }
 
+/// Discovery, kept between registry changes, shows each change at once: a tool
+/// registered after the first listing is in the next, one removed is gone.
+#[tokio::test]
+async fn discovery_follows_registry_changes() {
+    let registry = Registry::new();
+    registry.register(echo()).expect("echo");
+    let addr = start(Api::new(registry.clone())).await;
+    let names = |listing: Value| {
+        let mut keys: Vec<String> = listing
+            .as_object()
+            .expect("an object")
+            .keys()
+            .cloned()
+            .collect();
+        keys.sort_unstable();
+        keys
+    };
+    assert_eq!(names(get(addr, "/api").await.ok()), ["echo"]);
+    let late = ToolFunc::builder("late")
+        .handler_sync(|_, args| Ok(args))
+        .build()
+        .expect("a tool");
+    registry.register(late).expect("late");
+    assert_eq!(names(get(addr, "/api").await.ok()), ["echo", "late"]);
+    assert!(registry.unregister("echo"));
+    assert_eq!(names(get(addr, "/api").await.ok()), ["late"]);
+}
+
 #[tokio::test]
 async fn discovery_answers_only_get() {
     let addr = start_demo(Vec::new()).await;

@@ -659,10 +659,32 @@ fn discover(
         }
         Ok(None) => {
             let offered = remote::Catalog::of(&api.registry);
-            json_response(StatusCode::OK, &wire::discovery(&offered, &sight))
+            // Shown whole (no layers, no scopes judged): made once per registry
+            // change, like the catalogue.
+            let whole = !api.registry.has_layers()
+                && (options.identity.is_none() || offered.scopes().is_empty());
+            let body = if whole {
+                api.registry
+                    .derived(WholeDiscovery, || {
+                        Ok(Bytes::from(wire::discovery(&offered, &sight)))
+                    })
+                    .unwrap_or_default()
+            } else {
+                Bytes::from(wire::discovery(&offered, &sight))
+            };
+            let mut response = Response::new(Body::from(body));
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            response
         }
     }
 }
+
+/// The key discovery shown whole is kept under in its registry.
+#[derive(PartialEq)]
+struct WholeDiscovery;
 
 /// The search a discovery request asks for (`?q=…&limit=…`), checked against the
 /// API's bounds: `None` for plain discovery, which lists every tool (a `limit`

@@ -124,15 +124,43 @@ pub(crate) fn error_from_body(status: u16, body: &[u8], tool: &str) -> ToolError
 /// of `sight` sees them: no tool with `api = false`, none a layer hides from it or
 /// whose scopes it lacks, and no act of a service it lacks the scopes of. Every entry carries `isApi: true` as the JavaScript servers write it;
 /// nothing carries function source.
-pub(crate) fn discovery(offered: &Catalog, sight: &Sight<'_>) -> Value {
-    let mut tools = Map::new();
+///
+/// Written straight to bytes, in the catalogue's name order (a JSON object's keys
+/// as `serde_json` would sort them), each definition serialised once: no JSON
+/// tree of the whole catalogue is built.
+pub(crate) fn discovery(offered: &Catalog, sight: &Sight<'_>) -> Vec<u8> {
+    let mut body = Vec::with_capacity(offered.tools().size_hint().0 * 256);
+    body.push(b'{');
+    let mut first = true;
     for def in offered.tools() {
         let Some(def) = sight.view(def) else {
             continue;
         };
-        tools.insert(def.name.clone(), discovery_entry(&def));
+        if !first {
+            body.push(b',');
+        }
+        first = false;
+        entry_into(&mut body, &def);
     }
-    Value::Object(tools)
+    body.push(b'}');
+    body
+}
+
+/// `"<name>":<definition with isApi: true>` into `body`.
+fn entry_into(body: &mut Vec<u8>, def: &ToolDefinition) {
+    // Strings and definitions always serialise.
+    let _ = serde_json::to_writer(&mut *body, &def.name);
+    body.push(b':');
+    let start = body.len();
+    let _ = serde_json::to_writer(&mut *body, def);
+    // A definition is an object: `isApi` goes in before its closing brace.
+    if body.len() > start + 1 && body.last() == Some(&b'}') {
+        body.pop();
+        if body.last() != Some(&b'{') {
+            body.push(b',');
+        }
+        body.extend_from_slice(br#""isApi":true}"#);
+    }
 }
 
 /// Discovery of `found` (a search's tools, best first): the same object, its keys
@@ -143,22 +171,10 @@ pub(crate) fn ranked_discovery(found: &[ToolDefinition]) -> Vec<u8> {
         if at > 0 {
             body.push(b',');
         }
-        // Strings and JSON values always serialise.
-        let _ = serde_json::to_writer(&mut body, &def.name);
-        body.push(b':');
-        let _ = serde_json::to_writer(&mut body, &discovery_entry(def));
+        entry_into(&mut body, def);
     }
     body.push(b'}');
     body
-}
-
-/// One discovery entry: the definition, with `isApi: true`.
-fn discovery_entry(def: &ToolDefinition) -> Value {
-    let mut value = serde_json::to_value(def).unwrap_or(Value::Null);
-    if let Value::Object(map) = &mut value {
-        map.insert("isApi".into(), Value::Bool(true));
-    }
-    value
 }
 
 /// A definition from a discovery entry. JavaScript servers write `params` as
