@@ -217,6 +217,7 @@ fn main() {
         // rest, and it would end before it is parked.
         let server = Server::new(registry())
             .max_sessions(sessions)
+            .max_sessions_per_caller(sessions)
             .session_idle_lifetime(idle)
             .session_park_after(idle);
         let mut http = serve(server.clone()).await;
@@ -256,8 +257,10 @@ fn main() {
         at_rest(sessions, idle, park).await;
         at_rest(sessions, idle, toolfunc::mcp::DEFAULT_SESSION_PARK_AFTER).await;
 
-        // flood: the defaults, and initialize requests that never close anything.
-        let server = Server::new(registry());
+        // flood: the defaults (but one client may take every place), and
+        // initialize requests that never close anything.
+        let server =
+            Server::new(registry()).max_sessions_per_caller(toolfunc::mcp::DEFAULT_MAX_SESSIONS);
         let http = serve(server.clone()).await;
         let warm = burst(&http, 8).await;
         drop(warm);
@@ -302,6 +305,7 @@ fn main() {
 async fn at_rest(sessions: usize, idle: Duration, park: Duration) {
     let server = Server::new(registry())
         .max_sessions(sessions)
+        .max_sessions_per_caller(sessions)
         .session_idle_lifetime(idle)
         .session_park_after(park);
     let http = serve(server.clone()).await;

@@ -16,9 +16,11 @@
 //! needs a bearer JWT of that issuer for that audience; the `users` service's writes
 //! (`post`, `put`, `delete`, `$promote`) need the scope `users:write` as well.
 //!
-//! `--mcp-max-sessions N` and `--mcp-session-idle SECONDS` set the MCP endpoint's
-//! cap on open sessions and how long an idle one lives (`mcp::Server::max_sessions`,
-//! `session_idle_lifetime`).
+//! `--mcp-max-sessions N`, `--mcp-max-sessions-per-caller N` and
+//! `--mcp-session-idle SECONDS` set the MCP endpoint's cap on open sessions, on one
+//! caller's (its verified subject, else its client label; all but a tenth of the
+//! cap unless set) and how long an idle one lives (`mcp::Server::max_sessions`,
+//! `max_sessions_per_caller`, `session_idle_lifetime`).
 //!
 //! `--metrics` serves per-tool metrics (calls, errors by code, durations, calls in
 //! flight, the ledger's entries, the MCP sessions open) as Prometheus text at `http://127.0.0.1:3000/metrics`;
@@ -40,7 +42,8 @@ fn usage() -> ! {
     eprintln!(
         "usage: server [--addr HOST:PORT] [--prefix /api] [--extra-tools N] \
          [--auth-issuer URL --auth-audience URI] [--metrics] \
-         [--mcp-max-sessions N] [--mcp-session-idle SECONDS]\n\
+         [--mcp-max-sessions N] [--mcp-max-sessions-per-caller N] \
+         [--mcp-session-idle SECONDS]\n\
          (PORT in the environment also sets the port)"
     );
     std::process::exit(2)
@@ -53,9 +56,11 @@ fn parsed<T: std::str::FromStr>(value: Option<String>) -> T {
         .unwrap_or_else(|| usage())
 }
 
-/// The MCP endpoint's session settings (`--mcp-max-sessions`, `--mcp-session-idle`).
+/// The MCP endpoint's session settings (`--mcp-max-sessions`,
+/// `--mcp-max-sessions-per-caller`, `--mcp-session-idle`).
 struct McpSessions {
     max: usize,
+    per_caller: Option<usize>,
     idle: Duration,
 }
 
@@ -63,6 +68,7 @@ impl Default for McpSessions {
     fn default() -> Self {
         Self {
             max: toolfunc::mcp::DEFAULT_MAX_SESSIONS,
+            per_caller: None,
             idle: toolfunc::mcp::DEFAULT_SESSION_IDLE_LIFETIME,
         }
     }
@@ -70,7 +76,11 @@ impl Default for McpSessions {
 
 impl McpSessions {
     fn apply(&self, mcp: toolfunc::mcp::Server) -> toolfunc::mcp::Server {
-        mcp.max_sessions(self.max).session_idle_lifetime(self.idle)
+        let mcp = mcp.max_sessions(self.max).session_idle_lifetime(self.idle);
+        match self.per_caller {
+            Some(per_caller) => mcp.max_sessions_per_caller(per_caller),
+            None => mcp,
+        }
     }
 }
 
@@ -131,6 +141,7 @@ async fn main() -> std::io::Result<()> {
             "--prefix" => prefix = args.next().unwrap_or_else(|| usage()),
             "--extra-tools" => extra = parsed(args.next()),
             "--mcp-max-sessions" => sessions.max = parsed(args.next()),
+            "--mcp-max-sessions-per-caller" => sessions.per_caller = Some(parsed(args.next())),
             "--mcp-session-idle" => sessions.idle = Duration::from_secs(parsed(args.next())),
             "--auth-issuer" => issuer = Some(args.next().unwrap_or_else(|| usage())),
             "--auth-audience" => audience = Some(args.next().unwrap_or_else(|| usage())),

@@ -774,7 +774,10 @@ async fn sessions_are_capped() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_concurrent_initializes_stay_under_the_cap() {
-    let server = Server::new(registry()).max_sessions(10);
+    // One client fills the whole cap: its share is the cap.
+    let server = Server::new(registry())
+        .max_sessions(10)
+        .max_sessions_per_caller(10);
     let http = Http::new(serve_http(server.router()).await);
     let answers = futures::future::join_all((0..40).map(|_| http.open(&[]))).await;
     let opened = answers.iter().filter(|a| a.status == 200).count();

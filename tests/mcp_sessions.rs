@@ -209,6 +209,7 @@ async fn a_burst_that_expires_leaves_no_session_open() {
     let _one = ONE_AT_A_TIME.lock().await;
     let server = Server::new(registry())
         .max_sessions(40)
+        .max_sessions_per_caller(40)
         .session_idle_lifetime(Duration::from_secs(1))
         .session_park_after(Duration::from_millis(200));
     let http = Http::new(serve_http(server.clone().router()).await);
@@ -320,6 +321,7 @@ async fn an_idle_session_holds_under_20_kb() {
     let _one = ONE_AT_A_TIME.lock().await;
     let server = Server::new(registry())
         .max_sessions(SESSIONS)
+        .max_sessions_per_caller(SESSIONS)
         .session_park_after(Duration::from_millis(100));
     let http = Http::new(serve_http(server.clone().router()).await);
     // Warm up: the client's connections and what the server makes once.
@@ -411,6 +413,74 @@ async fn the_example_server_takes_the_session_flags() {
         "{}",
         finished.stderr
     );
+}
+
+/// One caller cannot take every place: past its share (3 here), its
+/// `initialize` gets 429 with a JSON-RPC `BUSY` error, while another caller still
+/// opens sessions, and a place it frees is its own again. Without an
+/// authenticator a caller is its client label; with one, its verified subject,
+/// whatever label it gives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_caller_holds_at_most_its_share_of_sessions() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let init = |name: &str| {
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": name, "version": "0.0.1"},
+        }})
+    };
+    let server = Server::new(registry())
+        .max_sessions(50)
+        .max_sessions_per_caller(3);
+    let http = Http::new(serve_http(server.clone().router()).await);
+    let mut mine = Vec::new();
+    for _ in 0..3 {
+        let answer = http.post(None, &init("greedy")).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        mine.push(answer.session.expect("a session"));
+    }
+    let refused = http.post(None, &init("greedy")).await;
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    let error = &refused.response(1)["error"];
+    assert_eq!(error["code"], -32000, "{}", refused.body);
+    assert_eq!(error["data"]["code"], "BUSY", "{}", refused.body);
+    // Another caller is not locked out.
+    assert_eq!(http.post(None, &init("polite")).await.status, 200);
+    // A place freed is the caller's again.
+    assert_eq!(http.delete(&mine[0]).await, 204);
+    assert_eq!(http.post(None, &init("greedy")).await.status, 200);
+    assert_eq!(http.post(None, &init("greedy")).await.status, 429);
+
+    // With an authenticator, the subject counts, whatever the label.
+    let keys = toolfunc::auth::ApiKeys::new()
+        .key("ann-key", toolfunc::Identity::new("ann"))
+        .key("bob-key", toolfunc::Identity::new("bob"));
+    let server = Server::new(registry())
+        .max_sessions_per_caller(2)
+        .authenticate(keys);
+    let url = serve_http(server.router()).await;
+    let as_who = |token: &str| {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(
+            "authorization",
+            format!("Bearer {token}").parse().expect("a header"),
+        );
+        Http {
+            client: reqwest::Client::builder()
+                .no_proxy()
+                .default_headers(headers)
+                .build()
+                .expect("a client"),
+            url: url.clone(),
+        }
+    };
+    let (ann, bob) = (as_who("ann-key"), as_who("bob-key"));
+    for label in ["one", "two"] {
+        assert_eq!(ann.post(None, &init(label)).await.status, 200);
+    }
+    assert_eq!(ann.post(None, &init("three")).await.status, 429);
+    assert_eq!(bob.post(None, &init("one")).await.status, 200);
 }
 
 /// A field of a process's `/proc/<pid>/status`, in bytes.

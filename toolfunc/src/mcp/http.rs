@@ -80,6 +80,9 @@ impl Origins {
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Limits {
     pub(super) max_sessions: usize,
+    /// The most sessions one caller (subject, else client label) holds at once;
+    /// `None`: all but a reserve for others.
+    pub(super) max_per_caller: Option<usize>,
     pub(super) uninitialized_lifetime: Duration,
     pub(super) idle_lifetime: Duration,
     /// How long a session stays quiet (nothing in flight, no stream open) before
@@ -89,6 +92,16 @@ pub(super) struct Limits {
     /// Whether sessions may be at rest (this server keeps what brings them back:
     /// no session store of the caller's own).
     pub(super) parks: bool,
+}
+
+impl Limits {
+    /// The most sessions one caller may hold at once.
+    pub(super) fn per_caller(&self) -> usize {
+        self.max_per_caller.unwrap_or_else(|| {
+            let reserve = self.max_sessions * super::server::DEFAULT_SESSIONS_RESERVE_PERCENT / 100;
+            self.max_sessions.saturating_sub(reserve).max(1)
+        })
+    }
 }
 
 /// What the serving of one HTTP request tells the session manager, and what the
@@ -308,8 +321,24 @@ struct Open {
     /// The verified subject each session was opened by, when an authenticator
     /// guards the endpoint: only it may use the session.
     owners: HashMap<SessionId, Box<str>>,
+    /// How many open sessions each caller (the key `owners` holds) has.
+    per_caller: HashMap<Box<str>, usize>,
     /// Places taken by sessions being created.
     reserved: usize,
+}
+
+impl Open {
+    /// Forgets whose session `id` was.
+    fn disown(&mut self, id: &str) {
+        if let Some(owner) = self.owners.remove(id)
+            && let Some(count) = self.per_caller.get_mut(&owner)
+        {
+            *count -= 1;
+            if *count == 0 {
+                self.per_caller.remove(&owner);
+            }
+        }
+    }
 }
 
 impl Sessions {
@@ -400,7 +429,7 @@ impl Sessions {
             if open.sessions.remove(id).is_some() {
                 self.count.fetch_sub(1, Ordering::Relaxed);
             }
-            open.owners.remove(id);
+            open.disown(id);
         }
         Ok(self.inner.close_session(id).await?)
     }
@@ -534,7 +563,7 @@ impl Sessions {
             }
             for id in &expired {
                 open.sessions.remove(id);
-                open.owners.remove(id);
+                open.disown(id);
                 self.count.fetch_sub(1, Ordering::Relaxed);
                 tracing::debug!(session = %id, "MCP: a parked session expired");
             }
@@ -1104,9 +1133,11 @@ impl Guard {
     }
 
     /// Records who opened the session a response names, if it is a new one.
-    fn own(&self, response: &Response, identity: Option<&Identity>) {
-        let (Some(identity), Some(id)) = (
-            identity,
+    /// Records whose the session a response names is, if it is a new one:
+    /// `caller`, the verified subject (else the client's label) that opened it.
+    fn own(&self, response: &Response, caller: Option<&str>) {
+        let (Some(caller), Some(id)) = (
+            caller,
             response
                 .headers()
                 .get("mcp-session-id")
@@ -1119,11 +1150,72 @@ impl Guard {
             .sessions
             .get_key_value(id)
             .map(|(s, _)| SessionId::clone(s));
-        if let Some(session) = known {
-            open.owners
-                .entry(session)
-                .or_insert_with(|| identity.subject().into());
+        if let Some(session) = known
+            && !open.owners.contains_key(&session)
+        {
+            open.owners.insert(session, caller.into());
+            *open.per_caller.entry(caller.into()).or_default() += 1;
         }
+    }
+
+    /// The caller an `initialize` in `body` opens a session for, and whether it
+    /// holds its share of sessions already: the verified subject, else the
+    /// client's label (`clientInfo.name`, at most 256 bytes of it); `None` when
+    /// `body` is no `initialize`.
+    fn opener(&self, identity: Option<&Identity>, body: &[u8]) -> Option<(Box<str>, Value, bool)> {
+        #[derive(serde::Deserialize)]
+        struct Init<'a> {
+            #[serde(borrow)]
+            method: std::borrow::Cow<'a, str>,
+            #[serde(default)]
+            id: Value,
+            #[serde(default)]
+            params: Option<Params>,
+        }
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Params {
+            #[serde(default)]
+            client_info: Option<Info>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Info {
+            #[serde(default)]
+            name: String,
+        }
+        let init: Init<'_> = serde_json::from_slice(body).ok()?;
+        if init.method != "initialize" {
+            return None;
+        }
+        let key: Box<str> = match identity {
+            Some(identity) => identity.subject().into(),
+            None => {
+                let mut label = init
+                    .params
+                    .and_then(|params| params.client_info)
+                    .map(|info| info.name)
+                    .unwrap_or_default();
+                if label.len() > 256 {
+                    let mut end = 256;
+                    while !label.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    label.truncate(end);
+                }
+                format!("label:{label}").into()
+            }
+        };
+        // At the cap everyone is refused alike (503); below it, a caller past its
+        // share is (429).
+        let full = {
+            let open = self.sessions.open();
+            open.sessions.len() + open.reserved < self.sessions.limits.max_sessions
+                && open
+                    .per_caller
+                    .get(&key)
+                    .is_some_and(|held| *held >= self.sessions.limits.per_caller())
+        };
+        Some((key, init.id, full))
     }
 }
 
@@ -1190,12 +1282,31 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
         }
         request = Request::from_parts(parts, Body::from(bytes));
     }
+    // An `initialize` (a POST naming no session, and no sessionless method) is
+    // refused when its caller holds its share of sessions already.
+    let mut opener = None;
+    if request.method() == Method::POST
+        && !request.headers().contains_key("mcp-session-id")
+        && !request.headers().contains_key("mcp-method")
+    {
+        let (parts, body) = request.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(body, guard.max_body).await else {
+            return too_large(guard.max_body);
+        };
+        if let Some((key, id, full)) = guard.opener(identity.as_ref(), &bytes) {
+            if full {
+                return refused_caller(guard, &id);
+            }
+            opener = Some(key);
+        }
+        request = Request::from_parts(parts, Body::from(bytes));
+    }
     // A plain request of a session at rest (or an `initialize` opening one) is
     // answered here too, without an SDK session.
     if guard.sessions.rest()
         && resting::takes(request.method(), request.headers(), &guarded.service.config)
     {
-        match at_rest(&guarded, identity.as_ref(), request).await {
+        match at_rest(&guarded, opener.as_deref(), request).await {
             Ok(response) => return response,
             Err(back) => request = back,
         }
@@ -1254,7 +1365,7 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
         response.headers_mut().remove(header::CONTENT_LENGTH);
         *response.body_mut() = Body::empty();
     }
-    guard.own(&response, identity.as_ref());
+    guard.own(&response, opener.as_deref());
     with_error_ids(response).await
 }
 
@@ -1262,7 +1373,7 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
 /// it is plain (see [`resting`]); gives the request back otherwise.
 async fn at_rest(
     guarded: &Guarded,
-    identity: Option<&Identity>,
+    opener: Option<&str>,
     request: Request,
 ) -> Result<Response, Request> {
     let guard = &guarded.guard;
@@ -1306,7 +1417,7 @@ async fn at_rest(
                     ));
                 };
                 let response = resting::opened(id, result, &session);
-                guard.own(&response, identity);
+                guard.own(&response, opener);
                 return Ok(response);
             }
         }
@@ -1366,6 +1477,20 @@ fn refused(guard: &Guard, id: &Value) -> Response {
         "data": {"maxSessions": max},
     }});
     json_response(StatusCode::SERVICE_UNAVAILABLE, &body)
+}
+
+/// The answer to an `initialize` of a caller that holds its share of sessions.
+fn refused_caller(guard: &Guard, id: &Value) -> Response {
+    let max = guard.sessions.limits.per_caller();
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": -32000,
+        "message": format!(
+            "Too many sessions: this caller has {max} sessions open, its limit; close one \
+             (DELETE) or let one expire"
+        ),
+        "data": {"code": "BUSY", "maxSessionsPerCaller": max},
+    }});
+    json_response(StatusCode::TOO_MANY_REQUESTS, &body)
 }
 
 fn too_large(max: usize) -> Response {

@@ -31,6 +31,11 @@ pub const PATH: &str = "/mcp";
 pub const DEFAULT_MAX_LINE_LENGTH: usize = 4 * 1024 * 1024;
 /// The default of [`Server::max_sessions`]: 1,000.
 pub const DEFAULT_MAX_SESSIONS: usize = 1000;
+
+/// How much of [`Server::max_sessions`] is kept for other callers unless
+/// [`Server::max_sessions_per_caller`] says otherwise: a tenth (rounded down), so
+/// one caller may hold at most 900 of the default 1,000.
+pub const DEFAULT_SESSIONS_RESERVE_PERCENT: usize = 10;
 /// The default of [`Server::uninitialized_session_lifetime`]: 30 seconds.
 pub const DEFAULT_UNINITIALIZED_SESSION_LIFETIME: Duration = Duration::from_secs(30);
 /// The default of [`Server::session_idle_lifetime`]: 5 minutes.
@@ -129,6 +134,7 @@ impl Server {
                 max_line_length: DEFAULT_MAX_LINE_LENGTH,
                 sessions: http::Limits {
                     max_sessions: DEFAULT_MAX_SESSIONS,
+                    max_per_caller: None,
                     uninitialized_lifetime: DEFAULT_UNINITIALIZED_SESSION_LIFETIME,
                     idle_lifetime: DEFAULT_SESSION_IDLE_LIFETIME,
                     park_after: DEFAULT_SESSION_PARK_AFTER,
@@ -289,6 +295,21 @@ impl Server {
     #[must_use]
     pub fn max_sessions(mut self, sessions: usize) -> Self {
         Arc::make_mut(&mut self.shared).sessions.max_sessions = sessions;
+        self
+    }
+
+    /// At most this many HTTP sessions open at once for one caller: the subject
+    /// its token proves (with an [authenticator](Self::authenticate)), else the
+    /// name its `initialize` gives (`clientInfo.name`, a label: the best a server
+    /// without authentication has). Beyond it that caller's `initialize` is
+    /// answered with HTTP 429 and a JSON-RPC error (code `-32000`, `data.code`
+    /// `BUSY`), while others still open theirs: one caller cannot take every place
+    /// of [`max_sessions`](Self::max_sessions). Default: all but a reserve of
+    /// [`DEFAULT_SESSIONS_RESERVE_PERCENT`] of `max_sessions` (rounded down), 900
+    /// of the default 1,000.
+    #[must_use]
+    pub fn max_sessions_per_caller(mut self, sessions: usize) -> Self {
+        Arc::make_mut(&mut self.shared).sessions.max_per_caller = Some(sessions.max(1));
         self
     }
 
