@@ -970,3 +970,73 @@ async fn a_body_over_the_limit_is_answered_to_a_client_still_sending_it() {
         assert!(reply.text().contains("1024 bytes"), "{}", reply.text());
     }
 }
+
+/// What an `initialize` makes a session keep is bounded: parameters over 16 KiB
+/// (a capabilities map of 4 MB of small objects), nested past 16 levels or with
+/// more than 512 members are refused with 413 and a JSON-RPC `-32602` before a
+/// session opens, whatever `Mcp-Method` says; and one caller's sessions keep at
+/// most their budget of bytes together (429 past it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_an_initialize_makes_a_session_keep_is_bounded() {
+    let server = Server::new(registry()).max_initialize_bytes_per_caller(3 * 1024);
+    let http = Http::new(serve_http(server.clone().router()).await);
+    let init = |capabilities: Value| {
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": VERSION,
+            "capabilities": capabilities,
+            "clientInfo": {"name": "bounded", "version": "0.0.1"},
+        }})
+    };
+    // Under the 4 MiB body limit: 250,000 small objects.
+    let huge: serde_json::Map<String, Value> =
+        (0..250_000).map(|i| (format!("k{i}"), json!({}))).collect();
+    let mut deep = json!({});
+    for _ in 0..20 {
+        deep = json!({"a": deep});
+    }
+    let wide: serde_json::Map<String, Value> =
+        (0..600).map(|i| (format!("{i}"), json!(1))).collect();
+    for (what, capabilities) in [
+        ("4 MB", json!({"experimental": huge})),
+        ("deep", json!({"experimental": {"x": deep}})),
+        ("wide", json!({"experimental": {"x": wide}})),
+    ] {
+        for headers in [&[][..], &[("Mcp-Method", "initialize")][..]] {
+            let answer = http.post(None, &init(capabilities.clone()), headers).await;
+            assert_eq!(answer.status, 413, "{what}: {}", answer.body);
+            let error = &answer.response(1)["error"];
+            assert_eq!(error["code"], -32602, "{what}: {}", answer.body);
+            assert_eq!(
+                error["data"]["code"], "TOO_LARGE",
+                "{what}: {}",
+                answer.body
+            );
+            assert!(answer.session.is_none(), "{what}: a session opened");
+        }
+    }
+    assert_eq!(server.open_sessions(), 0);
+    // A caller's sessions keep at most 3 KiB of parameters together.
+    let some: serde_json::Map<String, Value> = (0..40)
+        .map(|i| (format!("key_{i:02}"), json!("v")))
+        .collect();
+    let capabilities = json!({"experimental": {"x": some}});
+    let mut opened = 0;
+    let last = loop {
+        let answer = http.post(None, &init(capabilities.clone()), &[]).await;
+        if answer.status != 200 {
+            break answer;
+        }
+        opened += 1;
+        assert!(opened < 10, "no budget");
+    };
+    assert!(opened >= 1, "{}", last.body);
+    assert_eq!(last.status, 429, "{}", last.body);
+    assert_eq!(
+        last.response(1)["error"]["data"]["code"],
+        "BUSY",
+        "{}",
+        last.body
+    );
+    // A plain one still opens for another caller.
+    assert_eq!(http.open(&[]).await.status, 200);
+}

@@ -83,6 +83,10 @@ pub(super) struct Limits {
     /// The most sessions one caller (subject, else client label) holds at once;
     /// `None`: all but a reserve for others.
     pub(super) max_per_caller: Option<usize>,
+    /// The most bytes of `initialize` parameters one session keeps.
+    pub(super) initialize_bytes: usize,
+    /// The most bytes of `initialize` parameters one caller's sessions keep.
+    pub(super) caller_bytes: usize,
     pub(super) uninitialized_lifetime: Duration,
     pub(super) idle_lifetime: Duration,
     /// How long a session stays quiet (nothing in flight, no stream open) before
@@ -320,9 +324,10 @@ struct Open {
     sessions: HashMap<SessionId, Entry>,
     /// The verified subject each session was opened by, when an authenticator
     /// guards the endpoint: only it may use the session.
-    owners: HashMap<SessionId, Box<str>>,
-    /// How many open sessions each caller (the key `owners` holds) has.
-    per_caller: HashMap<Box<str>, usize>,
+    owners: HashMap<SessionId, (Box<str>, usize)>,
+    /// How many open sessions each caller (the key `owners` holds) has, and the
+    /// bytes of `initialize` parameters they keep.
+    per_caller: HashMap<Box<str>, (usize, usize)>,
     /// Places taken by sessions being created.
     reserved: usize,
 }
@@ -330,10 +335,11 @@ struct Open {
 impl Open {
     /// Forgets whose session `id` was.
     fn disown(&mut self, id: &str) {
-        if let Some(owner) = self.owners.remove(id)
-            && let Some(count) = self.per_caller.get_mut(&owner)
+        if let Some((owner, bytes)) = self.owners.remove(id)
+            && let Some((count, kept)) = self.per_caller.get_mut(&owner)
         {
             *count -= 1;
+            *kept = kept.saturating_sub(bytes);
             if *count == 0 {
                 self.per_caller.remove(&owner);
             }
@@ -1034,7 +1040,7 @@ impl Guard {
             if open
                 .owners
                 .get(id)
-                .is_some_and(|owner| **owner != *identity.subject())
+                .is_some_and(|(owner, _)| **owner != *identity.subject())
             {
                 return Err(json_response(
                     StatusCode::NOT_FOUND,
@@ -1135,8 +1141,8 @@ impl Guard {
     /// Records who opened the session a response names, if it is a new one.
     /// Records whose the session a response names is, if it is a new one:
     /// `caller`, the verified subject (else the client's label) that opened it.
-    fn own(&self, response: &Response, caller: Option<&str>) {
-        let (Some(caller), Some(id)) = (
+    fn own(&self, response: &Response, caller: Option<&(Box<str>, usize)>) {
+        let (Some((caller, bytes)), Some(id)) = (
             caller,
             response
                 .headers()
@@ -1153,8 +1159,10 @@ impl Guard {
         if let Some(session) = known
             && !open.owners.contains_key(&session)
         {
-            open.owners.insert(session, caller.into());
-            *open.per_caller.entry(caller.into()).or_default() += 1;
+            open.owners.insert(session, (caller.clone(), *bytes));
+            let held = open.per_caller.entry(caller.clone()).or_default();
+            held.0 += 1;
+            held.1 += bytes;
         }
     }
 
@@ -1162,15 +1170,15 @@ impl Guard {
     /// holds its share of sessions already: the verified subject, else the
     /// client's label (`clientInfo.name`, at most 256 bytes of it); `None` when
     /// `body` is no `initialize`.
-    fn opener(&self, identity: Option<&Identity>, body: &[u8]) -> Option<(Box<str>, Value, bool)> {
+    fn opener(&self, identity: Option<&Identity>, body: &[u8]) -> Option<Opener> {
         #[derive(serde::Deserialize)]
         struct Init<'a> {
             #[serde(borrow)]
             method: std::borrow::Cow<'a, str>,
             #[serde(default)]
             id: Value,
-            #[serde(default)]
-            params: Option<Params>,
+            #[serde(default, borrow)]
+            params: Option<&'a serde_json::value::RawValue>,
         }
         #[derive(serde::Deserialize)]
         #[serde(rename_all = "camelCase")]
@@ -1187,11 +1195,16 @@ impl Guard {
         if init.method != "initialize" {
             return None;
         }
+        let raw = init.params.map_or("", |params| params.get());
+        let limits = &self.sessions.limits;
+        if let Some(why) = oversized(raw, limits) {
+            return Some(Opener::Refused(refused_params(&init.id, &why)));
+        }
         let key: Box<str> = match identity {
             Some(identity) => identity.subject().into(),
             None => {
-                let mut label = init
-                    .params
+                let mut label = serde_json::from_str::<Params>(raw)
+                    .ok()
                     .and_then(|params| params.client_info)
                     .map(|info| info.name)
                     .unwrap_or_default();
@@ -1206,16 +1219,29 @@ impl Guard {
             }
         };
         // At the cap everyone is refused alike (503); below it, a caller past its
-        // share is (429).
-        let full = {
+        // share of sessions, or of the bytes they keep, is (429).
+        let (count, kept) = {
             let open = self.sessions.open();
-            open.sessions.len() + open.reserved < self.sessions.limits.max_sessions
-                && open
-                    .per_caller
-                    .get(&key)
-                    .is_some_and(|held| *held >= self.sessions.limits.per_caller())
+            let room = open.sessions.len() + open.reserved < limits.max_sessions;
+            let held = open.per_caller.get(&key).copied().unwrap_or_default();
+            (
+                room && held.0 >= limits.per_caller(),
+                held.1 + raw.len() > limits.caller_bytes,
+            )
         };
-        Some((key, init.id, full))
+        if count {
+            return Some(Opener::Refused(refused_caller(
+                &init.id,
+                limits.per_caller(),
+            )));
+        }
+        if kept {
+            return Some(Opener::Refused(refused_bytes(
+                &init.id,
+                limits.caller_bytes,
+            )));
+        }
+        Some(Opener::Opens(key, raw.len()))
     }
 }
 
@@ -1287,17 +1313,19 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
     let mut opener = None;
     if request.method() == Method::POST
         && !request.headers().contains_key("mcp-session-id")
-        && !request.headers().contains_key("mcp-method")
+        && request
+            .headers()
+            .get("mcp-method")
+            .is_none_or(|method| method == "initialize")
     {
         let (parts, body) = request.into_parts();
         let Ok(bytes) = axum::body::to_bytes(body, guard.max_body).await else {
             return too_large(guard.max_body);
         };
-        if let Some((key, id, full)) = guard.opener(identity.as_ref(), &bytes) {
-            if full {
-                return refused_caller(guard, &id);
-            }
-            opener = Some(key);
+        match guard.opener(identity.as_ref(), &bytes) {
+            Some(Opener::Refused(refusal)) => return refusal,
+            Some(Opener::Opens(key, size)) => opener = Some((key, size)),
+            None => {}
         }
         request = Request::from_parts(parts, Body::from(bytes));
     }
@@ -1306,7 +1334,7 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
     if guard.sessions.rest()
         && resting::takes(request.method(), request.headers(), &guarded.service.config)
     {
-        match at_rest(&guarded, opener.as_deref(), request).await {
+        match at_rest(&guarded, opener.as_ref(), request).await {
             Ok(response) => return response,
             Err(back) => request = back,
         }
@@ -1365,7 +1393,7 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
         response.headers_mut().remove(header::CONTENT_LENGTH);
         *response.body_mut() = Body::empty();
     }
-    guard.own(&response, opener.as_deref());
+    guard.own(&response, opener.as_ref());
     with_error_ids(response).await
 }
 
@@ -1373,7 +1401,7 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
 /// it is plain (see [`resting`]); gives the request back otherwise.
 async fn at_rest(
     guarded: &Guarded,
-    opener: Option<&str>,
+    opener: Option<&(Box<str>, usize)>,
     request: Request,
 ) -> Result<Response, Request> {
     let guard = &guarded.guard;
@@ -1479,9 +1507,87 @@ fn refused(guard: &Guard, id: &Value) -> Response {
     json_response(StatusCode::SERVICE_UNAVAILABLE, &body)
 }
 
+/// What the guard makes of an `initialize`: the caller it opens a session for
+/// and the bytes of its parameters, or its refusal.
+enum Opener {
+    Opens(Box<str>, usize),
+    Refused(Response),
+}
+
+/// Why the `initialize` parameters `raw` are more than a session keeps, if they
+/// are: past the bytes, the nesting depth or the entries of `limits`.
+fn oversized(raw: &str, limits: &Limits) -> Option<String> {
+    if raw.len() > limits.initialize_bytes {
+        return Some(format!(
+            "the initialize parameters are {} bytes; a session keeps at most {}",
+            raw.len(),
+            limits.initialize_bytes
+        ));
+    }
+    let value: Value = serde_json::from_str(raw).ok()?;
+    let (mut entries, mut deepest) = (0usize, 0usize);
+    let mut stack = vec![(&value, 1usize)];
+    while let Some((value, depth)) = stack.pop() {
+        deepest = deepest.max(depth);
+        match value {
+            Value::Object(map) => {
+                entries += map.len();
+                stack.extend(map.values().map(|v| (v, depth + 1)));
+            }
+            Value::Array(items) => {
+                entries += items.len();
+                stack.extend(items.iter().map(|v| (v, depth + 1)));
+            }
+            _ => {}
+        }
+    }
+    if deepest > MAX_INITIALIZE_DEPTH {
+        return Some(format!(
+            "the initialize parameters nest {deepest} levels deep; a session keeps at most \
+             {MAX_INITIALIZE_DEPTH}"
+        ));
+    }
+    (entries > MAX_INITIALIZE_ENTRIES).then(|| {
+        format!(
+            "the initialize parameters hold {entries} entries; a session keeps at most \
+             {MAX_INITIALIZE_ENTRIES}"
+        )
+    })
+}
+
+/// The deepest nesting of `initialize` parameters a session keeps.
+const MAX_INITIALIZE_DEPTH: usize = 16;
+
+/// The most members and items (all levels) of `initialize` parameters a session
+/// keeps.
+const MAX_INITIALIZE_ENTRIES: usize = 512;
+
+/// The answer to an `initialize` whose parameters are more than a session keeps.
+fn refused_params(id: &Value, why: &str) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": -32602,
+        "message": format!("Invalid params: {why}"),
+        "data": {"code": "TOO_LARGE", "path": "/params"},
+    }});
+    json_response(StatusCode::PAYLOAD_TOO_LARGE, &body)
+}
+
+/// The answer to an `initialize` of a caller whose sessions keep its share of
+/// bytes already.
+fn refused_bytes(id: &Value, max: usize) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": -32000,
+        "message": format!(
+            "Too many sessions: this caller's sessions keep {max} bytes of initialize \
+             parameters, its limit; close one (DELETE) or let one expire"
+        ),
+        "data": {"code": "BUSY", "maxInitializeBytesPerCaller": max},
+    }});
+    json_response(StatusCode::TOO_MANY_REQUESTS, &body)
+}
+
 /// The answer to an `initialize` of a caller that holds its share of sessions.
-fn refused_caller(guard: &Guard, id: &Value) -> Response {
-    let max = guard.sessions.limits.per_caller();
+fn refused_caller(id: &Value, max: usize) -> Response {
     let body = json!({"jsonrpc": "2.0", "id": id, "error": {
         "code": -32000,
         "message": format!(

@@ -32,6 +32,12 @@ pub const DEFAULT_MAX_LINE_LENGTH: usize = 4 * 1024 * 1024;
 /// The default of [`Server::max_sessions`]: 1,000.
 pub const DEFAULT_MAX_SESSIONS: usize = 1000;
 
+/// The default of [`Server::max_initialize_bytes`]: 16 KiB.
+pub const DEFAULT_MAX_INITIALIZE_BYTES: usize = 16 * 1024;
+
+/// The default of [`Server::max_initialize_bytes_per_caller`]: 4 MiB.
+pub const DEFAULT_MAX_INITIALIZE_BYTES_PER_CALLER: usize = 4 * 1024 * 1024;
+
 /// How much of [`Server::max_sessions`] is kept for other callers unless
 /// [`Server::max_sessions_per_caller`] says otherwise: a tenth (rounded down), so
 /// one caller may hold at most 900 of the default 1,000.
@@ -135,6 +141,8 @@ impl Server {
                 sessions: http::Limits {
                     max_sessions: DEFAULT_MAX_SESSIONS,
                     max_per_caller: None,
+                    initialize_bytes: DEFAULT_MAX_INITIALIZE_BYTES,
+                    caller_bytes: DEFAULT_MAX_INITIALIZE_BYTES_PER_CALLER,
                     uninitialized_lifetime: DEFAULT_UNINITIALIZED_SESSION_LIFETIME,
                     idle_lifetime: DEFAULT_SESSION_IDLE_LIFETIME,
                     park_after: DEFAULT_SESSION_PARK_AFTER,
@@ -310,6 +318,28 @@ impl Server {
     #[must_use]
     pub fn max_sessions_per_caller(mut self, sessions: usize) -> Self {
         Arc::make_mut(&mut self.shared).sessions.max_per_caller = Some(sessions.max(1));
+        self
+    }
+
+    /// The most bytes of `initialize` parameters (the client's capabilities, its
+    /// `clientInfo`, ...) an HTTP session keeps for its life; more, or nested
+    /// deeper than 16 levels, or holding more than 512 members and items, is
+    /// refused with HTTP 413 and a JSON-RPC `-32602` (`data.code` `TOO_LARGE`)
+    /// before any session is opened. Default [`DEFAULT_MAX_INITIALIZE_BYTES`]
+    /// (16 KiB).
+    #[must_use]
+    pub fn max_initialize_bytes(mut self, bytes: usize) -> Self {
+        Arc::make_mut(&mut self.shared).sessions.initialize_bytes = bytes;
+        self
+    }
+
+    /// The most bytes of `initialize` parameters the open sessions of one caller
+    /// (as [`max_sessions_per_caller`](Self::max_sessions_per_caller) counts
+    /// callers) keep together; past it that caller's `initialize` gets 429
+    /// (`BUSY`). Default [`DEFAULT_MAX_INITIALIZE_BYTES_PER_CALLER`] (4 MiB).
+    #[must_use]
+    pub fn max_initialize_bytes_per_caller(mut self, bytes: usize) -> Self {
+        Arc::make_mut(&mut self.shared).sessions.caller_bytes = bytes;
         self
     }
 
