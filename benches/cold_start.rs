@@ -13,8 +13,9 @@
 //! median, minimum and maximum, the ratio of the sizes, and how much later the
 //! 10,000 tools' first answer comes than the 10's.
 //!
-//! `cargo bench --bench cold_start -- phases N` times the steps of a start in one
-//! process instead: making N tools, registering them, and the first `tools/list`.
+//! `cargo bench --bench cold_start -- phases N [http]` times the steps of a start
+//! in one process instead: making N tools, registering them, and the first
+//! `tools/list` (or with `http`, the first `GET /api`).
 //! `-- rounds R` sets the rounds (default 15).
 
 use std::io::{Read, Write};
@@ -35,7 +36,8 @@ fn main() {
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
     match words.as_slice() {
         ["serve", tools, port, ..] => serve(parse(tools), parse(port)),
-        ["phases", tools, ..] => phases(parse(tools)),
+        ["phases", tools, "http", ..] => phases(parse(tools), First::Http),
+        ["phases", tools, ..] => phases(parse(tools), First::Mcp),
         rest => {
             let rounds = match rest.iter().position(|w| *w == "rounds") {
                 Some(at) => rest.get(at + 1).map_or(15, |n| parse(n)),
@@ -227,7 +229,7 @@ fn ms(d: Duration) -> f64 {
 }
 
 /// The steps of a start, timed in one process.
-fn phases(count: usize) {
+fn phases(count: usize, first: First) {
     let started = Instant::now();
     let tools: Vec<_> = generated::tools(count)
         .collect::<Result<_, _>>()
@@ -242,20 +244,22 @@ fn phases(count: usize) {
         .build()
         .expect("a runtime");
     let port = free_port();
-    let request = list_request(port);
+    let request = first.request(port);
     runtime.spawn(async move {
         let mcp = toolfunc::mcp::Server::new(Registry::global());
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
             .await
             .expect("the port is free");
         Server::new()
+            .mount(Api::new(Registry::global()))
+            .expect("the API mounts")
             .merge(mcp.router())
             .serve(listener)
             .await
             .expect("the server runs");
     });
     let serving = started.elapsed();
-    let first = loop {
+    let answered = loop {
         if ask(port, &request).is_some() {
             break started.elapsed();
         }
@@ -265,11 +269,12 @@ fn phases(count: usize) {
     ask(port, &request).expect("a second answer");
     let second = second_at.elapsed();
     println!(
-        "{count} tools: made {:.1} ms, registered +{:.1} ms, serving +{:.1} ms, first tools/list +{:.1} ms; a second tools/list {:.1} ms",
+        "{count} tools: made {:.1} ms, registered +{:.1} ms, serving +{:.1} ms, first {} +{:.1} ms; a second {:.1} ms",
         ms(made),
         ms(registered.saturating_sub(made)),
         ms(serving.saturating_sub(registered)),
-        ms(first.saturating_sub(serving)),
+        first.name(),
+        ms(answered.saturating_sub(serving)),
         ms(second)
     );
 }

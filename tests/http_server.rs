@@ -194,6 +194,40 @@ async fn discovery_lists_every_api_tool_without_code() {
     );
 }
 
+/// A large catalogue's discovery (written on several cores) lists every tool once,
+/// in name order, each entry whole.
+#[tokio::test]
+async fn a_large_discovery_lists_every_tool_once() {
+    let registry = Registry::new();
+    for i in 0..3000 {
+        let tool = ToolFunc::builder(format!("tool_{i:04}"))
+            .description("One of many.")
+            .params_schema_with(move || {
+                json!({"type": "object", "properties": {"n": {"type": "integer", "const": i}}})
+            })
+            .handler_sync(|_, args| Ok(args))
+            .build()
+            .expect("a tool");
+        registry.register(tool).expect("a unique name");
+    }
+    let addr = start(Api::new(registry)).await;
+    let reply = get(addr, "/api").await;
+    let text = reply.text();
+    let listing: Value = serde_json::from_str(&text).expect("one JSON object");
+    let tools = listing.as_object().expect("an object");
+    assert_eq!(tools.len(), 3000);
+    for (i, (name, entry)) in tools.iter().enumerate() {
+        assert_eq!(*name, format!("tool_{i:04}"));
+        assert_eq!(entry["name"], *name);
+        assert_eq!(entry["isApi"], true);
+        assert_eq!(entry["params"]["properties"]["n"]["const"], i);
+    }
+    // Written in name order, as the object's keys are read back.
+    let first = text.find("\"tool_0000\"").expect("the first");
+    let last = text.find("\"tool_2999\"").expect("the last");
+    assert!(first < last);
+}
+
 /// Discovery, kept between registry changes, shows each change at once: a tool
 /// registered after the first listing is in the next, one removed is gone.
 #[tokio::test]

@@ -129,20 +129,57 @@ pub(crate) fn error_from_body(status: u16, body: &[u8], tool: &str) -> ToolError
 /// as `serde_json` would sort them), each definition serialised once: no JSON
 /// tree of the whole catalogue is built.
 pub(crate) fn discovery(offered: &Catalog, sight: &Sight<'_>) -> Vec<u8> {
-    let mut body = Vec::with_capacity(offered.tools().size_hint().0 * 256);
+    let tools: Vec<&ToolDefinition> = offered.tools().collect();
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    // A large catalogue's first listing makes every schema it has not made yet:
+    // split over the cores, each part written on its own.
+    let parts: Vec<Vec<u8>> = if tools.len() >= PARALLEL_FROM && threads > 1 {
+        let size = tools.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let running: Vec<_> = tools
+                .chunks(size)
+                .map(|chunk| scope.spawn(move || entries(chunk, sight)))
+                .collect();
+            running
+                .into_iter()
+                .map(|part| part.join().unwrap_or_default())
+                .collect()
+        })
+    } else {
+        vec![entries(&tools, sight)]
+    };
+    let mut body = Vec::with_capacity(parts.iter().map(Vec::len).sum::<usize>() + parts.len() + 1);
     body.push(b'{');
-    let mut first = true;
-    for def in offered.tools() {
+    for part in parts.iter().filter(|part| !part.is_empty()) {
+        if body.len() > 1 {
+            body.push(b',');
+        }
+        body.extend_from_slice(part);
+    }
+    body.push(b'}');
+    body
+}
+
+/// The size of catalogue past which discovery is written on several cores.
+const PARALLEL_FROM: usize = 2048;
+
+/// The entries of `tools` the caller of `sight` sees, comma-separated.
+fn entries(tools: &[&ToolDefinition], sight: &Sight<'_>) -> Vec<u8> {
+    let mut body = Vec::new();
+    for def in tools {
         let Some(def) = sight.view(def) else {
             continue;
         };
-        if !first {
-            body.push(b',');
+        if body.is_empty() {
+            entry_into(&mut body, &def);
+            // Sized once from the first entry (with room to spare), not doubled
+            // and copied over and over for a large catalogue.
+            body.reserve(tools.len().saturating_mul(body.len() + body.len() / 2));
+            continue;
         }
-        first = false;
+        body.push(b',');
         entry_into(&mut body, &def);
     }
-    body.push(b'}');
     body
 }
 
