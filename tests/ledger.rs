@@ -353,9 +353,10 @@ async fn each_caller_has_a_quota_and_the_ledger_a_byte_budget() {
                 .unwrap(),
         )
         .unwrap();
+    // (The arguments count too, while the entry is kept: 24 KB each here.)
     let settings = LedgerSettings::default()
         .max_bytes_per_caller(10_000)
-        .max_bytes(20_000);
+        .max_bytes(40_000);
     let ledger = Ledger::with_settings(registry, settings);
     let big = json!({"text": "x".repeat(12_000)});
     let kept = ledger
@@ -379,6 +380,30 @@ async fn each_caller_has_a_quota_and_the_ledger_a_byte_budget() {
     assert!(ledger.remove(&kept));
     ledger
         .start_with("echo", json!({"text": "small"}), as_caller("cy"))
+        .unwrap();
+}
+
+/// What a running call holds counts in its caller's quota before it has any
+/// result: its arguments (so a caller cannot park large arguments in long calls).
+#[tokio::test]
+async fn the_arguments_of_a_running_call_count_in_its_callers_quota() {
+    let settings = LedgerSettings::default().max_bytes_per_caller(10_000);
+    let ledger = Ledger::with_settings(registry(), settings);
+    let big = json!({"ms": 60_000, "note": "x".repeat(12_000)});
+    let running = ledger
+        .start_with("work", big.clone(), as_caller("ann"))
+        .unwrap();
+    let refused = ledger
+        .start_with("work", json!({"ms": 60_000}), as_caller("ann"))
+        .unwrap_err();
+    assert_eq!((refused.code(), refused.status()), ("BUSY", 429));
+    // Another caller is not held back, and the place comes back when it goes.
+    ledger
+        .start_with("work", json!({"ms": 60_000}), as_caller("bob"))
+        .unwrap();
+    assert!(ledger.remove(&running));
+    ledger
+        .start_with("work", json!({"ms": 60_000}), as_caller("ann"))
         .unwrap();
 }
 

@@ -143,6 +143,9 @@ fn refused(err: &ToolError) -> ErrorData {
     ErrorData::internal_error(err.to_string(), Some(error_data(err)))
 }
 
+/// The most capability names a task keeps of what its client declared.
+const MAX_DECLARED: usize = 32;
+
 impl Server {
     /// Starts `tool` as a tracked call for a client that takes tasks, and answers
     /// as its [`Plan`] says.
@@ -158,18 +161,31 @@ impl Server {
         let owner = options.owner().map(str::to_owned);
         let ledger = self.shared.ledger.for_caller(owner.as_deref());
         let id = format!("task-{}", crate::id::random_hex());
-        let declared = context
+        // Which capabilities the client declared, by name: kept for the task's life
+        // (not a copy of everything it declared), and counted in its quota.
+        let declared: Vec<String> = context
             .client_capabilities()
             .and_then(|c| serde_json::to_value(c).ok())
-            .unwrap_or(Value::Null);
+            .and_then(|c| match c {
+                Value::Object(map) => Some(
+                    map.into_iter()
+                        .filter(|(_, v)| !v.is_null())
+                        .map(|(k, _)| k)
+                        .take(MAX_DECLARED)
+                        .collect(),
+                ),
+                _ => None,
+            })
+            .unwrap_or_default();
+        let kept = declared.iter().map(|name| name.len() + 24).sum::<usize>();
         // What the call asks waits in the ledger, for a round or a `tasks/update`.
         let asking = (ledger.clone(), id.clone(), found.name().to_owned());
         let options = options.on_named_client_request(move |name, request| {
             let (ledger, id, tool) = &asking;
             let capability = request.capability();
             let answer = declared
-                .get(capability)
-                .is_some_and(|c| !c.is_null())
+                .iter()
+                .any(|declared| declared == capability)
                 .then(|| ledger.ask(id, name, request.clone()));
             let tool = tool.clone();
             async move {
@@ -187,7 +203,7 @@ impl Server {
                 }
             }
         });
-        let track = Track::new().id(id.clone()).options(options);
+        let track = Track::new().id(id.clone()).options(options).keeps(kept);
         found
             .track(&ledger, args, track)
             .map_err(|err| refused(&err))?;

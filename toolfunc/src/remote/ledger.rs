@@ -216,9 +216,21 @@ pub struct Track {
     options: Option<CallOptions>,
     park_questions: bool,
     streamed: bool,
+    /// Bytes the caller keeps beside the arguments for the call's life (what a
+    /// surface captured for it), counted in the caller's quota.
+    kept: usize,
 }
 
 impl Track {
+    /// Counts `bytes` more in the call's share of its caller's quota: what the
+    /// surface keeps for the call besides its arguments (a client's declared
+    /// capabilities, say).
+    #[must_use]
+    pub(crate) fn keeps(mut self, bytes: usize) -> Self {
+        self.kept = self.kept.saturating_add(bytes);
+        self
+    }
+
     /// The ledger's defaults.
     #[must_use]
     pub fn new() -> Self {
@@ -850,10 +862,14 @@ impl Ledger {
             options = options.timeout(limit);
         }
         let act = args.get("act").and_then(Value::as_str).map(str::to_owned);
+        // Everything the entry and its running call keep: the arguments too (held
+        // by the call until it ends), and what the surface kept for it.
         let bytes = id.len()
             + name.len()
             + caller.as_ref().map_or(0, String::len)
-            + act.as_ref().map_or(0, String::len);
+            + act.as_ref().map_or(0, String::len)
+            + json_size(&args)
+            + track.kept;
         let token = CancellationToken::new();
         let serial = {
             let mut state = self.inner.lock();
