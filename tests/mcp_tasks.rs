@@ -552,3 +552,23 @@ async fn parked_rounds_are_bounded_per_caller() {
         .await;
     assert_eq!(refused["data"]["code"], "TOO_LONG", "{refused}");
 }
+
+/// A parked round counts the arguments its call holds in the byte budgets: a
+/// caller whose parked calls hold large arguments is refused past its share
+/// (`BUSY`), while another caller still parks its own.
+#[tokio::test]
+async fn the_arguments_of_a_parked_round_count_in_its_budget() {
+    let limits = RoundLimits::default().max_bytes_per_caller(8 * 1024);
+    let url = serve(Server::new(registry()).round_limits(limits)).await;
+    let mut alice = Client::new(&url, asks("alice"));
+    let big = json!({"padding": "x".repeat(10 * 1024)});
+    let round = alice.call("greet", big.clone()).await;
+    assert_eq!(round["resultType"], "input_required", "{round}");
+    let refused = alice
+        .error("tools/call", json!({"name": "greet", "arguments": big}))
+        .await;
+    assert_eq!(refused["data"]["code"], "BUSY", "{refused}");
+    let mut bob = Client::new(&url, asks("bob"));
+    let round = bob.call("greet", json!({})).await;
+    assert_eq!(round["resultType"], "input_required", "{round}");
+}

@@ -245,6 +245,8 @@ impl Server {
         let items = token.is_some().then(|| report_tx.clone());
         drop(report_tx);
         let limit = self.shared.collect_limit;
+        // Held by the call while it runs, parked or not: counted in the budgets.
+        let args_bytes = crate::options::json_size(&args);
         // Polled by this request until it asks its caller something (then it is
         // detached onto a task of its own, to run on while parked).
         let outcome = rounds::Outcome::InPlace(Box::pin(async move {
@@ -265,6 +267,7 @@ impl Server {
             pending: Vec::new(),
             answered,
             parked_by: None,
+            args_bytes,
         };
         self.drive(running, gate, context).await
     }

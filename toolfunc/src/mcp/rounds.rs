@@ -52,7 +52,7 @@ use super::shape::{Shape, error_data};
 /// | [`max_caller_bytes`](Self::max_caller_bytes) | 256 bytes | `-32602`, data code `TOO_LONG` |
 /// | [`lifetime`](Self::lifetime) | 5 minutes | the call is cancelled; its state is refused |
 ///
-/// The bytes counted are the names, the questions and the answers a parked call
+/// The bytes counted are the names, the arguments, the questions and the answers a parked call
 /// keeps (the client's answers given before their questions were asked included),
 /// estimated as the length of their JSON text.
 ///
@@ -169,6 +169,8 @@ pub(super) struct Running {
     /// The trace context of the request whose round parked it, which the request
     /// that resumes it links to (with `otel`).
     pub(super) parked_by: Option<crate::trace::TraceContext>,
+    /// The size of the arguments the call holds (its JSON text, estimated).
+    pub(super) args_bytes: usize,
 }
 
 impl Drop for Running {
@@ -244,7 +246,7 @@ impl Held {
                     .iter()
                     .map(|(key, answer)| key.len() + json_size(answer))
                     .sum();
-                asked + answered
+                asked + answered + running.args_bytes
             }
             Self::Task(parked) => parked.id.len(),
         }
