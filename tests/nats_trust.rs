@@ -652,3 +652,89 @@ async fn an_oversized_kept_header_is_refused_before_anything_is_kept() {
             .is_none()
     );
 }
+
+/// One caller gets at most its share of a worker's slots: past it (2 here) its
+/// next call is `BUSY` (429) at once, while another caller's runs. Callers are
+/// told apart by `Tf-Caller` without an authenticator.
+#[tokio::test]
+async fn one_caller_gets_at_most_its_share_of_a_workers_slots() {
+    let server = NatsServer::start();
+    let ids = Arc::new(Mutex::new(Vec::new()));
+    let registry = Registry::new();
+    registry.register(nap(&ids, 5_000)).unwrap();
+    registry.register(echo()).unwrap();
+    let worker = Worker::builder(registry)
+        .max_in_flight_per_caller(2)
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let nats = raw(&server).await;
+    let as_caller = |caller: &str| {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Tf-Caller", caller);
+        headers
+    };
+    // Two long calls to an inbox nobody reads.
+    for _ in 0..2 {
+        nats.publish_with_reply_and_headers(
+            "toolfunc.call.nap",
+            nats.new_inbox(),
+            as_caller("greedy"),
+            "{}".into(),
+        )
+        .await
+        .unwrap();
+    }
+    eventually("both calls to run", || worker.in_flight() == 2).await;
+    let answer = nats
+        .request_with_headers("toolfunc.call.echo", as_caller("greedy"), "{}".into())
+        .await
+        .unwrap();
+    let code = answer.headers.as_ref().and_then(|h| h.get("Tf-Error-Code"));
+    assert_eq!(code.map(|v| v.as_str()), Some("BUSY"));
+    let answer = nats
+        .request_with_headers(
+            "toolfunc.call.echo",
+            as_caller("other"),
+            r#"{"a":1}"#.into(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        answer
+            .headers
+            .as_ref()
+            .and_then(|h| h.get("Tf-Error-Code"))
+            .is_none()
+    );
+    assert_eq!(
+        serde_json::from_slice::<Value>(&answer.payload).unwrap(),
+        json!({"a": 1})
+    );
+}
+
+/// A call that names no deadline (a client other than toolfunc's, no
+/// `Tf-Timeout`) gets the worker's: it is cancelled and answered `TIMEOUT`, and
+/// its slot is free again.
+#[tokio::test]
+async fn a_call_naming_no_deadline_gets_the_workers() {
+    let server = NatsServer::start();
+    let ids = Arc::new(Mutex::new(Vec::new()));
+    let registry = Registry::new();
+    registry.register(nap(&ids, 30_000)).unwrap();
+    let worker = Worker::builder(registry)
+        .default_deadline(Duration::from_millis(300))
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let nats = raw(&server).await;
+    let started = std::time::Instant::now();
+    let answer = nats
+        .request("toolfunc.call.nap", "{}".into())
+        .await
+        .unwrap();
+    let code = answer.headers.as_ref().and_then(|h| h.get("Tf-Error-Code"));
+    assert_eq!(code.map(|v| v.as_str()), Some("TIMEOUT"));
+    assert!(started.elapsed() < Duration::from_secs(10));
+    eventually("the slot to be free", || worker.in_flight() == 0).await;
+}

@@ -33,6 +33,8 @@ use tokio_util::sync::CancellationToken;
 
 /// Most calls a worker runs at once unless set.
 const MAX_IN_FLIGHT: usize = 1024;
+/// The deadline of a call that names none (`Tf-Timeout`), unless set.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(60);
 /// Bounds on what a caller may ask for.
 const HEARTBEAT_MS: std::ops::RangeInclusive<u64> = 50..=60_000;
 const WINDOW: std::ops::RangeInclusive<u32> = 1..=1024;
@@ -48,6 +50,8 @@ pub struct WorkerBuilder {
     version: String,
     description: Option<String>,
     max_in_flight: usize,
+    max_per_caller: Option<usize>,
+    default_deadline: Duration,
     durable: Option<DurableSettings>,
     authenticator: Option<Arc<dyn Authenticator>>,
     inbox_prefix: String,
@@ -63,6 +67,8 @@ impl std::fmt::Debug for WorkerBuilder {
             .field("version", &self.version)
             .field("description", &self.description)
             .field("max_in_flight", &self.max_in_flight)
+            .field("max_per_caller", &self.max_per_caller)
+            .field("default_deadline", &self.default_deadline)
             .field("durable", &self.durable)
             .field("authenticator", &self.authenticator.is_some())
             .field("inbox_prefix", &self.inbox_prefix)
@@ -101,6 +107,26 @@ impl WorkerBuilder {
     /// `OVERLOADED` (503) at once, so the caller can go elsewhere.
     pub fn max_in_flight(mut self, max: usize) -> Self {
         self.max_in_flight = max.max(1);
+        self
+    }
+
+    /// The deadline of a call that names none (no `Tf-Timeout`: a client other
+    /// than toolfunc's): past it the call is cancelled and answered `TIMEOUT`, so a
+    /// caller that has gone does not hold a slot for ever. [`DEFAULT_DEADLINE`]
+    /// (60 s) unless set; a call that names a deadline keeps its own.
+    pub fn default_deadline(mut self, deadline: Duration) -> Self {
+        self.default_deadline = deadline;
+        self
+    }
+
+    /// Most calls this worker runs at once for one caller: the subject its token
+    /// proves (with an [authenticator](Self::authenticate)), else the `Tf-Caller`
+    /// it states (a label), else every caller that states none together. One more
+    /// is answered `BUSY` (429) at once, while other callers still get slots: one
+    /// client cannot take every slot of [`max_in_flight`](Self::max_in_flight).
+    /// A quarter of `max_in_flight` unless set.
+    pub fn max_in_flight_per_caller(mut self, max: usize) -> Self {
+        self.max_per_caller = Some(max.max(1));
         self
     }
 
@@ -205,6 +231,11 @@ impl WorkerBuilder {
             calls: Mutex::new(HashMap::new()),
             in_flight: Arc::new(Semaphore::new(self.max_in_flight)),
             max_in_flight: self.max_in_flight,
+            max_per_caller: self
+                .max_per_caller
+                .unwrap_or((self.max_in_flight / 4).max(1)),
+            per_caller: Mutex::new(HashMap::new()),
+            default_deadline: self.default_deadline,
             endpoints: Mutex::new(HashMap::new()),
             service: Mutex::new(Some(service)),
         });
@@ -289,6 +320,8 @@ impl Worker {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             description: None,
             max_in_flight: MAX_IN_FLIGHT,
+            max_per_caller: None,
+            default_deadline: DEFAULT_DEADLINE,
             durable: None,
             authenticator: None,
             inbox_prefix: guard::DEFAULT_INBOX.to_owned(),
@@ -403,6 +436,13 @@ struct Shared {
     calls: Mutex<HashMap<String, Vec<Arc<Control>>>>,
     in_flight: Arc<Semaphore>,
     max_in_flight: usize,
+    /// Most calls running at once for one caller.
+    max_per_caller: usize,
+    /// The deadline of a call that names none.
+    default_deadline: Duration,
+    /// Calls running per caller (subject, label, or `""` for none): at most one
+    /// key per running call, so bounded by `max_in_flight`.
+    per_caller: Mutex<HashMap<String, usize>>,
     /// The endpoint task of each served tool.
     endpoints: Mutex<HashMap<String, JoinHandle<()>>>,
     service: Mutex<Option<service::Service>>,
@@ -636,7 +676,7 @@ static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new
 
 fn asked(
     headers: Option<&HeaderMap>,
-    worker: &str,
+    (worker, default_deadline): (&str, Duration),
     identity: Option<Identity>,
 ) -> Result<Asked, ToolError> {
     let number = |name: &str| -> Result<Option<u64>, ToolError> {
@@ -654,7 +694,10 @@ fn asked(
     };
     let mut options = CallOptions::new().surface(Surface::Nats);
     let timeout = number(wire::TIMEOUT)?.map(Duration::from_millis);
-    if let Some(timeout) = timeout {
+    // A call that names no deadline gets the worker's (a stream ends by its own
+    // idle rule): a caller that has gone without a word holds no slot for ever.
+    let streams = wire::header(headers, STREAM).is_some();
+    if let Some(timeout) = timeout.or((!streams).then_some(default_deadline)) {
         options = options.timeout(timeout);
     }
     if let Some(caller) = wire::header(headers, CALLER) {
@@ -701,6 +744,38 @@ fn asked(
     })
 }
 
+/// One running call's place in its caller's share, given back on drop.
+struct CallerShare<'a> {
+    shared: &'a Shared,
+    key: String,
+}
+
+impl<'a> CallerShare<'a> {
+    /// A place for a call of `key`, or `None` when it runs its share already.
+    fn take(shared: &'a Shared, key: String) -> Option<Self> {
+        let mut running = lock(&shared.per_caller);
+        let count = running.entry(key.clone()).or_default();
+        if *count >= shared.max_per_caller {
+            return None;
+        }
+        *count += 1;
+        drop(running);
+        Some(Self { shared, key })
+    }
+}
+
+impl Drop for CallerShare<'_> {
+    fn drop(&mut self) {
+        let mut running = lock(&self.shared.per_caller);
+        if let Some(count) = running.get_mut(&self.key) {
+            *count -= 1;
+            if *count == 0 {
+                running.remove(&self.key);
+            }
+        }
+    }
+}
+
 /// Removes a call's control entry when the call ends, however it ends.
 struct Registered<'a> {
     shared: &'a Shared,
@@ -739,7 +814,7 @@ async fn handle(shared: Arc<Shared>, request: Request, tool: String) {
         Err(err) => return respond_error(&request, &err).await,
     };
     let subject = identity.as_ref().map(|who| who.subject().to_owned());
-    let asked = match asked(headers, &shared.id, identity) {
+    let asked = match asked(headers, (&shared.id, shared.default_deadline), identity) {
         Ok(asked) => asked,
         Err(err) => return respond_error(&request, &err).await,
     };
@@ -757,6 +832,24 @@ async fn handle(shared: Arc<Shared>, request: Request, tool: String) {
     if let Err(err) = found.authorize(Some(&asked.options), Some(&args)) {
         return respond_error(&request, &err).await;
     }
+    let caller_key = match &subject {
+        Some(subject) => format!("sub:{subject}"),
+        None => {
+            wire::header(headers, CALLER).map_or_else(String::new, |label| format!("label:{label}"))
+        }
+    };
+    let Some(_share) = CallerShare::take(&shared, caller_key) else {
+        let err = ToolError::custom(
+            "BUSY",
+            429,
+            format!(
+                "this caller runs {} calls on this worker already, its share; wait for one \
+                 to end",
+                shared.max_per_caller
+            ),
+        );
+        return respond_error(&request, &err).await;
+    };
     let Ok(_permit) = Arc::clone(&shared.in_flight).try_acquire_owned() else {
         let err = ToolError::custom(
             "OVERLOADED",
