@@ -738,3 +738,47 @@ async fn a_call_naming_no_deadline_gets_the_workers() {
     assert!(started.elapsed() < Duration::from_secs(10));
     eventually("the slot to be free", || worker.in_flight() == 0).await;
 }
+
+/// A caller that asked for no heartbeats is noticed when it goes all the same: the
+/// worker asks a subject beside its reply subject whether anyone listens (a
+/// multiplexing client hears and drops it), and cancels the call when no one does.
+#[tokio::test]
+async fn a_caller_without_heartbeats_that_has_gone_is_noticed() {
+    let server = NatsServer::start();
+    let ids = Arc::new(Mutex::new(Vec::new()));
+    let registry = Registry::new();
+    registry.register(nap(&ids, 30_000)).unwrap();
+    let worker = Worker::builder(registry)
+        .probe_every(Some(Duration::from_millis(200)))
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let caller = raw(&server).await;
+    // A client that multiplexes its requests over one wildcard subscription.
+    let mut inbox = caller.subscribe("_INBOX.probed.*").await.unwrap();
+    caller
+        .publish_with_reply("toolfunc.call.nap", "_INBOX.probed.call1", "{}".into())
+        .await
+        .unwrap();
+    caller.flush().await.unwrap();
+    eventually("the call to run", || worker.in_flight() == 1).await;
+    // While it listens, the call runs on (the probes reach it and are dropped).
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(
+        worker.in_flight(),
+        1,
+        "a caller that listens was taken for gone"
+    );
+    let probe = tokio::time::timeout(Duration::from_secs(2), inbox.next())
+        .await
+        .expect("a probe")
+        .expect("a message");
+    assert_eq!(probe.subject.as_str(), "_INBOX.probed.tf-probe");
+    // Gone: the call is cancelled.
+    drop(inbox);
+    drop(caller);
+    eventually("the call of a gone caller to end", || {
+        worker.in_flight() == 0
+    })
+    .await;
+}

@@ -15,7 +15,7 @@ pub use async_nats;
 pub use client::{Client, ClientBuilder};
 pub use durable::DurableSettings;
 pub use guard::DEFAULT_MAX_HEADER;
-pub use worker::{DEFAULT_DEADLINE, Worker, WorkerBuilder};
+pub use worker::{DEFAULT_DEADLINE, DEFAULT_PROBE_EVERY, Worker, WorkerBuilder};
 
 /// The W3C `traceparent` of a call that came over NATS, in its
 /// [`Ctx`](crate::Ctx) (`ctx.get::<TraceParent>()`), as it came.

@@ -35,6 +35,9 @@ use tokio_util::sync::CancellationToken;
 const MAX_IN_FLIGHT: usize = 1024;
 /// The deadline of a call that names none (`Tf-Timeout`), unless set.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(60);
+/// How often a worker asks whether a caller that asked for no heartbeats still
+/// listens, unless set.
+pub const DEFAULT_PROBE_EVERY: Duration = Duration::from_secs(5);
 /// Bounds on what a caller may ask for.
 const HEARTBEAT_MS: std::ops::RangeInclusive<u64> = 50..=60_000;
 const WINDOW: std::ops::RangeInclusive<u32> = 1..=1024;
@@ -52,6 +55,7 @@ pub struct WorkerBuilder {
     max_in_flight: usize,
     max_per_caller: Option<usize>,
     default_deadline: Duration,
+    probe_every: Option<Duration>,
     durable: Option<DurableSettings>,
     authenticator: Option<Arc<dyn Authenticator>>,
     inbox_prefix: String,
@@ -69,6 +73,7 @@ impl std::fmt::Debug for WorkerBuilder {
             .field("max_in_flight", &self.max_in_flight)
             .field("max_per_caller", &self.max_per_caller)
             .field("default_deadline", &self.default_deadline)
+            .field("probe_every", &self.probe_every)
             .field("durable", &self.durable)
             .field("authenticator", &self.authenticator.is_some())
             .field("inbox_prefix", &self.inbox_prefix)
@@ -116,6 +121,19 @@ impl WorkerBuilder {
     /// (60 s) unless set; a call that names a deadline keeps its own.
     pub fn default_deadline(mut self, deadline: Duration) -> Self {
         self.default_deadline = deadline;
+        self
+    }
+
+    /// How often the worker asks whether a caller that asked for no heartbeats
+    /// still listens on its inbox, while its call runs: an empty request to a
+    /// subject beside its reply subject (`_INBOX.<id>.tf-probe` for a reply to
+    /// `_INBOX.<id>.<n>`), which a client that multiplexes its requests over one
+    /// subscription (async-nats, nats-py, the `nats` CLI) hears and drops. When the
+    /// server answers that no one listens there, the caller has gone, and its call
+    /// is cancelled. A reply subject of one token under the inbox prefix is never
+    /// probed. [`DEFAULT_PROBE_EVERY`] (5 s) unless set; `None` probes nothing.
+    pub fn probe_every(mut self, every: Option<Duration>) -> Self {
+        self.probe_every = every;
         self
     }
 
@@ -236,6 +254,7 @@ impl WorkerBuilder {
                 .unwrap_or((self.max_in_flight / 4).max(1)),
             per_caller: Mutex::new(HashMap::new()),
             default_deadline: self.default_deadline,
+            probe_every: self.probe_every,
             endpoints: Mutex::new(HashMap::new()),
             service: Mutex::new(Some(service)),
         });
@@ -322,6 +341,7 @@ impl Worker {
             max_in_flight: MAX_IN_FLIGHT,
             max_per_caller: None,
             default_deadline: DEFAULT_DEADLINE,
+            probe_every: Some(DEFAULT_PROBE_EVERY),
             durable: None,
             authenticator: None,
             inbox_prefix: guard::DEFAULT_INBOX.to_owned(),
@@ -440,6 +460,8 @@ struct Shared {
     max_per_caller: usize,
     /// The deadline of a call that names none.
     default_deadline: Duration,
+    /// How often the inbox of a caller that asked for no heartbeats is probed.
+    probe_every: Option<Duration>,
     /// Calls running per caller (subject, label, or `""` for none): at most one
     /// key per running call, so bounded by `max_in_flight`.
     per_caller: Mutex<HashMap<String, usize>>,
@@ -832,6 +854,17 @@ async fn handle(shared: Arc<Shared>, request: Request, tool: String) {
     if let Err(err) = found.authorize(Some(&asked.options), Some(&args)) {
         return respond_error(&request, &err).await;
     }
+    let Ok(_permit) = Arc::clone(&shared.in_flight).try_acquire_owned() else {
+        let err = ToolError::custom(
+            "OVERLOADED",
+            503,
+            format!(
+                "the worker runs {} calls already; try again or another worker",
+                shared.max_in_flight
+            ),
+        );
+        return respond_error(&request, &err).await;
+    };
     let caller_key = match &subject {
         Some(subject) => format!("sub:{subject}"),
         None => {
@@ -850,17 +883,6 @@ async fn handle(shared: Arc<Shared>, request: Request, tool: String) {
         );
         return respond_error(&request, &err).await;
     };
-    let Ok(_permit) = Arc::clone(&shared.in_flight).try_acquire_owned() else {
-        let err = ToolError::custom(
-            "OVERLOADED",
-            503,
-            format!(
-                "the worker runs {} calls already; try again or another worker",
-                shared.max_in_flight
-            ),
-        );
-        return respond_error(&request, &err).await;
-    };
     let control = Arc::new(Control {
         cancel: CancellationToken::new(),
         credit: Semaphore::new(asked.window.unwrap_or(0) as usize),
@@ -872,9 +894,26 @@ async fn handle(shared: Arc<Shared>, request: Request, tool: String) {
         .entry(asked.call_id.clone())
         .or_default()
         .push(Arc::clone(&control));
-    let heartbeat = asked
-        .heartbeat
-        .map(|every| heartbeat(&shared, reply.clone(), control.cancel.clone(), every));
+    let heartbeat = match asked.heartbeat {
+        Some(every) => Some(heartbeat(
+            &shared,
+            reply.clone(),
+            control.cancel.clone(),
+            every,
+        )),
+        // No heartbeats asked: whether the caller's inbox still listens is
+        // asked of a subject beside it, which the caller ignores.
+        None => shared.probe_every.and_then(|every| {
+            let probe = sibling(&reply)?;
+            Some(heartbeat_with(
+                &shared,
+                probe,
+                control.cancel.clone(),
+                every,
+                false,
+            ))
+        }),
+    };
     let registered = Registered {
         shared: &shared,
         id: asked.call_id.clone(),
@@ -922,16 +961,42 @@ fn heartbeat(
     cancel: CancellationToken,
     every: Duration,
 ) -> JoinHandle<()> {
+    heartbeat_with(shared, reply, cancel, every, true)
+}
+
+/// A subject beside `reply` under the same inbox (its last token replaced):
+/// a client that multiplexes its requests over one wildcard subscription
+/// (`_INBOX.<id>.*`: async-nats, nats-py, the `nats` CLI) hears it and drops it as
+/// no answer of its own; `None` for an inbox of one request alone (`_INBOX.<id>`),
+/// which has no such subject.
+fn sibling(reply: &str) -> Option<String> {
+    let (inbox, last) = reply.rsplit_once('.')?;
+    (inbox.contains('.') && !last.is_empty()).then(|| format!("{inbox}.tf-probe"))
+}
+
+/// Sends `to` a request every `every` while a call runs (a heartbeat the caller
+/// reads when `tell` is on, an empty probe otherwise); cancels the call when the
+/// server says no one listens there any more.
+fn heartbeat_with(
+    shared: &Shared,
+    to: String,
+    cancel: CancellationToken,
+    every: Duration,
+    tell: bool,
+) -> JoinHandle<()> {
     let client = shared.client.clone();
     let control_subject = shared.control.clone();
+    let reply = to;
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(every);
         ticks.tick().await;
         loop {
             ticks.tick().await;
             let mut headers = HeaderMap::new();
-            headers.insert(KIND, wire::KIND_HEARTBEAT);
-            headers.insert(CONTROL, wire::header_value(&control_subject));
+            if tell {
+                headers.insert(KIND, wire::KIND_HEARTBEAT);
+                headers.insert(CONTROL, wire::header_value(&control_subject));
+            }
             let probe = async_nats::Request::new()
                 .headers(headers)
                 .timeout(Some(every));
