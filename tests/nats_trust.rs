@@ -782,3 +782,84 @@ async fn a_caller_without_heartbeats_that_has_gone_is_noticed() {
     })
     .await;
 }
+
+/// One owner's durable calls take at most its share of a worker's durable slots
+/// (1 of 2 here): another owner's call, submitted after three long ones, runs
+/// while the first of them still does, not after.
+#[tokio::test]
+async fn one_owners_durable_calls_leave_room_for_others() {
+    let server = NatsServer::start();
+    let ids = Arc::new(Mutex::new(Vec::new()));
+    let registry = Registry::new();
+    registry.register(nap(&ids, 4_000)).unwrap();
+    registry.register(echo()).unwrap();
+    let _worker = Worker::builder(registry)
+        .durable(DurableSettings::new().per_worker(2).per_owner(1))
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let nats = raw(&server).await;
+    let as_caller = |caller: &str| {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Tf-Caller", caller);
+        headers
+    };
+    let submit = |tool: &'static str, caller: &'static str| {
+        let nats = nats.clone();
+        let headers = as_caller(caller);
+        async move {
+            let answer = nats
+                .request_with_headers(format!("toolfunc.submit.{tool}"), headers, "{}".into())
+                .await
+                .unwrap();
+            serde_json::from_slice::<Value>(&answer.payload).unwrap()["id"]
+                .as_str()
+                .expect("an id")
+                .to_owned()
+        }
+    };
+    for _ in 0..3 {
+        submit("nap", "greedy").await;
+    }
+    eventually("a long call to start", || !ids.lock().unwrap().is_empty()).await;
+    let polite = submit("echo", "polite").await;
+    let done = loop {
+        let body = json!({"id": polite}).to_string();
+        let answer = nats
+            .request_with_headers("toolfunc.outcome", as_caller("polite"), body.into())
+            .await
+            .unwrap();
+        let record: Value = serde_json::from_slice(&answer.payload).unwrap();
+        if record["status"] == "completed" {
+            break record;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(done["result"], json!({}));
+    assert_eq!(
+        ids.lock().unwrap().len(),
+        1,
+        "the other owner waited for the long calls"
+    );
+}
+
+/// A durable call runs at most the maximum run time: past it its outcome is
+/// `TIMEOUT`.
+#[tokio::test]
+async fn a_durable_call_runs_at_most_its_maximum_time() {
+    let server = NatsServer::start();
+    let ids = Arc::new(Mutex::new(Vec::new()));
+    let registry = Registry::new();
+    registry.register(nap(&ids, 30_000)).unwrap();
+    let _worker = Worker::builder(registry)
+        .durable(DurableSettings::new().max_run_time(Duration::from_millis(300)))
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let client = Client::connect(&server.url()).await.unwrap();
+    let id = client.submit("nap", json!({})).await.unwrap();
+    let outcome = tokio::time::timeout(Duration::from_secs(20), client.wait(&id))
+        .await
+        .expect("an outcome");
+    assert_eq!(outcome.unwrap_err().code(), "TIMEOUT");
+}

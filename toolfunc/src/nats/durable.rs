@@ -12,7 +12,7 @@
 //! only the stored call carries, so a record written by anyone else (a forged
 //! `completed`, or a claim that never ends) is taken for no record at all.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -48,6 +48,8 @@ pub struct DurableSettings {
     pub(crate) retention: Duration,
     pub(crate) max_pending: i64,
     pub(crate) per_worker: usize,
+    pub(crate) per_owner: Option<usize>,
+    pub(crate) max_run_time: Duration,
 }
 
 impl Default for DurableSettings {
@@ -58,6 +60,8 @@ impl Default for DurableSettings {
             retention: Duration::from_secs(3600),
             max_pending: 100_000,
             per_worker: 16,
+            per_owner: None,
+            max_run_time: Duration::from_secs(3600),
         }
     }
 }
@@ -95,6 +99,24 @@ impl DurableSettings {
     /// stream until one ends), so the others share the queue.
     pub fn per_worker(mut self, calls: usize) -> Self {
         self.per_worker = calls.max(1);
+        self
+    }
+
+    /// How many durable calls of one owner (the verified subject, else the stated
+    /// caller, else every caller that states none together) one worker runs at
+    /// once: a call past it is given back for a while (longer each time), so one
+    /// owner's flood of long calls does not hold every slot while others' wait;
+    /// on its last delivery it runs all the same. A quarter of
+    /// [`per_worker`](Self::per_worker) unless set.
+    pub fn per_owner(mut self, calls: usize) -> Self {
+        self.per_owner = Some(calls.max(1));
+        self
+    }
+
+    /// The longest a durable call runs: past it the call is cancelled, and its
+    /// outcome is `TIMEOUT`. 1 hour unless set.
+    pub fn max_run_time(mut self, limit: Duration) -> Self {
+        self.max_run_time = limit;
         self
     }
 
@@ -331,6 +353,11 @@ pub(crate) async fn serve(
         max_deliver,
         skip: task_subject(&durable.prefix, "").len(),
         running: Arc::new(Mutex::new(HashSet::new())),
+        owners: Arc::new(Mutex::new(HashMap::new())),
+        per_owner: settings
+            .per_owner
+            .unwrap_or((settings.per_worker / 4).max(1)),
+        max_run_time: settings.max_run_time,
     };
     Ok(tokio::spawn(async move {
         let _gave_up = wire::Abort(tokio::spawn(give_up(
@@ -811,6 +838,12 @@ struct Job {
     /// The calls this worker runs now, by id: a second delivery of one is left
     /// to the first.
     running: Arc<Mutex<HashSet<String>>>,
+    /// How many calls each owner runs on this worker now.
+    owners: Arc<Mutex<HashMap<String, usize>>>,
+    /// The most calls of one owner this worker runs at once.
+    per_owner: usize,
+    /// The longest a call runs.
+    max_run_time: Duration,
 }
 
 /// How a claim on a call came out.
@@ -842,6 +875,40 @@ fn options(
         options = options.identity(identity);
     }
     options
+}
+
+/// A call's place in its owner's share of a worker's durable slots, given back
+/// on drop.
+struct OwnerShare {
+    owners: Arc<Mutex<HashMap<String, usize>>>,
+    owner: String,
+}
+
+impl OwnerShare {
+    fn take(job: &Job, owner: &str) -> Option<Self> {
+        let mut owners = lock(&job.owners);
+        let count = owners.entry(owner.to_owned()).or_default();
+        if *count >= job.per_owner {
+            return None;
+        }
+        *count += 1;
+        Some(Self {
+            owners: Arc::clone(&job.owners),
+            owner: owner.to_owned(),
+        })
+    }
+}
+
+impl Drop for OwnerShare {
+    fn drop(&mut self) {
+        let mut owners = lock(&self.owners);
+        if let Some(count) = owners.get_mut(&self.owner) {
+            *count -= 1;
+            if *count == 0 {
+                owners.remove(&self.owner);
+            }
+        }
+    }
 }
 
 /// Takes a call out of the running set when its run ends.
@@ -951,6 +1018,14 @@ impl Job {
                 .await;
             return;
         }
+        // One owner runs at most its share here; past it the call is given back
+        // for a while (longer each time), and runs on its last delivery.
+        let share = OwnerShare::take(&self, owner.as_deref().unwrap_or_default());
+        if share.is_none() && attempt < self.max_deliver {
+            let wait = Duration::from_secs(u64::try_from(attempt.max(1)).unwrap_or(1) * 2);
+            let _ = message.ack_with(AckKind::Nak(Some(wait))).await;
+            return;
+        }
         let lease = || now_ms().saturating_add(millis(self.lease()));
         let Some(revision) = self
             .take(&message, (&id, &seal), &record("working", lease()))
@@ -975,7 +1050,8 @@ impl Job {
                 "no NATS worker serves a tool by this name",
             )),
             (Ok(args), Some(found)) => {
-                let options = options(&id, caller.as_deref(), identity, cancel.clone());
+                let options = options(&id, caller.as_deref(), identity, cancel.clone())
+                    .timeout(self.max_run_time);
                 // Judged again where it runs: the worker that took the submit may
                 // not serve the tool, and so could not check its scopes.
                 match found.authorize(Some(&options), Some(&args)) {
