@@ -102,6 +102,7 @@ async fn the_shipped_roles_keep_clients_to_their_own_calls() {
                 .key("bob-key", Identity::new("bob")),
         )
         .durable(DurableSettings::new())
+        .inbox_per_subject(true)
         .start(connect(&server, "worker", "worker-pass").await)
         .await
         .expect("a worker starts under the worker role");
@@ -130,6 +131,37 @@ async fn the_shipped_roles_keep_clients_to_their_own_calls() {
         .unwrap()
         .unwrap();
     assert_eq!(outcome, json!({"kept": true}));
+
+    // Alice cancels a durable call of hers (the roles let her ask).
+    let queued = alice.submit("nap", json!({})).await.unwrap();
+    let cancelled = alice.cancel(&queued).await.unwrap();
+    assert!(
+        cancelled["status"] == "cancelling" || cancelled["status"] == "completed",
+        "{cancelled}"
+    );
+
+    // Bob cannot point a worker's answers at Alice's inbox: with inboxes per
+    // subject, a request of his naming her inbox is dropped unanswered.
+    let dropped = worker.dropped_replies();
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Authorization", "Bearer bob-key");
+    bob_nats
+        .publish_with_reply_and_headers(
+            "toolfunc.call.echo",
+            "_INBOX.alice.forged",
+            headers,
+            "{}".into(),
+        )
+        .await
+        .unwrap();
+    bob_nats.flush().await.unwrap();
+    for _ in 0..100 {
+        if worker.dropped_replies() > dropped {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(worker.dropped_replies(), dropped + 1);
 
     // Bob cannot read Alice's outcome, through the workers or the bucket.
     assert_eq!(bob.poll(&id).await.unwrap_err().code(), "NOT_FOUND");

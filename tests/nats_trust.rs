@@ -863,3 +863,53 @@ async fn a_durable_call_runs_at_most_its_maximum_time() {
         .expect("an outcome");
     assert_eq!(outcome.unwrap_err().code(), "TIMEOUT");
 }
+
+/// A durable call's owner cancels it: a running one is cancelled where it runs,
+/// a queued one ends `CANCELLED` without running; another owner cannot (its
+/// cancel is `NOT_FOUND`, as an unknown id is).
+#[tokio::test]
+async fn an_owner_cancels_its_durable_call_and_no_one_else_can() {
+    use toolfunc::Identity;
+    use toolfunc::auth::ApiKeys;
+
+    let server = NatsServer::start();
+    let ids = Arc::new(Mutex::new(Vec::new()));
+    let registry = Registry::new();
+    registry.register(nap(&ids, 30_000)).unwrap();
+    let _worker = Worker::builder(registry)
+        .authenticate(
+            ApiKeys::new()
+                .key("ann-key", Identity::new("ann"))
+                .key("bob-key", Identity::new("bob")),
+        )
+        .durable(DurableSettings::new().per_worker(1))
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let client = |token: &str| {
+        let url = server.url();
+        let token = token.to_owned();
+        async move { Client::builder().token(token).connect(&url).await.unwrap() }
+    };
+    let (ann, bob) = (client("ann-key").await, client("bob-key").await);
+    let running = ann.submit("nap", json!({})).await.unwrap();
+    eventually("the first call to run", || ids.lock().unwrap().len() == 1).await;
+    let queued = ann.submit("nap", json!({})).await.unwrap();
+    // Not Bob's to cancel.
+    assert_eq!(bob.cancel(&running).await.unwrap_err().code(), "NOT_FOUND");
+    // Ann cancels the queued one first, then the running one.
+    assert_eq!(ann.cancel(&queued).await.unwrap()["status"], "cancelling");
+    assert_eq!(ann.cancel(&running).await.unwrap()["status"], "cancelling");
+    // The running call's tool saw its cancellation token (and answers so).
+    let outcome = tokio::time::timeout(Duration::from_secs(20), ann.wait(&running))
+        .await
+        .expect("an outcome in time");
+    assert_eq!(outcome.unwrap(), json!("cancelled"));
+    let outcome = tokio::time::timeout(Duration::from_secs(20), ann.wait(&queued))
+        .await
+        .expect("an outcome in time");
+    assert_eq!(outcome.unwrap_err().code(), "CANCELLED");
+    assert_eq!(ids.lock().unwrap().len(), 1, "the queued call never ran");
+    // An ended call is answered as it stands.
+    assert_eq!(ann.cancel(&queued).await.unwrap()["status"], "failed");
+}

@@ -340,6 +340,28 @@ impl Client {
         Ok(durable::decode(id, &answer.payload))
     }
 
+    /// Cancels a durable call of this client's owner (its verified subject, else
+    /// its stated caller): one still queued ends `CANCELLED` when a worker takes
+    /// it, one running is cancelled where it runs (its tool sees its cancellation
+    /// token fire). Answers where the call stands: `cancelling`, or its record
+    /// when it had ended already. `NOT_FOUND` for an id no call has, whose outcome
+    /// expired, or that is another owner's.
+    pub async fn cancel(&self, id: &str) -> Result<Value, ToolError> {
+        if !durable::valid_key(id) {
+            return Err(durable::unknown(id));
+        }
+        let body = serde_json::json!({ "id": id }).to_string();
+        let answer = self
+            .remote
+            .ask(
+                wire::cancel_subject(&self.remote.prefix),
+                self.remote.auth_headers(),
+                body.into(),
+            )
+            .await?;
+        wire::result(&answer.payload)
+    }
+
     /// Waits for a durable call's outcome, asking the workers again and again
     /// (every 50 ms at first, every second at most); bound it with
     /// `tokio::time::timeout`.

@@ -136,6 +136,11 @@ pub(crate) fn bucket_name(prefix: &str) -> String {
     format!("{}_results", name_part(prefix))
 }
 
+/// The bucket of the cancels owners asked for, by call id.
+pub(crate) fn cancels_name(prefix: &str) -> String {
+    format!("{}_cancels", name_part(prefix))
+}
+
 const CONSUMER: &str = "workers";
 
 /// On a stored call: when it was submitted (ms since the epoch).
@@ -238,7 +243,16 @@ async fn open_bucket(
     prefix: &str,
     settings: &DurableSettings,
 ) -> Result<kv::Store, ToolError> {
-    let bucket = bucket_name(prefix);
+    open_named(js, bucket_name(prefix), prefix, settings).await
+}
+
+/// The bucket `bucket`; created with `settings` when it is missing.
+async fn open_named(
+    js: &jetstream::Context,
+    bucket: String,
+    prefix: &str,
+    settings: &DurableSettings,
+) -> Result<kv::Store, ToolError> {
     if let Ok(store) = js.get_key_value(&bucket).await {
         return Ok(store);
     }
@@ -269,6 +283,8 @@ struct Durable {
     client: async_nats::Client,
     js: jetstream::Context,
     store: kv::Store,
+    /// The cancels owners asked for, by call id.
+    cancels: kv::Store,
     prefix: String,
     guard: Arc<Guard>,
     /// The tools served, for the scopes a submitted call needs.
@@ -290,6 +306,7 @@ pub(crate) async fn serve(
     let concurrency = settings.per_worker;
     let js = jetstream::new(client.clone());
     let (stream, store) = open(&js, &prefix, &settings).await?;
+    let cancels = open_named(&js, cancels_name(&prefix), &prefix, &settings).await?;
     let mut consumer: consumer::PullConsumer = stream
         .get_or_create_consumer(
             CONSUMER,
@@ -334,13 +351,22 @@ pub(crate) async fn serve(
         .await
         .map_err(|e| jetstream_error("take durable submits", &e))?;
     let reads = client
-        .queue_subscribe(wire::outcome_subject(&prefix), queue)
+        .queue_subscribe(wire::outcome_subject(&prefix), queue.clone())
         .await
         .map_err(|e| jetstream_error("take outcome reads", &e))?;
+    let cancels_asked = client
+        .queue_subscribe(wire::cancel_subject(&prefix), queue)
+        .await
+        .map_err(|e| jetstream_error("take cancels", &e))?;
+    let cancelled = client
+        .subscribe(wire::cancelled_subject(&prefix))
+        .await
+        .map_err(|e| jetstream_error("hear cancels", &e))?;
     let durable = Durable {
         client,
         js,
         store,
+        cancels: cancels.clone(),
         prefix,
         guard,
         registry: registry.clone(),
@@ -354,6 +380,8 @@ pub(crate) async fn serve(
         skip: task_subject(&durable.prefix, "").len(),
         running: Arc::new(Mutex::new(HashSet::new())),
         owners: Arc::new(Mutex::new(HashMap::new())),
+        cancels,
+        tokens: Arc::new(Mutex::new(HashMap::new())),
         per_owner: settings
             .per_owner
             .unwrap_or((settings.per_worker / 4).max(1)),
@@ -367,7 +395,9 @@ pub(crate) async fn serve(
             ack_wait,
         )));
         let _submits = wire::Abort(tokio::spawn(serve_submits(durable.clone(), submits)));
-        let _reads = wire::Abort(tokio::spawn(serve_reads(durable, reads)));
+        let _reads = wire::Abort(tokio::spawn(serve_reads(durable.clone(), reads)));
+        let _cancels = wire::Abort(tokio::spawn(serve_cancels(durable, cancels_asked)));
+        let _cancelled = wire::Abort(tokio::spawn(hear_cancels(job.clone(), cancelled)));
         take_calls(consumer, concurrency, job).await;
     }))
 }
@@ -440,6 +470,7 @@ async fn serve_submits(durable: Durable, mut submits: async_nats::Subscriber) {
             };
             match durable.submit(&message).await {
                 Ok(answer) => answer_value(&durable.client, &reply, &answer).await,
+                Err(err) if err.code() == NOT_ANSWERED => {}
                 Err(err) => answer_error(&durable.client, &reply, &err).await,
             }
         });
@@ -455,10 +486,57 @@ async fn serve_reads(durable: Durable, mut reads: async_nats::Subscriber) {
             };
             match durable.read(&message).await {
                 Ok(answer) => answer_value(&durable.client, &reply, &answer).await,
+                Err(err) if err.code() == NOT_ANSWERED => {}
                 Err(err) => answer_error(&durable.client, &reply, &err).await,
             }
         });
     }
+}
+
+async fn serve_cancels(durable: Durable, mut asked: async_nats::Subscriber) {
+    while let Some(message) = asked.next().await {
+        let durable = durable.clone();
+        tokio::spawn(async move {
+            let Some(reply) = durable.guard.reply(&message).map(str::to_owned) else {
+                return;
+            };
+            match durable.cancel(&message).await {
+                Ok(answer) => answer_value(&durable.client, &reply, &answer).await,
+                Err(err) if err.code() == NOT_ANSWERED => {}
+                Err(err) => answer_error(&durable.client, &reply, &err).await,
+            }
+        });
+    }
+}
+
+/// Cancels the calls this worker runs that a `cancelled` message names, when the
+/// cancels bucket says their owner asked (the message alone proves nothing).
+async fn hear_cancels(job: Job, mut heard: async_nats::Subscriber) {
+    while let Some(message) = heard.next().await {
+        let Ok(id) = std::str::from_utf8(&message.payload) else {
+            continue;
+        };
+        if !valid_key(id) {
+            continue;
+        }
+        let token = lock(&job.tokens).get(id).cloned();
+        if let Some(token) = token
+            && job.cancel_asked(id).await
+        {
+            token.cancel();
+        }
+    }
+}
+
+/// The code of a request left unanswered: its reply subject is not its caller's.
+const NOT_ANSWERED: &str = "NOT_ANSWERED";
+
+fn not_answered() -> ToolError {
+    ToolError::custom(
+        NOT_ANSWERED,
+        403,
+        "the reply subject is not the caller's inbox",
+    )
 }
 
 fn bad_id(id: &str) -> ToolError {
@@ -497,6 +575,11 @@ impl Durable {
         let headers = message.headers.as_ref();
         self.guard.screen(headers)?;
         let identity = self.guard.identity(headers).await?;
+        if let Some(reply) = message.reply.as_deref()
+            && !self.guard.fits(reply, identity.as_ref())
+        {
+            return Err(not_answered());
+        }
         let tool = message
             .subject
             .get(wire::submit_subject(&self.prefix, "").len()..)
@@ -582,6 +665,36 @@ impl Durable {
         Ok(json!({"id": id, "status": "queued"}))
     }
 
+    /// Cancels a call for its owner (`{"id": ..}` in the payload, or a
+    /// `Tf-Call-Id` header): one still queued ends `CANCELLED` when a worker takes
+    /// it, one running is cancelled where it runs; one already done is answered
+    /// as it stands. `NOT_FOUND` for an id no call has and for another owner's
+    /// call alike.
+    async fn cancel(&self, message: &async_nats::Message) -> Result<Value, ToolError> {
+        let record = self.read(message).await?;
+        let id = record
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let status = record
+            .get("status")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if matches!(status, "completed" | "failed") || !valid_key(&id) {
+            return Ok(record);
+        }
+        self.cancels
+            .put(&id, bytes::Bytes::from_static(b"1"))
+            .await
+            .map_err(|e| jetstream_error("record the cancel", &e))?;
+        let _ = self
+            .client
+            .publish(wire::cancelled_subject(&self.prefix), id.clone().into())
+            .await;
+        Ok(json!({"id": id, "status": "cancelling"}))
+    }
+
     /// A call's record, for its owner only (`{"id": ..}` in the payload, or a
     /// `Tf-Call-Id` header): `NOT_FOUND` for an id no call has and for another
     /// owner's call alike.
@@ -589,6 +702,11 @@ impl Durable {
         let headers = message.headers.as_ref();
         self.guard.screen(headers)?;
         let identity = self.guard.identity(headers).await?;
+        if let Some(reply) = message.reply.as_deref()
+            && !self.guard.fits(reply, identity.as_ref())
+        {
+            return Err(not_answered());
+        }
         let reader = identity
             .as_ref()
             .map(Identity::subject)
@@ -840,6 +958,10 @@ struct Job {
     running: Arc<Mutex<HashSet<String>>>,
     /// How many calls each owner runs on this worker now.
     owners: Arc<Mutex<HashMap<String, usize>>>,
+    /// The cancels owners asked for, by call id.
+    cancels: kv::Store,
+    /// How to cancel each call this worker runs now, by id.
+    tokens: Arc<Mutex<HashMap<String, CancellationToken>>>,
     /// The most calls of one owner this worker runs at once.
     per_owner: usize,
     /// The longest a call runs.
@@ -875,6 +997,15 @@ fn options(
         options = options.identity(identity);
     }
     options
+}
+
+/// Forgets how to cancel a call when its run ends.
+struct Forget(Arc<Mutex<HashMap<String, CancellationToken>>>, String);
+
+impl Drop for Forget {
+    fn drop(&mut self) {
+        lock(&self.0).remove(&self.1);
+    }
 }
 
 /// A call's place in its owner's share of a worker's durable slots, given back
@@ -921,6 +1052,11 @@ impl Drop for Running<'_> {
 }
 
 impl Job {
+    /// Whether the owner of call `id` asked for it to be cancelled.
+    async fn cancel_asked(&self, id: &str) -> bool {
+        matches!(self.cancels.get(id).await, Ok(Some(_)))
+    }
+
     /// How long a claim lasts from its last renewal.
     fn lease(&self) -> Duration {
         self.ack_wait * 2
@@ -1037,6 +1173,11 @@ impl Job {
         // worker, and the claim renewed; a claim lost to another worker cancels
         // this run.
         let cancel = CancellationToken::new();
+        // Its owner may cancel it: by a `cancelled` message while it runs, or
+        // before it was taken.
+        lock(&self.tokens).insert(id.clone(), cancel.clone());
+        let _token = Forget(Arc::clone(&self.tokens), id.clone());
+        let asked_to_cancel = self.cancel_asked(&id).await;
         let held = Arc::new(Mutex::new(Some(revision)));
         let beat = self.keep_claim(
             message.clone(),
@@ -1045,6 +1186,9 @@ impl Job {
             (Arc::clone(&held), cancel.clone()),
         );
         let outcome = match (wire::arguments(&message.payload), found) {
+            _ if asked_to_cancel => Err(ToolError::Cancelled {
+                reason: Some("cancelled by its owner".into()),
+            }),
             (Ok(_), None) => Err(ToolError::not_found_because(
                 tool.clone(),
                 "no NATS worker serves a tool by this name",

@@ -30,6 +30,8 @@ pub(crate) struct Guard {
     authenticator: Option<Arc<dyn Authenticator>>,
     inbox: String,
     max_header: usize,
+    /// Whether a verified caller's answers go only under `<inbox><subject>.`.
+    per_subject: bool,
     dropped: AtomicU64,
 }
 
@@ -39,6 +41,7 @@ impl std::fmt::Debug for Guard {
             .field("authenticator", &self.authenticator.is_some())
             .field("inbox", &self.inbox)
             .field("max_header", &self.max_header)
+            .field("per_subject", &self.per_subject)
             .field("dropped", &self.dropped)
             .finish()
     }
@@ -48,14 +51,37 @@ impl Guard {
     pub(crate) fn new(
         authenticator: Option<Arc<dyn Authenticator>>,
         inbox: String,
-        max_header: usize,
+        (max_header, per_subject): (usize, bool),
     ) -> Self {
         Self {
             authenticator,
             inbox,
             max_header,
+            per_subject,
             dropped: AtomicU64::new(0),
         }
+    }
+
+    /// Whether the answers of a request from `identity` may go to `reply`: with
+    /// inboxes per subject, a verified caller's only under `<inbox><subject>.`
+    /// (its own inbox), so it cannot point them at another caller's; any reply
+    /// under the inbox prefix otherwise. One that may not is counted as dropped.
+    pub(crate) fn fits(&self, reply: &str, identity: Option<&Identity>) -> bool {
+        let fits = match identity {
+            Some(identity) if self.per_subject => reply
+                .strip_prefix(self.inbox.as_str())
+                .and_then(|rest| rest.strip_prefix(identity.subject()))
+                .is_some_and(|rest| rest.len() > 1 && rest.starts_with('.')),
+            _ => true,
+        };
+        if !fits {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(
+                reply,
+                "a NATS request whose reply subject is not its caller's inbox; dropped"
+            );
+        }
+        fits
     }
 
     /// Refuses a request any of whose kept headers is longer than the bound:

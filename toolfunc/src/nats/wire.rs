@@ -77,6 +77,17 @@ pub(crate) fn outcome_subject(prefix: &str) -> String {
     format!("{prefix}.outcome")
 }
 
+/// `<prefix>.cancel`: where a durable call's owner asks for it to be cancelled.
+pub(crate) fn cancel_subject(prefix: &str) -> String {
+    format!("{prefix}.cancel")
+}
+
+/// `<prefix>.cancelled`: where workers hear that a durable call may have been
+/// cancelled (they check the cancels bucket before they act on it).
+pub(crate) fn cancelled_subject(prefix: &str) -> String {
+    format!("{prefix}.cancelled")
+}
+
 /// `<prefix>.events`: a worker's catalog changed (published, not requested).
 pub(crate) fn events_subject(prefix: &str) -> String {
     format!("{prefix}.events")

@@ -60,6 +60,7 @@ pub struct WorkerBuilder {
     authenticator: Option<Arc<dyn Authenticator>>,
     inbox_prefix: String,
     max_header: usize,
+    inbox_per_subject: bool,
 }
 
 impl std::fmt::Debug for WorkerBuilder {
@@ -78,6 +79,7 @@ impl std::fmt::Debug for WorkerBuilder {
             .field("authenticator", &self.authenticator.is_some())
             .field("inbox_prefix", &self.inbox_prefix)
             .field("max_header", &self.max_header)
+            .field("inbox_per_subject", &self.inbox_per_subject)
             .finish()
     }
 }
@@ -199,6 +201,18 @@ impl WorkerBuilder {
         self
     }
 
+    /// With an [authenticator](Self::authenticate): answers a verified caller
+    /// only under its own inbox, `<inbox prefix><subject>.` (`_INBOX.alice.` for
+    /// the subject `alice`, as `interop/nats/roles.conf` gives each user, with
+    /// async-nats's `custom_inbox_prefix`), so one caller cannot point a worker's
+    /// answers at another caller's inbox; a request that does is dropped and
+    /// counted ([`Worker::dropped_replies`]). Off unless set: the subjects must be
+    /// the NATS users' names.
+    pub fn inbox_per_subject(mut self, on: bool) -> Self {
+        self.inbox_per_subject = on;
+        self
+    }
+
     /// The longest `Tf-Caller`, `Tf-Call-Id` and `Tf-Control-Key` a request may
     /// carry, in bytes: the worker keeps them while the call runs (a durable call
     /// stores them), so a longer one is refused `INVALID_HEADER` (400) before
@@ -237,7 +251,7 @@ impl WorkerBuilder {
         let guard = Arc::new(Guard::new(
             self.authenticator.clone(),
             self.inbox_prefix,
-            self.max_header,
+            (self.max_header, self.inbox_per_subject),
         ));
         let shared = Arc::new(Shared {
             guard: Arc::clone(&guard),
@@ -346,6 +360,7 @@ impl Worker {
             authenticator: None,
             inbox_prefix: guard::DEFAULT_INBOX.to_owned(),
             max_header: guard::DEFAULT_MAX_HEADER,
+            inbox_per_subject: false,
         }
     }
 
@@ -618,6 +633,11 @@ async fn serve_discovery(shared: Arc<Shared>, mut endpoint: service::endpoint::E
                 continue;
             }
         };
+        if let Some(reply) = request.message.reply.as_deref()
+            && !shared.guard.fits(reply, identity.as_ref())
+        {
+            continue;
+        }
         // Listed as the layers and its scopes show them to this caller: a tool it
         // may not see is not in its list (and calling it is `NOT_FOUND`, or 403
         // `INSUFFICIENT_SCOPE` for one it lacks the scopes for).
@@ -835,6 +855,9 @@ async fn handle(shared: Arc<Shared>, request: Request, tool: String) {
         Ok(identity) => identity,
         Err(err) => return respond_error(&request, &err).await,
     };
+    if !shared.guard.fits(&reply, identity.as_ref()) {
+        return;
+    }
     let subject = identity.as_ref().map(|who| who.subject().to_owned());
     let asked = match asked(headers, (&shared.id, shared.default_deadline), identity) {
         Ok(asked) => asked,
