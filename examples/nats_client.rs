@@ -2,7 +2,13 @@
 //!
 //! Loads the tools from any worker, runs a few of them, streams `countdown`, and
 //! sends a burst of `work` calls to show the queue group sharing them.
-//! `--url nats://HOST:PORT[/prefix]` (or `NATS_URL`) says where.
+//! `--url nats://HOST:PORT[/prefix]` (or `NATS_URL`) says where. Logging in to
+//! nats-server: `--user NAME --password PASS`, `--creds FILE` or `--token TOKEN`
+//! (under `interop/nats/roles.conf`: `--user alice`, whose answers come to
+//! `_INBOX.alice.`); `--bearer TOKEN` is the token the workers check, when they
+//! have an authenticator.
+
+mod nats_login;
 
 use std::collections::BTreeMap;
 
@@ -11,14 +17,41 @@ use serde_json::json;
 use toolfunc::ToolError;
 use toolfunc::nats::Client;
 
+fn usage() -> ! {
+    eprintln!(
+        "usage: nats_client [--url nats://127.0.0.1:4222] {} [--bearer TOKEN]",
+        nats_login::Login::USAGE
+    );
+    std::process::exit(2)
+}
+
 #[tokio::main]
 async fn main() -> Result<(), ToolError> {
-    let url = std::env::args()
-        .skip_while(|a| a != "--url")
-        .nth(1)
-        .or_else(|| std::env::var("NATS_URL").ok())
-        .unwrap_or_else(|| "nats://127.0.0.1:4222".into());
-    let client = Client::connect(&url).await?;
+    let mut url = std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".into());
+    let mut login = nats_login::Login::default();
+    let mut bearer = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match login.take(&arg, &mut args) {
+            Some(true) => continue,
+            Some(false) => usage(),
+            None => {}
+        }
+        match arg.as_str() {
+            "--url" => url = args.next().unwrap_or_else(|| usage()),
+            "--bearer" => bearer = Some(args.next().unwrap_or_else(|| usage())),
+            _ => usage(),
+        }
+    }
+    let nats = login
+        .connect(&url)
+        .await
+        .map_err(|err| ToolError::custom("UNREACHABLE", 503, err))?;
+    let mut builder = Client::builder();
+    if let Some(token) = bearer {
+        builder = builder.token(token);
+    }
+    let client = builder.attach(nats).await?;
     let mut names = client.names();
     names.sort();
     println!("tools: {}", names.join(", "));

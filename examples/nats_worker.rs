@@ -6,12 +6,21 @@
 //! the subject prefix (`toolfunc`), `--durable` takes durable calls too (start
 //! `nats-server -js`; `--ack-wait MS` says how long a silent worker keeps one).
 //! Besides the demo tools it serves `work`, which says which worker process ran it.
+//!
+//! Logging in to nats-server: `--user NAME --password PASS`, `--creds FILE` or
+//! `--token TOKEN` (as `interop/nats/roles.conf` wants: `--user worker`). With
+//! `--auth-issuer URL --auth-audience URI` every request must carry a bearer JWT of
+//! that issuer for that audience (`Worker::authenticate` with `auth::jwt::Jwt`), as
+//! the HTTP example does; `--inbox-per-subject` then answers each verified caller
+//! only in its own inbox.
 
 mod demo;
+mod nats_login;
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use toolfunc::auth::jwt::Jwt;
 use toolfunc::nats::DurableSettings;
 use toolfunc::{Registry, tool};
 
@@ -28,7 +37,9 @@ async fn work(
 
 fn usage() -> ! {
     eprintln!(
-        "usage: nats_worker [--url nats://127.0.0.1:4222] [--prefix toolfunc] [--durable [--ack-wait MS]]"
+        "usage: nats_worker [--url nats://127.0.0.1:4222] [--prefix toolfunc] [--durable [--ack-wait MS]] \
+         {} [--auth-issuer URL --auth-audience URI [--inbox-per-subject]]",
+        nats_login::Login::USAGE
     );
     std::process::exit(2)
 }
@@ -38,9 +49,19 @@ async fn main() {
     let mut url = std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".into());
     let mut prefix = "toolfunc".to_owned();
     let mut durable = None;
+    let mut login = nats_login::Login::default();
+    let (mut issuer, mut audience, mut per_subject) = (None, None, false);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
+        match login.take(&arg, &mut args) {
+            Some(true) => continue,
+            Some(false) => usage(),
+            None => {}
+        }
         match arg.as_str() {
+            "--auth-issuer" => issuer = Some(args.next().unwrap_or_else(|| usage())),
+            "--auth-audience" => audience = Some(args.next().unwrap_or_else(|| usage())),
+            "--inbox-per-subject" => per_subject = true,
             "--url" => url = args.next().unwrap_or_else(|| usage()),
             "--prefix" => prefix = args.next().unwrap_or_else(|| usage()),
             "--durable" => durable = Some(DurableSettings::new()),
@@ -58,7 +79,25 @@ async fn main() {
     if let Some(settings) = durable {
         builder = builder.durable(settings);
     }
-    let worker = match builder.connect(&url).await {
+    match (issuer, audience) {
+        (None, None) => {}
+        (Some(issuer), Some(audience)) => match Jwt::discover(&issuer, &audience).await {
+            Ok(jwt) => builder = builder.authenticate(jwt).inbox_per_subject(per_subject),
+            Err(err) => {
+                eprintln!("cannot use the issuer {issuer}: {err}");
+                std::process::exit(1);
+            }
+        },
+        _ => usage(),
+    }
+    let nats = match login.connect(&url).await {
+        Ok(nats) => nats,
+        Err(err) => {
+            eprintln!("{err} (is nats-server running there?)");
+            std::process::exit(1);
+        }
+    };
+    let worker = match builder.start(nats).await {
         Ok(worker) => worker,
         Err(err) => {
             eprintln!("cannot start the worker: {err} (is nats-server running at {url}?)");

@@ -271,3 +271,83 @@ async fn bob_cannot_announce_a_catalogue(server: &NatsServer, bob_nats: &async_n
     let first: Value = serde_json::from_slice(&first.payload).unwrap();
     assert_eq!(first["worker"], "marker", "bob published a catalogue event");
 }
+
+/// An example binary, built by `cargo test` beside the test binaries (and built
+/// here when a single test target was asked for).
+fn example(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test binary has a path");
+    let target = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("test binaries live in target/<profile>/deps");
+    let path = target.join("examples").join(name);
+    if !path.is_file() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = std::process::Command::new(cargo)
+            .args(["build", "--all-features", "--example", name])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building the {name} example failed");
+    }
+    path
+}
+
+/// The NATS examples log in under the shipped roles: the worker as `worker`, the
+/// client as `alice` (its answers in `_INBOX.alice.`), and the client calls the
+/// tools; without a login the server turns them away with a clear error.
+#[tokio::test]
+async fn the_examples_log_in_under_the_shipped_roles() {
+    use tokio::io::AsyncBufReadExt;
+
+    let server = server();
+    let url = server.url();
+    let mut worker = tokio::process::Command::new(example("nats_worker"))
+        .args([
+            "--url",
+            &url,
+            "--user",
+            "worker",
+            "--password",
+            "worker-pass",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the worker starts");
+    let mut lines = tokio::io::BufReader::new(worker.stdout.take().expect("piped")).lines();
+    let ready = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+        .await
+        .expect("the worker says it is ready")
+        .unwrap_or_default()
+        .unwrap_or_default();
+    assert!(ready.starts_with("toolfunc NATS worker"), "{ready}");
+    let client = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::process::Command::new(example("nats_client"))
+            .args(["--url", &url, "--user", "alice", "--password", "alice-pass"])
+            .output(),
+    )
+    .await
+    .expect("the client ends")
+    .expect("the client runs");
+    let printed = String::from_utf8_lossy(&client.stdout);
+    assert!(
+        client.status.success(),
+        "{printed}{}",
+        String::from_utf8_lossy(&client.stderr)
+    );
+    assert!(printed.contains("add(1, 2) = 3.0"), "{printed}");
+    // Without a login: refused, and said so.
+    let refused = tokio::process::Command::new(example("nats_client"))
+        .args(["--url", &url])
+        .output()
+        .await
+        .expect("the client runs");
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr).to_lowercase();
+    assert!(
+        said.contains("author") || said.contains("cannot connect"),
+        "{said}"
+    );
+}
