@@ -913,3 +913,43 @@ async fn an_owner_cancels_its_durable_call_and_no_one_else_can() {
     // An ended call is answered as it stands.
     assert_eq!(ann.cancel(&queued).await.unwrap()["status"], "failed");
 }
+
+/// With a key the fleet shares, an outcome read answers only what a worker
+/// sealed: a completed record forged into the bucket (its result, its owner) is
+/// `NOT_FOUND`, never a call's outcome; a real outcome reads as before.
+#[tokio::test]
+async fn with_a_fleet_key_a_forged_outcome_is_never_read() {
+    let server = NatsServer::start();
+    let registry = Registry::new();
+    registry.register(echo()).unwrap();
+    let _worker = Worker::builder(registry)
+        .durable(DurableSettings::new().seal_key("a fleet secret of at least 32 bytes!!"))
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let client = Client::connect(&server.url()).await.unwrap();
+    let id = client.submit("echo", json!({"paid": 10})).await.unwrap();
+    let outcome = tokio::time::timeout(Duration::from_secs(20), client.wait(&id))
+        .await
+        .expect("an outcome")
+        .unwrap();
+    assert_eq!(outcome, json!({"paid": 10}));
+    // Rewritten in the bucket: a bigger result, sealed with a made-up seal.
+    let js = async_nats::jetstream::new(raw(&server).await);
+    let bucket = js.get_key_value("toolfunc_results").await.unwrap();
+    let entry = bucket.get(&id).await.unwrap().expect("the record");
+    let mut record: Value = serde_json::from_slice(&entry).unwrap();
+    record["result"] = json!({"paid": 1000});
+    bucket.put(&id, record.to_string().into()).await.unwrap();
+    assert_eq!(client.poll(&id).await.unwrap_err().code(), "NOT_FOUND");
+    // And a record no worker ever wrote.
+    let forged = json!({"id": "forged-1", "tool": "echo", "status": "completed", "result": 1});
+    bucket
+        .put("forged-1", forged.to_string().into())
+        .await
+        .unwrap();
+    assert_eq!(
+        client.poll("forged-1").await.unwrap_err().code(),
+        "NOT_FOUND"
+    );
+}

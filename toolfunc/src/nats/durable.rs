@@ -50,6 +50,7 @@ pub struct DurableSettings {
     pub(crate) per_worker: usize,
     pub(crate) per_owner: Option<usize>,
     pub(crate) max_run_time: Duration,
+    pub(crate) fleet_key: Option<Arc<[u8]>>,
 }
 
 impl Default for DurableSettings {
@@ -62,6 +63,7 @@ impl Default for DurableSettings {
             per_worker: 16,
             per_owner: None,
             max_run_time: Duration::from_secs(3600),
+            fleet_key: None,
         }
     }
 }
@@ -117,6 +119,19 @@ impl DurableSettings {
     /// outcome is `TIMEOUT`. 1 hour unless set.
     pub fn max_run_time(mut self, limit: Duration) -> Self {
         self.max_run_time = limit;
+        self
+    }
+
+    /// A secret every worker of the fleet shares (at least 32 bytes): each record
+    /// a worker writes also carries a seal under it (`fleet`), over who runs the
+    /// call, whose it is and what it came to, and an outcome read answers only a
+    /// record that carries it (any other is `NOT_FOUND`, and logged), so a record
+    /// written to the bucket by anyone but a worker is never taken for a call's
+    /// outcome. Without it, outcome reads trust the bucket, which only workers may
+    /// write (`interop/nats/roles.conf`); the per-call seal still keeps a forged
+    /// record from stopping a run.
+    pub fn seal_key(mut self, secret: impl AsRef<[u8]>) -> Self {
+        self.fleet_key = Some(Arc::from(secret.as_ref()));
         self
     }
 
@@ -289,6 +304,8 @@ struct Durable {
     guard: Arc<Guard>,
     /// The tools served, for the scopes a submitted call needs.
     registry: Registry,
+    /// The fleet's key, when the workers share one.
+    fleet: Option<ring::hmac::Key>,
 }
 
 /// Takes durable calls from the shared consumer and runs them until the task is
@@ -367,6 +384,7 @@ pub(crate) async fn serve(
         js,
         store,
         cancels: cancels.clone(),
+        fleet: fleet_key(&settings),
         prefix,
         guard,
         registry: registry.clone(),
@@ -382,6 +400,7 @@ pub(crate) async fn serve(
         owners: Arc::new(Mutex::new(HashMap::new())),
         cancels,
         tokens: Arc::new(Mutex::new(HashMap::new())),
+        fleet: fleet_key(&settings),
         per_owner: settings
             .per_owner
             .unwrap_or((settings.per_worker / 4).max(1)),
@@ -391,7 +410,7 @@ pub(crate) async fn serve(
         let _gave_up = wire::Abort(tokio::spawn(give_up(
             advisories,
             stream,
-            durable.store.clone(),
+            (durable.store.clone(), durable.fleet.clone()),
             ack_wait,
         )));
         let _submits = wire::Abort(tokio::spawn(serve_submits(durable.clone(), submits)));
@@ -612,6 +631,10 @@ impl Durable {
             "id": id, "tool": tool, "status": "queued", "attempt": 0,
             "owner": owner, "caller": caller, "submitted": submitted, "updated": submitted,
         });
+        let mut queued = queued;
+        if let Some(fleet) = &self.fleet {
+            fleet_sign(fleet, &id, &mut queued);
+        }
         match self.store.create(&id, queued.to_string().into()).await {
             Ok(_) => {}
             Err(err) if err.kind() == kv::CreateErrorKind::AlreadyExists => {
@@ -733,6 +756,13 @@ impl Durable {
         let Ok(Value::Object(mut record)) = serde_json::from_slice::<Value>(&entry.value) else {
             return Err(unknown(&id));
         };
+        if let Some(fleet) = &self.fleet
+            && !fleet_verify(fleet, &id, &Value::Object(record.clone()))
+        {
+            tracing::warn!(%id, "a durable record no worker sealed; not answered");
+            return Err(unknown(&id));
+        }
+        record.remove("fleet");
         if let Some(owner) = record.get("owner").and_then(Value::as_str)
             && reader != Some(owner)
         {
@@ -750,7 +780,7 @@ impl Durable {
 async fn give_up(
     mut advisories: async_nats::Subscriber,
     stream: stream::Stream,
-    store: kv::Store,
+    (store, fleet): (kv::Store, Option<ring::hmac::Key>),
     ack_wait: Duration,
 ) {
     while let Some(advisory) = advisories.next().await {
@@ -765,12 +795,13 @@ async fn give_up(
         };
         let stream = stream.clone();
         let store = store.clone();
+        let fleet = fleet.clone();
         tokio::spawn(async move {
             let headers = Some(&message.headers);
             let id = wire::header(headers, CALL_ID).filter(|id| valid_key(id));
             let key = wire::header(headers, SEAL_KEY);
             if let (Some(id), Some(key)) = (id, key) {
-                let seal = Seal::new(id, key);
+                let seal = Seal::new(id, key).with_fleet(fleet.as_ref());
                 let err = ToolError::custom(
                     "WORKER_LOST",
                     503,
@@ -823,6 +854,8 @@ pub(crate) fn valid_key(id: &str) -> bool {
 struct Seal {
     id: String,
     key: ring::hmac::Key,
+    /// The fleet's key, when the workers share one.
+    fleet: Option<ring::hmac::Key>,
 }
 
 impl Seal {
@@ -830,29 +863,28 @@ impl Seal {
         Self {
             id: id.to_owned(),
             key: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret.as_bytes()),
+            fleet: None,
         }
     }
 
     fn text(&self, record: &Value) -> String {
-        let field = |key: &str| match record.get(key) {
-            Some(Value::String(text)) => text.clone(),
-            Some(Value::Number(n)) => n.to_string(),
-            _ => String::new(),
-        };
-        format!(
-            "{}\n{}\n{}\n{}\n{}",
-            self.id,
-            field("status"),
-            field("worker"),
-            field("attempt"),
-            field("lease")
-        )
+        seal_text(&self.id, record)
     }
 
     /// Adds the seal to a record this worker writes.
     fn sign(&self, record: &mut Value) {
-        let tag = ring::hmac::sign(&self.key, self.text(record).as_bytes());
+        let text = self.text(record);
+        let tag = ring::hmac::sign(&self.key, text.as_bytes());
         record["seal"] = Value::String(hex(tag.as_ref()));
+        if let Some(fleet) = &self.fleet {
+            record["fleet"] = Value::String(hex(ring::hmac::sign(fleet, text.as_bytes()).as_ref()));
+        }
+    }
+
+    /// The same call's seal with the fleet's key too.
+    fn with_fleet(mut self, fleet: Option<&ring::hmac::Key>) -> Self {
+        self.fleet = fleet.cloned();
+        self
     }
 
     /// Whether a record carries this call's seal.
@@ -862,6 +894,55 @@ impl Seal {
         };
         ring::hmac::verify(&self.key, self.text(record).as_bytes(), &seal).is_ok()
     }
+}
+
+/// What a record's seals cover: the fields that decide who runs the call
+/// (status, worker, attempt, lease), whose it is (owner), and what it came to (a
+/// digest of its result or error).
+fn seal_text(id: &str, record: &Value) -> String {
+    let field = |key: &str| match record.get(key) {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => String::new(),
+    };
+    let digest = |key: &str| {
+        record.get(key).map_or_else(String::new, |value| {
+            let bytes = serde_json::to_vec(value).unwrap_or_default();
+            hex(ring::digest::digest(&ring::digest::SHA256, &bytes).as_ref())
+        })
+    };
+    format!(
+        "{id}\n{}\n{}\n{}\n{}\n{}\n{}\n{}",
+        field("status"),
+        field("worker"),
+        field("attempt"),
+        field("lease"),
+        field("owner"),
+        digest("result"),
+        digest("error"),
+    )
+}
+
+/// The fleet's key of `settings`, when they have one.
+fn fleet_key(settings: &DurableSettings) -> Option<ring::hmac::Key> {
+    settings
+        .fleet_key
+        .as_deref()
+        .map(|secret| ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret))
+}
+
+/// Seals a record of call `id` with the fleet's key.
+fn fleet_sign(fleet: &ring::hmac::Key, id: &str, record: &mut Value) {
+    let tag = ring::hmac::sign(fleet, seal_text(id, record).as_bytes());
+    record["fleet"] = Value::String(hex(tag.as_ref()));
+}
+
+/// Whether a record of call `id` carries the fleet's seal.
+fn fleet_verify(fleet: &ring::hmac::Key, id: &str, record: &Value) -> bool {
+    let Some(tag) = record.get("fleet").and_then(Value::as_str).and_then(unhex) else {
+        return false;
+    };
+    ring::hmac::verify(fleet, seal_text(id, record).as_bytes(), &tag).is_ok()
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -962,6 +1043,8 @@ struct Job {
     cancels: kv::Store,
     /// How to cancel each call this worker runs now, by id.
     tokens: Arc<Mutex<HashMap<String, CancellationToken>>>,
+    /// The fleet's key, when the workers share one.
+    fleet: Option<ring::hmac::Key>,
     /// The most calls of one owner this worker runs at once.
     per_owner: usize,
     /// The longest a call runs.
@@ -1119,7 +1202,7 @@ impl Job {
             let _ = message.ack_with(AckKind::Term).await;
             return;
         };
-        let seal = Seal::new(&id, secret);
+        let seal = Seal::new(&id, secret).with_fleet(self.fleet.as_ref());
         if !lock(&self.running).insert(id.clone()) {
             // This worker runs it already; that run acknowledges it.
             return;
@@ -1221,6 +1304,8 @@ impl Job {
             Ok(value) => done["result"] = value,
             Err(err) => done["error"] = serde_json::to_value(&err).unwrap_or(Value::Null),
         }
+        // Sealed with what it came to.
+        seal.sign(&mut done);
         self.settle(&id, &seal, &done, record("failed", 0)).await;
         // Acknowledged once the outcome is kept; confirmed, so a lost ack does not
         // run the call again.
@@ -1271,6 +1356,7 @@ impl Job {
                 "the call's outcome is larger than the result bucket keeps",
             );
             failed["error"] = serde_json::to_value(&err).unwrap_or(Value::Null);
+            seal.sign(&mut failed);
             self.finish(id, seal, &failed).await;
         }
     }
@@ -1426,6 +1512,21 @@ mod tests {
         let mut done = record.clone();
         done["status"] = json!("completed");
         assert!(!seal.verify(&done));
+        // What it came to and whose it is are sealed too.
+        let mut outcome = record.clone();
+        outcome["result"] = json!({"paid": 10});
+        outcome["owner"] = json!("ann");
+        seal.sign(&mut outcome);
+        assert!(seal.verify(&outcome));
+        for (key, forged) in [
+            ("result", json!({"paid": 1000})),
+            ("owner", json!("eve")),
+            ("error", json!({})),
+        ] {
+            let mut forged_record = outcome.clone();
+            forged_record[key] = forged;
+            assert!(!seal.verify(&forged_record), "{key}");
+        }
         assert!(!Seal::new("id-1", "other").verify(&record));
         assert!(!Seal::new("id-2", "secret").verify(&record));
         let mut garbage = record;
