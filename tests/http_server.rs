@@ -467,7 +467,7 @@ async fn get_and_delete_read_the_query() {
     assert_eq!(get(addr, &path).await.ok(), json!({"s": "Ann Lee"}));
     // DELETE reads it as well (the arguments of a REST `delete` besides the id,
     // which is on its path).
-    let path = format!("/api/users/2?p={}", encode(r#"{}"#, "+"));
+    let path = format!("/api/users/2?p={}", encode("{}", "+"));
     let reply = call(addr, "DELETE", &path, &[], None).await;
     assert_eq!(reply.ok(), json!({"deleted": "2"}));
     // `delete` is not on `<res>`: no client sends it there.

@@ -140,28 +140,7 @@ async fn the_shipped_roles_keep_clients_to_their_own_calls() {
         "{cancelled}"
     );
 
-    // Bob cannot point a worker's answers at Alice's inbox: with inboxes per
-    // subject, a request of his naming her inbox is dropped unanswered.
-    let dropped = worker.dropped_replies();
-    let mut headers = async_nats::HeaderMap::new();
-    headers.insert("Authorization", "Bearer bob-key");
-    bob_nats
-        .publish_with_reply_and_headers(
-            "toolfunc.call.echo",
-            "_INBOX.alice.forged",
-            headers,
-            "{}".into(),
-        )
-        .await
-        .unwrap();
-    bob_nats.flush().await.unwrap();
-    for _ in 0..100 {
-        if worker.dropped_replies() > dropped {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(worker.dropped_replies(), dropped + 1);
+    bob_cannot_point_answers_at_alices_inbox(&worker, &bob_nats).await;
 
     // Bob cannot read Alice's outcome, through the workers or the bucket.
     assert_eq!(bob.poll(&id).await.unwrap_err().code(), "NOT_FOUND");
@@ -215,6 +194,31 @@ async fn the_shipped_roles_keep_clients_to_their_own_calls() {
         !matches!(heard, Ok(Some(_))),
         "bob heard a call on the workers' subjects"
     );
+}
+
+/// Bob cannot point a worker's answers at Alice's inbox: with inboxes per
+/// subject, a request of his naming her inbox is dropped unanswered.
+async fn bob_cannot_point_answers_at_alices_inbox(worker: &Worker, bob_nats: &async_nats::Client) {
+    let dropped = worker.dropped_replies();
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Authorization", "Bearer bob-key");
+    bob_nats
+        .publish_with_reply_and_headers(
+            "toolfunc.call.echo",
+            "_INBOX.alice.forged",
+            headers,
+            "{}".into(),
+        )
+        .await
+        .unwrap();
+    bob_nats.flush().await.unwrap();
+    for _ in 0..100 {
+        if worker.dropped_replies() > dropped {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(worker.dropped_replies(), dropped + 1);
 }
 
 /// A forged record Bob publishes to the bucket never lands.

@@ -691,7 +691,7 @@ async fn one_caller_gets_at_most_its_share_of_a_workers_slots() {
         .await
         .unwrap();
     let code = answer.headers.as_ref().and_then(|h| h.get("Tf-Error-Code"));
-    assert_eq!(code.map(|v| v.as_str()), Some("BUSY"));
+    assert_eq!(code.map(async_nats::HeaderValue::as_str), Some("BUSY"));
     let answer = nats
         .request_with_headers(
             "toolfunc.call.echo",
@@ -734,7 +734,7 @@ async fn a_call_naming_no_deadline_gets_the_workers() {
         .await
         .unwrap();
     let code = answer.headers.as_ref().and_then(|h| h.get("Tf-Error-Code"));
-    assert_eq!(code.map(|v| v.as_str()), Some("TIMEOUT"));
+    assert_eq!(code.map(async_nats::HeaderValue::as_str), Some("TIMEOUT"));
     assert!(started.elapsed() < Duration::from_secs(10));
     eventually("the slot to be free", || worker.in_flight() == 0).await;
 }
@@ -763,7 +763,7 @@ async fn a_caller_without_heartbeats_that_has_gone_is_noticed() {
     caller.flush().await.unwrap();
     eventually("the call to run", || worker.in_flight() == 1).await;
     // While it listens, the call runs on (the probes reach it and are dropped).
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(
         worker.in_flight(),
         1,

@@ -1054,6 +1054,59 @@ impl Guard {
         Ok(Some(identity))
     }
 
+    /// `request`, its body read when it may be a `subscriptions/listen` that names
+    /// resources its caller may not see (there are layers or scoped resources), and
+    /// those left out ([`narrow_listen`](Self::narrow_listen)).
+    async fn narrowed(
+        &self,
+        request: Request,
+        identity: Option<&Identity>,
+    ) -> Result<Request, Response> {
+        if request.method() != Method::POST
+            || !(self.registry.has_layers()
+                || identity.is_some() && remote::any_scoped(&self.registry))
+        {
+            return Ok(request);
+        }
+        let (parts, body) = request.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(body, self.max_body).await else {
+            return Err(too_large(self.max_body));
+        };
+        let bytes = self
+            .narrow_listen(&parts, identity, &bytes)
+            .map_or(bytes, axum::body::Bytes::from);
+        Ok(Request::from_parts(parts, Body::from(bytes)))
+    }
+
+    /// `request`, and when it is an `initialize` (a POST naming no session, and
+    /// no sessionless method) the caller it opens a session for with the bytes of
+    /// its parameters; or the refusal of one ([`opener`](Self::opener)).
+    async fn screen_initialize(
+        &self,
+        request: Request,
+        identity: Option<&Identity>,
+    ) -> Result<(Request, Option<(Box<str>, usize)>), Response> {
+        let maybe = request.method() == Method::POST
+            && !request.headers().contains_key("mcp-session-id")
+            && request
+                .headers()
+                .get("mcp-method")
+                .is_none_or(|method| method == "initialize");
+        if !maybe {
+            return Ok((request, None));
+        }
+        let (parts, body) = request.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(body, self.max_body).await else {
+            return Err(too_large(self.max_body));
+        };
+        let opener = match self.opener(identity, &bytes) {
+            Some(Opener::Refused(refusal)) => return Err(refusal),
+            Some(Opener::Opens(key, size)) => Some((key, size)),
+            None => None,
+        };
+        Ok((Request::from_parts(parts, Body::from(bytes)), opener))
+    }
+
     /// The body of a `subscriptions/listen` in `body` with the resources its
     /// caller may not see (hidden by layers, or needing scopes its token lacks)
     /// left out of `resourceSubscriptions`, so the acknowledgement names none of
@@ -1200,23 +1253,22 @@ impl Guard {
         if let Some(why) = oversized(raw, limits) {
             return Some(Opener::Refused(refused_params(&init.id, &why)));
         }
-        let key: Box<str> = match identity {
-            Some(identity) => identity.subject().into(),
-            None => {
-                let mut label = serde_json::from_str::<Params>(raw)
-                    .ok()
-                    .and_then(|params| params.client_info)
-                    .map(|info| info.name)
-                    .unwrap_or_default();
-                if label.len() > 256 {
-                    let mut end = 256;
-                    while !label.is_char_boundary(end) {
-                        end -= 1;
-                    }
-                    label.truncate(end);
+        let key: Box<str> = if let Some(identity) = identity {
+            identity.subject().into()
+        } else {
+            let mut label = serde_json::from_str::<Params>(raw)
+                .ok()
+                .and_then(|params| params.client_info)
+                .map(|info| info.name)
+                .unwrap_or_default();
+            if label.len() > 256 {
+                let mut end = 256;
+                while !label.is_char_boundary(end) {
+                    end -= 1;
                 }
-                format!("label:{label}").into()
+                label.truncate(end);
             }
+            format!("label:{label}").into()
         };
         // At the cap everyone is refused alike (503); below it, a caller past its
         // share of sessions, or of the bytes they keep, is (429).
@@ -1282,19 +1334,10 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
         request = Request::from_parts(parts, Body::from(bytes));
     }
     // A listen is acknowledged only for resources its caller may see.
-    if request.method() == Method::POST
-        && (guard.registry.has_layers()
-            || identity.is_some() && remote::any_scoped(&guard.registry))
-    {
-        let (parts, body) = request.into_parts();
-        let Ok(bytes) = axum::body::to_bytes(body, guard.max_body).await else {
-            return too_large(guard.max_body);
-        };
-        let bytes = guard
-            .narrow_listen(&parts, identity.as_ref(), &bytes)
-            .map_or(bytes, axum::body::Bytes::from);
-        request = Request::from_parts(parts, Body::from(bytes));
-    }
+    request = match guard.narrowed(request, identity.as_ref()).await {
+        Ok(request) => request,
+        Err(refused) => return refused,
+    };
     // A plain sessionless tool call is answered here, past the SDK's service.
     if request.method() == Method::POST && Direct::takes(request.headers(), &guarded.service.config)
     {
@@ -1308,27 +1351,13 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
         }
         request = Request::from_parts(parts, Body::from(bytes));
     }
-    // An `initialize` (a POST naming no session, and no sessionless method) is
-    // refused when its caller holds its share of sessions already.
-    let mut opener = None;
-    if request.method() == Method::POST
-        && !request.headers().contains_key("mcp-session-id")
-        && request
-            .headers()
-            .get("mcp-method")
-            .is_none_or(|method| method == "initialize")
-    {
-        let (parts, body) = request.into_parts();
-        let Ok(bytes) = axum::body::to_bytes(body, guard.max_body).await else {
-            return too_large(guard.max_body);
-        };
-        match guard.opener(identity.as_ref(), &bytes) {
-            Some(Opener::Refused(refusal)) => return refusal,
-            Some(Opener::Opens(key, size)) => opener = Some((key, size)),
-            None => {}
-        }
-        request = Request::from_parts(parts, Body::from(bytes));
-    }
+    // An `initialize` is refused when its caller holds its share of sessions
+    // already, or its parameters are more than a session keeps.
+    let opener;
+    (request, opener) = match guard.screen_initialize(request, identity.as_ref()).await {
+        Ok(screened) => screened,
+        Err(refused) => return refused,
+    };
     // A plain request of a session at rest (or an `initialize` opening one) is
     // answered here too, without an SDK session.
     if guard.sessions.rest()

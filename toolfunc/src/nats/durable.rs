@@ -1135,6 +1135,43 @@ impl Drop for Running<'_> {
 }
 
 impl Job {
+    /// The id and seal of a task message a worker stored; `None` (the message
+    /// taken out of the queue) for any other.
+    async fn stored(&self, message: &jetstream::Message, tool: &str) -> Option<(String, Seal)> {
+        let headers = message.headers.as_ref();
+        let (Some(id), Some(secret)) = (
+            wire::header(headers, CALL_ID)
+                .filter(|id| valid_key(id))
+                .map(str::to_owned),
+            wire::header(headers, SEAL_KEY),
+        ) else {
+            // Not a call a worker stored: nothing to answer under.
+            tracing::warn!(%tool, "a durable task message no worker stored; dropped");
+            let _ = message.ack_with(AckKind::Term).await;
+            return None;
+        };
+        let seal = Seal::new(&id, secret).with_fleet(self.fleet.as_ref());
+        Some((id, seal))
+    }
+
+    /// The call's place in its owner's share of this worker's slots: `Some(None)`
+    /// on its last delivery past the share (it runs all the same); `None` when it
+    /// was given back for a while (longer each time).
+    async fn share(
+        &self,
+        message: &jetstream::Message,
+        owner: Option<&str>,
+        attempt: i64,
+    ) -> Option<Option<OwnerShare>> {
+        let share = OwnerShare::take(self, owner.unwrap_or_default());
+        if share.is_none() && attempt < self.max_deliver {
+            let wait = Duration::from_secs(u64::try_from(attempt.max(1)).unwrap_or(1) * 2);
+            let _ = message.ack_with(AckKind::Nak(Some(wait))).await;
+            return None;
+        }
+        Some(share)
+    }
+
     /// Whether the owner of call `id` asked for it to be cancelled.
     async fn cancel_asked(&self, id: &str) -> bool {
         matches!(self.cancels.get(id).await, Ok(Some(_)))
@@ -1191,18 +1228,9 @@ impl Job {
             .unwrap_or_default()
             .to_owned();
         let headers = message.headers.as_ref();
-        let (Some(id), Some(secret)) = (
-            wire::header(headers, CALL_ID)
-                .filter(|id| valid_key(id))
-                .map(str::to_owned),
-            wire::header(headers, SEAL_KEY),
-        ) else {
-            // Not a call a worker stored: nothing to answer under.
-            tracing::warn!(%tool, "a durable task message no worker stored; dropped");
-            let _ = message.ack_with(AckKind::Term).await;
+        let Some((id, seal)) = self.stored(&message, &tool).await else {
             return;
         };
-        let seal = Seal::new(&id, secret).with_fleet(self.fleet.as_ref());
         if !lock(&self.running).insert(id.clone()) {
             // This worker runs it already; that run acknowledges it.
             return;
@@ -1239,12 +1267,9 @@ impl Job {
         }
         // One owner runs at most its share here; past it the call is given back
         // for a while (longer each time), and runs on its last delivery.
-        let share = OwnerShare::take(&self, owner.as_deref().unwrap_or_default());
-        if share.is_none() && attempt < self.max_deliver {
-            let wait = Duration::from_secs(u64::try_from(attempt.max(1)).unwrap_or(1) * 2);
-            let _ = message.ack_with(AckKind::Nak(Some(wait))).await;
+        let Some(_share) = self.share(&message, owner.as_deref(), attempt).await else {
             return;
-        }
+        };
         let lease = || now_ms().saturating_add(millis(self.lease()));
         let Some(revision) = self
             .take(&message, (&id, &seal), &record("working", lease()))

@@ -786,6 +786,27 @@ fn asked(
     })
 }
 
+/// A slot of the worker for a call of `subject` (else the caller `headers`
+/// name): `OVERLOADED` (503) when the worker runs its `max_in_flight` calls,
+/// `BUSY` (429) when this caller runs its share.
+fn slot<'a>(
+    shared: &'a Shared,
+    subject: Option<&str>,
+    headers: Option<&HeaderMap>,
+) -> Result<(tokio::sync::OwnedSemaphorePermit, CallerShare<'a>), ToolError> {
+    let Ok(permit) = Arc::clone(&shared.in_flight).try_acquire_owned() else {
+        return Err(ToolError::custom(
+            "OVERLOADED",
+            503,
+            format!(
+                "the worker runs {} calls already; try again or another worker",
+                shared.max_in_flight
+            ),
+        ));
+    };
+    Ok((permit, CallerShare::of(shared, subject, headers)?))
+}
+
 /// One running call's place in its caller's share, given back on drop.
 struct CallerShare<'a> {
     shared: &'a Shared,
@@ -793,6 +814,31 @@ struct CallerShare<'a> {
 }
 
 impl<'a> CallerShare<'a> {
+    /// A place for a call of the caller `subject` verified, else the one its
+    /// `Tf-Caller` names; `BUSY` (429) when it runs its share already.
+    fn of(
+        shared: &'a Shared,
+        subject: Option<&str>,
+        headers: Option<&HeaderMap>,
+    ) -> Result<Self, ToolError> {
+        let key = match subject {
+            Some(subject) => format!("sub:{subject}"),
+            None => wire::header(headers, CALLER)
+                .map_or_else(String::new, |label| format!("label:{label}")),
+        };
+        Self::take(shared, key).ok_or_else(|| {
+            ToolError::custom(
+                "BUSY",
+                429,
+                format!(
+                    "this caller runs {} calls on this worker already, its share; wait for one \
+                     to end",
+                    shared.max_per_caller
+                ),
+            )
+        })
+    }
+
     /// A place for a call of `key`, or `None` when it runs its share already.
     fn take(shared: &'a Shared, key: String) -> Option<Self> {
         let mut running = lock(&shared.per_caller);
@@ -877,34 +923,9 @@ async fn handle(shared: Arc<Shared>, request: Request, tool: String) {
     if let Err(err) = found.authorize(Some(&asked.options), Some(&args)) {
         return respond_error(&request, &err).await;
     }
-    let Ok(_permit) = Arc::clone(&shared.in_flight).try_acquire_owned() else {
-        let err = ToolError::custom(
-            "OVERLOADED",
-            503,
-            format!(
-                "the worker runs {} calls already; try again or another worker",
-                shared.max_in_flight
-            ),
-        );
-        return respond_error(&request, &err).await;
-    };
-    let caller_key = match &subject {
-        Some(subject) => format!("sub:{subject}"),
-        None => {
-            wire::header(headers, CALLER).map_or_else(String::new, |label| format!("label:{label}"))
-        }
-    };
-    let Some(_share) = CallerShare::take(&shared, caller_key) else {
-        let err = ToolError::custom(
-            "BUSY",
-            429,
-            format!(
-                "this caller runs {} calls on this worker already, its share; wait for one \
-                 to end",
-                shared.max_per_caller
-            ),
-        );
-        return respond_error(&request, &err).await;
+    let _slot = match slot(&shared, subject.as_deref(), headers) {
+        Ok(slot) => slot,
+        Err(err) => return respond_error(&request, &err).await,
     };
     let control = Arc::new(Control {
         cancel: CancellationToken::new(),
@@ -917,26 +938,7 @@ async fn handle(shared: Arc<Shared>, request: Request, tool: String) {
         .entry(asked.call_id.clone())
         .or_default()
         .push(Arc::clone(&control));
-    let heartbeat = match asked.heartbeat {
-        Some(every) => Some(heartbeat(
-            &shared,
-            reply.clone(),
-            control.cancel.clone(),
-            every,
-        )),
-        // No heartbeats asked: whether the caller's inbox still listens is
-        // asked of a subject beside it, which the caller ignores.
-        None => shared.probe_every.and_then(|every| {
-            let probe = sibling(&reply)?;
-            Some(heartbeat_with(
-                &shared,
-                probe,
-                control.cancel.clone(),
-                every,
-                false,
-            ))
-        }),
-    };
+    let heartbeat = watch_caller(&shared, asked.heartbeat, &reply, &control.cancel);
     let registered = Registered {
         shared: &shared,
         id: asked.call_id.clone(),
@@ -985,6 +987,25 @@ fn heartbeat(
     every: Duration,
 ) -> JoinHandle<()> {
     heartbeat_with(shared, reply, cancel, every, true)
+}
+
+/// Watches whether the caller still listens while its call runs: the heartbeats
+/// it asked for, else probes beside its inbox; `None` when neither can be done.
+fn watch_caller(
+    shared: &Shared,
+    asked: Option<Duration>,
+    reply: &str,
+    cancel: &CancellationToken,
+) -> Option<JoinHandle<()>> {
+    match asked {
+        Some(every) => Some(heartbeat(shared, reply.to_owned(), cancel.clone(), every)),
+        // No heartbeats asked: whether the caller's inbox still listens is asked
+        // of a subject beside it, which the caller ignores.
+        None => shared.probe_every.and_then(|every| {
+            let probe = sibling(reply)?;
+            Some(heartbeat_with(shared, probe, cancel.clone(), every, false))
+        }),
+    }
 }
 
 /// A subject beside `reply` under the same inbox (its last token replaced):
