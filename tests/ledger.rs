@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolfunc::ledger::{Ledger, LedgerSettings, Retention, TaskPoll, TaskStatus, Track};
-use toolfunc::{CallOptions, Ctx, Registry, ToolError, ToolFunc};
+use toolfunc::{CallOptions, Ctx, Identity, Registry, ToolError, ToolFunc};
 
 fn registry() -> Registry {
     let registry = Registry::new();
@@ -322,6 +322,26 @@ async fn a_tracked_call_is_found_by_its_id_and_its_caller() {
         .unwrap_err();
     assert_eq!(taken.code(), "CONFLICT");
     assert!(for_ann.remove("job"));
+}
+
+/// A verified caller is its issuer and subject: the same `sub` from another
+/// issuer is another caller, whose view does not find the call.
+#[tokio::test]
+async fn the_same_subject_from_two_issuers_is_two_callers() {
+    let ledger = Ledger::new(registry());
+    let ann = Identity::new("ann").with_issuer("https://a.example.com");
+    let impostor = Identity::new("ann").with_issuer("https://b.example.com");
+    let track = Track::new().options(CallOptions::new().identity(ann.clone()));
+    let id = ledger
+        .start_with("work", json!({"ms": 60_000}), track)
+        .unwrap();
+    assert!(ledger.for_caller(Some(ann.key())).status(&id).is_some());
+    for other in [impostor.key(), "ann"] {
+        let view = ledger.for_caller(Some(other));
+        assert!(view.status(&id).is_none(), "{other}");
+        assert_eq!(view.cancel(&id).unwrap_err().code(), "NOT_FOUND");
+    }
+    assert!(ledger.for_caller(Some(ann.key())).remove(&id));
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@
 //! and a layer with [`Call::identity`](crate::layer::Call::identity). The name a client
 //! states about itself ([`CallOptions::caller`](crate::CallOptions::caller)) stays a
 //! label for logs: once a call carries an identity, tracked calls, parked rounds and the
-//! per-caller limits key on its subject instead.
+//! per-caller limits key on it instead (its issuer and subject: [`Identity::key`]).
 
 use std::fmt;
 use std::sync::Arc;
@@ -33,6 +33,8 @@ pub struct Identity(Arc<Parts>);
 struct Parts {
     subject: String,
     issuer: Option<String>,
+    /// `<issuer>#<subject>`, when there is an issuer.
+    key: Option<Box<str>>,
     scopes: Vec<String>,
     claims: Map<String, Value>,
 }
@@ -43,6 +45,7 @@ impl Identity {
         Self(Arc::new(Parts {
             subject: subject.into(),
             issuer: None,
+            key: None,
             scopes: Vec::new(),
             claims: Map::new(),
         }))
@@ -51,7 +54,10 @@ impl Identity {
     /// Sets the issuer that vouched for the subject.
     #[must_use]
     pub fn with_issuer(mut self, issuer: impl Into<String>) -> Self {
-        Arc::make_mut(&mut self.0).issuer = Some(issuer.into());
+        let parts = Arc::make_mut(&mut self.0);
+        let issuer = issuer.into();
+        parts.key = Some(format!("{issuer}#{}", parts.subject).into());
+        parts.issuer = Some(issuer);
         self
     }
 
@@ -75,6 +81,24 @@ impl Identity {
     /// The subject: who the caller is, as the issuer names it.
     pub fn subject(&self) -> &str {
         &self.0.subject
+    }
+
+    /// Who the caller is across issuers: `<issuer>#<subject>` (the same subject
+    /// from two issuers is two callers), or the subject alone when no issuer is
+    /// known. What tracked calls, parked rounds, sessions, shares and per-caller
+    /// limits are keyed on.
+    ///
+    /// ```
+    /// use toolfunc::Identity;
+    ///
+    /// let ann = Identity::new("ann").with_issuer("https://a.example.com");
+    /// let other = Identity::new("ann").with_issuer("https://b.example.com");
+    /// assert_eq!(ann.key(), "https://a.example.com#ann");
+    /// assert_ne!(ann.key(), other.key());
+    /// assert_eq!(Identity::new("ci").key(), "ci");
+    /// ```
+    pub fn key(&self) -> &str {
+        self.0.key.as_deref().unwrap_or(&self.0.subject)
     }
 
     /// The issuer that vouched for the subject, when known.

@@ -191,7 +191,7 @@ impl CallOptions {
 
     /// Sets the verified identity of the caller (a remote surface sets it from what
     /// its [`Authenticator`](crate::auth::Authenticator) verified). Tracked calls,
-    /// parked rounds and per-caller limits then key on its subject, and tools that
+    /// parked rounds and per-caller limits then key on its issuer and subject ([`Identity::key`]), and tools that
     /// declare scopes are offered to remote callers by the scopes it grants.
     pub fn identity(mut self, identity: Identity) -> Self {
         self.identity = Some(identity);
@@ -391,7 +391,7 @@ impl CallOptions {
     /// Whose the calls are: the verified subject, else the name the caller gave.
     pub(crate) fn owner(&self) -> Option<&str> {
         match &self.identity {
-            Some(identity) => Some(identity.subject()),
+            Some(identity) => Some(identity.key()),
             None => self.caller.as_deref(),
         }
     }

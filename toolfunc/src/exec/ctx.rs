@@ -208,7 +208,7 @@ impl Ctx {
     /// Whose the call is: the verified subject, else the stated caller.
     pub(crate) fn principal(&self) -> Option<&str> {
         match self.identity() {
-            Some(identity) => Some(identity.subject()),
+            Some(identity) => Some(identity.key()),
             None => self.caller(),
         }
     }

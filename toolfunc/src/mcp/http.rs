@@ -1040,7 +1040,7 @@ impl Guard {
             if open
                 .owners
                 .get(id)
-                .is_some_and(|(owner, _)| **owner != *identity.subject())
+                .is_some_and(|(owner, _)| **owner != *identity.key())
             {
                 return Err(json_response(
                     StatusCode::NOT_FOUND,
@@ -1254,7 +1254,7 @@ impl Guard {
             return Some(Opener::Refused(refused_params(&init.id, &why)));
         }
         let key: Box<str> = if let Some(identity) = identity {
-            identity.subject().into()
+            identity.key().into()
         } else {
             let mut label = serde_json::from_str::<Params>(raw)
                 .ok()

@@ -625,7 +625,7 @@ impl Durable {
             }
         }
         let caller = wire::header(headers, CALLER);
-        let owner = identity.as_ref().map(Identity::subject).or(caller);
+        let owner = identity.as_ref().map(Identity::key).or(caller);
         let submitted = now_ms();
         let queued = json!({
             "id": id, "tool": tool, "status": "queued", "attempt": 0,
@@ -732,7 +732,7 @@ impl Durable {
         }
         let reader = identity
             .as_ref()
-            .map(Identity::subject)
+            .map(Identity::key)
             .or_else(|| wire::header(headers, CALLER));
         let asked = serde_json::from_slice::<Value>(&message.payload).ok();
         let id = asked

@@ -504,7 +504,7 @@ impl Control {
     /// message that shows its secret.
     fn obeys(&self, key: Option<&str>, who: Option<&Identity>) -> bool {
         match &self.subject {
-            Some(mine) => who.is_some_and(|who| who.subject() == mine),
+            Some(mine) => who.is_some_and(|who| who.key() == mine),
             None => self
                 .key
                 .as_deref()
@@ -904,7 +904,7 @@ async fn handle(shared: Arc<Shared>, request: Request, tool: String) {
     if !shared.guard.fits(&reply, identity.as_ref()) {
         return;
     }
-    let subject = identity.as_ref().map(|who| who.subject().to_owned());
+    let subject = identity.as_ref().map(|who| who.key().to_owned());
     let asked = match asked(headers, (&shared.id, shared.default_deadline), identity) {
         Ok(asked) => asked,
         Err(err) => return respond_error(&request, &err).await,
