@@ -789,3 +789,55 @@ fn whole_floats_are_integers_as_json_schema_says() {
     assert_eq!(path, "/items/0/id");
     assert_eq!(message, "expected integer, found number");
 }
+
+/// A struct argument sent as a JSON array is refused where the schema says
+/// object (serde's derive would read it field by field), at its JSON path: at the
+/// root of a parameter, nested, inside a list and behind an `Option`; arrays where
+/// the schema takes them still pass.
+#[tokio::test]
+async fn an_array_is_no_object_where_the_schema_says_object() {
+    let registry = Registry::global();
+    for (tool, args, path) in [
+        ("val_nested", json!({"outer": [[7]]}), "/outer"),
+        (
+            "val_nested",
+            json!({"outer": {"inner": [7]}}),
+            "/outer/inner",
+        ),
+        (
+            "val_items",
+            json!({"items": [{"id": 1, "name": "a"}, [2, "b"]]}),
+            "/items/1",
+        ),
+        ("val_optional_outer", json!({"outer": [[7]]}), "/outer"),
+    ] {
+        let err = registry.run(tool, args.clone()).await.unwrap_err();
+        match &err {
+            ToolError::Arguments { path: at, .. } => assert_eq!(at, path, "{tool} {args}"),
+            other => panic!("{tool} {args}: {other:?}"),
+        }
+    }
+    assert_eq!(
+        registry
+            .run(
+                "val_items",
+                json!({"items": [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]})
+            )
+            .await
+            .unwrap(),
+        json!(2)
+    );
+    assert_eq!(
+        registry
+            .run("val_optional_outer", json!({"outer": null}))
+            .await
+            .unwrap(),
+        json!(0)
+    );
+}
+
+/// Reads a nested value, when there is one.
+#[tool]
+fn val_optional_outer(outer: Option<Outer>) -> u8 {
+    outer.map_or(0, |outer| outer.inner.value)
+}

@@ -17,8 +17,7 @@ import sys
 
 import jsonschema_rs
 import schemathesis
-from schemathesis.core.failures import AcceptedNegativeData, Failure
-from schemathesis.core.parameters import ParameterLocation
+from schemathesis.core.failures import Failure
 
 NDJSON = "application/x-ndjson"
 
@@ -118,56 +117,12 @@ def before_call(context, case, **kwargs):
 # --- Known server findings ----------------------------------------------------------
 
 
-def _request_schema(case):
-    content = case.operation.definition.raw.get("requestBody", {}).get("content", {})
-    return content.get("application/json", {}).get("schema")
-
-
-def _resolve(case, schema):
-    raw = case.operation.schema.raw_schema
-    while isinstance(schema, dict) and "$ref" in schema:
-        node = raw
-        for part in schema["$ref"].lstrip("#/").split("/"):
-            node = node.get(part.replace("~1", "/").replace("~0", "~"), {})
-        schema = node
-    return schema if isinstance(schema, dict) else {}
-
-
-def _array_for_object(case, schema, value):
-    schema = _resolve(case, schema)
-    branches = schema.get("oneOf", []) + schema.get("anyOf", [])
-    if any(_array_for_object(case, branch, value) for branch in branches):
-        return True
-    if isinstance(value, list):
-        return schema.get("type") == "object"
-    if not isinstance(value, dict):
-        return False
-    properties = schema.get("properties", {})
-    return any(_array_for_object(case, properties[k], v) for k, v in value.items() if k in properties)
-
-
-def _array_read_as_struct(failure, case, response):
-    """Not a wire leniency: a finding of the tools floor, to be fixed there. A struct
-    argument sent as a JSON array is read field by field, in order (the typed
-    handlers check by deserialising, and serde's derive reads a struct from a
-    sequence), where the schema says object: `PUT users/1 {"val": [null, null]}`
-    updates the user."""
-    if not isinstance(failure, AcceptedNegativeData) or response.status_code != 200:
-        return False
-    meta = case.meta
-    if {location for location in meta.components if meta.is_negative_at(location)} != {ParameterLocation.BODY}:
-        return False
-    return _array_for_object(case, _request_schema(case) or {}, case.body)
-
-
 # The wire's documented leniencies: answers the document does not describe, which
 # the JavaScript clients rely on. None: the clients' REST forms are operations of
 # the document (marked `x-toolfunc-compat`).
 LENIENCIES = {}
-# Mismatches of the server still to fix (each says where).
-FINDINGS = {
-    "array read as a struct (tools floor)": _array_read_as_struct,
-}
+# Mismatches of the server still to fix (each says where). None.
+FINDINGS = {}
 KNOWN = {**LENIENCIES, **FINDINGS}
 SEEN = {name: 0 for name in KNOWN}
 

@@ -155,9 +155,157 @@ pub fn parse_args_of<T: DeserializeOwned>(
     schema: fn() -> Value,
 ) -> Result<T, ToolError> {
     match T::deserialize(args) {
+        // serde's derive reads a struct from an array too, field by field: where
+        // the schema says object, an array is refused as it says.
+        Ok(_)
+            if nested_array(args, 0)
+                && let Some(err) = array_for_object(args, schema) =>
+        {
+            Err(err)
+        }
         Ok(value) => Ok(value),
         Err(err) => reread_whole_floats::<T>(args)
             .ok_or_else(|| located_by_schema(args, schema, err.to_string())),
+    }
+}
+
+/// Whether `value` holds an array below its root (cheap: no schema read).
+fn nested_array(value: &Value, depth: usize) -> bool {
+    match value {
+        Value::Array(_) => depth > 0,
+        Value::Object(map) if depth <= bound::MAX_DEPTH => {
+            map.values().any(|v| nested_array(v, depth + 1))
+        }
+        _ => false,
+    }
+}
+
+/// The argument error of an array where the schema of `args` (made by `schema`,
+/// kept once per schema function) says object, if there is one.
+#[cold]
+fn array_for_object(args: &Value, schema: fn() -> Value) -> Option<ToolError> {
+    type Schemas = Mutex<HashMap<usize, Arc<Value>>>;
+    static SCHEMAS: OnceLock<Schemas> = OnceLock::new();
+    let root = {
+        let mut kept = SCHEMAS
+            .get_or_init(Schemas::default)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(
+            kept.entry(schema as usize)
+                .or_insert_with(|| Arc::new(schema())),
+        )
+    };
+    let mut path = String::new();
+    array_where_object(args, &root, &root, &mut path, 0)
+        .then(|| ToolError::arguments(path, "expected an object, found an array"))
+}
+
+/// Whether `value` (at `path`) holds an array where `schema` says object; `path`
+/// ends at the first one.
+fn array_where_object(
+    value: &Value,
+    schema: &Value,
+    root: &Value,
+    path: &mut String,
+    depth: usize,
+) -> bool {
+    if depth > bound::MAX_DEPTH {
+        return false;
+    }
+    let schema = resolve(schema, root);
+    match value {
+        Value::Array(items) => {
+            if only_objects(schema, root, 0) {
+                return true;
+            }
+            let Some(item_schema) = schema.get("items") else {
+                return false;
+            };
+            for (at, item) in items.iter().enumerate() {
+                let len = path.len();
+                push_token(path, &at.to_string());
+                if array_where_object(item, item_schema, root, path, depth + 1) {
+                    return true;
+                }
+                path.truncate(len);
+            }
+            false
+        }
+        Value::Object(map) => {
+            let branches = ["anyOf", "oneOf", "allOf"]
+                .iter()
+                .filter_map(|key| schema.get(*key).and_then(Value::as_array))
+                .flatten();
+            let properties = std::iter::once(schema)
+                .chain(branches.map(|branch| resolve(branch, root)))
+                .filter_map(|s| s.get("properties").and_then(Value::as_object));
+            for properties in properties {
+                for (key, value) in map {
+                    let Some(sub) = properties.get(key) else {
+                        continue;
+                    };
+                    let len = path.len();
+                    push_token(path, key);
+                    if array_where_object(value, sub, root, path, depth + 1) {
+                        return true;
+                    }
+                    path.truncate(len);
+                }
+            }
+            false
+        }
+        _ => false,
+    }
+}
+
+/// `schema` with a local `$ref` (`#/$defs/..`, `#/definitions/..`) followed.
+fn resolve<'a>(schema: &'a Value, root: &'a Value) -> &'a Value {
+    let mut schema = schema;
+    for _ in 0..8 {
+        let Some(pointer) = schema
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| r.strip_prefix('#'))
+        else {
+            break;
+        };
+        match root.pointer(pointer) {
+            Some(target) => schema = target,
+            None => break,
+        }
+    }
+    schema
+}
+
+/// Whether `schema` takes objects (or `null`) and never an array.
+fn only_objects(schema: &Value, root: &Value, depth: usize) -> bool {
+    let schema = resolve(schema, root);
+    if depth > 8 {
+        return false;
+    }
+    match schema.get("type") {
+        Some(Value::String(kind)) => kind == "object",
+        Some(Value::Array(kinds)) => {
+            kinds.iter().any(|k| k == "object")
+                && kinds.iter().all(|k| k == "object" || k == "null")
+        }
+        _ => {
+            let branches: Vec<&Value> = ["anyOf", "oneOf"]
+                .iter()
+                .filter_map(|key| schema.get(*key).and_then(Value::as_array))
+                .flatten()
+                .collect();
+            if branches.is_empty() {
+                return schema.get("properties").is_some() && schema.get("items").is_none();
+            }
+            let takes_null =
+                |b: &&Value| resolve(b, root).get("type") == Some(&Value::from("null"));
+            branches.iter().any(|b| !takes_null(b))
+                && branches
+                    .iter()
+                    .all(|b| takes_null(b) || only_objects(b, root, depth + 1))
+        }
     }
 }
 
