@@ -1230,37 +1230,40 @@ impl Guard {
             method: std::borrow::Cow<'a, str>,
             #[serde(default)]
             id: Value,
-            #[serde(default, borrow)]
-            params: Option<&'a serde_json::value::RawValue>,
-        }
-        #[derive(serde::Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Params {
+            // Walked, not kept: the body's size bounds it first.
             #[serde(default)]
-            client_info: Option<Info>,
-        }
-        #[derive(serde::Deserialize)]
-        struct Info {
-            #[serde(default)]
-            name: String,
+            params: Option<serde::de::IgnoredAny>,
         }
         let init: Init<'_> = serde_json::from_slice(body).ok()?;
         if init.method != "initialize" {
             return None;
         }
-        let raw = init.params.map_or("", |params| params.get());
+        let _ = init.params;
         let limits = &self.sessions.limits;
-        if let Some(why) = oversized(raw, limits) {
+        // What a session keeps of it is at most what came: the body, less its
+        // envelope.
+        let size = body.len();
+        if size > limits.initialize_bytes.saturating_add(ENVELOPE) {
+            let why = format!(
+                "the initialize request is {size} bytes; a session keeps at most {} of its \
+                 parameters",
+                limits.initialize_bytes
+            );
+            return Some(Opener::Refused(refused_params(&init.id, &why)));
+        }
+        let whole: Value = serde_json::from_slice(body).ok()?;
+        let params = whole.get("params").unwrap_or(&Value::Null);
+        if let Some(why) = oversized(params) {
             return Some(Opener::Refused(refused_params(&init.id, &why)));
         }
         let key: Box<str> = if let Some(identity) = identity {
             identity.key().into()
         } else {
-            let mut label = serde_json::from_str::<Params>(raw)
-                .ok()
-                .and_then(|params| params.client_info)
-                .map(|info| info.name)
-                .unwrap_or_default();
+            let mut label = params
+                .pointer("/clientInfo/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
             if label.len() > 256 {
                 let mut end = 256;
                 while !label.is_char_boundary(end) {
@@ -1278,7 +1281,7 @@ impl Guard {
             let held = open.per_caller.get(&key).copied().unwrap_or_default();
             (
                 room && held.0 >= limits.per_caller(),
-                held.1 + raw.len() > limits.caller_bytes,
+                held.1 + size > limits.caller_bytes,
             )
         };
         if count {
@@ -1293,7 +1296,7 @@ impl Guard {
                 limits.caller_bytes,
             )));
         }
-        Some(Opener::Opens(key, raw.len()))
+        Some(Opener::Opens(key, size))
     }
 }
 
@@ -1543,19 +1546,16 @@ enum Opener {
     Refused(Response),
 }
 
-/// Why the `initialize` parameters `raw` are more than a session keeps, if they
-/// are: past the bytes, the nesting depth or the entries of `limits`.
-fn oversized(raw: &str, limits: &Limits) -> Option<String> {
-    if raw.len() > limits.initialize_bytes {
-        return Some(format!(
-            "the initialize parameters are {} bytes; a session keeps at most {}",
-            raw.len(),
-            limits.initialize_bytes
-        ));
-    }
-    let value: Value = serde_json::from_str(raw).ok()?;
+/// The most bytes of an `initialize` request besides its parameters (the
+/// JSON-RPC envelope).
+const ENVELOPE: usize = 1024;
+
+/// Why the `initialize` parameters are more than a session keeps, if they are:
+/// nested past [`MAX_INITIALIZE_DEPTH`] or holding more than
+/// [`MAX_INITIALIZE_ENTRIES`] members and items (their bytes are bounded before).
+fn oversized(params: &Value) -> Option<String> {
     let (mut entries, mut deepest) = (0usize, 0usize);
-    let mut stack = vec![(&value, 1usize)];
+    let mut stack = vec![(params, 1usize)];
     while let Some((value, depth)) = stack.pop() {
         deepest = deepest.max(depth);
         match value {

@@ -158,7 +158,8 @@ pub fn parse_args_of<T: DeserializeOwned>(
         // serde's derive reads a struct from an array too, field by field: where
         // the schema says object, an array is refused as it says.
         Ok(_)
-            if nested_array(args, 0)
+            if holds_objects(schema)
+                && nested_array(args, 0)
                 && let Some(err) = array_for_object(args, schema) =>
         {
             Err(err)
@@ -167,6 +168,76 @@ pub fn parse_args_of<T: DeserializeOwned>(
         Err(err) => reread_whole_floats::<T>(args)
             .ok_or_else(|| located_by_schema(args, schema, err.to_string())),
     }
+}
+
+/// How many schema functions [`holds_objects`] remembers (open addressing; past
+/// it, every one is answered `true`, the safe side).
+const KINDS: usize = 1024;
+
+/// Whether the schema `schema` makes has an object below its root (a struct
+/// parameter, or one inside a list): only then can an array stand where an object
+/// belongs. Made once per schema function and remembered in a table read without
+/// a lock, so a tool of plain parameters pays one atomic load per call.
+fn holds_objects(schema: fn() -> Value) -> bool {
+    use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+    static KEYS: [AtomicUsize; KINDS] = [const { AtomicUsize::new(0) }; KINDS];
+    static ANSWERS: [AtomicU8; KINDS] = [const { AtomicU8::new(0) }; KINDS];
+    let key = schema as usize;
+    let start = (key >> 4) % KINDS;
+    for probe in 0..8 {
+        let slot = (start + probe) % KINDS;
+        match KEYS[slot].load(Ordering::Acquire) {
+            found if found == key => match ANSWERS[slot].load(Ordering::Acquire) {
+                1 => return false,
+                2 => return true,
+                _ => break,
+            },
+            0 => {
+                let holds = object_below(&schema(), 0);
+                if KEYS[slot]
+                    .compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
+                    ANSWERS[slot].store(if holds { 2 } else { 1 }, Ordering::Release);
+                }
+                return holds;
+            }
+            _ => {}
+        }
+    }
+    true
+}
+
+/// Whether a schema below the root (`depth` > 0) takes objects: its `type` names
+/// `object`, it has `properties`, or it refers to a definition (which may).
+fn object_below(schema: &Value, depth: usize) -> bool {
+    let Value::Object(map) = schema else {
+        return false;
+    };
+    if depth > 0
+        && (map.contains_key("properties")
+            || map.contains_key("$ref")
+            || match map.get("type") {
+                Some(Value::String(kind)) => kind == "object",
+                Some(Value::Array(kinds)) => kinds.iter().any(|k| k == "object"),
+                _ => false,
+            })
+    {
+        return true;
+    }
+    if depth > bound::MAX_DEPTH {
+        return true;
+    }
+    map.iter().any(|(key, value)| match (key.as_str(), value) {
+        ("properties" | "$defs" | "definitions", Value::Object(children)) => children
+            .values()
+            .any(|child| object_below(child, depth + 1)),
+        ("items" | "additionalProperties", child) => object_below(child, depth + 1),
+        ("anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(children)) => {
+            children.iter().any(|child| object_below(child, depth + 1))
+        }
+        _ => false,
+    })
 }
 
 /// Whether `value` holds an array below its root (cheap: no schema read).
