@@ -842,14 +842,7 @@ impl<'v> Doc<'v> {
             let mut operation = self.operation(def, Some(act), &operation_id, risks, &ok);
             operation["x-toolfunc-act"] = Value::from(verb);
             if on_id {
-                let schema = id.unwrap_or_else(|| json!({"type": "string"}));
-                push_param(
-                    &mut operation,
-                    json!({
-                        "name": "id", "in": "path", "required": true, "schema": schema,
-                        "description": "The resource id (cast to the type the method declares).",
-                    }),
-                );
+                push_id(&mut operation, id);
             }
             if query {
                 let remaining = if on_id {
@@ -936,14 +929,7 @@ impl<'v> Doc<'v> {
             operation["x-toolfunc-compat"] = Value::from(what);
             operation["deprecated"] = Value::Bool(true);
             if on_id {
-                let schema = id.unwrap_or_else(|| json!({"type": "string"}));
-                push_param(
-                    &mut operation,
-                    json!({
-                        "name": "id", "in": "path", "required": true, "schema": schema,
-                        "description": "The resource id (cast to the type the method declares).",
-                    }),
-                );
+                push_id(&mut operation, id);
             }
             operation["requestBody"] = self.request_body(&params, required || on_id);
             let path = self.path(&def.name, on_id);
@@ -1619,6 +1605,19 @@ impl Doc<'_> {
             "content": {"application/json": {"schema": schema}},
         })
     }
+}
+
+/// The `id` path parameter of a REST resource's operation, of the type its
+/// method declares (`string` when it declares none).
+fn push_id(operation: &mut Value, schema: Option<Value>) {
+    let schema = schema.unwrap_or_else(|| json!({"type": "string"}));
+    push_param(
+        operation,
+        json!({
+            "name": "id", "in": "path", "required": true, "schema": schema,
+            "description": "The resource id (cast to the type the method declares).",
+        }),
+    );
 }
 
 /// The `p` query parameter of a GET or DELETE, when there are arguments to send.

@@ -325,19 +325,22 @@ impl Client {
     /// outcome. `NOT_FOUND` for an id no call has, whose outcome expired, or
     /// that is another owner's.
     pub async fn poll(&self, id: &str) -> Result<crate::remote::ledger::TaskPoll, ToolError> {
+        let answer = self
+            .about_durable(wire::outcome_subject(&self.remote.prefix), id)
+            .await?;
+        Ok(durable::decode(id, &answer.payload))
+    }
+
+    /// Asks the durable workers at `subject` about the call `id` (`{"id": ..}`):
+    /// `NOT_FOUND` at once for an id no call can have.
+    async fn about_durable(&self, subject: String, id: &str) -> Result<Message, ToolError> {
         if !durable::valid_key(id) {
             return Err(durable::unknown(id));
         }
         let body = serde_json::json!({ "id": id }).to_string();
-        let answer = self
-            .remote
-            .ask(
-                wire::outcome_subject(&self.remote.prefix),
-                self.remote.auth_headers(),
-                body.into(),
-            )
-            .await?;
-        Ok(durable::decode(id, &answer.payload))
+        self.remote
+            .ask(subject, self.remote.auth_headers(), body.into())
+            .await
     }
 
     /// Cancels a durable call of this client's owner (its verified subject, else
@@ -347,17 +350,8 @@ impl Client {
     /// when it had ended already. `NOT_FOUND` for an id no call has, whose outcome
     /// expired, or that is another owner's.
     pub async fn cancel(&self, id: &str) -> Result<Value, ToolError> {
-        if !durable::valid_key(id) {
-            return Err(durable::unknown(id));
-        }
-        let body = serde_json::json!({ "id": id }).to_string();
         let answer = self
-            .remote
-            .ask(
-                wire::cancel_subject(&self.remote.prefix),
-                self.remote.auth_headers(),
-                body.into(),
-            )
+            .about_durable(wire::cancel_subject(&self.remote.prefix), id)
             .await?;
         wire::result(&answer.payload)
     }
