@@ -659,3 +659,41 @@ fn definitions_of_the_same_name_stay_apart() {
         "#/components/schemas/a.Thing"
     );
 }
+
+/// The document is kept until the registry changes, and a prompt or resource
+/// registered (or removed) is such a change: the next document shows it.
+#[tokio::test]
+async fn a_prompt_registered_later_is_in_the_next_document() {
+    let registry = Registry::new();
+    registry
+        .register(
+            ToolFunc::builder("echo")
+                .handler_sync(|_ctx, args| Ok(args))
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let addr = start(Api::new(registry.clone())).await;
+    let before = call(addr, "GET", "/api/openapi.json", &[], None)
+        .await
+        .text();
+    assert!(!before.contains("late_prompt"), "{before}");
+    let prompt = toolfunc::prompt::PromptFunc::builder("late_prompt")
+        .description("Registered after the first document.")
+        .handler_sync(|_, _| Ok("Hello."))
+        .build()
+        .unwrap();
+    registry.register_prompt(prompt).unwrap();
+    let after = call(addr, "GET", "/api/openapi.json", &[], None)
+        .await
+        .text();
+    assert!(
+        after.contains("late_prompt"),
+        "the kept document did not change"
+    );
+    assert!(registry.unregister_prompt("late_prompt"));
+    let again = call(addr, "GET", "/api/openapi.json", &[], None)
+        .await
+        .text();
+    assert!(!again.contains("late_prompt"));
+}

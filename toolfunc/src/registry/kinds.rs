@@ -407,6 +407,15 @@ impl Registry {
     }
 
     fn changed(&self, event: RegistryEvent) {
+        // The prompts and resources are part of what derived views show (the
+        // OpenAPI document, whether any of them needs scopes): a change to their
+        // lists makes those views anew, as a change to the tools does.
+        if matches!(
+            event,
+            RegistryEvent::PromptsChanged | RegistryEvent::ResourcesChanged
+        ) {
+            super::cache::invalidate();
+        }
         self.emit(event);
     }
 }

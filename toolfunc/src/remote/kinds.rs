@@ -64,20 +64,27 @@ pub(crate) fn resources_seen(
 }
 
 /// Whether some prompt or resource served remotely needs scopes: then what a
-/// caller is offered depends on its identity.
+/// caller is offered depends on its identity. Kept in the registry's derived
+/// views until it changes: a surface asks on every request.
 pub(crate) fn any_scoped(registry: &Registry) -> bool {
-    let (fixed, templates) = registry.resources();
+    #[derive(PartialEq)]
+    struct AnyScoped;
     registry
-        .prompts()
-        .iter()
-        .map(|p| p.tool().definition())
-        .chain(
-            fixed
+        .derived(AnyScoped, || {
+            let (fixed, templates) = registry.resources();
+            Ok(registry
+                .prompts()
                 .iter()
-                .chain(&templates)
-                .map(|r| r.tool().definition()),
-        )
-        .any(|def| def.api && !def.scopes.is_empty())
+                .map(|p| p.tool().definition())
+                .chain(
+                    fixed
+                        .iter()
+                        .chain(&templates)
+                        .map(|r| r.tool().definition()),
+                )
+                .any(|def| def.api && !def.scopes.is_empty()))
+        })
+        .unwrap_or(true)
 }
 
 /// The prompt `name`, for a caller with `viewer` options: `NOT_FOUND` when it is
