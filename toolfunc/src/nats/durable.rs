@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::guard::Guard;
+use super::share::{Place, Shares};
 use super::spans::{failed, process_span};
 use super::wire::{self, CALL_ID, CALLER, lock};
 use crate::error::ToolError;
@@ -397,13 +398,14 @@ pub(crate) async fn serve(
         max_deliver,
         skip: task_subject(&durable.prefix, "").len(),
         running: Arc::new(Mutex::new(HashSet::new())),
-        owners: Arc::new(Mutex::new(HashMap::new())),
+        owners: Shares::new(
+            settings
+                .per_owner
+                .unwrap_or((settings.per_worker / 4).max(1)),
+        ),
         cancels,
         tokens: Arc::new(Mutex::new(HashMap::new())),
         fleet: fleet_key(&settings),
-        per_owner: settings
-            .per_owner
-            .unwrap_or((settings.per_worker / 4).max(1)),
         max_run_time: settings.max_run_time,
     };
     Ok(tokio::spawn(async move {
@@ -1037,16 +1039,15 @@ struct Job {
     /// The calls this worker runs now, by id: a second delivery of one is left
     /// to the first.
     running: Arc<Mutex<HashSet<String>>>,
-    /// How many calls each owner runs on this worker now.
-    owners: Arc<Mutex<HashMap<String, usize>>>,
+    /// How many calls each owner runs on this worker now, each at most its
+    /// share.
+    owners: Shares,
     /// The cancels owners asked for, by call id.
     cancels: kv::Store,
     /// How to cancel each call this worker runs now, by id.
     tokens: Arc<Mutex<HashMap<String, CancellationToken>>>,
     /// The fleet's key, when the workers share one.
     fleet: Option<ring::hmac::Key>,
-    /// The most calls of one owner this worker runs at once.
-    per_owner: usize,
     /// The longest a call runs.
     max_run_time: Duration,
 }
@@ -1091,40 +1092,6 @@ impl Drop for Forget {
     }
 }
 
-/// A call's place in its owner's share of a worker's durable slots, given back
-/// on drop.
-struct OwnerShare {
-    owners: Arc<Mutex<HashMap<String, usize>>>,
-    owner: String,
-}
-
-impl OwnerShare {
-    fn take(job: &Job, owner: &str) -> Option<Self> {
-        let mut owners = lock(&job.owners);
-        let count = owners.entry(owner.to_owned()).or_default();
-        if *count >= job.per_owner {
-            return None;
-        }
-        *count += 1;
-        Some(Self {
-            owners: Arc::clone(&job.owners),
-            owner: owner.to_owned(),
-        })
-    }
-}
-
-impl Drop for OwnerShare {
-    fn drop(&mut self) {
-        let mut owners = lock(&self.owners);
-        if let Some(count) = owners.get_mut(&self.owner) {
-            *count -= 1;
-            if *count == 0 {
-                owners.remove(&self.owner);
-            }
-        }
-    }
-}
-
 /// Takes a call out of the running set when its run ends.
 struct Running<'a>(&'a Mutex<HashSet<String>>, String);
 
@@ -1162,8 +1129,8 @@ impl Job {
         message: &jetstream::Message,
         owner: Option<&str>,
         attempt: i64,
-    ) -> Option<Option<OwnerShare>> {
-        let share = OwnerShare::take(self, owner.unwrap_or_default());
+    ) -> Option<Option<Place>> {
+        let share = self.owners.take(owner.unwrap_or_default());
         if share.is_none() && attempt < self.max_deliver {
             let wait = Duration::from_secs(u64::try_from(attempt.max(1)).unwrap_or(1) * 2);
             let _ = message.ack_with(AckKind::Nak(Some(wait))).await;

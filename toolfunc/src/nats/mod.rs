@@ -5,6 +5,7 @@
 mod client;
 mod durable;
 mod guard;
+mod share;
 mod spans;
 mod wire;
 mod worker;

@@ -16,6 +16,7 @@ use tokio::task::JoinHandle;
 use super::TraceParent;
 use super::durable::DurableSettings;
 use super::guard::{self, Guard};
+use super::share::{Place, Shares};
 use super::spans::{failed, process_span};
 use super::wire::{
     self, CALL_ID, CALLER, CANCEL, CONTROL, CONTROL_KEY, CREDIT, HEARTBEAT, KIND, STREAM, lock,
@@ -263,10 +264,10 @@ impl WorkerBuilder {
             calls: Mutex::new(HashMap::new()),
             in_flight: Arc::new(Semaphore::new(self.max_in_flight)),
             max_in_flight: self.max_in_flight,
-            max_per_caller: self
-                .max_per_caller
-                .unwrap_or((self.max_in_flight / 4).max(1)),
-            per_caller: Mutex::new(HashMap::new()),
+            shares: Shares::new(
+                self.max_per_caller
+                    .unwrap_or((self.max_in_flight / 4).max(1)),
+            ),
             default_deadline: self.default_deadline,
             probe_every: self.probe_every,
             endpoints: Mutex::new(HashMap::new()),
@@ -471,15 +472,13 @@ struct Shared {
     calls: Mutex<HashMap<String, Vec<Arc<Control>>>>,
     in_flight: Arc<Semaphore>,
     max_in_flight: usize,
-    /// Most calls running at once for one caller.
-    max_per_caller: usize,
     /// The deadline of a call that names none.
     default_deadline: Duration,
     /// How often the inbox of a caller that asked for no heartbeats is probed.
     probe_every: Option<Duration>,
-    /// Calls running per caller (subject, label, or `""` for none): at most one
-    /// key per running call, so bounded by `max_in_flight`.
-    per_caller: Mutex<HashMap<String, usize>>,
+    /// Calls running per caller (subject, label, or `""` for none), each at most
+    /// its share.
+    shares: Shares,
     /// The endpoint task of each served tool.
     endpoints: Mutex<HashMap<String, JoinHandle<()>>>,
     service: Mutex<Option<service::Service>>,
@@ -789,11 +788,11 @@ fn asked(
 /// A slot of the worker for a call of `subject` (else the caller `headers`
 /// name): `OVERLOADED` (503) when the worker runs its `max_in_flight` calls,
 /// `BUSY` (429) when this caller runs its share.
-fn slot<'a>(
-    shared: &'a Shared,
+fn slot(
+    shared: &Shared,
     subject: Option<&str>,
     headers: Option<&HeaderMap>,
-) -> Result<(tokio::sync::OwnedSemaphorePermit, CallerShare<'a>), ToolError> {
+) -> Result<(tokio::sync::OwnedSemaphorePermit, Place), ToolError> {
     let Ok(permit) = Arc::clone(&shared.in_flight).try_acquire_owned() else {
         return Err(ToolError::custom(
             "OVERLOADED",
@@ -804,64 +803,33 @@ fn slot<'a>(
             ),
         ));
     };
-    Ok((permit, CallerShare::of(shared, subject, headers)?))
+    Ok((permit, caller_place(shared, subject, headers)?))
 }
 
-/// One running call's place in its caller's share, given back on drop.
-struct CallerShare<'a> {
-    shared: &'a Shared,
-    key: String,
-}
-
-impl<'a> CallerShare<'a> {
-    /// A place for a call of the caller `subject` verified, else the one its
-    /// `Tf-Caller` names; `BUSY` (429) when it runs its share already.
-    fn of(
-        shared: &'a Shared,
-        subject: Option<&str>,
-        headers: Option<&HeaderMap>,
-    ) -> Result<Self, ToolError> {
-        let key = match subject {
-            Some(subject) => format!("sub:{subject}"),
-            None => wire::header(headers, CALLER)
-                .map_or_else(String::new, |label| format!("label:{label}")),
-        };
-        Self::take(shared, key).ok_or_else(|| {
-            ToolError::custom(
-                "BUSY",
-                429,
-                format!(
-                    "this caller runs {} calls on this worker already, its share; wait for one \
-                     to end",
-                    shared.max_per_caller
-                ),
-            )
-        })
-    }
-
-    /// A place for a call of `key`, or `None` when it runs its share already.
-    fn take(shared: &'a Shared, key: String) -> Option<Self> {
-        let mut running = lock(&shared.per_caller);
-        let count = running.entry(key.clone()).or_default();
-        if *count >= shared.max_per_caller {
-            return None;
+/// A place for a call of the caller `subject` verified, else the one its
+/// `Tf-Caller` names; `BUSY` (429) when it runs its share already.
+fn caller_place(
+    shared: &Shared,
+    subject: Option<&str>,
+    headers: Option<&HeaderMap>,
+) -> Result<Place, ToolError> {
+    let key = match subject {
+        Some(subject) => format!("sub:{subject}"),
+        None => {
+            wire::header(headers, CALLER).map_or_else(String::new, |label| format!("label:{label}"))
         }
-        *count += 1;
-        drop(running);
-        Some(Self { shared, key })
-    }
-}
-
-impl Drop for CallerShare<'_> {
-    fn drop(&mut self) {
-        let mut running = lock(&self.shared.per_caller);
-        if let Some(count) = running.get_mut(&self.key) {
-            *count -= 1;
-            if *count == 0 {
-                running.remove(&self.key);
-            }
-        }
-    }
+    };
+    shared.shares.take(&key).ok_or_else(|| {
+        ToolError::custom(
+            "BUSY",
+            429,
+            format!(
+                "this caller runs {} calls on this worker already, its share; wait for one \
+                 to end",
+                shared.shares.max()
+            ),
+        )
+    })
 }
 
 /// Removes a call's control entry when the call ends, however it ends.
