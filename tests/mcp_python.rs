@@ -40,28 +40,7 @@ fn python() -> PathBuf {
 
 /// The `mcp_server` example.
 fn example_server() -> PathBuf {
-    example("mcp_server")
-}
-
-/// The example `name`, built by `cargo test` beside the test binaries (and built
-/// here when a single test target was asked for).
-fn example(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary has a path");
-    let target = exe
-        .parent()
-        .and_then(std::path::Path::parent)
-        .expect("test binaries live in target/<profile>/deps");
-    let server = target.join("examples").join(name);
-    if !server.is_file() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = std::process::Command::new(cargo)
-            .args(["build", "--all-features", "--example", name])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building the {name} example failed");
-    }
-    server
+    process::example("mcp_server")
 }
 
 /// The example server behind an authorization server the Python script runs: the
@@ -75,7 +54,7 @@ async fn python_sdk_with_oauth_against_the_example_server() {
         Command::new(python())
             .arg("mcp_auth_client.py")
             .arg("--server")
-            .arg(example("server"))
+            .arg(process::example("server"))
             .current_dir(interop_dir()),
         "the Python MCP client with OAuth",
         LIMIT,
@@ -94,7 +73,7 @@ async fn python_sdk_with_oauth_and_an_origin_audience() {
         Command::new(python())
             .arg("mcp_auth_client.py")
             .arg("--server")
-            .arg(example("server"))
+            .arg(process::example("server"))
             .args(["--audience", "origin"])
             .current_dir(interop_dir()),
         "the Python MCP client with OAuth and an origin audience",

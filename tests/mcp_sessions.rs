@@ -347,45 +347,31 @@ async fn an_idle_session_holds_under_20_kb() {
     assert_eq!(http.list(&ids[SESSIONS - 1]).await, 200);
 }
 
-/// The `server` example, built by `cargo test` beside the test binaries (and built
-/// here when a single test target was asked for).
-fn example_server() -> std::path::PathBuf {
-    let exe = std::env::current_exe().expect("the test binary has a path");
-    let target = exe
-        .parent()
-        .and_then(std::path::Path::parent)
-        .expect("test binaries live in target/<profile>/deps");
-    let server = target.join("examples").join("server");
-    if !server.is_file() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = std::process::Command::new(cargo)
-            .args(["build", "--all-features", "--example", "server"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building the server example failed");
-    }
-    server
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_example_server_takes_the_session_flags() {
-    let _one = ONE_AT_A_TIME.lock().await;
+/// The example server on a free loopback port with `--mcp-max-sessions max` and
+/// `--mcp-session-idle idle`, once it says it listens; its address.
+async fn start_example_server(max: &str, idle: &str) -> (process::Running, String) {
     let port = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
         listener.local_addr().expect("bound").port()
     };
     let addr = format!("127.0.0.1:{port}");
     let mut server = process::Running::start(
-        Command::new(example_server())
-            .args(["--addr", &addr, "--mcp-max-sessions", "2"])
-            .args(["--mcp-session-idle", "1"])
+        Command::new(process::example("server"))
+            .args(["--addr", &addr, "--mcp-max-sessions", max])
+            .args(["--mcp-session-idle", idle])
             .stderr(std::process::Stdio::piped()),
         "the example server",
     );
     server
         .until_prefix("toolfunc demo server listening", LIMIT)
         .await;
+    (server, addr)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_server_takes_the_session_flags() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let (_server, addr) = start_example_server("2", "1").await;
     let http = Http::new(format!("http://{addr}/mcp"));
     let first = http.initialize().await;
     let _second = http.initialize().await;
@@ -401,7 +387,7 @@ async fn the_example_server_takes_the_session_flags() {
 
     // A flag without a number is refused with the usage text, which names them.
     let finished = process::run(
-        Command::new(example_server()).args(["--mcp-max-sessions", "many"]),
+        Command::new(process::example("server")).args(["--mcp-max-sessions", "many"]),
         "the example server with a bad flag",
         LIMIT,
     )
@@ -504,21 +490,7 @@ fn proc_status(pid: u32, field: &str) -> usize {
 async fn the_example_server_rests_sessions_whatever_the_idle_lifetime() {
     const SESSIONS: usize = 2000;
     let _one = ONE_AT_A_TIME.lock().await;
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-        listener.local_addr().expect("bound").port()
-    };
-    let addr = format!("127.0.0.1:{port}");
-    let mut server = process::Running::start(
-        Command::new(example_server())
-            .args(["--addr", &addr, "--mcp-max-sessions", "3000"])
-            .args(["--mcp-session-idle", "4"])
-            .stderr(std::process::Stdio::piped()),
-        "the example server",
-    );
-    server
-        .until_prefix("toolfunc demo server listening", LIMIT)
-        .await;
+    let (server, addr) = start_example_server("3000", "4").await;
     let pid = server.id().expect("running");
     let http = Http::new(format!("http://{addr}/mcp"));
     let listed = |session: String| {

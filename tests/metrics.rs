@@ -491,27 +491,6 @@ async fn a_nats_workers_calls_in_flight_are_a_gauge() {
     assert_eq!(gauge(), 0);
 }
 
-/// The example `name`, built by `cargo test` beside the test binaries (and built
-/// here when a single test target was asked for).
-fn example(name: &str) -> std::path::PathBuf {
-    let exe = std::env::current_exe().expect("the test binary has a path");
-    let target = exe
-        .parent()
-        .and_then(std::path::Path::parent)
-        .expect("test binaries live in target/<profile>/deps");
-    let server = target.join("examples").join(name);
-    if !server.is_file() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = std::process::Command::new(cargo)
-            .args(["build", "--all-features", "--example", name])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building the {name} example failed");
-    }
-    server
-}
-
 #[tokio::test]
 async fn the_example_server_serves_metrics_with_the_flag_only() {
     for flag in [false, true] {
@@ -519,7 +498,7 @@ async fn the_example_server_serves_metrics_with_the_flag_only() {
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
-        let mut command = tokio::process::Command::new(example("server"));
+        let mut command = tokio::process::Command::new(process::example("server"));
         command
             .args(["--addr", &format!("127.0.0.1:{port}")])
             .stderr(std::process::Stdio::piped());

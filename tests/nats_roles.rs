@@ -5,6 +5,8 @@
 
 #[path = "support/nats.rs"]
 mod nats_server;
+#[path = "support/process.rs"]
+mod process;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -276,27 +278,6 @@ async fn bob_cannot_announce_a_catalogue(server: &NatsServer, bob_nats: &async_n
     assert_eq!(first["worker"], "marker", "bob published a catalogue event");
 }
 
-/// An example binary, built by `cargo test` beside the test binaries (and built
-/// here when a single test target was asked for).
-fn example(name: &str) -> std::path::PathBuf {
-    let exe = std::env::current_exe().expect("the test binary has a path");
-    let target = exe
-        .parent()
-        .and_then(std::path::Path::parent)
-        .expect("test binaries live in target/<profile>/deps");
-    let path = target.join("examples").join(name);
-    if !path.is_file() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = std::process::Command::new(cargo)
-            .args(["build", "--all-features", "--example", name])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building the {name} example failed");
-    }
-    path
-}
-
 /// The NATS examples log in under the shipped roles: the worker as `worker`, the
 /// client as `alice` (its answers in `_INBOX.alice.`), and the client calls the
 /// tools; without a login the server turns them away with a clear error.
@@ -306,7 +287,7 @@ async fn the_examples_log_in_under_the_shipped_roles() {
 
     let server = server();
     let url = server.url();
-    let mut worker = tokio::process::Command::new(example("nats_worker"))
+    let mut worker = tokio::process::Command::new(process::example("nats_worker"))
         .args([
             "--url",
             &url,
@@ -328,7 +309,7 @@ async fn the_examples_log_in_under_the_shipped_roles() {
     assert!(ready.starts_with("toolfunc NATS worker"), "{ready}");
     let client = tokio::time::timeout(
         Duration::from_secs(120),
-        tokio::process::Command::new(example("nats_client"))
+        tokio::process::Command::new(process::example("nats_client"))
             .args(["--url", &url, "--user", "alice", "--password", "alice-pass"])
             .output(),
     )
@@ -343,7 +324,7 @@ async fn the_examples_log_in_under_the_shipped_roles() {
     );
     assert!(printed.contains("add(1, 2) = 3.0"), "{printed}");
     // Without a login: refused, and said so.
-    let refused = tokio::process::Command::new(example("nats_client"))
+    let refused = tokio::process::Command::new(process::example("nats_client"))
         .args(["--url", &url])
         .output()
         .await
