@@ -22,6 +22,10 @@
 //! cap unless set) and how long an idle one lives (`mcp::Server::max_sessions`,
 //! `max_sessions_per_caller`, `session_idle_lifetime`).
 //!
+//! `--cors-origin ORIGIN` (repeatable) lets pages of that origin call `/api` from
+//! the browser (`Api::cors_origins`): their CORS preflights are answered, and no
+//! other origin's; `examples/browser/` is such a page.
+//!
 //! `--metrics` serves per-tool metrics (calls, errors by code, durations, calls in
 //! flight, the ledger's entries, the MCP sessions open) as Prometheus text at `http://127.0.0.1:3000/metrics`;
 //! without it that path is 404.
@@ -43,7 +47,7 @@ fn usage() -> ! {
         "usage: server [--addr HOST:PORT] [--prefix /api] [--extra-tools N] \
          [--auth-issuer URL --auth-audience URI] [--metrics] \
          [--mcp-max-sessions N] [--mcp-max-sessions-per-caller N] \
-         [--mcp-session-idle SECONDS]\n\
+         [--mcp-session-idle SECONDS] [--cors-origin ORIGIN]...\n\
          (PORT in the environment also sets the port)"
     );
     std::process::exit(2)
@@ -134,6 +138,7 @@ async fn main() -> std::io::Result<()> {
     let mut extra = 0;
     let mut sessions = McpSessions::default();
     let mut metrics = None;
+    let mut cors = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -146,6 +151,7 @@ async fn main() -> std::io::Result<()> {
             "--auth-issuer" => issuer = Some(args.next().unwrap_or_else(|| usage())),
             "--auth-audience" => audience = Some(args.next().unwrap_or_else(|| usage())),
             "--metrics" => metrics = Some(Metrics::new()),
+            "--cors-origin" => cors.push(args.next().unwrap_or_else(|| usage())),
             _ => usage(),
         }
     }
@@ -175,7 +181,8 @@ async fn main() -> std::io::Result<()> {
     let mut api = Api::new(Registry::global())
         .prefix(prefix)
         .docs(true)
-        .ledger(ledger.clone());
+        .ledger(ledger.clone())
+        .cors_origins(cors.iter().cloned());
     api = serve_metrics(api, metrics.as_ref(), &ledger, &addr)?;
     if let Some(auth) = &auth {
         api = api.authenticate(Arc::clone(auth));
@@ -194,6 +201,9 @@ async fn main() -> std::io::Result<()> {
         server = server.merge(mcp.router());
     }
     println!("toolfunc demo server listening on {base}");
+    if !cors.is_empty() {
+        println!("pages of {} may call it from the browser", cors.join(", "));
+    }
     if extra > 0 {
         println!(
             "with {extra} generated tools besides the demo's: try `curl '{base}?q=refund+invoice'`"

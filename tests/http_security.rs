@@ -239,6 +239,100 @@ async fn foreign_hosts_and_origins_are_refused() {
     get(listed, "/api").await.error(403, "HOST_NOT_ALLOWED");
 }
 
+/// CORS only for the origins an API names: their preflights are answered with the
+/// wire's methods and headers, their answers carry `Access-Control-Allow-Origin`
+/// and expose `req-id` and `rpc-retry-after`; another origin's preflight gets no
+/// CORS header (the browser refuses its page) and its calls stay refused, and
+/// requests without an origin are as before.
+#[tokio::test]
+async fn cors_is_answered_for_the_named_origins_only() {
+    let page = "http://127.0.0.1:8080";
+    let addr = start(Api::new(catalog()).cors_origins([page])).await;
+    let preflight = |origin: &'static str| async move {
+        let headers = [
+            ("origin", origin),
+            ("access-control-request-method", "POST"),
+            ("access-control-request-headers", "content-type, req-id"),
+        ];
+        call(addr, "OPTIONS", "/api/add", &headers, None).await
+    };
+    let granted = preflight(page).await;
+    assert_eq!(granted.status, 204, "{}", granted.text());
+    assert_eq!(granted.header("access-control-allow-origin"), Some(page));
+    let allowed = granted.header("access-control-allow-headers").unwrap_or("");
+    assert!(
+        [
+            "content-type",
+            "req-id",
+            "authorization",
+            "rpc-fn",
+            "traceparent"
+        ]
+        .iter()
+        .all(|h| allowed.contains(h)),
+        "{allowed}"
+    );
+    let methods = granted.header("access-control-allow-methods").unwrap_or("");
+    assert!(
+        methods.contains("POST") && methods.contains("DELETE"),
+        "{methods}"
+    );
+    assert_eq!(granted.header("vary"), Some("origin"));
+
+    let reply = call(
+        addr,
+        "POST",
+        "/api/add",
+        &[("origin", page), ("content-type", "application/json")],
+        Some(r#"{"a":1,"b":2}"#),
+    )
+    .await;
+    assert_eq!(reply.header("access-control-allow-origin"), Some(page));
+    let exposed = reply.header("access-control-expose-headers").unwrap_or("");
+    assert!(
+        exposed.contains("req-id") && exposed.contains("rpc-retry-after"),
+        "{exposed}"
+    );
+    assert_eq!(reply.ok(), json!(3.0));
+    // An error answers the page too, so it can read the code.
+    let reply = call(addr, "GET", "/api/nope", &[("origin", page)], None).await;
+    assert_eq!(reply.header("access-control-allow-origin"), Some(page));
+    reply.error(404, "NOT_FOUND");
+
+    // Another origin: no CORS header on its preflight, and its calls refused.
+    let other = preflight("http://127.0.0.1:9999").await;
+    assert_eq!(other.header("access-control-allow-origin"), None);
+    assert_eq!(other.header("access-control-allow-headers"), None);
+    let reply = call(
+        addr,
+        "POST",
+        "/api/add",
+        &[
+            ("origin", "http://127.0.0.1:9999"),
+            ("content-type", "application/json"),
+        ],
+        Some(r#"{"a":1,"b":2}"#),
+    )
+    .await;
+    assert_eq!(reply.header("access-control-allow-origin"), None);
+    reply.error(403, "ORIGIN_NOT_ALLOWED");
+    // A program (no origin) gets no CORS header.
+    let reply = post(addr, "/api/add", r#"{"a":1,"b":2}"#).await;
+    assert_eq!(reply.header("access-control-allow-origin"), None);
+    assert_eq!(reply.ok(), json!(3.0));
+    // Without `cors_origins`, no preflight is granted.
+    let plain = start(Api::new(catalog()).allowed_origins([page])).await;
+    let reply = call(
+        plain,
+        "OPTIONS",
+        "/api/add",
+        &[("origin", page), ("access-control-request-method", "POST")],
+        None,
+    )
+    .await;
+    assert_eq!(reply.header("access-control-allow-origin"), None);
+}
+
 /// One request with exactly these headers (the test client's `host` replaced).
 async fn raw(
     addr: SocketAddr,

@@ -38,10 +38,13 @@ pub async fn connect(url: &str) -> Result<Arc<dyn Transport>, ToolError> {
                 "`local:` names the global registry: `local:` or `local://global`",
             )),
         },
-        #[cfg(feature = "http")]
+        #[cfg(feature = "http-client")]
         "http" | "https" => Ok(Arc::new(crate::http::Client::connect(url).await?)),
-        #[cfg(not(feature = "http"))]
-        "http" | "https" => Err(bad_url(url, "HTTP transports need the `http` feature")),
+        #[cfg(not(feature = "http-client"))]
+        "http" | "https" => Err(bad_url(
+            url,
+            "HTTP transports need the `http-client` (or `http`) feature",
+        )),
         #[cfg(feature = "nats")]
         "nats" | "tls" => Ok(Arc::new(crate::nats::Client::connect(url).await?)),
         #[cfg(not(feature = "nats"))]

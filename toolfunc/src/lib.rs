@@ -76,9 +76,10 @@ mod call;
 pub mod complete;
 mod connect;
 pub mod content;
+mod detach;
 mod error;
 mod exec;
-#[cfg(feature = "http")]
+#[cfg(feature = "http-client")]
 pub mod http;
 mod id;
 mod identity;
@@ -97,13 +98,14 @@ mod options;
 pub mod otel;
 mod panic;
 pub mod prompt;
-#[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
+#[cfg(any(feature = "http-client", feature = "mcp", feature = "nats"))]
 mod propagate;
 mod quota;
 mod registry;
 mod remote;
 pub mod resource;
 pub mod schema;
+mod time;
 mod tool;
 mod trace;
 pub mod transport;

@@ -285,7 +285,7 @@ pub(crate) fn outgoing(span: &tracing::Span) -> Option<TraceContext> {
     TraceContext::read(|name| fields.get(name).map(String::as_str))
 }
 
-#[cfg(feature = "http")]
+#[cfg(feature = "http-client")]
 /// Renames `span`'s OpenTelemetry span, started or not: the `tracing` bridge reads
 /// `otel.name` only until the span starts.
 pub(crate) fn rename(span: &tracing::Span, name: String) {

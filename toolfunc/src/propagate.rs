@@ -6,6 +6,7 @@
 use crate::exec::ctx::Ctx;
 use crate::trace::TraceContext;
 
+#[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
 /// Makes the caller's span (`incoming`) the parent of a surface's `span` (not yet
 /// entered). Without the `otel` feature spans have no remote parent: nothing to do.
 #[cfg_attr(not(feature = "otel"), allow(unused_variables))]
@@ -38,7 +39,7 @@ pub(crate) fn outgoing(span: &tracing::Span, ctx: Option<&Ctx>) -> Option<TraceC
     ctx.and_then(Ctx::get::<TraceContext>).cloned()
 }
 
-#[cfg(feature = "http")]
+#[cfg(feature = "http-client")]
 /// Names `span` `name` once it is known (its `otel.name` field; with the `otel`
 /// feature, the OpenTelemetry span too, which may have started already).
 pub(crate) fn name(span: &tracing::Span, name: String) {

@@ -7,7 +7,9 @@ use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::time::Instant;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;

@@ -2,9 +2,10 @@
 //! call's), and the timer that enforces one.
 
 use std::pin::Pin;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::exec::scope::Scope;
+use crate::time::Instant;
 
 pub(crate) fn min_duration(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
     match (a, b) {
@@ -56,10 +57,17 @@ fn deadline_from_now(
 /// The deadline's timer. It is polled outside tokio's cooperative budget: a
 /// handler that spent the task's budget (an always-ready stream, a busy channel)
 /// must not keep its own deadline from firing.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 pub(super) type Timer = Pin<Box<tokio::task::coop::Unconstrained<tokio::time::Sleep>>>;
+
+/// The deadline's timer on a page: one of its own timers (`setTimeout`), which
+/// needs no runtime; the target has one thread, so it may be held as `Send`.
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+pub(super) type Timer = Pin<Box<send_wrapper::SendWrapper<gloo_timers::future::TimeoutFuture>>>;
 
 /// A timer for `deadline`, when a tokio runtime with its time driver is running.
 /// Without one a timeout cannot be enforced: the call runs without it (and says so).
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 pub(super) fn timer(deadline: Instant) -> Option<Timer> {
     tokio::runtime::Handle::try_current().ok()?;
     // `sleep_until` panics when the runtime was built without `enable_time`.
@@ -71,4 +79,14 @@ pub(super) fn timer(deadline: Instant) -> Option<Timer> {
         );
         None
     }
+}
+
+/// A timer for `deadline` on the page's clock.
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+pub(super) fn timer(deadline: Instant) -> Option<Timer> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    let millis = u32::try_from(left.as_millis()).unwrap_or(u32::MAX);
+    Some(Box::pin(send_wrapper::SendWrapper::new(
+        gloo_timers::future::TimeoutFuture::new(millis),
+    )))
 }

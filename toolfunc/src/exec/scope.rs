@@ -3,7 +3,9 @@
 
 use std::any::{Any, TypeId};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::time::Instant;
 
 use tokio_util::sync::{CancellationToken, DropGuard};
 

@@ -33,7 +33,7 @@ impl ToolFunc {
         // inherited from an enclosing call can (so only then is the clock read).
         if ctx.scope().inherited_deadline().is_some()
             && let Some(deadline) = ctx.deadline()
-            && deadline <= std::time::Instant::now()
+            && deadline <= crate::time::Instant::now()
         {
             return Some(ToolError::timed_out(
                 ctx.deadline_and_timeout().and_then(|(_, t)| t),
@@ -142,7 +142,7 @@ impl ToolFunc {
                     return Self::sync_invoke(f, ctx, args);
                 };
                 // The method's own timeout: a late value is `TIMEOUT`.
-                let started = std::time::Instant::now();
+                let started = crate::time::Instant::now();
                 let result = Self::sync_invoke(f, ctx, args);
                 if started.elapsed() >= timeout {
                     return Err(ToolError::timed_out(Some(timeout)));
@@ -170,7 +170,7 @@ impl ToolFunc {
         let result = caught.unwrap_or_else(|p| Err(panicked(&*p)));
         // The clock is read only for a call with a deadline.
         if let Some(deadline) = ctx.deadline()
-            && std::time::Instant::now() >= deadline
+            && crate::time::Instant::now() >= deadline
         {
             return Err(ToolError::timed_out(
                 ctx.deadline_and_timeout().and_then(|(_, timeout)| timeout),

@@ -199,15 +199,14 @@ fn start_cleanups(list: Vec<Cleanup>) {
     if pending.is_empty() {
         return;
     }
-    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-        runtime.spawn(async move {
-            for run in pending {
-                if let Err(err) = run.await {
-                    tracing::error!(error = %err, "a cleanup failed");
-                }
+    let started = crate::detach::detach(async move {
+        for run in pending {
+            if let Err(err) = run.await {
+                tracing::error!(error = %err, "a cleanup failed");
             }
-        });
-    } else {
+        }
+    });
+    if !started {
         tracing::warn!("an asynchronous cleanup needs a tokio runtime; it did not run");
     }
 }

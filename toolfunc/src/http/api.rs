@@ -101,6 +101,8 @@ pub struct Api {
     hosts: Option<Vec<String>>,
     /// `None`: any origin.
     origins: Option<Vec<String>>,
+    /// The origins whose pages get CORS answers.
+    pub(super) cors: super::cors::Cors,
     pub(super) json_only: bool,
     pub(super) writes_over_get: bool,
     pub(super) collect_limit: Option<CollectLimit>,
@@ -130,6 +132,7 @@ impl fmt::Debug for Api {
             .field("resource", &self.resource)
             .field("hosts", &self.hosts)
             .field("origins", &self.origins)
+            .field("cors", &self.cors.origins())
             .field("json_only", &self.json_only)
             .field("writes_over_get", &self.writes_over_get)
             .field("collect_limit", &self.collect_limit)
@@ -157,6 +160,7 @@ impl Api {
             resource: None,
             hosts: Some(LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect()),
             origins: Some(Vec::new()),
+            cors: super::cors::Cors::default(),
             json_only: true,
             writes_over_get: false,
             collect_limit: None,
@@ -216,6 +220,30 @@ impl Api {
                 .map(|o| o.into().trim_end_matches('/').to_ascii_lowercase())
                 .collect(),
         );
+        self
+    }
+
+    /// Web origins (`"https://app.example.com"`) whose pages may call the API from
+    /// the browser: their preflights are answered (the wire's methods and
+    /// headers, `authorization` among them; no cookies), and every answer to them
+    /// carries `Access-Control-Allow-Origin` and exposes `req-id` and
+    /// `rpc-retry-after`, which the client reads. They are admitted besides the
+    /// [`allowed_origins`](Self::allowed_origins). Other
+    /// origins get no CORS header, so browsers keep their pages from the answers.
+    /// Default: none.
+    ///
+    /// ```
+    /// let api = toolfunc::http::Api::new(toolfunc::Registry::global())
+    ///     .cors_origins(["http://localhost:8080"]);
+    /// # let _ = api;
+    /// ```
+    #[must_use]
+    pub fn cors_origins<I, S>(mut self, origins: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.cors = super::cors::Cors::new(origins.into_iter().map(Into::into));
         self
     }
 
@@ -372,7 +400,8 @@ impl Api {
             (scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https"))
                 && host.is_some_and(|h| h.eq_ignore_ascii_case(rest))
         });
-        if own || allowed.iter().any(|a| a.eq_ignore_ascii_case(origin)) {
+        let listed = |a: &String| a.eq_ignore_ascii_case(origin);
+        if own || allowed.iter().any(listed) || self.cors.origins().iter().any(listed) {
             Ok(())
         } else {
             Err(ToolError::custom(

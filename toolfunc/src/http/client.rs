@@ -334,7 +334,7 @@ fn remote_tool(remote: &Arc<Remote>, def: ToolDefinition) -> Result<ToolFunc, To
         builder.stream_or_value_handler(move |ctx, args| {
             let remote = Arc::clone(&remote);
             let name = name.clone();
-            async move {
+            sendable(async move {
                 let span = request_span(&remote.base);
                 let trace = propagate::outgoing(&span, Some(&ctx));
                 let trace = trace.as_ref();
@@ -345,13 +345,13 @@ fn remote_tool(remote: &Arc<Remote>, def: ToolDefinition) -> Result<ToolFunc, To
                     let called = remote.call(&name, args, trace).instrument(span);
                     Ok(Answer::Value(called.await?))
                 }
-            }
+            })
         })
     } else {
         builder.handler(move |ctx, args| {
             let remote = Arc::clone(&remote);
             let name = name.clone();
-            async move {
+            sendable(async move {
                 // Made on the call's first poll, inside the call's own span.
                 let span = request_span(&remote.base);
                 let trace = propagate::outgoing(&span, Some(&ctx));
@@ -359,11 +359,36 @@ fn remote_tool(remote: &Arc<Remote>, def: ToolDefinition) -> Result<ToolFunc, To
                     .call(&name, args, trace.as_ref())
                     .instrument(span)
                     .await
-            }
+            })
         })
     };
     // The server checks the arguments; a second check here could only disagree.
     builder.unchecked().build()
+}
+
+/// `value` (a future or a stream) as the registry's handlers and streams hold it:
+/// `Send`. On `wasm32-unknown-unknown` reqwest's futures hold JavaScript values and
+/// are not; that target has one thread, so they are wrapped, and anywhere else
+/// nothing changes.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+fn sendable<T: Send>(value: T) -> T {
+    value
+}
+
+/// `value` (a future or a stream) as the registry's handlers and streams hold it:
+/// `Send`, which the one thread of `wasm32-unknown-unknown` makes true.
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+fn sendable<T>(value: T) -> send_wrapper::SendWrapper<T> {
+    send_wrapper::SendWrapper::new(value)
+}
+
+/// Waits `wait` before the next poll of a background call: on tokio's timer, or
+/// on `wasm32-unknown-unknown` the page's (`setTimeout`).
+async fn pause(wait: Duration) {
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+    tokio::time::sleep(wait).await;
+    #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+    gloo_timers::future::sleep(wait).await;
 }
 
 /// The span of a request to `base`, named and filled as OpenTelemetry's
@@ -527,7 +552,7 @@ impl Remote {
             armed: true,
         };
         loop {
-            tokio::time::sleep(wait).await;
+            pause(wait).await;
             let poll = self
                 .http
                 .get(url.clone())
@@ -601,7 +626,7 @@ impl Remote {
             return Ok(Box::pin(futures::stream::iter(items.into_iter().map(Ok))));
         }
         Ok(ndjson(
-            response.bytes_stream(),
+            sendable(response.bytes_stream()),
             name.to_owned(),
             self.base.clone(),
         ))
@@ -749,9 +774,6 @@ impl Drop for CancelOnDrop {
         if !self.armed {
             return;
         }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
         let request = self
             .http
             .post(self.url.clone())
@@ -759,9 +781,9 @@ impl Drop for CancelOnDrop {
             .header(RPC_ACT, "$cancel")
             .header(RPC_RES_ID, self.id.as_str())
             .header(REQ_ID, format!("poll-{}", request_id()));
-        runtime.spawn(async move {
+        crate::detach::detach(sendable(async move {
             let _ = request.send().await;
-        });
+        }));
     }
 }
 

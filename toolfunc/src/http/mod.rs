@@ -1,28 +1,41 @@
 //! HTTP RPC and REST (feature `http`): serve a [`Registry`](crate::Registry) on
-//! axum, call a remote one with [`Client`].
+//! axum, call a remote one with [`Client`] (feature `http-client` alone, for a
+//! program that only calls, and in the browser as WebAssembly).
 #![doc = include_str!("../docs/http.md")]
 
+#[cfg(feature = "http")]
 mod api;
 mod client;
+#[cfg(feature = "http")]
+mod cors;
+#[cfg(feature = "http")]
 mod docs;
+#[cfg(feature = "http")]
 mod kinds;
+#[cfg(feature = "http")]
 mod openapi;
+#[cfg(feature = "http")]
 mod server;
 mod wire;
 
 /// The axum version the server is built on (for mounting [`Api::router`]).
+#[cfg(feature = "http")]
 pub use axum;
 /// The reqwest version the client is built on (for [`Client::connect_with`]).
 pub use reqwest;
 
+#[cfg(feature = "http")]
 pub use crate::listen::{
     DEFAULT_BODY_TIMEOUT, DEFAULT_DRAIN_LIMIT, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS,
 };
+#[cfg(feature = "http")]
 pub use api::{
     Api, AuthRequest, DEFAULT_BODY_LIMIT, DEFAULT_MAX_SEARCH_QUERY, DEFAULT_MAX_SEARCH_RESULTS,
     DEFAULT_METRICS_SCOPE, DEFAULT_SEARCH_RESULTS, LOOPBACK_HOSTS, METRICS_PATH, router,
 };
+#[cfg(feature = "http")]
 pub use axum::http::HeaderMap;
 pub use client::Client;
+#[cfg(feature = "http")]
 pub use server::{Server, serve};

@@ -16,6 +16,7 @@ use tracing::Instrument;
 use tracing::field::Empty;
 
 use super::api::{Api, AuthRequest, router};
+use super::cors;
 use super::wire::{self, NDJSON, REQ_ID, RPC_ACT, RPC_FN, RPC_RES_ID, RPC_TIMEOUT, X_REQUEST_ID};
 use crate::auth::Authenticator;
 use crate::auth::web;
@@ -274,7 +275,20 @@ pub(super) async fn handle(State(api): State<Arc<Api>>, mut request: Request) ->
     if let Some(incoming) = incoming {
         request.extensions_mut().insert(incoming);
     }
-    let mut response = respond(&api, request).instrument(span.clone()).await;
+    let granted = api.cors.granted(request.headers());
+    let mut response = match &granted {
+        // A preflight of a page the API grants, once its host passes.
+        Some(granted) if cors::is_preflight(&method, request.headers()) => {
+            match api.check_site(request.headers()) {
+                Ok(()) => granted.preflight(),
+                Err(err) => error_response(None, &err),
+            }
+        }
+        _ => respond(&api, request).instrument(span.clone()).await,
+    };
+    if let Some(granted) = &granted {
+        granted.expose(&mut response);
+    }
     if !span.is_disabled() {
         let status = response.status();
         span.record("http.response.status_code", status.as_u16());

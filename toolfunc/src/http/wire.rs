@@ -4,6 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::error::ToolError;
+#[cfg(feature = "http")]
 use crate::remote::{Catalog, Sight};
 use crate::tool::ToolDefinition;
 
@@ -17,18 +18,23 @@ pub(crate) const RPC_RES_ID: &str = "rpc-res-id";
 pub(crate) const REQ_ID: &str = "req-id";
 /// How long to wait before polling a background call, in milliseconds.
 pub(crate) const RPC_RETRY_AFTER: &str = "rpc-retry-after";
+#[cfg(feature = "http")]
 /// The request id proxies and tracing set up front; echoed like `req-id`.
 pub(crate) const X_REQUEST_ID: &str = "x-request-id";
+#[cfg(feature = "http")]
 /// The caller's timeout for the call, in milliseconds.
 pub(crate) const RPC_TIMEOUT: &str = "rpc-timeout";
+#[cfg(feature = "http")]
 /// The largest `rpc-timeout` read ([`millis`]: the range of the `u64` it is read
 /// into); the OpenAPI document gives it as the header's `maximum`.
 pub(crate) const RPC_TIMEOUT_MAX: u64 = u64::MAX;
+#[cfg(feature = "http")]
 /// The caller's id (not verified), as the JavaScript clients send it.
 pub(crate) const CLIENT_IDS: [&str; 2] = ["rpc-client-id", "x-client-id"];
 /// The content type of a streamed response: one JSON value per line.
 pub(crate) const NDJSON: &str = "application/x-ndjson";
 
+#[cfg(feature = "http")]
 /// The error body: the shape both generations of the JavaScript client read
 /// (`error` is the message, `code` the HTTP status), plus `errorCode`, the stable
 /// [`ToolError::code`], so a toolfunc client gets the same variant back.
@@ -120,6 +126,7 @@ pub(crate) fn error_from_body(status: u16, body: &[u8], tool: &str) -> ToolError
     }
 }
 
+#[cfg(feature = "http")]
 /// Discovery: the registry's advertised definitions keyed by name, as the caller
 /// of `sight` sees them: no tool with `api = false`, none a layer hides from it or
 /// whose scopes it lacks, and no act of a service it lacks the scopes of. Every entry carries `isApi: true` as the JavaScript servers write it;
@@ -160,9 +167,11 @@ pub(crate) fn discovery(offered: &Catalog, sight: &Sight<'_>) -> Vec<u8> {
     body
 }
 
+#[cfg(feature = "http")]
 /// The size of catalogue past which discovery is written on several cores.
 const PARALLEL_FROM: usize = 2048;
 
+#[cfg(feature = "http")]
 /// The entries of `tools` the caller of `sight` sees, comma-separated.
 fn entries(tools: &[&ToolDefinition], sight: &Sight<'_>) -> Vec<u8> {
     let mut body = Vec::new();
@@ -183,6 +192,7 @@ fn entries(tools: &[&ToolDefinition], sight: &Sight<'_>) -> Vec<u8> {
     body
 }
 
+#[cfg(feature = "http")]
 /// `"<name>":<definition with isApi: true>` into `body`.
 fn entry_into(body: &mut Vec<u8>, def: &ToolDefinition) {
     // Strings and definitions always serialise.
@@ -200,6 +210,7 @@ fn entry_into(body: &mut Vec<u8>, def: &ToolDefinition) {
     }
 }
 
+#[cfg(feature = "http")]
 /// Discovery of `found` (a search's tools, best first): the same object, its keys
 /// written in the order given (a `serde_json::Map` would sort them).
 pub(crate) fn ranked_discovery(found: &[ToolDefinition]) -> Vec<u8> {
@@ -295,6 +306,7 @@ fn params_schema(params: &Value) -> Value {
     schema
 }
 
+#[cfg(feature = "http")]
 /// A text value from a URL (a path id, a query parameter) as the type the
 /// parameter's schema asks for (`"42"` → `42` for an integer); left a string when
 /// the schema says string, says nothing, or the text does not parse.
@@ -337,11 +349,13 @@ pub(crate) fn cast(text: &str, schema: Option<&Value>) -> Value {
     Value::from(text)
 }
 
+#[cfg(feature = "http")]
 /// The schema of argument `name` in a parameters schema.
 pub(crate) fn property<'a>(params: &'a Value, name: &str) -> Option<&'a Value> {
     params.get("properties").and_then(|p| p.get(name))
 }
 
+#[cfg(feature = "http")]
 /// Whether a value counts as "yes" the way the JavaScript servers test it.
 pub(crate) fn truthy(value: Option<&Value>) -> bool {
     match value {
@@ -353,6 +367,7 @@ pub(crate) fn truthy(value: Option<&Value>) -> bool {
     }
 }
 
+#[cfg(feature = "http")]
 /// A whole number of milliseconds as `rpc-timeout` carries it: ASCII digits
 /// between optional blanks, no sign, no fraction, no exponent, at most
 /// [`RPC_TIMEOUT_MAX`]. Anything else is `None`.

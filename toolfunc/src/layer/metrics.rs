@@ -7,11 +7,11 @@
 //! error counts per code sit behind a lock of their own, taken only when a call
 //! fails.
 
+use crate::time::Instant;
 use std::fmt::{self, Write as _};
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
-use std::time::Instant;
 
 use futures::StreamExt;
 use rustc_hash::{FxBuildHasher, FxHashMap};

@@ -1,6 +1,6 @@
 //! [`Trace`]: a `tracing` span around every call and one event when it ends.
 
-use std::time::Instant;
+use crate::time::Instant;
 
 use futures::StreamExt;
 use tracing::Instrument;
