@@ -46,6 +46,28 @@ try {
   check("the page's own tool ran", (await text('local')) === '5', await text('local'));
   check('no page error', problems.length === 0, problems);
 
+  // What the wasm client costs a page per call, against the same call by hand
+  // with `fetch` (the same headers and body), in the same page: printed, not
+  // checked.
+  const timing = await page.evaluate(async () => {
+    const { api, tools } = window.toolfunc;
+    const n = 300;
+    const body = JSON.stringify({ a: 1, b: 2 });
+    const byHand = async (i) => {
+      const answer = await fetch(`${api}/add`, { method: 'POST', headers: { 'content-type': 'application/json', 'req-id': `r${i}` }, body });
+      return answer.json();
+    };
+    for (let i = 0; i < 30; i += 1) { await tools.run('add', body); await byHand(i); }
+    let start = performance.now();
+    for (let i = 0; i < n; i += 1) await tools.run('add', body);
+    const wasm = (performance.now() - start) / n;
+    start = performance.now();
+    for (let i = 0; i < n; i += 1) await byHand(i);
+    const fetched = (performance.now() - start) / n;
+    return { wasm, fetched };
+  });
+  console.log(`timing: add from the page ${timing.wasm.toFixed(3)} ms a call with the wasm client, ${timing.fetched.toFixed(3)} ms with fetch by hand (${(timing.wasm / timing.fetched).toFixed(2)}x)`);
+
   const foreign = await browser.newPage();
   foreign.setDefaultTimeout(20_000);
   foreign.on('console', () => {}); // the refused request is logged; expected

@@ -26,8 +26,8 @@ CARGO_TARGET_DIR="$target" \
     --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort
 
 wasm="$target/wasm32-unknown-unknown/release/toolfunc_browser.wasm"
-"$bindgen" --target web --out-dir "$here/pkg/web" "$wasm"
-"$bindgen" --target nodejs --out-dir "$here/pkg/node" "$wasm"
+"$bindgen" --remove-name-section --remove-producers-section --target web --out-dir "$here/pkg/web" "$wasm"
+"$bindgen" --remove-name-section --remove-producers-section --target nodejs --out-dir "$here/pkg/node" "$wasm"
 # A smaller module, when Binaryen's wasm-opt is on the PATH.
 if command -v wasm-opt > /dev/null; then
     for dir in web node; do
