@@ -60,6 +60,11 @@ try {
   const report = JSON.parse(await tools.run('report', JSON.stringify({ ms: 1500 })));
   check('a call moved to the background is polled to its answer', report && typeof report === 'object', report);
 
+  const started = Date.now();
+  const late = await failure(tools.runWithin('sleep', JSON.stringify({ ms: 5000 }), 300));
+  const took = Date.now() - started;
+  check("a timeout is kept on the page's timers: TIMEOUT, on time", late.code === 'TIMEOUT' && took < 2000, { code: late.code, took });
+
   const review = JSON.parse(await tools.prompt('review', JSON.stringify({ code: 'x = 1' })));
   check('a prompt', review.length === 2 && review[0].role === 'user', review);
 
@@ -67,6 +72,7 @@ try {
   check('a resource', readme[0].text.includes('toolfunc demo'), readme);
 
   check("the module's own tools run by name", JSON.parse(await runLocal('add', JSON.stringify({ a: 2, b: 3 }))) === 5);
+  check("a local tool awaiting a JavaScript promise runs on the event loop", JSON.parse(await runLocal('add_later', JSON.stringify({ a: 4, b: 5 }))) === 9);
   const exported = JSON.parse(localTools());
   check("the module's own tools export for a model", exported.some((t) => t.function.name === 'add'), exported.length);
 

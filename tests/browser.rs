@@ -5,8 +5,9 @@
 //! - In Node (`interop/browser_node.mjs`), whose `fetch` it calls as a page's: run,
 //!   a stream read item by item, the typed `UsersClient`, `NOT_FOUND`,
 //!   `ARGUMENTS` with its path, a service's own error, a background call polled to
-//!   its answer, a prompt, a resource, and the module's own `#[tool]`s run by name
-//!   and exported for a model.
+//!   its answer, a timeout kept on the page's timers, a prompt, a resource, and the
+//!   module's own `#[tool]`s (a `local` one awaiting a JavaScript promise among
+//!   them) run by name and exported for a model.
 //! - In headless Chromium (`interop/browser_page.mjs`, playwright-core):
 //!   `index.html` served from an origin the server names with `--cors-origin`
 //!   shows `add`'s 3, the countdown, Alice, the errors and its own tool's answer;

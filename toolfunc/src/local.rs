@@ -9,6 +9,10 @@
 //! cleanups): when the caller gives up (a timeout, a cancel, a dropped request), the
 //! local future is dropped on its thread.
 //!
+//! On `wasm32-unknown-unknown` (a page, Node) there is one thread already: a local
+//! call runs on the page's event loop, which makes `#[tool(local)]` the way to write
+//! a tool that holds JavaScript values.
+//!
 //! A caller that is itself on one thread (a current-thread runtime, a `LocalSet`,
 //! `block_on`) can skip the hop: [`Registry::run_local`] polls the call in place and
 //! any local tool it reaches (the call itself, or nested calls made while it is
@@ -23,6 +27,7 @@ use std::cell::RefCell;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 use std::sync::OnceLock;
 use std::task::Poll;
 
@@ -30,7 +35,9 @@ use futures::FutureExt;
 use futures::future::Either;
 use futures::future::{BoxFuture, LocalBoxFuture};
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+use tokio::sync::mpsc;
+use tokio::sync::oneshot;
 
 use crate::error::ToolError;
 use crate::exec::ctx::Ctx;
@@ -122,10 +129,26 @@ pub(crate) async fn inline<F: Future>(call: F) -> F::Output {
     .await
 }
 
+/// Starts `job` on the local executor; `false` when it is not running.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+fn start(job: Job) -> bool {
+    executor().is_some_and(|jobs| jobs.send(job).is_ok())
+}
+
+/// Starts `job` on the page's event loop: `wasm32-unknown-unknown` has one
+/// thread, and every future runs on it.
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+fn start(job: Job) -> bool {
+    wasm_bindgen_futures::spawn_local(job());
+    true
+}
+
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 static EXECUTOR: OnceLock<Option<mpsc::UnboundedSender<Job>>> = OnceLock::new();
 
 /// The local executor's queue, starting its thread on first use; `None` when the
 /// thread or its runtime could not be started.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 fn executor() -> Option<&'static mpsc::UnboundedSender<Job>> {
     EXECUTOR
         .get_or_init(|| {
@@ -204,7 +227,7 @@ pub(crate) fn run(
     });
     let sent = match hand_over(job) {
         Ok(()) => true,
-        Err(job) => executor().is_some_and(|jobs| jobs.send(job).is_ok()),
+        Err(job) => start(job),
     };
     Box::pin(async move {
         if !sent {

@@ -8,6 +8,8 @@
 //! and fails with a JavaScript `Error` that carries the server's `code`, `status`,
 //! the JSON `path` of bad arguments and its `data`.
 
+use std::time::Duration;
+
 use futures::StreamExt;
 use serde_json::Value;
 use toolfunc::http::Client;
@@ -54,6 +56,21 @@ impl Tools {
         Ok(result.to_string())
     }
 
+    /// [`run`](Self::run) with a timeout of `ms` milliseconds, kept on the page's
+    /// timers: past it the call ends with `TIMEOUT` and its request is aborted.
+    #[wasm_bindgen(js_name = runWithin)]
+    pub async fn run_within(&self, name: String, args: String, ms: u32) -> Result<String, JsValue> {
+        let args = parse(&args)?;
+        let options = toolfunc::CallOptions::new().timeout(Duration::from_millis(ms.into()));
+        let result = self
+            .client
+            .with(options)
+            .run(&name, args)
+            .await
+            .map_err(js_error)?;
+        Ok(result.to_string())
+    }
+
     /// Runs the remote tool `name` as a stream: `on_item` gets each item's JSON text
     /// as it arrives (NDJSON, read as it comes); resolves with the number of items.
     #[wasm_bindgen(js_name = runStream)]
@@ -93,6 +110,19 @@ impl Tools {
         let contents = self.client.read(&uri).await.map_err(js_error)?;
         serde_json::to_string(&contents).map_err(|err| js_error(ToolError::failed(err)))
     }
+}
+
+/// Adds two numbers the way a page's own code would: through a JavaScript promise,
+/// whose future is not `Send`, so the tool is `local` (run on the page's event
+/// loop).
+#[toolfunc::tool(local)]
+async fn add_later(a: f64, b: f64) -> Result<f64, ToolError> {
+    let promise = js_sys::Promise::resolve(&JsValue::from(a + b));
+    let sum = wasm_bindgen_futures::JsFuture::from(promise)
+        .await
+        .map_err(|err| ToolError::failed(format!("{err:?}")))?;
+    sum.as_f64()
+        .ok_or_else(|| ToolError::failed("the promise did not answer a number"))
 }
 
 /// Runs the tool `name` compiled into the page, from the page's own global
