@@ -39,7 +39,7 @@
 //! | authorise, limit, log or rewrite every call, from every surface | [`layer`]: call middleware |
 //! | count each tool's calls, errors and durations for operators | [`layer::Metrics`]: Prometheus text (at `/metrics` with [`http::Api::metrics`]), OpenTelemetry with the feature `otel` |
 //! | offer tools to an LLM, run its tool calls | [`llm`]: exports for OpenAI, Anthropic, Gemini and MCP; provider messages in and out |
-//! | serve tools over HTTP, call remote ones | [`http`] (feature `http`): [`http::Api`], [`http::Server`], [`http::Client`] |
+//! | serve tools over HTTP, call remote ones | [`http`] (feature `http`): [`http::Api`], [`http::Server`], [`http::Client`] (alone with `http-client`, in the browser too) |
 //! | serve tools to MCP clients | [`mcp`] (feature `mcp`): [`mcp::Server`] over stdio or streamable HTTP |
 //! | spread calls over workers | [`nats`] (feature `nats`): [`nats::Worker`], [`nats::Client`] |
 //! | run local or remote tools the same way | [`Transport`], [`connect`] |
