@@ -21,8 +21,11 @@ use crate::remote;
 
 use super::client::KeptRunner;
 use super::direct::Direct;
+use super::guard::{Guard, Guarded};
+use super::origins::Origins;
 use super::search::SearchMode;
-use super::{http, rounds, stdio};
+use super::sessions::{Limits, Sessions, made};
+use super::{rounds, stdio};
 
 /// Where [`router`] and [`Server::router`] answer.
 pub const PATH: &str = "/mcp";
@@ -77,10 +80,10 @@ pub(super) struct Shared {
     /// The most resources one session may subscribe to.
     pub(super) max_subscriptions: usize,
     max_line_length: usize,
-    sessions: http::Limits,
+    sessions: Limits,
     /// What [`Server::serve_http`] accepts connections under.
     connections: listen::Limits,
-    origins: http::Origins,
+    origins: Origins,
     pub(super) collect_limit: CollectLimit,
     /// Verifies the bearer token of every streamable HTTP request, when set.
     pub(super) authenticator: Option<Arc<dyn Authenticator>>,
@@ -138,7 +141,7 @@ impl Server {
                 page_size: DEFAULT_PAGE_SIZE,
                 max_subscriptions: DEFAULT_MAX_SUBSCRIPTIONS,
                 max_line_length: DEFAULT_MAX_LINE_LENGTH,
-                sessions: http::Limits {
+                sessions: Limits {
                     max_sessions: DEFAULT_MAX_SESSIONS,
                     max_per_caller: None,
                     initialize_bytes: DEFAULT_MAX_INITIALIZE_BYTES,
@@ -149,7 +152,7 @@ impl Server {
                     parks: true,
                 },
                 connections: listen::Limits::default(),
-                origins: http::Origins::loopback(),
+                origins: Origins::loopback(),
                 collect_limit: CollectLimit::default(),
                 authenticator: None,
                 resource: None,
@@ -452,7 +455,7 @@ impl Server {
     #[must_use]
     pub fn allowed_origins(mut self, origins: impl IntoIterator<Item = impl Into<String>>) -> Self {
         let origins = origins.into_iter().map(Into::into).collect();
-        Arc::make_mut(&mut self.shared).origins = http::Origins::Only(origins);
+        Arc::make_mut(&mut self.shared).origins = Origins::Only(origins);
         self
     }
 
@@ -460,7 +463,7 @@ impl Server {
     /// header; the Host check stays): for servers behind a proxy that checks it.
     #[must_use]
     pub fn allow_any_origin(mut self) -> Self {
-        Arc::make_mut(&mut self.shared).origins = http::Origins::Any;
+        Arc::make_mut(&mut self.shared).origins = Origins::Any;
         self
     }
 
@@ -592,11 +595,11 @@ impl Server {
         // that brings a session store of its own turns parking off.
         let parks = config.session_store.is_none();
         limits.parks = parks;
-        let sessions = http::Sessions::new(limits, Arc::clone(&self.shared.open_sessions));
+        let sessions = Sessions::new(limits, Arc::clone(&self.shared.open_sessions));
         if parks {
             config.session_store = Some(sessions.store());
         }
-        let guard = http::Guard {
+        let guard = Guard {
             sessions: Arc::clone(&sessions),
             max_body: config.max_request_body_bytes,
             authenticator: self.shared.authenticator.clone(),
@@ -607,10 +610,10 @@ impl Server {
         };
         let direct = Direct::new(self.session());
         let service =
-            StreamableHttpService::new(move || Ok(http::made(self.session())), sessions, config);
+            StreamableHttpService::new(move || Ok(made(self.session())), sessions, config);
         axum::Router::new()
-            .fallback(http::guard)
-            .with_state(Arc::new(http::Guarded {
+            .fallback(super::guard::guard)
+            .with_state(Arc::new(Guarded {
                 service,
                 guard,
                 direct,
