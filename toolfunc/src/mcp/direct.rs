@@ -21,12 +21,12 @@
 
 use std::sync::OnceLock;
 
+use axum::http::HeaderMap;
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientJsonRpcMessage, ErrorCode,
-    ErrorData, ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult,
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientJsonRpcMessage, ErrorData,
+    ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::service::{Peer, RequestContext, RunningService};
 use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
@@ -35,6 +35,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::server::Server;
+use super::wire::{one, posts_plainly, written};
 
 /// The protocol revision whose requests are answered here.
 const VERSION: &str = "2026-07-28";
@@ -163,99 +164,6 @@ pub(super) async fn called(
         Ok(response) => ServerJsonRpcMessage::response(ServerResult::from(response), id),
         Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
     }
-}
-
-/// `message` written as the SDK writes a single answer: JSON, with the status the
-/// SDK gives its error code.
-pub(super) fn written(message: &ServerJsonRpcMessage) -> Response {
-    let status = match message {
-        ServerJsonRpcMessage::Error(error) => match error.error.code {
-            ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
-            | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
-            | ErrorCode::HEADER_MISMATCH => StatusCode::BAD_REQUEST,
-            ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
-            _ => StatusCode::OK,
-        },
-        _ => StatusCode::OK,
-    };
-    let body = match serde_json::to_vec(message) {
-        Ok(body) => body,
-        Err(err) => {
-            tracing::error!(%err, "an MCP answer could not be written");
-            let mut response = Response::new(axum::body::Body::from("Internal Server Error"));
-            *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-            return response;
-        }
-    };
-    let mut response = Response::new(axum::body::Body::from(body));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
-/// The one value of header `name`, as text; `None` when it is absent, repeated or
-/// not text.
-pub(super) fn one<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    let mut values = headers.get_all(name).iter();
-    match (values.next(), values.next()) {
-        (Some(value), None) => value.to_str().ok(),
-        _ => None,
-    }
-}
-
-/// Whether a `POST` with these headers is one the SDK would answer with a single
-/// JSON message, and whose checks hold as written: `json_response` on, no
-/// `Origin`, a `Host` the allowed hosts name, `Content-Type` JSON, `Accept` both
-/// JSON and SSE, and a `Content-Length` within the body limit.
-pub(super) fn posts_plainly(headers: &HeaderMap, config: &StreamableHttpServerConfig) -> bool {
-    let one = |name: &str| one(headers, name);
-    // The SDK answers one message as JSON only when told to.
-    config.json_response
-        && !headers.contains_key(header::ORIGIN)
-        && one(header::HOST.as_str()).is_some_and(|host| host_named(host, config))
-        && one(header::CONTENT_TYPE.as_str()).is_some_and(|value| {
-            value
-                .split(';')
-                .next()
-                .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
-        })
-        && one(header::ACCEPT.as_str()).is_some_and(accepts_both)
-        && one(header::CONTENT_LENGTH.as_str())
-            .and_then(|length| length.parse::<usize>().ok())
-            .is_some_and(|length| length <= config.max_request_body_bytes)
-}
-
-/// Whether an `Accept` value names both JSON and SSE, plainly (no weights).
-fn accepts_both(accept: &str) -> bool {
-    if accept.contains('"') || accept.contains("q=") || accept.contains("Q=") {
-        return false;
-    }
-    let essences = || {
-        accept
-            .split(',')
-            .filter_map(|entry| entry.split(';').next())
-            .map(str::trim)
-    };
-    essences().any(|e| e.eq_ignore_ascii_case("application/json"))
-        && essences().any(|e| e.eq_ignore_ascii_case("text/event-stream"))
-}
-
-/// Whether `host` (a `Host` header) is allowed by name as written: every host when
-/// the list is empty, else an entry equal to the host, with or without its port.
-pub(super) fn host_named(host: &str, config: &StreamableHttpServerConfig) -> bool {
-    if config.allowed_hosts.is_empty() {
-        return true;
-    }
-    let Ok(authority) = host.parse::<axum::http::uri::Authority>() else {
-        return false;
-    };
-    config
-        .allowed_hosts
-        .iter()
-        .any(|allowed| allowed == authority.host() || allowed == authority.as_str())
 }
 
 /// Whether a schema asks for a parameter mirrored in a header (`x-mcp-header`),

@@ -22,6 +22,7 @@ mod shape;
 mod stdio;
 pub mod tasks;
 mod tracked;
+mod wire;
 
 pub use crate::listen::{
     DEFAULT_BODY_TIMEOUT, DEFAULT_DRAIN_LIMIT, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT,

@@ -31,14 +31,13 @@
 //! [`Server::session_park_after`]: super::server::Server::session_park_after
 //! [`Server::router`]: super::server::Server::router
 
-use std::convert::Infallible;
 use std::pin::Pin;
 
 use axum::body::Body;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::Response;
-use futures::{Stream, StreamExt};
+use futures::StreamExt;
 use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientRequest, CompleteRequest,
@@ -58,9 +57,10 @@ use tokio::sync::mpsc;
 use tokio_util::bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
-use super::direct::{Direct, host_named, one, posts_plainly, written};
+use super::direct::Direct;
 use super::report::Outbox;
 use super::server::Server;
+use super::wire::{frame, host_named, one, posts_plainly, sse, written};
 
 /// What the requests of a session at rest are read with, made from its
 /// `initialize`.
@@ -420,29 +420,6 @@ async fn reported(
         }
     });
     sse(futures::stream::once(std::future::ready(first)).chain(rest))
-}
-
-/// One SSE event of `message`.
-fn frame(message: &ServerJsonRpcMessage) -> Bytes {
-    let mut frame = b"event: message\ndata: ".to_vec();
-    if serde_json::to_writer(&mut frame, message).is_err() {
-        tracing::error!("an MCP message could not be written");
-        frame.truncate(0);
-        return Bytes::from(frame);
-    }
-    frame.extend_from_slice(b"\n\n");
-    Bytes::from(frame)
-}
-
-fn sse(frames: impl Stream<Item = Bytes> + Send + 'static) -> Response {
-    let mut response = Response::new(Body::from_stream(frames.map(Ok::<_, Infallible>)));
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
 }
 
 /// `202 Accepted`, as the SDK answers a notification.

@@ -69,7 +69,7 @@ pub(super) struct InRequest {
     /// A session was refused (the cap).
     pub(super) refused: bool,
     /// The log level of the parked session being brought back, for its new handler.
-    level: Option<u8>,
+    pub(super) level: Option<u8>,
     /// The handler state the service factory made during this request.
     pub(super) made: Option<Weak<Session>>,
 }
@@ -126,7 +126,7 @@ impl Activity {
 
 /// Something in flight in a session (a request being served, a stream open): the
 /// session is not parked while it lasts.
-struct Busy {
+pub(super) struct Busy {
     activity: Arc<Activity>,
     epoch: Instant,
 }
@@ -214,7 +214,7 @@ enum Life {
 }
 
 /// One open session.
-struct Entry {
+pub(super) struct Entry {
     /// Whether its handshake is done.
     done: bool,
     /// Whether its SDK session is being brought back: the handshake replayed, not
