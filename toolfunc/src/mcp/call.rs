@@ -20,7 +20,7 @@ use crate::log::LogLevel;
 use crate::options::{CallOptions, CollectLimit};
 use crate::remote::{self, Found, Lookup, Needs, Plan};
 
-use super::client::{LogGate, log_gate, sessionless, trace_of};
+use super::caller::{LogGate, log_gate, sessionless, trace_of};
 use super::report::{Monotonic, Outbox, Report, Step, log_param};
 use super::rounds::{self, refused};
 use super::server::Server;
@@ -70,11 +70,11 @@ impl Server {
     ) -> Result<CallToolResponse, ErrorData> {
         let (found, early) = self.callable(&request.name, &context)?;
         // Read once: the SDK parses the version out of `_meta` on every ask.
-        let modern = sessionless(&context);
-        let gate = log_gate(&context, modern)?;
+        let sessionless = sessionless(&context);
+        let gate = log_gate(&context, sessionless)?;
         // A retry answering a parked call's questions (2026-07-28).
         if let Some(state) = request.request_state.as_deref()
-            && modern
+            && sessionless
         {
             let answers = request.input_responses.unwrap_or_default();
             // Boxed, as the other rarer paths: the common call's future stays small.
@@ -87,7 +87,7 @@ impl Server {
             .map_err(|needs| refused_for(&request.name, needs))?;
         let mut arguments = request.arguments.unwrap_or_default();
         found.name_act(&mut arguments);
-        let (stream, shape) = shape_of(&found, modern);
+        let (stream, shape) = shape_of(&found, sessionless);
         let args = Value::Object(arguments);
         let token = context.meta.get_progress_token();
         let limit = self.shared.collect_limit;
@@ -96,8 +96,8 @@ impl Server {
         // asked of the client (asking awaits), so it needs neither.
         let straight = token.is_none() && !stream && self.runs_straight(&found);
         let may_be_task = takes_tasks && found.soft_deadline().is_some();
-        if straight && !(modern && (logs || may_be_task)) {
-            let runner = self.straight_runner(&context, early, modern);
+        if straight && !(sessionless && (logs || may_be_task)) {
+            let runner = self.straight_runner(&context, early, sessionless);
             return Ok(self
                 .run_reporting_after((found, args), runner, gate, &context, shape)
                 .await);
@@ -106,7 +106,7 @@ impl Server {
         let mut options = options.collect_limit(limit);
         // Only a 2026-07-28 client takes a task; a call that needs confirmation asks
         // for it first, in a round.
-        let may_track = takes_tasks && modern && !found.needs_confirmation();
+        let may_track = takes_tasks && sessionless && !found.needs_confirmation();
         if let Plan::Tracked { soft, .. } = Plan::of(&found, stream, may_track) {
             let plan = tracked::Plan::new(soft, found.background_only(), shape);
             return Box::pin(self.start_task(
@@ -118,7 +118,7 @@ impl Server {
             ))
             .await;
         }
-        if modern {
+        if sessionless {
             return Box::pin(self.first_round(
                 &request.name,
                 (found, args, stream),
@@ -182,10 +182,10 @@ impl Server {
         &self,
         context: &RequestContext<RoleServer>,
         early: Option<CallOptions>,
-        modern: bool,
+        sessionless: bool,
     ) -> crate::exec::runner::Runner {
         if trace_of(context).is_none() {
-            return self.caller_runner(context, modern);
+            return self.caller_runner(context, sessionless);
         }
         let options = early.unwrap_or_else(|| self.caller_options(context));
         let limit = self.shared.collect_limit;

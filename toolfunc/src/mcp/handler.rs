@@ -26,8 +26,8 @@ use tracing::field::Empty;
 use crate::propagate;
 use crate::remote;
 
+use super::caller::{sessionless, trace_of};
 use super::catalog::Catalog;
-use super::client::{sessionless, trace_of};
 use super::kinds;
 use super::report::from_mcp;
 use super::server::Server;

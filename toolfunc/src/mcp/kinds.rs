@@ -35,7 +35,7 @@ use crate::resource::ResourceFunc;
 
 use super::ask;
 use super::call::Driven;
-use super::client::{log_gate, sessionless};
+use super::caller::{log_gate, sessionless};
 use super::server::Server;
 use super::shape::Shape;
 
@@ -145,11 +145,11 @@ impl Server {
         let viewer = self.viewer(&context);
         let prompt = remote::find_prompt(registry, &request.name, viewer.as_ref())
             .map_err(|err| refusal(&err, json!({"name": request.name})))?;
-        let modern = sessionless(&context);
-        let gate = log_gate(&context, modern)?;
+        let sessionless = sessionless(&context);
+        let gate = log_gate(&context, sessionless)?;
         let bound = format!("prompts/get {}", request.name);
         let driven = if let Some(state) = request.request_state.as_deref()
-            && modern
+            && sessionless
         {
             let answers = request.input_responses.unwrap_or_default();
             Box::pin(self.resume_bound(&bound, state, &answers, gate, &context)).await?
@@ -191,11 +191,11 @@ impl Server {
         let uri = request.uri;
         let resource = remote::find_resource(registry, &uri, viewer.as_ref())
             .map_err(|err| refusal(&err, json!({"uri": uri})))?;
-        let modern = sessionless(&context);
-        let gate = log_gate(&context, modern)?;
+        let sessionless = sessionless(&context);
+        let gate = log_gate(&context, sessionless)?;
         let bound = format!("resources/read {uri}");
         let driven = if let Some(state) = request.request_state.as_deref()
-            && modern
+            && sessionless
         {
             let answers = request.input_responses.unwrap_or_default();
             Box::pin(self.resume_bound(&bound, state, &answers, gate, &context)).await?

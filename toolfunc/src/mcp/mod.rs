@@ -4,8 +4,8 @@
 
 mod ask;
 mod call;
+mod caller;
 mod catalog;
-mod client;
 mod direct;
 mod guard;
 mod handler;
@@ -28,7 +28,7 @@ pub use crate::listen::{
     DEFAULT_BODY_TIMEOUT, DEFAULT_DRAIN_LIMIT, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS,
 };
-pub use client::ClientInfo;
+pub use caller::ClientInfo;
 pub use rounds::RoundLimits;
 pub use search::{
     CALL_TOOL, DEFAULT_MAX_SEARCH_QUERY, DEFAULT_MAX_SEARCH_RESULTS, DEFAULT_SEARCH_RESULTS,

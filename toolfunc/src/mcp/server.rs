@@ -19,7 +19,7 @@ use crate::options::CollectLimit;
 use crate::registry::Registry;
 use crate::remote;
 
-use super::client::KeptRunner;
+use super::caller::KeptRunner;
 use super::direct::Direct;
 use super::guard::{Guard, Guarded};
 use super::origins::Origins;

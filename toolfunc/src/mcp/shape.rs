@@ -9,12 +9,12 @@ use crate::remote::Found;
 
 /// Whether the found call streams, and how its result is answered to this
 /// request's client.
-pub(super) fn shape_of(found: &Found, modern: bool) -> (bool, Shape) {
+pub(super) fn shape_of(found: &Found, sessionless: bool) -> (bool, Shape) {
     let (stream, result) = (found.streams(), found.result());
     let shape = Shape {
         content: crate::content::is_content_schema(result),
         // A listed output schema: 2026-07-28 clients take a value of any type.
-        any_structured: modern && !stream && matches!(result, Some(Value::Object(_))),
+        any_structured: sessionless && !stream && matches!(result, Some(Value::Object(_))),
     };
     (stream, shape)
 }

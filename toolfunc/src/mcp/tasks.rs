@@ -36,7 +36,7 @@ use crate::options::CallOptions;
 use crate::remote::ledger::{Ledger, Question, Retention, TaskInfo, TaskPoll, TaskStatus, Track};
 use crate::remote::{self, Found};
 
-use super::client::sessionless;
+use super::caller::sessionless;
 use super::rounds;
 use super::server::Server;
 use super::shape::{Shape, error_data, into_result, shape_of};

@@ -95,12 +95,12 @@ impl Server {
     pub(super) fn caller_runner(
         &self,
         context: &RequestContext<RoleServer>,
-        modern: bool,
+        sessionless: bool,
     ) -> crate::exec::runner::Runner {
         let limit = self.shared.collect_limit;
         // A sessionless request is a session of its own: its runner is kept
         // server-wide, for the client it names.
-        let kept = if modern {
+        let kept = if sessionless {
             &self.shared.sessionless_caller
         } else {
             &self.session.caller
@@ -185,11 +185,11 @@ pub(super) fn sessionless(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|version| !version.has_initialize())
 }
 
-/// Where the log messages of the call `context` asks for go; `modern` for a
+/// Where the log messages of the call `context` asks for go; `sessionless` for a
 /// sessionless request.
 pub(super) fn log_gate(
     context: &RequestContext<RoleServer>,
-    modern: bool,
+    sessionless: bool,
 ) -> Result<LogGate, ErrorData> {
     Ok(match context.meta.get(LOG_LEVEL_KEY) {
         Some(level) => LogGate::Request(serde_json::from_value(level.clone()).map_err(|_| {
@@ -198,7 +198,7 @@ pub(super) fn log_gate(
                 Some(json!({"logLevel": level})),
             )
         })?),
-        None if modern => LogGate::Off,
+        None if sessionless => LogGate::Off,
         None => LogGate::Session,
     })
 }
