@@ -108,7 +108,7 @@ impl Server {
         // for it first, in a round.
         let may_track = takes_tasks && sessionless && !found.needs_confirmation();
         if let Plan::Tracked { soft, .. } = Plan::of(&found, stream, may_track) {
-            let plan = tracked::Plan::new(soft, found.background_only(), shape);
+            let plan = tracked::TaskPlan::new(soft, found.background_only(), shape);
             return Box::pin(self.start_task(
                 &request.name,
                 (found, args),

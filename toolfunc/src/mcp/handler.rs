@@ -27,10 +27,10 @@ use crate::propagate;
 use crate::remote;
 
 use super::caller::{sessionless, trace_of};
-use super::catalog::Catalog;
 use super::kinds;
 use super::report::from_mcp;
 use super::server::Server;
+use super::tool_list::ToolList;
 
 /// The span of a `tools/call`, named and filled as OpenTelemetry's conventions for
 /// MCP say; the child of the caller's span when the request's `_meta` carries a
@@ -75,8 +75,8 @@ fn request_id(id: &rmcp::model::RequestId) -> String {
 
 impl Server {
     /// The tool list, kept until a registry changes.
-    fn catalog(&self) -> Arc<Catalog> {
-        Catalog::of(&self.shared.registry)
+    fn catalog(&self) -> Arc<ToolList> {
+        ToolList::of(&self.shared.registry)
     }
 
     /// Whether MCP lists `name` and its input schema asks `asks` of it: the kept

@@ -5,9 +5,8 @@
 mod ask;
 mod call;
 mod caller;
-mod catalog;
 mod direct;
-mod guard;
+mod gate;
 mod handler;
 mod kinds;
 mod origins;
@@ -21,6 +20,7 @@ mod sessions;
 mod shape;
 mod stdio;
 pub mod tasks;
+mod tool_list;
 mod tracked;
 mod wire;
 

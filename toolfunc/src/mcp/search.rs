@@ -14,9 +14,9 @@ use serde_json::{Map, Value, json};
 use crate::error::ToolError;
 use crate::remote;
 
-use super::catalog::Catalog;
 use super::server::Server;
 use super::shape::{Shape, into_result};
+use super::tool_list::ToolList;
 
 /// The name of the tool that searches the catalogue in search mode.
 pub const SEARCH_TOOLS: &str = "search_tools";
@@ -149,7 +149,7 @@ impl Server {
         let mut tools = mode.tools();
         if !mode.always_listed.is_empty() {
             let registry = &self.shared.registry;
-            let listed = Catalog::of(registry);
+            let listed = ToolList::of(registry);
             let offered = remote::Catalog::of(registry);
             let options = self.caller_options(context);
             let sight = remote::Sight::of(registry, Some(&options));
@@ -209,7 +209,7 @@ impl Server {
             Err(err) => return into_result(Err(err), shape),
         };
         let registry = &self.shared.registry;
-        let listed = Catalog::of(registry);
+        let listed = ToolList::of(registry);
         let offered = remote::Catalog::of(registry);
         let options = self.caller_options(context);
         let sight = remote::Sight::of(registry, Some(&options));

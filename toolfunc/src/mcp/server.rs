@@ -21,7 +21,7 @@ use crate::remote;
 
 use super::caller::KeptRunner;
 use super::direct::Direct;
-use super::guard::{Guard, Guarded};
+use super::gate::{Endpoint, Gate};
 use super::origins::Origins;
 use super::search::SearchMode;
 use super::sessions::{Limits, Sessions, made};
@@ -599,7 +599,7 @@ impl Server {
         if parks {
             config.session_store = Some(sessions.store());
         }
-        let guard = Guard {
+        let gate = Gate {
             sessions: Arc::clone(&sessions),
             max_body: config.max_request_body_bytes,
             authenticator: self.shared.authenticator.clone(),
@@ -612,10 +612,10 @@ impl Server {
         let service =
             StreamableHttpService::new(move || Ok(made(self.session())), sessions, config);
         axum::Router::new()
-            .fallback(super::guard::guard)
-            .with_state(Arc::new(Guarded {
+            .fallback(super::gate::answer)
+            .with_state(Arc::new(Endpoint {
                 service,
-                guard,
+                gate,
                 direct,
             }))
     }

@@ -40,7 +40,7 @@ use super::caller::sessionless;
 use super::rounds;
 use super::server::Server;
 use super::shape::{Shape, error_data, into_result, shape_of};
-use super::tracked::{Parked, Plan};
+use super::tracked::{Parked, TaskPlan};
 
 /// How often a client is asked to poll `tasks/get`, in milliseconds.
 pub(super) const POLL_INTERVAL_MS: u64 = 1000;
@@ -148,13 +148,13 @@ const MAX_DECLARED: usize = 32;
 
 impl Server {
     /// Starts `tool` as a tracked call for a client that takes tasks, and answers
-    /// as its [`Plan`] says.
+    /// as its [`TaskPlan`] says.
     pub(super) async fn start_task(
         &self,
         called: &str,
         (found, args): (Found, Value),
         options: CallOptions,
-        plan: Plan,
+        plan: TaskPlan,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         // The task is its caller's, and read through the caller's view of the ledger.
@@ -219,7 +219,7 @@ impl Server {
         called: &str,
         (ledger, owner): (&Ledger, Option<&str>),
         id: String,
-        plan: Plan,
+        plan: TaskPlan,
     ) -> Result<CallToolResponse, ErrorData> {
         let info = if plan.soft.is_zero() {
             ledger.status(&id)

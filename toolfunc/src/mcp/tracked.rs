@@ -1,4 +1,4 @@
-//! A tracked call before it is a task: how it answers its `tools/call` ([`Plan`]),
+//! A tracked call before it is a task: how it answers its `tools/call` ([`TaskPlan`]),
 //! and the call parked between rounds while it asks its client ([`Parked`]). Held
 //! by the [rounds](super::rounds) that park it, run by the [tasks](super::tasks)
 //! extension.
@@ -15,7 +15,7 @@ use super::shape::Shape;
 pub(super) struct Parked {
     pub(super) id: String,
     pub(super) ledger: Option<Ledger>,
-    pub(super) plan: Plan,
+    pub(super) plan: TaskPlan,
 }
 
 impl Drop for Parked {
@@ -28,7 +28,7 @@ impl Drop for Parked {
 
 /// How a tracked call answers its `tools/call`.
 #[derive(Clone, Copy)]
-pub(super) struct Plan {
+pub(super) struct TaskPlan {
     /// How long it may run before it becomes a task.
     pub(super) soft: Duration,
     /// `background = "only"`: a task however soon it ends.
@@ -36,7 +36,7 @@ pub(super) struct Plan {
     pub(super) shape: Shape,
 }
 
-impl Plan {
+impl TaskPlan {
     pub(super) fn new(soft: Duration, only: bool, shape: Shape) -> Self {
         Self { soft, only, shape }
     }

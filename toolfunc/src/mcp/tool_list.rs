@@ -24,7 +24,7 @@ use crate::tool::ToolDefinition;
 ///
 /// Each tool is made when a page or a lookup first needs it, then kept: a server of
 /// thousands of tools answers its first `tools/list` after making one page.
-pub(super) struct Catalog {
+pub(super) struct ToolList {
     entries: Vec<Entry>,
 }
 
@@ -57,7 +57,7 @@ impl Entry {
 #[derive(PartialEq)]
 struct Key;
 
-impl Catalog {
+impl ToolList {
     /// The MCP tool list of `registry` as it is now.
     pub(super) fn of(registry: &Registry) -> Arc<Self> {
         match registry.derived(Key, || Ok(Arc::new(Self::new(registry)))) {

@@ -31,7 +31,7 @@ use super::sessions::{InRequest, REQUEST, Sessions};
 
 /// What the middleware in front of the SDK's service needs.
 #[derive(Clone)]
-pub(super) struct Guard {
+pub(super) struct Gate {
     pub(super) sessions: Arc<Sessions>,
     pub(super) max_body: usize,
     /// Verifies every request's bearer token, when set.
@@ -47,7 +47,7 @@ pub(super) struct Guard {
     pub(super) search_mode: bool,
 }
 
-impl Guard {
+impl Gate {
     /// The identity of the request, or the 401 that refuses it; and whether the
     /// session it names belongs to someone else (answered as an unknown session).
     async fn authenticate(&self, request: &mut Request) -> Result<Option<Identity>, Response> {
@@ -343,70 +343,75 @@ impl Guard {
 /// The largest error body the SDK writes that is checked for an `id`.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
-/// The SDK's streamable HTTP service behind [`guard`]: served as an axum handler,
-/// so a request costs no middleware layer of its own (no boxed clone of the service
-/// and its future per request).
-pub(super) struct Guarded {
+/// The SDK's streamable HTTP service behind its [`Gate`] ([`answer`]): served as an
+/// axum handler, so a request costs no middleware layer of its own (no boxed clone
+/// of the service and its future per request).
+pub(super) struct Endpoint {
     pub(super) service: StreamableHttpService<Server, Sessions>,
-    pub(super) guard: Guard,
+    pub(super) gate: Gate,
     /// Plain sessionless tool calls, answered without the SDK's per-request service.
     pub(super) direct: Direct,
 }
 
 /// Answers an `initialize` the session cap refuses with 503 and a JSON-RPC error,
 /// and gives each JSON-RPC error body from the SDK an `id`.
-pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request) -> Response {
-    let guard = &guarded.guard;
+pub(super) async fn answer(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Response {
+    let gate = &endpoint.gate;
     let mut request = request;
-    let identity = match guard.authenticate(&mut request).await {
+    let identity = match gate.authenticate(&mut request).await {
         Ok(identity) => identity,
         Err(refused) => return refused,
     };
     // A call its token lacks the scopes for is refused at the HTTP level (403).
     if let Some(identity) = &identity
         && request.method() == Method::POST
-        && !remote::Catalog::of(&guard.registry).scopes().is_empty()
+        && !remote::Catalog::of(&gate.registry).scopes().is_empty()
     {
         let (parts, body) = request.into_parts();
-        let Ok(bytes) = axum::body::to_bytes(body, guard.max_body).await else {
-            return too_large(guard.max_body);
+        let Ok(bytes) = axum::body::to_bytes(body, gate.max_body).await else {
+            return too_large(gate.max_body);
         };
-        if let Some(refused) = guard.lacks_scopes(&parts, identity, &bytes) {
+        if let Some(refused) = gate.lacks_scopes(&parts, identity, &bytes) {
             return refused;
         }
         request = Request::from_parts(parts, Body::from(bytes));
     }
     // A listen is acknowledged only for resources its caller may see.
-    request = match guard.narrowed(request, identity.as_ref()).await {
+    request = match gate.narrowed(request, identity.as_ref()).await {
         Ok(request) => request,
         Err(refused) => return refused,
     };
     // A plain sessionless tool call is answered here, past the SDK's service.
-    if request.method() == Method::POST && Direct::takes(request.headers(), &guarded.service.config)
+    if request.method() == Method::POST
+        && Direct::takes(request.headers(), &endpoint.service.config)
     {
         let (parts, body) = request.into_parts();
-        let Ok(bytes) = axum::body::to_bytes(body, guard.max_body).await else {
-            return too_large(guard.max_body);
+        let Ok(bytes) = axum::body::to_bytes(body, gate.max_body).await else {
+            return too_large(gate.max_body);
         };
-        if let Some(call) = guarded.direct.read(&parts.headers, &bytes) {
+        if let Some(call) = endpoint.direct.read(&parts.headers, &bytes) {
             let id = call.0.clone();
-            return answered_in_place(guarded.direct.answer(parts, call), &id).await;
+            return answered_in_place(endpoint.direct.answer(parts, call), &id).await;
         }
         request = Request::from_parts(parts, Body::from(bytes));
     }
     // An `initialize` is refused when its caller holds its share of sessions
     // already, or its parameters are more than a session keeps.
     let opener;
-    (request, opener) = match guard.screen_initialize(request, identity.as_ref()).await {
+    (request, opener) = match gate.screen_initialize(request, identity.as_ref()).await {
         Ok(screened) => screened,
         Err(refused) => return refused,
     };
     // A plain request of a session at rest (or an `initialize` opening one) is
     // answered here too, without an SDK session.
-    if guard.sessions.rest()
-        && resting::takes(request.method(), request.headers(), &guarded.service.config)
+    if gate.sessions.rest()
+        && resting::takes(
+            request.method(),
+            request.headers(),
+            &endpoint.service.config,
+        )
     {
-        match at_rest(&guarded, opener.as_ref(), request).await {
+        match at_rest(&endpoint, opener.as_ref(), request).await {
             Ok(response) => return response,
             Err(back) => request = back,
         }
@@ -414,18 +419,18 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
     let opens_session =
         request.method() == Method::POST && !request.headers().contains_key("mcp-session-id");
     let closes_session = request.method() == Method::DELETE;
-    if opens_session && guard.sessions.full() {
+    if opens_session && gate.sessions.full() {
         // At the cap: read the body to answer the initialize by its id.
         let (parts, body) = request.into_parts();
-        let Ok(bytes) = axum::body::to_bytes(body, guard.max_body).await else {
-            return too_large(guard.max_body);
+        let Ok(bytes) = axum::body::to_bytes(body, gate.max_body).await else {
+            return too_large(gate.max_body);
         };
         let message: Option<Value> = serde_json::from_slice(&bytes).ok();
         if let Some(message) = &message
             && message.get("method").and_then(Value::as_str) == Some("initialize")
         {
             let id = message.get("id").cloned().unwrap_or(Value::Null);
-            return refused(guard, &id);
+            return refused(gate, &id);
         }
         request = Request::from_parts(parts, Body::from(bytes));
     }
@@ -434,20 +439,20 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
     let pinned = named
         .as_ref()
         .and_then(|id| id.to_str().ok())
-        .and_then(|id| guard.sessions.pin(id));
+        .and_then(|id| gate.sessions.pin(id));
     let in_request = InRequest {
         deleting: closes_session,
         ..InRequest::default()
     };
     let (response, served) = REQUEST
         .scope(RefCell::new(in_request), async {
-            let response = guarded.service.handle(request).await.map(Body::new);
+            let response = endpoint.service.handle(request).await.map(Body::new);
             (response, REQUEST.with(RefCell::take))
         })
         .await;
     drop(pinned);
     if served.refused {
-        return refused(guard, &Value::Null);
+        return refused(gate, &Value::Null);
     }
     let mut response = response;
     if let Some(made) = served.made {
@@ -455,7 +460,7 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
         // parking was named by the request.
         let id = response.headers().get("mcp-session-id").or(named.as_ref());
         if let Some(id) = id.and_then(|id| id.to_str().ok()) {
-            guard.sessions.adopt(id, made);
+            gate.sessions.adopt(id, made);
         }
     }
     if closes_session && response.status() == StatusCode::ACCEPTED {
@@ -465,19 +470,19 @@ pub(super) async fn guard(State(guarded): State<Arc<Guarded>>, request: Request)
         response.headers_mut().remove(header::CONTENT_LENGTH);
         *response.body_mut() = Body::empty();
     }
-    guard.own(&response, opener.as_ref());
+    gate.own(&response, opener.as_ref());
     with_error_ids(response).await
 }
 
 /// Answers a request of a session at rest, or an `initialize` that opens one, when
 /// it is plain (see [`resting`]); gives the request back otherwise.
 async fn at_rest(
-    guarded: &Guarded,
+    endpoint: &Endpoint,
     opener: Option<&(Box<str>, usize)>,
     request: Request,
 ) -> Result<Response, Request> {
-    let guard = &guarded.guard;
-    let sessions = &guard.sessions;
+    let gate = &endpoint.gate;
+    let sessions = &gate.sessions;
     let session = request
         .headers()
         .get("mcp-session-id")
@@ -501,10 +506,10 @@ async fn at_rest(
         };
     }
     let (parts, body) = request.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, guard.max_body).await else {
-        return Ok(too_large(guard.max_body));
+    let Ok(bytes) = axum::body::to_bytes(body, gate.max_body).await else {
+        return Ok(too_large(gate.max_body));
     };
-    let server = guarded.direct.server();
+    let server = endpoint.direct.server();
     match session {
         None => {
             if let Some((id, params)) = resting::opening(&parts.headers, &bytes)
@@ -512,12 +517,12 @@ async fn at_rest(
             {
                 let Some(session) = sessions.open_resting(params, resting) else {
                     return Ok(refused(
-                        guard,
+                        gate,
                         &serde_json::to_value(&id).unwrap_or_default(),
                     ));
                 };
                 let response = resting::opened(id, result, &session);
-                guard.own(&response, opener);
+                gate.own(&response, opener);
                 return Ok(response);
             }
         }
@@ -534,7 +539,7 @@ async fn at_rest(
                 // A request the client may cancel, known to its session until
                 // answered.
                 let (ct, held) = sessions.calling(&session, &id);
-                let answer = guarded.direct.answer_resting(
+                let answer = endpoint.direct.answer_resting(
                     parts,
                     (id.clone(), *request, meta),
                     (&resting, level),
@@ -569,8 +574,8 @@ fn no_content() -> Response {
     response
 }
 
-fn refused(guard: &Guard, id: &Value) -> Response {
-    let max = guard.sessions.limits.max_sessions;
+fn refused(gate: &Gate, id: &Value) -> Response {
+    let max = gate.sessions.limits.max_sessions;
     let body = json!({"jsonrpc": "2.0", "id": id, "error": {
         "code": -32000,
         "message": format!("Server busy: the server has its limit of {max} sessions open; retry later"),
@@ -579,7 +584,7 @@ fn refused(guard: &Guard, id: &Value) -> Response {
     json_response(StatusCode::SERVICE_UNAVAILABLE, &body)
 }
 
-/// What the guard makes of an `initialize`: the caller it opens a session for
+/// What the gate makes of an `initialize`: the caller it opens a session for
 /// and the bytes of its parameters, or its refusal.
 enum Opener {
     Opens(Box<str>, usize),
