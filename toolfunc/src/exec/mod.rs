@@ -49,7 +49,7 @@
 pub(crate) mod chain;
 pub(crate) mod ctx;
 pub(crate) mod deadline;
-pub(crate) mod kinds;
+pub(crate) mod prompts_resources;
 pub(crate) mod run;
 pub(crate) mod runner;
 pub(crate) mod scope;

@@ -11,9 +11,9 @@ mod cors;
 #[cfg(feature = "http")]
 mod docs;
 #[cfg(feature = "http")]
-mod kinds;
-#[cfg(feature = "http")]
 mod openapi;
+#[cfg(feature = "http")]
+mod prompts_resources;
 #[cfg(feature = "http")]
 mod server;
 mod wire;

@@ -46,7 +46,7 @@ use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
 use serde_json::{Map, Value, json};
 
 use super::api::Api;
-use super::kinds::{PROMPTS, READ, RESOURCES};
+use super::prompts_resources::{PROMPTS, READ, RESOURCES};
 use super::wire::{NDJSON, REQ_ID, RPC_TIMEOUT, RPC_TIMEOUT_MAX};
 use crate::auth::Authenticator;
 use crate::options::CallOptions;

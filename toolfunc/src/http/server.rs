@@ -581,9 +581,12 @@ async fn respond(api: &Api, request: Request) -> Response {
             {
                 return answer;
             }
-            if named.is_none() && super::kinds::is_kind(&segments) {
+            if named.is_none() && super::prompts_resources::is_kind(&segments) {
                 let caller = (options, malformed);
-                return super::kinds::answer(api, &parts, &segments, body, caller, &auth).await;
+                return super::prompts_resources::answer(
+                    api, &parts, &segments, body, caller, &auth,
+                )
+                .await;
             }
             if name == TASKS {
                 return tasks(api, &parts, &segments, body, &header_str, &auth).await;

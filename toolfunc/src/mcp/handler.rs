@@ -27,7 +27,7 @@ use crate::propagate;
 use crate::remote;
 
 use super::caller::{sessionless, trace_of};
-use super::kinds;
+use super::prompts_resources;
 use super::report::from_mcp;
 use super::server::Server;
 use super::tool_list::ToolList;
@@ -205,7 +205,7 @@ impl ServerHandler for Server {
                 () = initialized.cancelled() => {}
                 () = closed.cancelled() => return,
             }
-            kinds::watch(peer, changes, closed, subscriptions).await;
+            prompts_resources::watch(peer, changes, closed, subscriptions).await;
         });
         Ok(result)
     }
@@ -320,7 +320,7 @@ impl ServerHandler for Server {
         loop {
             let batch = tokio::select! {
                 () = context.cancelled() => break,
-                batch = kinds::next_changes(&mut changes, &closed) => batch,
+                batch = prompts_resources::next_changes(&mut changes, &closed) => batch,
             };
             let Some(batch) = batch else { break };
             let sink = context.sink();

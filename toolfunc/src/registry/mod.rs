@@ -4,8 +4,8 @@
 //! hooks and events.
 
 mod events;
-mod kinds;
 mod lifecycle;
+mod prompts_resources;
 mod search;
 
 use std::collections::{BTreeSet, HashMap};
@@ -108,7 +108,7 @@ struct Inner {
     /// Whether `layers` holds any (read without the lock on every call).
     layered: AtomicBool,
     /// The prompts and resources held here.
-    kinds: RwLock<kinds::Kinds>,
+    kinds: RwLock<prompts_resources::Kinds>,
 }
 
 /// Whether any registry of the program ever had a layer: until then, a call looks for
@@ -413,7 +413,7 @@ impl Registry {
             }
         }
         // `#[prompt]` and `#[resource]` functions and methods.
-        let kinds = kinds::Kinds::from_inventory(service_kinds, &mut problems);
+        let kinds = prompts_resources::Kinds::from_inventory(service_kinds, &mut problems);
         if problems.is_empty() {
             let inner = Inner::new(None);
             *inner.kinds.write().unwrap_or_else(PoisonError::into_inner) = kinds;
@@ -1134,13 +1134,13 @@ impl Registry {
         let made = parts
             .kinds
             .into_iter()
-            .map(kinds::Made::of)
+            .map(prompts_resources::Made::of)
             .collect::<Result<Vec<_>, _>>()?;
         let names: Vec<(bool, String)> = made
             .iter()
             .map(|one| match one {
-                kinds::Made::Prompt(p) => (true, p.name().to_owned()),
-                kinds::Made::Resource(r) => (false, r.address().to_owned()),
+                prompts_resources::Made::Prompt(p) => (true, p.name().to_owned()),
+                prompts_resources::Made::Resource(r) => (false, r.address().to_owned()),
             })
             .collect();
         self.register_made(made)?;

@@ -37,7 +37,7 @@
 //! A search (`search.rs`, HTTP discovery's `?q=`) ranks with the registry's index
 //! and keeps what the catalogue offers and the caller's sight shows.
 //!
-//! **Prompts and resources** (`kinds.rs`) are offered, got and read under the same
+//! **Prompts and resources** (`prompts_resources.rs`) are offered, got and read under the same
 //! rule: what a caller may not see does not exist for it, and a scope it lacks is
 //! named in its refusal.
 //!
@@ -54,8 +54,8 @@
 mod catalog;
 mod dispatch;
 mod find;
-mod kinds;
 pub mod ledger;
+mod prompts_resources;
 mod search;
 
 pub(crate) use catalog::Catalog;
@@ -64,7 +64,7 @@ pub(crate) use find::{
     Found, INSUFFICIENT_SCOPE, Lookup, Needs, Sight, find, find_tracked, insufficient_scope,
     tracked_shown,
 };
-pub(crate) use kinds::{
+pub(crate) use prompts_resources::{
     MAX_URI_BYTES, any_scoped, bounded_contents, find_prompt, find_resource, find_template,
     get_prompt, prompts, prompts_seen, read, resources, resources_seen,
 };

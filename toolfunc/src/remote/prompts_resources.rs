@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::find::{Sight, insufficient_scope};
 use crate::content::Resource;
 use crate::error::ToolError;
-use crate::exec::kinds::{not_a_prompt, not_a_resource};
+use crate::exec::prompts_resources::{not_a_prompt, not_a_resource};
 use crate::options::CallOptions;
 use crate::prompt::{PromptFunc, PromptResult};
 use crate::registry::Registry;
