@@ -92,7 +92,7 @@ impl Target {
 /// The export is made once and kept until a registry changes: asking again costs a
 /// copy of the JSON, not a new lowering.
 pub fn tools(registry: &Registry, target: Target) -> Result<Value, ToolError> {
-    export(registry, target, false)
+    export(registry, target)
 }
 
 /// [`tools`] as the caller of `runner` may see them: a tool a call middleware layer
@@ -214,51 +214,31 @@ pub fn search_for(
 #[derive(PartialEq)]
 struct Export {
     target: Target,
-    served: bool,
 }
 
-/// [`tools`], or with `served` what a server offers remote callers: no `api = false`
-/// tool, and a tool the target cannot express left out with a warning (one bad tool
-/// does not take the whole catalog down).
-pub(crate) fn export(
-    registry: &Registry,
-    target: Target,
-    served: bool,
-) -> Result<Value, ToolError> {
-    registry.derived(Export { target, served }, || {
-        lower_all(registry.definitions(), target, served)
+/// [`tools`]: every tool's functions lowered for `target`, made once per registry
+/// generation and kept in the registry.
+pub(crate) fn export(registry: &Registry, target: Target) -> Result<Value, ToolError> {
+    registry.derived(Export { target }, || {
+        lower_all(registry.definitions(), target)
     })
 }
 
-/// Lowers `definitions` for `target` (see [`export`]).
-fn lower_all(
-    definitions: Vec<ToolDefinition>,
-    target: Target,
-    served: bool,
-) -> Result<Value, ToolError> {
-    {
-        let mut out = Vec::new();
-        for definition in definitions {
-            if served && !definition.api {
-                continue;
-            }
-            let functions = if definition.acts.is_empty() {
-                vec![definition]
-            } else {
-                method_functions(&definition)
-            };
-            for function in &functions {
-                match tool(function, target) {
-                    Ok(exported) => out.push(exported),
-                    Err(err) if served => {
-                        tracing::warn!(tool = %function.name, error = %err, "tool left out of the {target:?} export");
-                    }
-                    Err(err) => return Err(err),
-                }
-            }
+/// Lowers `definitions` for `target` (see [`export`]): a service as one function
+/// per method.
+fn lower_all(definitions: Vec<ToolDefinition>, target: Target) -> Result<Value, ToolError> {
+    let mut out = Vec::new();
+    for definition in definitions {
+        let functions = if definition.acts.is_empty() {
+            vec![definition]
+        } else {
+            method_functions(&definition)
+        };
+        for function in &functions {
+            out.push(tool(function, target)?);
         }
-        Ok(Value::Array(out))
     }
+    Ok(Value::Array(out))
 }
 
 /// The functions a service is offered as: one per method, named

@@ -1,6 +1,7 @@
 //! The catalogue: what a registry offers callers from outside, made once per
 //! registry generation and read by every listing (HTTP discovery, OpenAPI, MCP
-//! `tools/list`, LLM exports, NATS endpoints) and by [`find`](super::find).
+//! `tools/list`, NATS endpoints) and by [`find`](super::find). (`llm::tools` exports
+//! the program's own tools, `api = false` ones included: it does not read it.)
 
 use std::sync::Arc;
 

@@ -32,7 +32,7 @@
 //! (each service act flattened into `{service}_{method}`, a tool winning over a
 //! method of the same name). It is made once per registry generation and kept in
 //! the registry under a typed key; HTTP discovery, the OpenAPI document, MCP
-//! `tools/list`, the served LLM exports and the NATS endpoints all read it, and a
+//! `tools/list` and the NATS endpoints all read it, and a
 //! caller's view of it is filtered by the same visibility rule as `find`.
 //! A search (`search.rs`, HTTP discovery's `?q=`) ranks with the registry's index
 //! and keeps what the catalogue offers and the caller's sight shows.
