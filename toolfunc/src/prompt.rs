@@ -45,7 +45,8 @@ use crate::complete::{Completer, CompleterSpec, Completers};
 use crate::content::Block;
 use crate::error::ToolError;
 use crate::exec::ctx::Ctx;
-use crate::tool::{Kind, ToolBuilder, ToolFunc, ToolRef, ToolSpec, to_output};
+use crate::tool::kind_builder::KindBuilder;
+use crate::tool::{Kind, ToolFunc, ToolRef, ToolSpec};
 
 /// The serialisable metadata of a prompt: what `prompts/list` and discovery show.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -216,15 +217,8 @@ impl PromptFunc {
     /// Starts a prompt made at run time.
     pub fn builder(name: impl Into<String>) -> PromptBuilder {
         PromptBuilder {
-            name: name.into(),
-            title: None,
-            description: None,
-            tags: Vec::new(),
-            scopes: Vec::new(),
-            api: true,
+            parts: KindBuilder::new(name.into()),
             arguments: Vec::new(),
-            completers: Completers::default(),
-            handler: None,
         }
     }
 
@@ -366,26 +360,17 @@ fn takes_string(schema: &Value) -> bool {
     }
 }
 
-type PromptHandler = ToolBuilder;
-
 /// Builds a [`PromptFunc`] at run time. Start with [`PromptFunc::builder`].
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct PromptBuilder {
-    name: String,
-    title: Option<String>,
-    description: Option<String>,
-    tags: Vec<String>,
-    scopes: Vec<String>,
-    api: bool,
+    parts: KindBuilder,
     arguments: Vec<PromptArgument>,
-    completers: Completers,
-    handler: Option<Box<dyn FnOnce(PromptHandler) -> PromptHandler + Send>>,
 }
 
 impl fmt::Debug for PromptBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PromptBuilder")
-            .field("name", &self.name)
+            .field("name", &self.parts.name)
             .finish_non_exhaustive()
     }
 }
@@ -393,31 +378,31 @@ impl fmt::Debug for PromptBuilder {
 impl PromptBuilder {
     /// A short human-readable title.
     pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.title = Some(title.into());
+        self.parts.title(title.into());
         self
     }
 
     /// What the prompt is for.
     pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.description = Some(description.into());
+        self.parts.description(description.into());
         self
     }
 
     /// Adds a grouping label.
     pub fn tag(mut self, tag: impl Into<String>) -> Self {
-        self.tags.push(tag.into());
+        self.parts.tag(tag.into());
         self
     }
 
     /// The OAuth scopes a caller from outside needs to see and get it.
     pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
-        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self.parts.scopes(scopes.into_iter().map(Into::into).collect());
         self
     }
 
     /// Whether remote callers are offered it (default `true`).
     pub fn api(mut self, api: bool) -> Self {
-        self.api = api;
+        self.parts.api(api);
         self
     }
 
@@ -439,7 +424,7 @@ impl PromptBuilder {
 
     /// Completes `argument` with `completer`.
     pub fn complete(mut self, argument: impl Into<String>, completer: Completer) -> Self {
-        self.completers.insert(argument.into(), completer);
+        self.parts.complete(argument.into(), completer);
         self
     }
 
@@ -452,13 +437,7 @@ impl PromptBuilder {
         Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
         R: Serialize,
     {
-        let f = Arc::new(f);
-        self.handler = Some(Box::new(move |builder: PromptHandler| {
-            builder.handler(move |ctx, args| {
-                let out = f(ctx, args);
-                async move { to_output(&out.await?) }
-            })
-        }));
+        self.parts.handler(f);
         self
     }
 
@@ -468,21 +447,13 @@ impl PromptBuilder {
         F: Fn(&Ctx, Value) -> Result<R, ToolError> + Send + Sync + 'static,
         R: Serialize,
     {
-        self.handler = Some(Box::new(move |builder: PromptHandler| {
-            builder.handler_sync(move |ctx, args| to_output(&f(ctx, args)?))
-        }));
+        self.parts.handler_sync(f);
         self
     }
 
     /// Builds the prompt. `DEFINITION` when it has no handler, no name, or a
     /// completer for an argument it does not have.
     pub fn build(self) -> Result<PromptFunc, ToolError> {
-        let Some(handler) = self.handler else {
-            return Err(ToolError::Definition {
-                name: self.name,
-                message: "a prompt needs a handler".into(),
-            });
-        };
         let mut properties = Map::new();
         let mut required = Vec::new();
         for argument in &self.arguments {
@@ -498,25 +469,14 @@ impl PromptBuilder {
                 required.push(json!(argument.name));
             }
         }
-        let mut builder = ToolFunc::builder(self.name)
-            .params_schema(json!({
-                "type": "object",
-                "properties": properties,
-                "required": required,
-            }))
-            .param_order(self.arguments.iter().map(|a| a.name.clone()))
-            .scopes(self.scopes)
-            .api(self.api);
-        if let Some(title) = self.title {
-            builder = builder.title(title);
-        }
-        if let Some(description) = self.description {
-            builder = builder.description(description);
-        }
-        for tag in self.tags {
-            builder = builder.tag(tag);
-        }
-        PromptFunc::with_completers(handler(builder).build()?, self.completers)
+        let params = json!({
+            "type": "object",
+            "properties": properties,
+            "required": required,
+        });
+        let order = self.arguments.iter().map(|a| a.name.clone()).collect();
+        let (tool, completers) = self.parts.build("prompt", params, order)?;
+        PromptFunc::with_completers(tool, completers)
     }
 }
 

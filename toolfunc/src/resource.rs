@@ -50,7 +50,8 @@ use crate::content::Resource;
 use crate::error::ToolError;
 use crate::exec::ctx::Ctx;
 use crate::prompt::coerce;
-use crate::tool::{Kind, ToolBuilder, ToolFunc, ToolRef, ToolSpec, to_output};
+use crate::tool::kind_builder::KindBuilder;
+use crate::tool::{Kind, ToolFunc, ToolRef, ToolSpec};
 
 /// The serialisable metadata of a resource or a resource template: what
 /// `resources/list`, `resources/templates/list` and discovery show.
@@ -302,15 +303,8 @@ impl ResourceFunc {
     pub fn builder(uri: impl Into<String>, name: impl Into<String>) -> ResourceBuilder {
         ResourceBuilder {
             uri: uri.into(),
-            name: name.into(),
-            title: None,
-            description: None,
             mime_type: None,
-            tags: Vec::new(),
-            scopes: Vec::new(),
-            api: true,
-            completers: Completers::default(),
-            handler: None,
+            parts: KindBuilder::new(name.into()),
         }
     }
 
@@ -496,15 +490,8 @@ fn json_text(uri: &str, value: &Value) -> Resource {
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct ResourceBuilder {
     uri: String,
-    name: String,
-    title: Option<String>,
-    description: Option<String>,
     mime_type: Option<String>,
-    tags: Vec<String>,
-    scopes: Vec<String>,
-    api: bool,
-    completers: Completers,
-    handler: Option<Box<dyn FnOnce(ToolBuilder) -> ToolBuilder + Send>>,
+    parts: KindBuilder,
 }
 
 impl fmt::Debug for ResourceBuilder {
@@ -518,13 +505,13 @@ impl fmt::Debug for ResourceBuilder {
 impl ResourceBuilder {
     /// A short human-readable title.
     pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.title = Some(title.into());
+        self.parts.title(title.into());
         self
     }
 
     /// What it is.
     pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.description = Some(description.into());
+        self.parts.description(description.into());
         self
     }
 
@@ -536,25 +523,25 @@ impl ResourceBuilder {
 
     /// Adds a grouping label.
     pub fn tag(mut self, tag: impl Into<String>) -> Self {
-        self.tags.push(tag.into());
+        self.parts.tag(tag.into());
         self
     }
 
     /// The OAuth scopes a caller from outside needs to see and read it.
     pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
-        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self.parts.scopes(scopes.into_iter().map(Into::into).collect());
         self
     }
 
     /// Whether remote callers are offered it (default `true`).
     pub fn api(mut self, api: bool) -> Self {
-        self.api = api;
+        self.parts.api(api);
         self
     }
 
     /// Completes the template's `variable` with `completer`.
     pub fn complete(mut self, variable: impl Into<String>, completer: Completer) -> Self {
-        self.completers.insert(variable.into(), completer);
+        self.parts.complete(variable.into(), completer);
         self
     }
 
@@ -566,13 +553,7 @@ impl ResourceBuilder {
         Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
         R: Serialize,
     {
-        let f = Arc::new(f);
-        self.handler = Some(Box::new(move |builder: ToolBuilder| {
-            builder.handler(move |ctx, args| {
-                let out = f(ctx, args);
-                async move { to_output(&out.await?) }
-            })
-        }));
+        self.parts.handler(f);
         self
     }
 
@@ -582,51 +563,27 @@ impl ResourceBuilder {
         F: Fn(&Ctx, Value) -> Result<R, ToolError> + Send + Sync + 'static,
         R: Serialize,
     {
-        self.handler = Some(Box::new(move |builder: ToolBuilder| {
-            builder.handler_sync(move |ctx, args| to_output(&f(ctx, args)?))
-        }));
+        self.parts.handler_sync(f);
         self
     }
 
     /// Builds the resource. `DEFINITION` when it has no handler or its URI template
     /// does not parse.
     pub fn build(self) -> Result<ResourceFunc, ToolError> {
-        let Some(handler) = self.handler else {
-            return Err(ToolError::Definition {
-                name: self.name,
-                message: "a resource needs a handler".into(),
-            });
-        };
         let template = UriTemplate::parse(&self.uri)?;
         let mut properties = Map::new();
         for var in template.variables() {
             properties.insert(var.to_owned(), json!({"type": "string"}));
         }
         let required: Vec<&str> = template.variables().collect();
-        let mut builder = ToolFunc::builder(self.name)
-            .params_schema(json!({
-                "type": "object",
-                "properties": properties,
-                "required": required,
-            }))
-            .param_order(template.variables().map(str::to_owned).collect::<Vec<_>>())
-            .scopes(self.scopes)
-            .api(self.api);
-        if let Some(title) = self.title {
-            builder = builder.title(title);
-        }
-        if let Some(description) = self.description {
-            builder = builder.description(description);
-        }
-        for tag in self.tags {
-            builder = builder.tag(tag);
-        }
-        ResourceFunc::with_completers(
-            &self.uri,
-            self.mime_type.as_deref(),
-            handler(builder).build()?,
-            self.completers,
-        )
+        let params = json!({
+            "type": "object",
+            "properties": properties,
+            "required": required,
+        });
+        let order = template.variables().map(str::to_owned).collect();
+        let (tool, completers) = self.parts.build("resource", params, order)?;
+        ResourceFunc::with_completers(&self.uri, self.mime_type.as_deref(), tool, completers)
     }
 }
 

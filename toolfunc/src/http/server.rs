@@ -16,8 +16,8 @@ use tracing::Instrument;
 use tracing::field::Empty;
 
 use super::api::{Api, AuthRequest, router};
-use super::cors;
 use super::wire::{self, NDJSON, REQ_ID, RPC_ACT, RPC_FN, RPC_RES_ID, RPC_TIMEOUT, X_REQUEST_ID};
+use super::{cors, prompts_resources};
 use crate::auth::Authenticator;
 use crate::auth::web;
 use crate::error::ToolError;
@@ -581,12 +581,10 @@ async fn respond(api: &Api, request: Request) -> Response {
             {
                 return answer;
             }
-            if named.is_none() && super::prompts_resources::is_kind(&segments) {
+            if named.is_none() && prompts_resources::is_kind(&segments) {
                 let caller = (options, malformed);
-                return super::prompts_resources::answer(
-                    api, &parts, &segments, body, caller, &auth,
-                )
-                .await;
+                return prompts_resources::answer(api, &parts, &segments, body, caller, &auth)
+                    .await;
             }
             if name == TASKS {
                 return tasks(api, &parts, &segments, body, &header_str, &auth).await;

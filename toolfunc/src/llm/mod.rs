@@ -129,7 +129,7 @@ pub fn tools(registry: &Registry, target: Target) -> Result<Value, ToolError> {
 pub fn tools_for(runner: &crate::exec::runner::Runner, target: Target) -> Result<Value, ToolError> {
     match visible_definitions(runner) {
         None => tools(runner.registry(), target),
-        Some(definitions) => lower_all(definitions, target, false),
+        Some(definitions) => lower_all(definitions, target),
     }
 }
 

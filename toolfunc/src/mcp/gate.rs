@@ -420,19 +420,10 @@ pub(super) async fn answer(State(endpoint): State<Arc<Endpoint>>, request: Reque
         request.method() == Method::POST && !request.headers().contains_key("mcp-session-id");
     let closes_session = request.method() == Method::DELETE;
     if opens_session && gate.sessions.full() {
-        // At the cap: read the body to answer the initialize by its id.
-        let (parts, body) = request.into_parts();
-        let Ok(bytes) = axum::body::to_bytes(body, gate.max_body).await else {
-            return too_large(gate.max_body);
+        request = match at_the_cap(gate, request).await {
+            Ok(request) => request,
+            Err(refused) => return refused,
         };
-        let message: Option<Value> = serde_json::from_slice(&bytes).ok();
-        if let Some(message) = &message
-            && message.get("method").and_then(Value::as_str) == Some("initialize")
-        {
-            let id = message.get("id").cloned().unwrap_or(Value::Null);
-            return refused(gate, &id);
-        }
-        request = Request::from_parts(parts, Body::from(bytes));
     }
     // The session a request names stays running while the request is served.
     let named = request.headers().get("mcp-session-id").cloned();
@@ -555,6 +546,22 @@ async fn at_rest(
 /// The answer of a request the server answers itself, run in the request's task:
 /// a panic is answered as the SDK answers a handler that gave no answer (500 with
 /// the request's id), not with a dropped connection.
+/// At the cap, an `initialize` refused by its id; any other request given back.
+async fn at_the_cap(gate: &Gate, request: Request) -> Result<Request, Response> {
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, gate.max_body).await else {
+        return Err(too_large(gate.max_body));
+    };
+    let message: Option<Value> = serde_json::from_slice(&bytes).ok();
+    if let Some(message) = &message
+        && message.get("method").and_then(Value::as_str) == Some("initialize")
+    {
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        return Err(refused(gate, &id));
+    }
+    Ok(Request::from_parts(parts, Body::from(bytes)))
+}
+
 async fn answered_in_place(answer: impl Future<Output = Response>, id: &RequestId) -> Response {
     AssertUnwindSafe(answer)
         .catch_unwind()

@@ -127,3 +127,19 @@ pub(super) fn sse(frames: impl Stream<Item = Bytes> + Send + 'static) -> Respons
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use super::accepts_both;
+
+    #[test]
+    fn accept_values_taken_plainly() {
+        assert!(accepts_both("application/json, text/event-stream"));
+        assert!(accepts_both(
+            "text/event-stream,application/json;charset=utf-8"
+        ));
+        assert!(!accepts_both("application/json"));
+        assert!(!accepts_both("application/json, text/event-stream;q=0"));
+        assert!(!accepts_both("*/*"));
+    }
+}

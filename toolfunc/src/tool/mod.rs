@@ -4,6 +4,7 @@
 mod builder;
 mod definition;
 mod func;
+pub(crate) mod kind_builder;
 pub mod service;
 mod spec;
 
