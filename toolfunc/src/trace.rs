@@ -116,8 +116,8 @@ impl TraceContext {
     }
 
     #[cfg_attr(
-        not(any(feature = "http", feature = "mcp", feature = "nats")),
-        allow(dead_code, reason = "read and written by the surfaces only")
+        not(any(feature = "http-client", feature = "nats")),
+        allow(dead_code, reason = "written by the clients only")
     )]
     /// The entries to write into a carrier: `(name, value)`.
     pub(crate) fn entries(&self) -> impl Iterator<Item = (&'static str, &str)> {

@@ -18,20 +18,10 @@ use crate::layer::Metrics;
 use crate::options::CollectLimit;
 use crate::registry::Registry;
 use crate::remote::ledger::Ledger;
+use crate::remote::search::SearchBounds;
 
 /// The default request body limit: 1 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
-
-/// How many tools discovery's search (`GET <prefix>?q=…`) answers when the request
-/// names no `limit`: 10 (or [`Api::max_search_results`], when that is smaller).
-pub const DEFAULT_SEARCH_RESULTS: usize = 10;
-
-/// The largest `limit` discovery's search accepts by default: 100.
-pub const DEFAULT_MAX_SEARCH_RESULTS: usize = 100;
-
-/// The longest query `q` discovery's search accepts by default, in characters
-/// (once percent-decoded): 1,024 (at most 4 KiB of UTF-8).
-pub const DEFAULT_MAX_SEARCH_QUERY: usize = 1024;
 
 /// Where [`Api::metrics`] serves the Prometheus text: `/metrics`, beside the
 /// prefix, as scrapers expect.
@@ -112,10 +102,8 @@ pub struct Api {
     pub(super) ledger: Ledger,
     /// How `<prefix>/openapi.json` describes the API, and the document last made.
     pub(super) openapi: super::openapi::Settings,
-    /// The largest `limit` of a discovery search.
-    pub(super) max_search_results: usize,
-    /// The longest `q` of a discovery search, in characters.
-    pub(super) max_search_query: usize,
+    /// The largest `limit` and the longest `q` of a discovery search.
+    pub(super) search: SearchBounds,
     /// What [`METRICS_PATH`] serves, when set.
     pub(super) metrics: Option<Metrics>,
     /// The scope `/metrics` needs of a verified caller (empty: any).
@@ -137,8 +125,7 @@ impl fmt::Debug for Api {
             .field("writes_over_get", &self.writes_over_get)
             .field("collect_limit", &self.collect_limit)
             .field("docs", &self.docs)
-            .field("max_search_results", &self.max_search_results)
-            .field("max_search_query", &self.max_search_query)
+            .field("search", &self.search)
             .field("metrics", &self.metrics.is_some())
             .finish_non_exhaustive()
     }
@@ -168,8 +155,7 @@ impl Api {
             ledger: Ledger::new(&registry),
             registry,
             openapi: super::openapi::Settings::default(),
-            max_search_results: DEFAULT_MAX_SEARCH_RESULTS,
-            max_search_query: DEFAULT_MAX_SEARCH_QUERY,
+            search: SearchBounds::default(),
             metrics: None,
             metrics_scope: DEFAULT_METRICS_SCOPE.to_owned(),
         }
@@ -295,22 +281,22 @@ impl Api {
     }
 
     /// The largest `limit` discovery's search (`GET <prefix>?q=…&limit=…`) accepts
-    /// (default [`DEFAULT_MAX_SEARCH_RESULTS`], at least 1); a larger one is 400
-    /// `ARGUMENTS`. A search without `limit` answers [`DEFAULT_SEARCH_RESULTS`]
+    /// (default [`DEFAULT_MAX_SEARCH_RESULTS`](super::DEFAULT_MAX_SEARCH_RESULTS), at least 1); a larger one is 400
+    /// `ARGUMENTS`. A search without `limit` answers [`DEFAULT_SEARCH_RESULTS`](super::DEFAULT_SEARCH_RESULTS)
     /// tools, or this many when it is smaller.
     #[must_use]
     pub fn max_search_results(mut self, max: usize) -> Self {
-        self.max_search_results = max.max(1);
+        self.search.max_results = max.max(1);
         self
     }
 
     /// The longest query `q` discovery's search accepts, in characters once
-    /// percent-decoded (default [`DEFAULT_MAX_SEARCH_QUERY`]; the OpenAPI
+    /// percent-decoded (default [`DEFAULT_MAX_SEARCH_QUERY`](super::DEFAULT_MAX_SEARCH_QUERY); the OpenAPI
     /// document's `maxLength`); a longer one is 400 `ARGUMENTS`. A search costs time
     /// in the length of its query.
     #[must_use]
     pub fn max_search_query(mut self, chars: usize) -> Self {
-        self.max_search_query = chars;
+        self.search.max_query = chars;
         self
     }
 
@@ -553,8 +539,8 @@ impl Api {
             json_only: self.json_only,
             writes_over_get: self.writes_over_get,
             body_limit: self.body_limit,
-            max_search_results: self.max_search_results,
-            max_search_query: self.max_search_query,
+            max_search_results: self.search.max_results,
+            max_search_query: self.search.max_query,
             settings: &self.openapi,
         }
     }

@@ -29,10 +29,16 @@ pub use crate::listen::{
     DEFAULT_BODY_TIMEOUT, DEFAULT_DRAIN_LIMIT, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS,
 };
+/// The bounds of a search from outside (HTTP discovery's `?q=`, MCP's
+/// `search_tools`): the same for both.
+#[cfg(feature = "http")]
+pub use crate::remote::search::{
+    DEFAULT_MAX_SEARCH_QUERY, DEFAULT_MAX_SEARCH_RESULTS, DEFAULT_SEARCH_RESULTS,
+};
 #[cfg(feature = "http")]
 pub use api::{
-    Api, AuthRequest, DEFAULT_BODY_LIMIT, DEFAULT_MAX_SEARCH_QUERY, DEFAULT_MAX_SEARCH_RESULTS,
-    DEFAULT_METRICS_SCOPE, DEFAULT_SEARCH_RESULTS, LOOPBACK_HOSTS, METRICS_PATH, router,
+    Api, AuthRequest, DEFAULT_BODY_LIMIT, DEFAULT_METRICS_SCOPE, LOOPBACK_HOSTS, METRICS_PATH,
+    router,
 };
 #[cfg(feature = "http")]
 pub use axum::http::HeaderMap;

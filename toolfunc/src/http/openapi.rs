@@ -1113,7 +1113,7 @@ impl<'v> Doc<'v> {
                             "type": "integer",
                             "minimum": 1,
                             "maximum": results,
-                            "default": super::api::DEFAULT_SEARCH_RESULTS.min(results),
+                            "default": remote::search::DEFAULT_SEARCH_RESULTS.min(results),
                         },
                     },
                 ],

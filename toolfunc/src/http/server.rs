@@ -720,35 +720,13 @@ fn search_of(api: &Api, query: &str) -> Result<Option<(String, usize)>, ToolErro
             ));
         }
     }
-    let max = api.max_search_results;
-    let limit = match limit {
-        None => super::api::DEFAULT_SEARCH_RESULTS.min(max),
-        Some(text) => match text.parse::<usize>() {
-            Ok(n) if (1..=max).contains(&n) => n,
-            _ => {
-                return Err(ToolError::arguments(
-                    "/limit",
-                    format!("`limit` must be a whole number from 1 to {max}"),
-                ));
-            }
-        },
-    };
+    let limit = api
+        .search
+        .limit(limit.map(|text| text.parse::<u64>().ok()))?;
     let Some(q) = q else {
         return Ok(None);
     };
-    if q.trim().is_empty() {
-        return Err(ToolError::arguments("/q", "the search `q` is empty"));
-    }
-    // Characters, as the OpenAPI document's `maxLength` counts them.
-    if q.chars().count() > api.max_search_query {
-        return Err(ToolError::arguments(
-            "/q",
-            format!(
-                "the search `q` is longer than {} characters",
-                api.max_search_query
-            ),
-        ));
-    }
+    api.search.query("q", &q)?;
     Ok(Some((q.into_owned(), limit)))
 }
 

@@ -30,10 +30,7 @@ pub use crate::listen::{
 };
 pub use caller::ClientInfo;
 pub use rounds::RoundLimits;
-pub use search::{
-    CALL_TOOL, DEFAULT_MAX_SEARCH_QUERY, DEFAULT_MAX_SEARCH_RESULTS, DEFAULT_SEARCH_RESULTS,
-    SEARCH_TOOLS,
-};
+pub use search::{CALL_TOOL, SEARCH_TOOLS};
 pub use serve::{NoDelay, serve};
 pub use server::{
     DEFAULT_MAX_INITIALIZE_BYTES, DEFAULT_MAX_INITIALIZE_BYTES_PER_CALLER, DEFAULT_MAX_LINE_LENGTH,
@@ -42,6 +39,11 @@ pub use server::{
     DEFAULT_UNINITIALIZED_SESSION_LIFETIME, PATH, Server, router, serve_stdio,
 };
 
+/// The bounds of a search from outside (HTTP discovery's `?q=`, MCP's
+/// `search_tools`): the same for both.
+pub use crate::remote::search::{
+    DEFAULT_MAX_SEARCH_QUERY, DEFAULT_MAX_SEARCH_RESULTS, DEFAULT_SEARCH_RESULTS,
+};
 /// The web framework [`Server::router`] builds on, to serve and merge its router.
 pub use axum;
 /// The SDK this module builds on, for transports and settings beyond the ones here.

@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::ToolError;
 use crate::remote;
+use crate::remote::search::SearchBounds;
 
 use super::server::Server;
 use super::shape::{Shape, into_result};
@@ -23,14 +24,6 @@ pub const SEARCH_TOOLS: &str = "search_tools";
 /// The name of the tool that calls a function by name in search mode.
 pub const CALL_TOOL: &str = "call_tool";
 
-/// How many functions `search_tools` answers when its call names no `limit`: 10
-/// (or [`Server::max_search_results`], when that is smaller).
-pub const DEFAULT_SEARCH_RESULTS: usize = 10;
-/// The largest `limit` `search_tools` accepts by default: 100.
-pub const DEFAULT_MAX_SEARCH_RESULTS: usize = 100;
-/// The longest `query` `search_tools` accepts by default, in characters: 1,024.
-pub const DEFAULT_MAX_SEARCH_QUERY: usize = 1024;
-
 /// The search mode's settings.
 #[derive(Clone)]
 pub(super) struct SearchMode {
@@ -38,10 +31,8 @@ pub(super) struct SearchMode {
     pub(super) on: bool,
     /// The functions listed with the two tools, when the caller may see them.
     pub(super) always_listed: Vec<String>,
-    /// The largest `limit` a search takes.
-    pub(super) max_results: usize,
-    /// The longest `query` a search takes, in characters.
-    pub(super) max_query: usize,
+    /// The largest `limit` and the longest `query` a search takes.
+    pub(super) bounds: SearchBounds,
 }
 
 impl Default for SearchMode {
@@ -49,8 +40,7 @@ impl Default for SearchMode {
         Self {
             on: false,
             always_listed: Vec::new(),
-            max_results: DEFAULT_MAX_SEARCH_RESULTS,
-            max_query: DEFAULT_MAX_SEARCH_QUERY,
+            bounds: SearchBounds::default(),
         }
     }
 }
@@ -78,14 +68,14 @@ impl SearchMode {
                     "query": {
                         "type": "string",
                         "minLength": 1,
-                        "maxLength": self.max_query,
+                        "maxLength": self.bounds.max_query,
                         "description": "Words that say what the tool should do",
                     },
                     "limit": {
                         "type": "integer",
                         "minimum": 1,
-                        "maximum": self.max_results,
-                        "default": DEFAULT_SEARCH_RESULTS.min(self.max_results),
+                        "maximum": self.bounds.max_results,
+                        "default": self.bounds.default_limit(),
                         "description": "How many tools to answer at most",
                     },
                 },
@@ -286,18 +276,9 @@ fn search_arguments<'a>(
     arguments: Option<&'a Map<String, Value>>,
     mode: &SearchMode,
 ) -> Result<(&'a str, usize), ToolError> {
-    let max = mode.max_results;
     let limit = match arguments.and_then(|a| a.get("limit")) {
-        None | Some(Value::Null) => DEFAULT_SEARCH_RESULTS.min(max),
-        Some(limit) => match limit.as_u64().and_then(|n| usize::try_from(n).ok()) {
-            Some(n) if (1..=max).contains(&n) => n,
-            _ => {
-                return Err(ToolError::arguments(
-                    "/limit",
-                    format!("`limit` must be a whole number from 1 to {max}"),
-                ));
-            }
-        },
+        None | Some(Value::Null) => mode.bounds.limit(None)?,
+        Some(limit) => mode.bounds.limit(Some(limit.as_u64()))?,
     };
     let query = match arguments.and_then(|a| a.get("query")) {
         Some(Value::String(query)) => query,
@@ -314,20 +295,6 @@ fn search_arguments<'a>(
             ));
         }
     };
-    if query.trim().is_empty() {
-        return Err(ToolError::arguments(
-            "/query",
-            "the search `query` is empty",
-        ));
-    }
-    if query.chars().count() > mode.max_query {
-        return Err(ToolError::arguments(
-            "/query",
-            format!(
-                "the search `query` is longer than {} characters",
-                mode.max_query
-            ),
-        ));
-    }
+    mode.bounds.query("query", query)?;
     Ok((query, limit))
 }

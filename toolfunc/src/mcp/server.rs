@@ -500,7 +500,7 @@ impl Server {
     /// is smaller.
     #[must_use]
     pub fn max_search_results(mut self, max: usize) -> Self {
-        Arc::make_mut(&mut self.shared).search.max_results = max.max(1);
+        Arc::make_mut(&mut self.shared).search.bounds.max_results = max.max(1);
         self
     }
 
@@ -509,7 +509,7 @@ impl Server {
     /// at least 1).
     #[must_use]
     pub fn max_search_query(mut self, chars: usize) -> Self {
-        Arc::make_mut(&mut self.shared).search.max_query = chars.max(1);
+        Arc::make_mut(&mut self.shared).search.bounds.max_query = chars.max(1);
         self
     }
 

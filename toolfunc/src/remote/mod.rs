@@ -56,7 +56,7 @@ mod dispatch;
 mod find;
 pub mod ledger;
 mod prompts_resources;
-mod search;
+pub(crate) mod search;
 
 pub(crate) use catalog::Catalog;
 pub(crate) use dispatch::Plan;
