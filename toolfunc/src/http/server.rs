@@ -1084,14 +1084,8 @@ fn settle_act(
         )));
     };
     let index = def
-        .acts
-        .iter()
-        .position(|d| d.name == sent)
-        .or_else(|| {
-            def.acts
-                .iter()
-                .position(|d| d.name.strip_prefix('$') == Some(&sent))
-        })
+        .act_named(&sent)
+        .map(|(index, _)| index)
         .ok_or_else(|| {
             Box::new(error_response(
                 Some(name),

@@ -208,14 +208,12 @@ impl Call {
     /// (`"$hello"` whether the caller sent `hello` or `$hello`, `"get"`); `None` for a
     /// plain tool, or an `act` the service does not have (the service refuses it).
     pub fn act(&self) -> Option<&str> {
-        let acts = &self.definition().acts;
-        if acts.is_empty() {
+        let def = self.definition();
+        if def.acts.is_empty() {
             return None;
         }
         let sent = self.args.get("act")?.as_str()?;
-        acts.iter()
-            .find(|a| a.name == sent || a.name.strip_prefix('$') == Some(sent))
-            .map(|a| a.name.as_str())
+        def.act_named(sent).map(|(_, act)| act.name.as_str())
     }
 
     /// The arguments as they stand (a layer before this one may have changed them).

@@ -376,7 +376,7 @@ fn drop_optional_nulls(found: &Found, arguments: &mut Value) {
     let params = match found.act() {
         Some(act) => &act.params,
         None => act
-            .and_then(|act| found.definition().acts.iter().find(|a| a.name == act))
+            .and_then(|act| found.definition().act_named(act).map(|(_, act)| act))
             .map_or(found.definition().params.value(), |a| &a.params),
     };
     strip_nulls(params, params, arguments, 0);

@@ -391,9 +391,7 @@ impl Found {
         let def = self.definition();
         let act = self.act().or_else(|| {
             let named = args?.get("act")?.as_str()?;
-            def.acts
-                .iter()
-                .find(|a| a.name == named || a.name.strip_prefix('$') == Some(named))
+            def.act_named(named).map(|(_, act)| act)
         });
         crate::tool::service::needed_scopes(def, act)
     }

@@ -202,6 +202,13 @@ impl Annotations {
 }
 
 impl ToolDefinition {
+    /// The act `sent` names (its canonical name, or its method without `$`), with
+    /// its index among [`acts`](Self::acts).
+    pub(crate) fn act_named(&self, sent: &str) -> Option<(usize, &ActDefinition)> {
+        let index = super::service::act_index(self.acts.iter().map(|a| a.name.as_str()), sent)?;
+        Some((index, &self.acts[index]))
+    }
+
     /// The definition as advertised to a caller: an authored `summary` replaces the
     /// full `description` (which stays on the tool for direct lookup).
     #[must_use]

@@ -80,6 +80,20 @@ pub(crate) fn needed_scopes(tool: &ToolDefinition, act: Option<&ActDefinition>) 
     needed
 }
 
+/// Which of the acts named `names` (canonical names, in order) the name `sent`
+/// stands for: the act of that very name, else the RPC act whose method it is
+/// without its `$` (`hello` for `$hello`). The one rule every surface reads an act
+/// by.
+pub(crate) fn act_index<'a, I>(mut names: I, sent: &str) -> Option<usize>
+where
+    I: Iterator<Item = &'a str> + Clone,
+{
+    names
+        .clone()
+        .position(|name| name == sent)
+        .or_else(|| names.position(|name| name.strip_prefix('$') == Some(sent)))
+}
+
 impl ActDefinition {
     /// The method's name without the `$` of an RPC act (`"$hello"` → `"hello"`).
     pub fn method(&self) -> &str {
@@ -289,11 +303,7 @@ impl Acts {
 
     /// The index of the method `act` names, with or without its `$`.
     pub(crate) fn position(&self, act: &str) -> Option<usize> {
-        self.acts.iter().position(|a| a.name == act).or_else(|| {
-            self.acts
-                .iter()
-                .position(|a| a.name.strip_prefix('$') == Some(act))
-        })
+        act_index(self.acts.iter().map(|a| a.name.as_str()), act)
     }
 
     pub(crate) fn any_async(&self) -> bool {
