@@ -124,14 +124,7 @@ impl ServerHandler for Server {
             let options = self.caller_options(&context);
             let sight = remote::Sight::of(registry, Some(&options));
             let offered = remote::Catalog::of(registry);
-            tools.retain(|tool| {
-                offered.function(&tool.name).is_some_and(|function| {
-                    sight.permits(&function.definition.scopes)
-                        && offered
-                            .tool(&function.tool)
-                            .is_some_and(|def| sight.shows(def))
-                })
-            });
+            tools.retain(|tool| sight.function(&offered, &tool.name).is_some());
         }
         let mut result = ListToolsResult::with_all_items(tools);
         result.next_cursor = next;

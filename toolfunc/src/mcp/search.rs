@@ -144,13 +144,7 @@ impl Server {
             let options = self.caller_options(context);
             let sight = remote::Sight::of(registry, Some(&options));
             for name in &mode.always_listed {
-                let shown = offered.function(name).is_some_and(|function| {
-                    function.api
-                        && sight.permits(&function.definition.scopes)
-                        && offered
-                            .tool(&function.tool)
-                            .is_some_and(|def| sight.shows(def))
-                });
+                let shown = sight.function(&offered, name).is_some();
                 if let Some(tool) = listed.get(name).filter(|_| shown)
                     && !tools.iter().any(|t| t.name == tool.name)
                 {
@@ -215,11 +209,9 @@ impl Server {
                     .collect()
             };
             for name in names {
-                let runnable = offered.function(&name).is_some_and(|function| {
-                    function.api
-                        && function.tool == def.name
-                        && sight.permits(&function.definition.scopes)
-                });
+                let runnable = sight
+                    .function(&offered, &name)
+                    .is_some_and(|function| function.tool == def.name);
                 let Some(tool) = listed.get(&name).filter(|_| runnable) else {
                     continue;
                 };

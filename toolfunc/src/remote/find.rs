@@ -214,6 +214,23 @@ impl<'a> Sight<'a> {
         }
     }
 
+    /// The function `name` of `offered`, when this caller may see it: offered to
+    /// remote callers, the scopes the function needs held, and its tool shown (by
+    /// the layers, and the tool's own scopes held).
+    pub(crate) fn function<'c>(
+        &self,
+        offered: &'c Catalog,
+        name: &str,
+    ) -> Option<&'c super::catalog::Function> {
+        offered.function(name).filter(|function| {
+            function.api
+                && self.permits(&function.definition.scopes)
+                && offered
+                    .tool(&function.tool)
+                    .is_some_and(|def| self.shows(def))
+        })
+    }
+
     /// `def` as the caller sees it: `None` when hidden (a service is hidden when
     /// the caller may run none of its acts), else with the acts it may not run
     /// left out (of `acts`, `methods` and the `act` parameter's choices).
