@@ -1,6 +1,6 @@
 //! The [`Api`] builder: one registry served under one prefix, with the host,
 //! origin, body, auth and GET settings its requests are screened against, and the
-//! axum router that hands them to the request path ([`server`](super::server)).
+//! axum router that hands them to the request path ([`respond`](super::respond)).
 
 use std::fmt;
 use std::sync::Arc;
@@ -10,7 +10,8 @@ use axum::http::{HeaderMap, Method, header};
 use axum::response::Response;
 use axum::routing::{any, get};
 
-use super::server::{handle, metrics_text};
+use super::respond::metrics_text;
+use super::server::handle;
 use crate::auth::Authenticator;
 use crate::error::ToolError;
 use crate::identity::Identity;

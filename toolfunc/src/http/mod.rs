@@ -4,6 +4,8 @@
 #![doc = include_str!("../docs/http.md")]
 
 #[cfg(feature = "http")]
+mod answer;
+#[cfg(feature = "http")]
 mod api;
 mod client;
 #[cfg(feature = "http")]
@@ -14,6 +16,10 @@ mod docs;
 mod openapi;
 #[cfg(feature = "http")]
 mod prompts_resources;
+#[cfg(feature = "http")]
+mod respond;
+#[cfg(feature = "http")]
+mod routes;
 #[cfg(feature = "http")]
 mod server;
 mod wire;

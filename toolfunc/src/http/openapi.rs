@@ -4,7 +4,7 @@
 //! time) and kept until any registry changes, so serving it costs one lookup and a
 //! copy of a reference-counted buffer.
 //!
-//! What it says, operation by operation, is what [`respond`](super::server) accepts:
+//! What it says, operation by operation, is what [`respond`](super::respond) accepts:
 //!
 //! * a plain tool is `POST <prefix>/<tool>` with its arguments as the JSON body, and
 //!   also `GET <prefix>/<tool>?p=<JSON>` when it is read-only (or the API lets GET
@@ -413,7 +413,7 @@ fn document(view: &View<'_>, sight: &remote::Sight<'_>) -> Value {
         doc.tool(&def);
     }
     doc.builtins(!served(FILE));
-    if background && !served(super::server::TASKS) {
+    if background && !served(super::routes::TASKS) {
         doc.tasks();
     }
     let prompts = remote::prompts_seen(view.registry, sight);
@@ -643,7 +643,7 @@ impl<'v> Doc<'v> {
         post["requestBody"] = self.request_body(&params, required);
         let path = self.path(&def.name, false);
         self.put(path.clone(), "post", post);
-        if self.view.writes_over_get || super::server::read_only(def, None) {
+        if self.view.writes_over_get || super::routes::read_only(def, None) {
             let risks = Risks {
                 body: false,
                 ..risks
@@ -789,7 +789,7 @@ impl<'v> Doc<'v> {
             .iter()
             .zip(branches)
             .filter(|(act, _)| {
-                self.view.writes_over_get || super::server::read_only(def, Some(act))
+                self.view.writes_over_get || super::routes::read_only(def, Some(act))
             })
             .map(|(_, b)| b)
             .collect();
@@ -1337,7 +1337,7 @@ impl<'v> Doc<'v> {
 
     /// `rpcTask`: the poll and the cancel of background calls.
     fn tasks(&mut self) {
-        use super::server::TASKS;
+        use super::routes::TASKS;
         self.schemas.insert(
             "Processing".into(),
             json!({

@@ -20,8 +20,10 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Value, json};
 
+use super::answer::{error_response, json_response, refusal};
 use super::api::Api;
-use super::server::{Methods, body_params, check_method, error_response, json_response, refusal};
+use super::respond::body_params;
+use super::routes::{Methods, check_method};
 use crate::error::ToolError;
 use crate::options::CallOptions;
 use crate::propagate;

@@ -25,7 +25,7 @@ pub const SEARCH_TOOLS: &str = "search_tools";
 pub const CALL_TOOL: &str = "call_tool";
 
 /// The search mode's settings.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub(super) struct SearchMode {
     /// Whether `tools/list` offers the two tools in place of the catalogue.
     pub(super) on: bool,
@@ -33,16 +33,6 @@ pub(super) struct SearchMode {
     pub(super) always_listed: Vec<String>,
     /// The largest `limit` and the longest `query` a search takes.
     pub(super) bounds: SearchBounds,
-}
-
-impl Default for SearchMode {
-    fn default() -> Self {
-        Self {
-            on: false,
-            always_listed: Vec::new(),
-            bounds: SearchBounds::default(),
-        }
-    }
 }
 
 /// What `call_tool` asks for: the call to make in its place, or the error result
@@ -269,8 +259,8 @@ fn search_arguments<'a>(
     mode: &SearchMode,
 ) -> Result<(&'a str, usize), ToolError> {
     let limit = match arguments.and_then(|a| a.get("limit")) {
-        None | Some(Value::Null) => mode.bounds.limit(None)?,
-        Some(limit) => mode.bounds.limit(Some(limit.as_u64()))?,
+        None | Some(Value::Null) => mode.bounds.limit(false, None)?,
+        Some(limit) => mode.bounds.limit(true, limit.as_u64())?,
     };
     let query = match arguments.and_then(|a| a.get("query")) {
         Some(Value::String(query)) => query,

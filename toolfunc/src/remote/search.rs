@@ -74,19 +74,20 @@ impl SearchBounds {
         DEFAULT_SEARCH_RESULTS.min(self.max_results)
     }
 
-    /// The `limit` asked for: `None` when none is named, `Some(None)` when what is
-    /// named is no whole number. `ARGUMENTS` at `/limit` past the bounds.
-    pub(crate) fn limit(&self, asked: Option<Option<u64>>) -> Result<usize, ToolError> {
+    /// The `limit` asked for: the default when none is `named`, else `asked` (`None`
+    /// when what is named is no whole number). `ARGUMENTS` at `/limit` past the
+    /// bounds.
+    pub(crate) fn limit(&self, named: bool, asked: Option<u64>) -> Result<usize, ToolError> {
         let max = self.max_results;
-        match asked {
-            None => Ok(self.default_limit()),
-            Some(n) => match n.and_then(|n| usize::try_from(n).ok()) {
-                Some(n) if (1..=max).contains(&n) => Ok(n),
-                _ => Err(ToolError::arguments(
-                    "/limit",
-                    format!("`limit` must be a whole number from 1 to {max}"),
-                )),
-            },
+        if !named {
+            return Ok(self.default_limit());
+        }
+        match asked.and_then(|n| usize::try_from(n).ok()) {
+            Some(n) if (1..=max).contains(&n) => Ok(n),
+            _ => Err(ToolError::arguments(
+                "/limit",
+                format!("`limit` must be a whole number from 1 to {max}"),
+            )),
         }
     }
 
