@@ -106,8 +106,8 @@ pub(super) async fn route(mut replies: async_nats::Subscriber, skip: usize, pend
 fn declares_stream(def: &ToolDefinition, args: &serde_json::Map<String, Value>) -> bool {
     let act = args.get("act").and_then(Value::as_str);
     let params = act
-        .and_then(|a| def.acts.iter().find(|d| d.name == a || d.method() == a))
-        .map_or(def.params.value(), |a| &a.params);
+        .and_then(|a| def.act_named(a))
+        .map_or(def.params.value(), |(_, a)| &a.params);
     params
         .get("properties")
         .and_then(|p| p.get("stream"))
@@ -118,8 +118,8 @@ fn declares_stream(def: &ToolDefinition, args: &serde_json::Map<String, Value>) 
 /// is idempotent.
 fn idempotent(def: &ToolDefinition, args: &Value) -> bool {
     let act = args.get("act").and_then(Value::as_str);
-    let act = act.and_then(|a| def.acts.iter().find(|d| d.name == a || d.method() == a));
-    act.and_then(|a| a.annotations.idempotent)
+    let act = act.and_then(|a| def.act_named(a));
+    act.and_then(|(_, a)| a.annotations.idempotent)
         .or(def.annotations.idempotent)
         .unwrap_or(false)
 }
