@@ -30,7 +30,7 @@ use crate::listen::{self};
 use crate::options::{CallOptions, Surface};
 use crate::propagate;
 use crate::remote::ledger::{TaskPoll, Track};
-use crate::remote::{self, Found, Lookup, Plan};
+use crate::remote::{self, Found, Lookup, Plan, Refusal, RemoteCall};
 use crate::tool::service::REST_VERBS;
 use crate::trace::TraceContext;
 
@@ -129,9 +129,11 @@ pub(super) async fn respond(api: &Api, request: Request) -> Response {
     };
     // The name is found once: a tool of that name is served before the built-in
     // pages and the task poller of the same name.
-    let found = match remote::find(&api.registry, &name, Lookup::TOOL, Some(&options)) {
+    let call = RemoteCall::new(&name, Lookup::TOOL).caller(&options);
+    let found = match remote::precheck(&api.registry, &call) {
         Ok(found) => found,
-        Err(err) => {
+        Err(refused) => {
+            let err = refused.into_error();
             if named.is_none()
                 && let Some(answer) = page(api, &parts, &segments, &options, &auth)
             {
@@ -181,11 +183,9 @@ pub(super) async fn respond(api: &Api, request: Request) -> Response {
         Err(refused) => return *refused,
     };
     // A bad header, else the act's scopes (now settled) with the tool's.
-    let admitted = malformed.map_or_else(
-        || call.found.authorize(Some(&options), Some(&call.params)),
-        Err,
-    );
-    if let Err(err) = admitted {
+    let identity = options.identity.as_ref();
+    let settled = || (call.found.settle(identity, Some(&call.params))).map_err(Refusal::into_error);
+    if let Err(err) = malformed.map_or_else(settled, Err) {
         return refusal(api, &parts, Some(call.found.name()), &err);
     }
     let req_id = header_str(REQ_ID);

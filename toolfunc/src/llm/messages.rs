@@ -10,7 +10,7 @@ use crate::call::{ToolCall, ToolResult};
 use crate::error::ToolError;
 use crate::exec::runner::Runner;
 use crate::options::{CallOptions, Surface};
-use crate::remote::{self, Found, Lookup};
+use crate::remote::{self, Found, Lookup, RemoteCall};
 
 /// Runs the tool calls of a provider's assistant message and returns what goes back
 /// to the provider: for OpenAI Chat Completions, an array of `role: "tool"` messages;
@@ -73,20 +73,23 @@ pub async fn run_tool_calls(
                 // Found once: a tool, or the act a `{service}_{method}` function
                 // stands for (run as the service with its `act`; the result keeps
                 // the name the model used).
-                let found = match remote::find(registry, &call.name, Lookup::LOCAL_FUNCTION, None) {
-                    Ok(found) => found,
-                    Err(err) => {
-                        done.push((index, ToolResult::new(call.id, call.name, Err(err)), false));
+                // A runner with a verified identity runs only what its scopes allow.
+                let admitted = remote::admit(
+                    registry,
+                    &RemoteCall::new(&call.name, Lookup::LOCAL_FUNCTION)
+                        .identity(runner.identity())
+                        .args(&call.arguments),
+                );
+                let found = match admitted {
+                    Ok(admitted) => admitted.found,
+                    Err(refused) => {
+                        let err = Err(refused.into_error());
+                        done.push((index, ToolResult::new(call.id, call.name, err), false));
                         continue;
                     }
                 };
                 if let Value::Object(args) = &mut call.arguments {
                     found.name_act(args);
-                }
-                // A runner with a verified identity runs only what its scopes allow.
-                if let Err(err) = found.authorize_as(runner.identity(), Some(&call.arguments)) {
-                    done.push((index, ToolResult::new(call.id, call.name, Err(err)), false));
-                    continue;
                 }
                 if strict_nulls {
                     drop_optional_nulls(&found, &mut call.arguments);

@@ -10,7 +10,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -18,9 +18,10 @@ use crate::ask::ClientRequest;
 use crate::error::ToolError;
 use crate::log::LogLevel;
 use crate::options::{CallOptions, CollectLimit};
-use crate::remote::{self, Found, Lookup, Needs, Plan};
+use crate::remote::{self, Admitted, Found, Lookup, Plan, RemoteCall};
 
 use super::caller::{LogGate, log_gate, sessionless, trace_of};
+use super::refusal;
 use super::report::{Monotonic, Outbox, Report, Step, log_param};
 use super::rounds::{self, refused};
 use super::server::Server;
@@ -28,35 +29,35 @@ use super::shape::{Shape, into_result, shape_of};
 use super::{ask, tasks, tracked};
 
 impl Server {
-    /// The function `name` calls, found once for this caller (a tool a layer hides
-    /// from it is unknown to it), with the caller's options when layers made them.
+    /// The function `name` calls, admitted once for this caller (a tool a layer
+    /// hides from it is unknown to it; its scopes, the capabilities it needs and
+    /// whether it may become a task judged), with the caller's options when layers
+    /// or scopes made them.
     fn callable(
         &self,
         name: &str,
         context: &RequestContext<RoleServer>,
-    ) -> Result<(Found, Option<CallOptions>), ErrorData> {
+        sessionless: bool,
+    ) -> Result<(Admitted, Option<CallOptions>), ErrorData> {
         // Made at once only for layers and scopes to judge; a straight call takes
         // its session's.
         let early = (self.shared.registry.has_layers() || self.shared.authenticator.is_some())
             .then(|| self.caller_options(context));
-        match remote::find(
-            &self.shared.registry,
-            name,
-            Lookup::FUNCTION,
-            early.as_ref(),
-        ) {
-            Ok(found) => Ok((found, early)),
-            Err(err) if err.code() == remote::INSUFFICIENT_SCOPE => Err(ErrorData::new(
-                rmcp::model::ErrorCode(-32003),
-                err.to_string(),
-                Some(
-                    json!({"code": err.code(), "name": name, "scope": err.data().and_then(|d| d.get("scope").cloned())}),
-                ),
-            )),
-            Err(_) => Err(ErrorData::invalid_params(
-                format!("unknown tool: {name}"),
-                Some(json!({"code": "NOT_FOUND", "name": name})),
-            )),
+        let takes = || tasks::client_takes_tasks(context);
+        let declared = || declared_capabilities(context);
+        // Only a 2026-07-28 client takes a task; a call that needs confirmation asks
+        // for it first, in a round.
+        let mut call = RemoteCall::new(name, Lookup::FUNCTION)
+            .stream(true)
+            .tasks(&takes, sessionless)
+            .asks_first()
+            .declared(&declared);
+        if let Some(options) = &early {
+            call = call.caller(options);
+        }
+        match remote::admit(&self.shared.registry, &call) {
+            Ok(admitted) => Ok((admitted, early)),
+            Err(refused) => Err(refusal::refused(name, refused)),
         }
     }
 
@@ -68,9 +69,10 @@ impl Server {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let (found, early) = self.callable(&request.name, &context)?;
         // Read once: the SDK parses the version out of `_meta` on every ask.
         let sessionless = sessionless(&context);
+        let (Admitted { found, plan }, early) =
+            self.callable(&request.name, &context, sessionless)?;
         let gate = log_gate(&context, sessionless)?;
         // A retry answering a parked call's questions (2026-07-28).
         if let Some(state) = request.request_state.as_deref()
@@ -82,9 +84,6 @@ impl Server {
                 .await;
         }
         let takes_tasks = found.may_be_tracked() && tasks::client_takes_tasks(&context);
-        found
-            .admit(|| declared_capabilities(&context), takes_tasks)
-            .map_err(|needs| refused_for(&request.name, needs))?;
         let mut arguments = request.arguments.unwrap_or_default();
         found.name_act(&mut arguments);
         let (stream, shape) = shape_of(&found, sessionless);
@@ -104,10 +103,7 @@ impl Server {
         }
         let options = early.unwrap_or_else(|| self.caller_options(&context));
         let mut options = options.collect_limit(limit);
-        // Only a 2026-07-28 client takes a task; a call that needs confirmation asks
-        // for it first, in a round.
-        let may_track = takes_tasks && sessionless && !found.needs_confirmation();
-        if let Plan::Tracked { soft, .. } = Plan::of(&found, stream, may_track) {
+        if let Plan::Tracked { soft, .. } = plan {
             let plan = tracked::TaskPlan::new(soft, found.background_only(), shape);
             return Box::pin(self.start_task(
                 &request.name,
@@ -642,19 +638,4 @@ fn declared_capabilities(context: &RequestContext<RoleServer>) -> Value {
         .client_capabilities()
         .and_then(|c| serde_json::to_value(c).ok())
         .unwrap_or(Value::Null)
-}
-
-/// A call of `name` refused for what it needs and this client lacks (`-32021`).
-fn refused_for(name: &str, needs: Needs) -> ErrorData {
-    match needs {
-        Needs::Tasks => tasks::tasks_required(name),
-        Needs::Capabilities(missing) => {
-            let missing: Map<String, Value> =
-                missing.into_iter().map(|name| (name, json!({}))).collect();
-            match serde_json::from_value(Value::Object(missing)) {
-                Ok(required) => ErrorData::missing_required_client_capability(required),
-                Err(err) => ErrorData::internal_error(err.to_string(), None),
-            }
-        }
-    }
 }

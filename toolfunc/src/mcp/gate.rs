@@ -22,7 +22,7 @@ use crate::auth::{Authenticator, web};
 use crate::identity::Identity;
 use crate::options::{CallOptions, Surface};
 use crate::registry::Registry;
-use crate::remote::{self, Lookup};
+use crate::remote::{self, Lookup, Refusal, RemoteCall};
 
 use super::direct::Direct;
 use super::resting::{self, Asked, Resting};
@@ -205,16 +205,14 @@ impl Gate {
         if self.registry.has_layers() {
             options = options.insert(parts.headers.clone());
         }
-        let err = remote::find(&self.registry, name, Lookup::FUNCTION, Some(&options)).err()?;
-        if err.code() != remote::INSUFFICIENT_SCOPE {
+        let call = RemoteCall::new(name, Lookup::FUNCTION).caller(&options);
+        let Err(Refusal::Scope(needed)) = remote::precheck(&self.registry, &call) else {
             return None;
-        }
+        };
+        let err = remote::insufficient_scope(&needed);
         let id = message.get("id").cloned().unwrap_or(Value::Null);
-        let body = json!({"jsonrpc": "2.0", "id": id, "error": {
-            "code": -32003,
-            "message": err.to_string(),
-            "data": {"code": err.code(), "scope": err.data().and_then(|d| d.get("scope").cloned())},
-        }});
+        let refused = super::refusal::refused(name, Refusal::Scope(needed));
+        let body = json!({"jsonrpc": "2.0", "id": id, "error": refused});
         let authenticator = self.authenticator.as_ref()?;
         Some(web::with_scope_challenge(
             json_response(StatusCode::FORBIDDEN, &body),

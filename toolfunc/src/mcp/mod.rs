@@ -10,6 +10,7 @@ mod gate;
 mod handler;
 mod origins;
 mod prompts_resources;
+mod refusal;
 mod report;
 mod resting;
 mod rounds;

@@ -22,7 +22,7 @@ use rmcp::model::{
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer};
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::complete::{CompletionRef, CompletionRequest};
@@ -425,7 +425,11 @@ fn refusal(err: &ToolError, what: Value) -> ErrorData {
             ErrorData::invalid_params(err.to_string(), Some(data))
         }
         remote::INSUFFICIENT_SCOPE => {
-            ErrorData::new(rmcp::model::ErrorCode(-32003), err.to_string(), Some(data))
+            let what = match data {
+                Value::Object(data) => data,
+                _ => Map::new(),
+            };
+            super::refusal::lacks_scope(err, what)
         }
         _ => ErrorData::internal_error(err.to_string(), Some(data)),
     }

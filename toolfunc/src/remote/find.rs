@@ -85,9 +85,7 @@ pub(crate) fn find(
     if (lookup.remote && !def.api) || !Sight::of(registry, viewer).layers_show(def) {
         return Err(ToolError::not_found(name));
     }
-    // The tool's scopes, and its act's when the name chose one; a surface that
-    // settles the act later admits it again (`Found::authorize`).
-    found.authorize(viewer, None)?;
+    // Its scopes are judged by `admit`, with the act the call settles on.
     Ok(found)
 }
 
@@ -375,33 +373,6 @@ impl Found {
         self.resolved.tool.runs_inline() && self.act.is_none() && self.resolved.ready.is_none()
     }
 
-    /// Admits the call for a caller that declared `declared` (client capabilities,
-    /// read only when the tool needs some) and does or does not take tasks: what the
-    /// call needs and the caller lacks, else nothing.
-    pub(crate) fn admit(
-        &self,
-        declared: impl FnOnce() -> Value,
-        takes_tasks: bool,
-    ) -> Result<(), Needs> {
-        let def = self.definition();
-        if !def.needs_client.is_empty() {
-            let declared = declared();
-            let missing: Vec<String> = def
-                .needs_client
-                .iter()
-                .filter(|name| declared.get(name.as_str()).is_none_or(Value::is_null))
-                .cloned()
-                .collect();
-            if !missing.is_empty() {
-                return Err(Needs::Capabilities(missing));
-            }
-        }
-        if def.background_only && !takes_tasks {
-            return Err(Needs::Tasks);
-        }
-        Ok(())
-    }
-
     /// The scopes the call needs: the tool's, and the act's (the one chosen, else
     /// the one `args` names), each once.
     pub(crate) fn scopes(&self, args: Option<&Value>) -> Vec<String> {
@@ -411,39 +382,6 @@ impl Found {
             def.act_named(named).map(|(_, act)| act)
         });
         crate::tool::service::needed_scopes(def, act)
-    }
-
-    /// Admits the call for the caller of `options` by its scopes: a caller with a
-    /// verified identity must hold every scope the tool and its act (chosen, or
-    /// named by `args`) need, else 403 [`insufficient_scope`]. Calls without an
-    /// identity (the program's own, a surface without an authenticator) pass.
-    pub(crate) fn authorize(
-        &self,
-        options: Option<&CallOptions>,
-        args: Option<&Value>,
-    ) -> Result<(), ToolError> {
-        self.authorize_as(options.and_then(|options| options.identity.as_ref()), args)
-    }
-
-    /// [`authorize`](Self::authorize) for the caller `identity`.
-    pub(crate) fn authorize_as(
-        &self,
-        identity: Option<&Identity>,
-        args: Option<&Value>,
-    ) -> Result<(), ToolError> {
-        let Some(identity) = identity else {
-            return Ok(());
-        };
-        let def = self.definition();
-        if def.scopes.is_empty() && def.acts.iter().all(|act| act.scopes.is_empty()) {
-            return Ok(());
-        }
-        let needed = self.scopes(args);
-        if identity.has_scopes(&needed) {
-            Ok(())
-        } else {
-            Err(insufficient_scope(&needed))
-        }
     }
 
     /// Writes the chosen act's canonical name into `args` as `act`, so that the

@@ -4,26 +4,29 @@
 //! parsed and how its answer is encoded. Everything between is written here, once,
 //! so that a rule about who may see or call what cannot disagree between surfaces:
 //!
-//! 1. **The surface parses** the request: a name, the arguments, what the caller
-//!    asks for (a stream, a task), and the [`CallOptions`](crate::options::CallOptions)
-//!    its call carries (surface, caller, deadline, headers for layers).
-//! 2. **Find** (`find.rs`): the name (or alias, or `{service}_{method}` where the
-//!    surface speaks in functions) is resolved **once** into a [`Found`]: the tool,
-//!    the registry that holds it and its readiness, the act a function name
-//!    stands for, and what the definition says of the call (its schema, whether it
-//!    streams, needs confirmation or client capabilities, may run in the
-//!    background). Unknown tools, tools not offered to remote callers
-//!    (`api = false`) and tools a layer hides from this caller are all refused
-//!    here, with one `NOT_FOUND` for every surface, so a caller learns nothing of
-//!    what it may not see.
-//! 3. **Admit** (`find.rs`, [`Found::admit`]): what the call needs of its caller
-//!    that the caller must have declared (client capabilities, taking tasks) is
-//!    checked before anything runs.
-//! 4. **Dispatch** (`dispatch.rs`): whether the call answers one value, a stream of
-//!    items or a tracked (background) task is decided once ([`Plan`]), and the
-//!    found call is handed to the execution core ([`exec`](crate::exec)) or to the
-//!    [`Ledger`](ledger::Ledger), which run it without looking its name up again.
-//! 5. **The surface encodes** the answer: JSON or NDJSON over HTTP, a
+//! 1. **The surface parses** the request into a [`RemoteCall`]: the name, how the
+//!    surface names things ([`Lookup`]: tools, or functions), the caller's
+//!    [`CallOptions`](crate::options::CallOptions) and verified identity, the
+//!    arguments when read, and what the caller takes (a stream, tasks, the client
+//!    capabilities it declared).
+//! 2. **[`admit()`]** (`admit.rs`) is the one entry: the name (or alias, or
+//!    `{service}_{method}` where the surface speaks in functions) is resolved
+//!    **once** (`find.rs`) into a [`Found`]: the tool, the registry that holds it
+//!    and its readiness, the act a function name stands for. Unknown tools, tools
+//!    not offered to remote callers (`api = false`) and tools a layer hides from
+//!    this caller are all refused alike, so a caller learns nothing of what it may
+//!    not see; then the scopes of the tool and its act, the client capabilities
+//!    the tool needs and whether it runs only as a task are judged. What comes out
+//!    is an [`Admitted`] call with its [`Plan`] (one value, a stream of items, or a
+//!    tracked task), or one [`Refusal`], which each surface encodes once.
+//!    [`precheck`] is the same judgement where a surface must decide before reading
+//!    what runs the call (HTTP before the body, MCP's gate before the SDK, a
+//!    durable submit before it is queued); [`Found::settle`] judges the act a
+//!    surface settles on later.
+//! 3. **Dispatch** (`dispatch.rs`): the admitted call is handed to the execution
+//!    core ([`exec`](crate::exec)) or to the [`Ledger`](ledger::Ledger), which run
+//!    it without looking its name up again.
+//! 4. **The surface encodes** the answer: JSON or NDJSON over HTTP, a
 //!    `CallToolResult` or a task over MCP, messages over NATS, a provider's
 //!    tool-result message.
 //!
@@ -51,6 +54,7 @@
     allow(dead_code, unused_imports)
 )]
 
+mod admit;
 mod catalog;
 mod dispatch;
 mod find;
@@ -58,10 +62,11 @@ pub mod ledger;
 mod prompts_resources;
 pub(crate) mod search;
 
+pub(crate) use admit::{Admitted, Refusal, RemoteCall, admit, precheck};
 pub(crate) use catalog::Catalog;
 pub(crate) use dispatch::Plan;
 pub(crate) use find::{
-    Found, INSUFFICIENT_SCOPE, Lookup, Needs, Sight, find, find_tracked, insufficient_scope,
+    Found, INSUFFICIENT_SCOPE, Lookup, Needs, Sight, find_tracked, insufficient_scope,
     tracked_shown,
 };
 pub(crate) use prompts_resources::{

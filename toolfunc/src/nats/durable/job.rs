@@ -25,7 +25,7 @@ use crate::nats::wire::{self, CALL_ID, CALLER, lock};
 use crate::options::CallOptions;
 use crate::propagate;
 use crate::registry::Registry;
-use crate::remote::{self, Lookup};
+use crate::remote::{self, Lookup, RemoteCall};
 use crate::trace::TraceContext;
 
 /// Takes calls from the consumer, as many as there is room to run, and runs them.
@@ -346,7 +346,7 @@ impl Job {
         };
         // Hidden tools are not reachable over NATS, durable calls included.
         // Found once; layers judge the call in the execution core, with its options.
-        let found = remote::find(&self.registry, &tool, Lookup::TOOL, None)
+        let found = remote::precheck(&self.registry, &RemoteCall::new(&tool, Lookup::TOOL))
             .ok()
             .filter(|found| wire::subject_safe(found.name()));
         if found.is_none() && attempt < self.max_deliver {
@@ -397,9 +397,9 @@ impl Job {
                     .timeout(self.max_run_time);
                 // Judged again where it runs: the worker that took the submit may
                 // not serve the tool, and so could not check its scopes.
-                match found.authorize(Some(&options), Some(&args)) {
+                match found.settle(options.identity.as_ref(), Some(&args)) {
                     Ok(()) => self.run_traced((found, args), options, &message, &id).await,
-                    Err(err) => Err(err),
+                    Err(refused) => Err(refused.into_error()),
                 }
             }
             (Err(err), _) => Err(err),

@@ -21,7 +21,7 @@ use crate::nats::guard::Guard;
 use crate::nats::wire::{self, CALL_ID, CALLER};
 use crate::options::CallOptions;
 use crate::registry::Registry;
-use crate::remote::{self, Lookup};
+use crate::remote::{self, Lookup, Refusal, RemoteCall};
 use crate::trace::TraceContext;
 
 /// What a worker's durable side shares: the bucket, the stream, the checks.
@@ -158,10 +158,12 @@ impl Durable {
         // it runs (a tool this worker does not serve is judged by one that does).
         if let Some(identity) = &identity {
             let options = CallOptions::new().identity(identity.clone());
-            match remote::find(&self.registry, tool, Lookup::TOOL, Some(&options)) {
-                Ok(found) => found.authorize(Some(&options), Some(&args))?,
-                Err(err) if err.code() == remote::INSUFFICIENT_SCOPE => return Err(err),
-                Err(_) => {}
+            let call = RemoteCall::new(tool, Lookup::TOOL)
+                .caller(&options)
+                .args(&args);
+            match remote::precheck(&self.registry, &call) {
+                Ok(_) | Err(Refusal::NotFound(_)) => {}
+                Err(refused) => return Err(refused.into_error()),
             }
         }
         let caller = wire::header(headers, CALLER);

@@ -24,7 +24,7 @@ use crate::nats::wire::{
 };
 use crate::options::{CallOptions, Surface};
 use crate::propagate;
-use crate::remote::{self, Lookup};
+use crate::remote::{self, Lookup, RemoteCall};
 use crate::trace::TraceContext;
 
 /// Bounds on what a caller may ask for.
@@ -214,14 +214,14 @@ pub(super) async fn handle(shared: Arc<Shared>, request: Request, tool: String) 
     };
     // Found once, for this caller: the endpoint's tool may have gone since, or a
     // layer may hide it from this caller.
-    let found = match remote::find(&shared.registry, &tool, Lookup::TOOL, Some(&asked.options)) {
-        Ok(found) => found,
-        Err(err) => return respond_error(&request, &err).await,
-    };
     // The act the arguments name needs its scopes too.
-    if let Err(err) = found.authorize(Some(&asked.options), Some(&args)) {
-        return respond_error(&request, &err).await;
-    }
+    let call = RemoteCall::new(&tool, Lookup::TOOL)
+        .caller(&asked.options)
+        .args(&args);
+    let found = match remote::admit(&shared.registry, &call) {
+        Ok(admitted) => admitted.found,
+        Err(refused) => return respond_error(&request, &refused.into_error()).await,
+    };
     let _slot = match slot(&shared, subject.as_deref(), headers) {
         Ok(slot) => slot,
         Err(err) => return respond_error(&request, &err).await,
