@@ -396,7 +396,8 @@ impl PromptBuilder {
 
     /// The OAuth scopes a caller from outside needs to see and get it.
     pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
-        self.parts.scopes(scopes.into_iter().map(Into::into).collect());
+        self.parts
+            .scopes(scopes.into_iter().map(Into::into).collect());
         self
     }
 

@@ -529,7 +529,8 @@ impl ResourceBuilder {
 
     /// The OAuth scopes a caller from outside needs to see and read it.
     pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
-        self.parts.scopes(scopes.into_iter().map(Into::into).collect());
+        self.parts
+            .scopes(scopes.into_iter().map(Into::into).collect());
         self
     }
 

@@ -4,9 +4,9 @@
 
 mod client;
 mod durable;
-mod guard;
 mod share;
 mod spans;
+mod trust;
 mod wire;
 mod worker;
 
@@ -15,7 +15,7 @@ mod worker;
 pub use async_nats;
 pub use client::{Client, ClientBuilder};
 pub use durable::DurableSettings;
-pub use guard::DEFAULT_MAX_HEADER;
+pub use trust::DEFAULT_MAX_HEADER;
 pub use worker::{DEFAULT_DEADLINE, DEFAULT_PROBE_EVERY, Worker, WorkerBuilder};
 
 /// The W3C `traceparent` of a call that came over NATS, in its

@@ -32,8 +32,8 @@ use store::{
     task_subject,
 };
 
-use super::guard::Guard;
 use super::share::Shares;
+use super::trust::Trust;
 use super::wire;
 use crate::error::ToolError;
 use crate::registry::Registry;
@@ -49,7 +49,7 @@ pub(crate) async fn serve(
     registry: Registry,
     (prefix, worker): (String, String),
     settings: DurableSettings,
-    guard: Arc<Guard>,
+    trust: Arc<Trust>,
 ) -> Result<tokio::task::JoinHandle<()>, ToolError> {
     check_server_version(&client.server_info().version)?;
     let concurrency = settings.per_worker;
@@ -118,7 +118,7 @@ pub(crate) async fn serve(
         cancels: cancels.clone(),
         fleet: fleet_key(&settings),
         prefix,
-        guard,
+        trust,
         registry: registry.clone(),
     };
     let job = Job {

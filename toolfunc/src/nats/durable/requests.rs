@@ -17,7 +17,7 @@ use super::store::{
 use crate::error::ToolError;
 use crate::id::random_hex;
 use crate::identity::Identity;
-use crate::nats::guard::Guard;
+use crate::nats::trust::Trust;
 use crate::nats::wire::{self, CALL_ID, CALLER};
 use crate::options::CallOptions;
 use crate::registry::Registry;
@@ -33,7 +33,7 @@ pub(super) struct Durable {
     /// The cancels owners asked for, by call id.
     pub(super) cancels: kv::Store,
     pub(super) prefix: String,
-    pub(super) guard: Arc<Guard>,
+    pub(super) trust: Arc<Trust>,
     /// The tools served, for the scopes a submitted call needs.
     pub(super) registry: Registry,
     /// The fleet's key, when the workers share one.
@@ -61,7 +61,7 @@ pub(super) async fn serve_submits(durable: Durable, mut submits: async_nats::Sub
     while let Some(message) = submits.next().await {
         let durable = durable.clone();
         tokio::spawn(async move {
-            let Some(reply) = durable.guard.reply(&message).map(str::to_owned) else {
+            let Some(reply) = durable.trust.reply(&message).map(str::to_owned) else {
                 return;
             };
             match durable.submit(&message).await {
@@ -77,7 +77,7 @@ pub(super) async fn serve_reads(durable: Durable, mut reads: async_nats::Subscri
     while let Some(message) = reads.next().await {
         let durable = durable.clone();
         tokio::spawn(async move {
-            let Some(reply) = durable.guard.reply(&message).map(str::to_owned) else {
+            let Some(reply) = durable.trust.reply(&message).map(str::to_owned) else {
                 return;
             };
             match durable.read(&message).await {
@@ -93,7 +93,7 @@ pub(super) async fn serve_cancels(durable: Durable, mut asked: async_nats::Subsc
     while let Some(message) = asked.next().await {
         let durable = durable.clone();
         tokio::spawn(async move {
-            let Some(reply) = durable.guard.reply(&message).map(str::to_owned) else {
+            let Some(reply) = durable.trust.reply(&message).map(str::to_owned) else {
                 return;
             };
             match durable.cancel(&message).await {
@@ -132,10 +132,10 @@ impl Durable {
     /// twice, then the call itself; answers `{"id", "status": "queued"}`.
     async fn submit(&self, message: &async_nats::Message) -> Result<Value, ToolError> {
         let headers = message.headers.as_ref();
-        self.guard.screen(headers)?;
-        let identity = self.guard.identity(headers).await?;
+        self.trust.screen(headers)?;
+        let identity = self.trust.identity(headers).await?;
         if let Some(reply) = message.reply.as_deref()
-            && !self.guard.fits(reply, identity.as_ref())
+            && !self.trust.fits(reply, identity.as_ref())
         {
             return Err(not_answered());
         }
@@ -265,10 +265,10 @@ impl Durable {
     /// owner's call alike.
     async fn read(&self, message: &async_nats::Message) -> Result<Value, ToolError> {
         let headers = message.headers.as_ref();
-        self.guard.screen(headers)?;
-        let identity = self.guard.identity(headers).await?;
+        self.trust.screen(headers)?;
+        let identity = self.trust.identity(headers).await?;
         if let Some(reply) = message.reply.as_deref()
-            && !self.guard.fits(reply, identity.as_ref())
+            && !self.trust.fits(reply, identity.as_ref())
         {
             return Err(not_answered());
         }

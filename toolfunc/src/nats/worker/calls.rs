@@ -189,18 +189,18 @@ impl Drop for Registered<'_> {
 pub(super) async fn handle(shared: Arc<Shared>, request: Request, tool: String) {
     // A publish with nowhere to answer, or with an answer meant for a subject that
     // is no inbox: nothing is run for it.
-    let Some(reply) = shared.guard.reply(&request.message).map(str::to_owned) else {
+    let Some(reply) = shared.trust.reply(&request.message).map(str::to_owned) else {
         return;
     };
     let headers = request.message.headers.as_ref();
-    if let Err(err) = shared.guard.screen(headers) {
+    if let Err(err) = shared.trust.screen(headers) {
         return respond_error(&request, &err).await;
     }
-    let identity = match shared.guard.identity(headers).await {
+    let identity = match shared.trust.identity(headers).await {
         Ok(identity) => identity,
         Err(err) => return respond_error(&request, &err).await,
     };
-    if !shared.guard.fits(&reply, identity.as_ref()) {
+    if !shared.trust.fits(&reply, identity.as_ref()) {
         return;
     }
     let subject = identity.as_ref().map(|who| who.key().to_owned());

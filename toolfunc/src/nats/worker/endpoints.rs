@@ -94,15 +94,15 @@ pub(super) async fn serve_discovery(
     mut endpoint: service::endpoint::Endpoint,
 ) {
     while let Some(request) = endpoint.next().await {
-        if shared.guard.reply(&request.message).is_none() {
+        if shared.trust.reply(&request.message).is_none() {
             continue;
         }
         let headers = request.message.headers.as_ref();
-        if let Err(err) = shared.guard.screen(headers) {
+        if let Err(err) = shared.trust.screen(headers) {
             respond_error(&request, &err).await;
             continue;
         }
-        let identity = match shared.guard.identity(headers).await {
+        let identity = match shared.trust.identity(headers).await {
             Ok(identity) => identity,
             Err(err) => {
                 respond_error(&request, &err).await;
@@ -110,7 +110,7 @@ pub(super) async fn serve_discovery(
             }
         };
         if let Some(reply) = request.message.reply.as_deref()
-            && !shared.guard.fits(reply, identity.as_ref())
+            && !shared.trust.fits(reply, identity.as_ref())
         {
             continue;
         }
@@ -143,7 +143,7 @@ pub(super) async fn serve_control(shared: Arc<Shared>, mut subscriber: async_nat
             continue;
         }
         // With an authenticator, a control message proves who sends it too.
-        let Ok(who) = shared.guard.identity(headers).await else {
+        let Ok(who) = shared.trust.identity(headers).await else {
             continue;
         };
         let key = wire::header(headers, CONTROL_KEY);

@@ -19,8 +19,8 @@ use builder::MAX_IN_FLIGHT;
 use endpoints::{serve_control, serve_discovery, sync, watch};
 use shared::{Shared, nats_error};
 
-use super::guard::{self, Guard};
 use super::share::Shares;
+use super::trust::{self, Trust};
 use super::wire::{self, lock};
 use crate::error::ToolError;
 use crate::registry::Registry;
@@ -54,13 +54,13 @@ impl WorkerBuilder {
             .await
             .map_err(|e| nats_error("start the service", &*e))?;
         let id = service.info().await.id;
-        let guard = Arc::new(Guard::new(
+        let trust = Arc::new(Trust::new(
             self.authenticator.clone(),
             self.inbox_prefix,
             (self.max_header, self.inbox_per_subject),
         ));
         let shared = Arc::new(Shared {
-            guard: Arc::clone(&guard),
+            trust: Arc::clone(&trust),
             client: client.clone(),
             registry: self.registry.clone(),
             prefix: prefix.clone(),
@@ -108,7 +108,7 @@ impl WorkerBuilder {
                     self.registry.clone(),
                     (prefix.clone(), id.clone()),
                     settings,
-                    guard,
+                    trust,
                 )
                 .await?,
             );
@@ -164,8 +164,8 @@ impl Worker {
             probe_every: Some(DEFAULT_PROBE_EVERY),
             durable: None,
             authenticator: None,
-            inbox_prefix: guard::DEFAULT_INBOX.to_owned(),
-            max_header: guard::DEFAULT_MAX_HEADER,
+            inbox_prefix: trust::DEFAULT_INBOX.to_owned(),
+            max_header: trust::DEFAULT_MAX_HEADER,
             inbox_per_subject: false,
         }
     }
@@ -190,7 +190,7 @@ impl Worker {
     /// How many requests this worker dropped unanswered because their reply
     /// subject was not under its [inbox prefix](WorkerBuilder::inbox_prefix).
     pub fn dropped_replies(&self) -> u64 {
-        self.shared.guard.dropped()
+        self.shared.trust.dropped()
     }
 
     /// How many calls are running now.

@@ -12,15 +12,15 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::ToolError;
 use crate::identity::Identity;
-use crate::nats::guard::{self, Guard};
 use crate::nats::share::Shares;
+use crate::nats::trust::{self, Trust};
 use crate::nats::wire::lock;
 use crate::registry::Registry;
 
 #[derive(Debug)]
 pub(super) struct Shared {
     /// Who may ask what: the authenticator, the inbox prefix.
-    pub(super) guard: Arc<Guard>,
+    pub(super) trust: Arc<Trust>,
     pub(super) client: async_nats::Client,
     pub(super) registry: Registry,
     pub(super) prefix: String,
@@ -68,7 +68,7 @@ impl Control {
                 .key
                 .as_deref()
                 .zip(key)
-                .is_some_and(|(mine, shown)| guard::same_secret(mine, shown)),
+                .is_some_and(|(mine, shown)| trust::same_secret(mine, shown)),
         }
     }
 }

@@ -73,7 +73,7 @@ use state::{Entry, Inner, State, Who, ask_entry, record};
 #[derive(Clone)]
 pub struct Ledger {
     inner: Arc<Inner>,
-    scope: Scope,
+    finds: Finds,
 }
 
 impl std::fmt::Debug for Ledger {
@@ -89,7 +89,7 @@ impl std::fmt::Debug for Ledger {
 
 /// Whose calls a [`Ledger`] finds by id.
 #[derive(Clone)]
-enum Scope {
+enum Finds {
     /// Any caller's (the ledger as made).
     Any,
     /// One caller's, and those started for no one ([`Ledger::for_caller`]).
@@ -143,7 +143,7 @@ impl Ledger {
                     last_sweep: Instant::now(),
                 }),
             }),
-            scope: Scope::Any,
+            finds: Finds::Any,
         }
     }
 
@@ -181,15 +181,15 @@ impl Ledger {
     pub fn for_caller(&self, caller: Option<&str>) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
-            scope: Scope::Caller(caller.map(Arc::from)),
+            finds: Finds::Caller(caller.map(Arc::from)),
         }
     }
 
     /// Which call of an id this ledger (or view) means.
     fn who(&self) -> Who<'_> {
-        match &self.scope {
-            Scope::Any => Who::Any,
-            Scope::Caller(caller) => Who::Sees(caller.as_deref()),
+        match &self.finds {
+            Finds::Any => Who::Any,
+            Finds::Caller(caller) => Who::Sees(caller.as_deref()),
         }
     }
 

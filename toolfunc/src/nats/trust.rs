@@ -26,7 +26,7 @@ const KEPT: [&str; 3] = [wire::CALLER, wire::CALL_ID, wire::CONTROL_KEY];
 
 /// A worker's checks, shared by its calls, its control subjects and its durable
 /// calls.
-pub(crate) struct Guard {
+pub(crate) struct Trust {
     authenticator: Option<Arc<dyn Authenticator>>,
     inbox: String,
     max_header: usize,
@@ -35,9 +35,9 @@ pub(crate) struct Guard {
     dropped: AtomicU64,
 }
 
-impl std::fmt::Debug for Guard {
+impl std::fmt::Debug for Trust {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Guard")
+        f.debug_struct("Trust")
             .field("authenticator", &self.authenticator.is_some())
             .field("inbox", &self.inbox)
             .field("max_header", &self.max_header)
@@ -47,7 +47,7 @@ impl std::fmt::Debug for Guard {
     }
 }
 
-impl Guard {
+impl Trust {
     pub(crate) fn new(
         authenticator: Option<Arc<dyn Authenticator>>,
         inbox: String,
