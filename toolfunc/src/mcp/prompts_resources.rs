@@ -145,27 +145,11 @@ impl Server {
         let viewer = self.viewer(&context);
         let prompt = remote::find_prompt(registry, &request.name, viewer.as_ref())
             .map_err(|err| refusal(&err, json!({"name": request.name})))?;
-        let sessionless = sessionless(&context);
-        let gate = log_gate(&context, sessionless)?;
         let bound = format!("prompts/get {}", request.name);
-        let driven = if let Some(state) = request.request_state.as_deref()
-            && sessionless
-        {
-            let answers = request.input_responses.unwrap_or_default();
-            Box::pin(self.resume_bound(&bound, state, &answers, gate, &context)).await?
-        } else {
-            let args = prompt.arguments(Value::Object(request.arguments.unwrap_or_default()));
-            let options = viewer.unwrap_or_else(|| self.caller_options(&context));
-            let found = Found::of_function(registry, prompt.tool().clone());
-            Box::pin(self.run_function(
-                &bound,
-                (found, args),
-                options,
-                request.input_responses.unwrap_or_default(),
-                &context,
-            ))
-            .await?
-        };
+        let args = || Ok(prompt.arguments(Value::Object(request.arguments.unwrap_or_default())));
+        let asked = (request.request_state.as_deref(), request.input_responses);
+        let function = (bound.as_str(), prompt.tool().clone());
+        let driven = Box::pin(self.drive_function(function, args, viewer, asked, &context)).await?;
         match driven {
             Driven::Asked(asked) => Ok(GetPromptResponse::InputRequired(asked)),
             Driven::Done(outcome, _) => {
@@ -191,29 +175,15 @@ impl Server {
         let uri = request.uri;
         let resource = remote::find_resource(registry, &uri, viewer.as_ref())
             .map_err(|err| refusal(&err, json!({"uri": uri})))?;
-        let sessionless = sessionless(&context);
-        let gate = log_gate(&context, sessionless)?;
         let bound = format!("resources/read {uri}");
-        let driven = if let Some(state) = request.request_state.as_deref()
-            && sessionless
-        {
-            let answers = request.input_responses.unwrap_or_default();
-            Box::pin(self.resume_bound(&bound, state, &answers, gate, &context)).await?
-        } else {
-            let Some(args) = resource.arguments(&uri) else {
-                return Err(refusal(&ToolError::not_found(&uri), json!({"uri": uri})));
-            };
-            let options = viewer.unwrap_or_else(|| self.caller_options(&context));
-            let found = Found::of_function(registry, resource.tool().clone());
-            Box::pin(self.run_function(
-                &bound,
-                (found, args),
-                options,
-                request.input_responses.unwrap_or_default(),
-                &context,
-            ))
-            .await?
+        let args = || {
+            resource
+                .arguments(&uri)
+                .ok_or_else(|| refusal(&ToolError::not_found(&uri), json!({"uri": uri})))
         };
+        let asked = (request.request_state.as_deref(), request.input_responses);
+        let function = (bound.as_str(), resource.tool().clone());
+        let driven = Box::pin(self.drive_function(function, args, viewer, asked, &context)).await?;
         match driven {
             Driven::Asked(asked) => Ok(ReadResourceResponse::InputRequired(asked)),
             Driven::Done(outcome, _) => {
@@ -228,6 +198,33 @@ impl Server {
                 Ok(ReadResourceResponse::Complete(result))
             }
         }
+    }
+
+    /// Drives the function of a prompt get or a resource read (`bound`, the
+    /// function's tool): a sessionless client's retry resumes its parked call;
+    /// else the function runs with the arguments `args` makes, for the caller of
+    /// `viewer` (or of the session).
+    async fn drive_function(
+        &self,
+        (bound, tool): (&str, crate::tool::ToolRef),
+        args: impl FnOnce() -> Result<Value, ErrorData>,
+        viewer: Option<CallOptions>,
+        (state, answers): (Option<&str>, Option<rmcp::model::InputResponses>),
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Driven, ErrorData> {
+        let sessionless = sessionless(context);
+        let gate = log_gate(context, sessionless)?;
+        if let Some(state) = state
+            && sessionless
+        {
+            let answers = answers.unwrap_or_default();
+            return Box::pin(self.resume_bound(bound, state, &answers, gate, context)).await;
+        }
+        let args = args()?;
+        let options = viewer.unwrap_or_else(|| self.caller_options(context));
+        let found = Found::of_function(&self.shared.registry, tool);
+        let answered = answers.unwrap_or_default();
+        Box::pin(self.run_function(bound, (found, args), options, answered, context)).await
     }
 
     /// Runs a prompt's or a resource's function for this client: in rounds for a

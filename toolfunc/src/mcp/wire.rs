@@ -1,5 +1,5 @@
 //! The streamable HTTP wire's small pieces, read by every path that answers without
-//! the SDK (the direct and at-rest paths, the guard): one header's value, whether a
+//! the SDK (the direct and at-rest paths, the gate): one header's value, whether a
 //! `POST` is one the SDK would answer plainly, a host allowed by name, a JSON-RPC
 //! message written as a response or framed as an SSE event.
 

@@ -57,46 +57,36 @@ async fn answer_value(client: &async_nats::Client, reply: &str, value: &Value) {
         .await;
 }
 
-pub(super) async fn serve_submits(durable: Durable, mut submits: async_nats::Subscriber) {
-    while let Some(message) = submits.next().await {
-        let durable = durable.clone();
-        tokio::spawn(async move {
-            let Some(reply) = durable.trust.reply(&message).map(str::to_owned) else {
-                return;
-            };
-            match durable.submit(&message).await {
-                Ok(answer) => answer_value(&durable.client, &reply, &answer).await,
-                Err(err) if err.code() == NOT_ANSWERED => {}
-                Err(err) => answer_error(&durable.client, &reply, &err).await,
-            }
-        });
-    }
+/// What a subject of the durable API asks.
+#[derive(Clone, Copy)]
+pub(super) enum Asked {
+    /// A call to queue.
+    Submit,
+    /// A call's record.
+    Read,
+    /// A call's cancellation.
+    Cancel,
 }
 
-pub(super) async fn serve_reads(durable: Durable, mut reads: async_nats::Subscriber) {
-    while let Some(message) = reads.next().await {
+/// Answers every request of one subject of the durable API, each in a task of its
+/// own, to its caller's reply subject only.
+pub(super) async fn answer_all(
+    durable: Durable,
+    asked: Asked,
+    mut requests: async_nats::Subscriber,
+) {
+    while let Some(message) = requests.next().await {
         let durable = durable.clone();
         tokio::spawn(async move {
             let Some(reply) = durable.trust.reply(&message).map(str::to_owned) else {
                 return;
             };
-            match durable.read(&message).await {
-                Ok(answer) => answer_value(&durable.client, &reply, &answer).await,
-                Err(err) if err.code() == NOT_ANSWERED => {}
-                Err(err) => answer_error(&durable.client, &reply, &err).await,
-            }
-        });
-    }
-}
-
-pub(super) async fn serve_cancels(durable: Durable, mut asked: async_nats::Subscriber) {
-    while let Some(message) = asked.next().await {
-        let durable = durable.clone();
-        tokio::spawn(async move {
-            let Some(reply) = durable.trust.reply(&message).map(str::to_owned) else {
-                return;
+            let answer = match asked {
+                Asked::Submit => durable.submit(&message).await,
+                Asked::Read => durable.read(&message).await,
+                Asked::Cancel => durable.cancel(&message).await,
             };
-            match durable.cancel(&message).await {
+            match answer {
                 Ok(answer) => answer_value(&durable.client, &reply, &answer).await,
                 Err(err) if err.code() == NOT_ANSWERED => {}
                 Err(err) => answer_error(&durable.client, &reply, &err).await,
