@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use async_nats::jetstream::{self, consumer};
 
 use job::{Job, give_up, hear_cancels, take_calls};
-use requests::{Asked, Durable, answer_all};
+use requests::{Durable, answering};
 use seal::fleet_key;
 use store::{
     CONSUMER, cancels_name, check_server_version, jetstream_error, open, open_named, stream_name,
@@ -146,21 +146,7 @@ pub(crate) async fn serve(
             (durable.store.clone(), durable.fleet.clone()),
             ack_wait,
         )));
-        let _submits = wire::Abort(tokio::spawn(answer_all(
-            durable.clone(),
-            Asked::Submit,
-            submits,
-        )));
-        let _reads = wire::Abort(tokio::spawn(answer_all(
-            durable.clone(),
-            Asked::Read,
-            reads,
-        )));
-        let _cancels = wire::Abort(tokio::spawn(answer_all(
-            durable,
-            Asked::Cancel,
-            cancels_asked,
-        )));
+        let _answering = answering(&durable, [submits, reads, cancels_asked]);
         let _cancelled = wire::Abort(tokio::spawn(hear_cancels(job.clone(), cancelled)));
         take_calls(consumer, concurrency, job).await;
     }))

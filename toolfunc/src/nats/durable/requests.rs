@@ -59,7 +59,7 @@ async fn answer_value(client: &async_nats::Client, reply: &str, value: &Value) {
 
 /// What a subject of the durable API asks.
 #[derive(Clone, Copy)]
-pub(super) enum Asked {
+enum Asked {
     /// A call to queue.
     Submit,
     /// A call's record.
@@ -68,13 +68,26 @@ pub(super) enum Asked {
     Cancel,
 }
 
+/// Answers the durable API's submits, reads and cancels (`subscribers`, in that
+/// order), each subject in a task of its own, aborted when dropped.
+pub(super) fn answering(
+    durable: &Durable,
+    subscribers: [async_nats::Subscriber; 3],
+) -> [wire::Abort; 3] {
+    let [submits, reads, cancels] = subscribers;
+    [
+        (Asked::Submit, submits),
+        (Asked::Read, reads),
+        (Asked::Cancel, cancels),
+    ]
+    .map(|(asked, requests)| {
+        wire::Abort(tokio::spawn(answer_all(durable.clone(), asked, requests)))
+    })
+}
+
 /// Answers every request of one subject of the durable API, each in a task of its
 /// own, to its caller's reply subject only.
-pub(super) async fn answer_all(
-    durable: Durable,
-    asked: Asked,
-    mut requests: async_nats::Subscriber,
-) {
+async fn answer_all(durable: Durable, asked: Asked, mut requests: async_nats::Subscriber) {
     while let Some(message) = requests.next().await {
         let durable = durable.clone();
         tokio::spawn(async move {
