@@ -158,6 +158,7 @@ impl Runner {
 
     /// Gets `prompt` (already found, and admitted by whoever found it) with `args`,
     /// as [`prompt`](Runner::prompt) does with a name.
+    #[cfg(feature = "http")]
     pub(crate) async fn get_found_prompt(
         &self,
         prompt: &PromptFunc,
@@ -168,6 +169,7 @@ impl Runner {
 
     /// Reads `uri` from `resource` (already found, and admitted by whoever found
     /// it), as [`read`](Runner::read) does.
+    #[cfg(feature = "http")]
     pub(crate) async fn read_found(
         &self,
         resource: &ResourceFunc,

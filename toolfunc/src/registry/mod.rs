@@ -20,6 +20,7 @@ use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard};
 
 use tokio::sync::broadcast;
 
+#[cfg(feature = "http")]
 pub(crate) use cache::generation;
 use derived::Derived;
 pub(crate) use events::Observer;

@@ -65,6 +65,7 @@ impl<'a> RemoteCall<'a> {
 
     /// The caller's options: the layers judge what it may see with them, and its
     /// verified identity (if any) is judged by scopes.
+    #[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
     pub(crate) fn caller(mut self, options: &'a CallOptions) -> Self {
         self.viewer = Some(options);
         self.identity = options.identity.as_ref();
@@ -84,6 +85,7 @@ impl<'a> RemoteCall<'a> {
     }
 
     /// Whether the caller takes a streaming call's items one by one.
+    #[cfg(feature = "mcp")]
     pub(crate) fn stream(mut self, stream: bool) -> Self {
         self.stream = stream;
         self
@@ -92,6 +94,7 @@ impl<'a> RemoteCall<'a> {
     /// Whether the caller takes tracked tasks (`takes`, asked only of a tool that
     /// may be tracked: a background-only tool is refused to one that does not),
     /// and may be given one for this call (`now`).
+    #[cfg(feature = "mcp")]
     pub(crate) fn tasks(mut self, takes: &'a (dyn Fn() -> bool + Sync), now: bool) -> Self {
         self.takes_tasks = Some(takes);
         self.tracks = now;
@@ -99,12 +102,14 @@ impl<'a> RemoteCall<'a> {
     }
 
     /// The surface asks for a confirmation first, when the call needs one.
+    #[cfg(feature = "mcp")]
     pub(crate) fn asks_first(mut self) -> Self {
         self.asks_first = true;
         self
     }
 
     /// The client capabilities the caller declared.
+    #[cfg(feature = "mcp")]
     pub(crate) fn declared(mut self, declared: &'a (dyn Fn() -> Value + Sync)) -> Self {
         self.declared = Some(declared);
         self
@@ -114,6 +119,10 @@ impl<'a> RemoteCall<'a> {
 /// A call admitted for its caller: the call found, and how it answers.
 pub(crate) struct Admitted {
     pub(crate) found: Found,
+    #[cfg_attr(
+        not(feature = "mcp"),
+        expect(dead_code, reason = "read by the surfaces that serve it only")
+    )]
     pub(crate) plan: Plan,
 }
 
@@ -190,6 +199,7 @@ pub(crate) fn admit(registry: &Registry, call: &RemoteCall<'_>) -> Result<Admitt
 
 /// Judges `call` before what runs it is read (a body, a queued submit): found for
 /// its caller, with the scopes its identity holds.
+#[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
 pub(crate) fn precheck(registry: &Registry, call: &RemoteCall<'_>) -> Result<Found, Refusal> {
     judged(registry, call)
 }

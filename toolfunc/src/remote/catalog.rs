@@ -11,9 +11,17 @@ use crate::tool::ToolDefinition;
 /// The tools of one registry generation, in name order (as advertised: an authored
 /// `summary` replaces the description), and the functions they make.
 pub(crate) struct Catalog {
+    #[cfg_attr(
+        not(any(feature = "http", feature = "mcp", feature = "nats")),
+        expect(dead_code, reason = "read by the surfaces that serve it only")
+    )]
     tools: Vec<Arc<ToolDefinition>>,
     functions: Vec<Function>,
     /// Every scope a tool or act offered remotely declares, sorted, each once.
+    #[cfg_attr(
+        not(any(feature = "http", feature = "mcp")),
+        expect(dead_code, reason = "read by the surfaces that serve it only")
+    )]
     scopes: Vec<String>,
 }
 
@@ -30,6 +38,10 @@ pub(crate) struct Function {
     pub(crate) api: bool,
     /// Its definition as a function (an act flattened into one of its own); a tool
     /// that is not a service shares its tool's.
+    #[cfg_attr(
+        not(feature = "mcp"),
+        expect(dead_code, reason = "read by the surfaces that serve it only")
+    )]
     pub(crate) definition: Arc<ToolDefinition>,
 }
 
@@ -101,11 +113,13 @@ impl Catalog {
 
     /// Every scope the tools and acts offered remotely declare, sorted: what the
     /// protected-resource metadata lists as `scopes_supported`.
+    #[cfg(any(feature = "http", feature = "mcp"))]
     pub(crate) fn scopes(&self) -> &[String] {
         &self.scopes
     }
 
     /// The tools remote callers may reach (`api`), in name order.
+    #[cfg(any(feature = "http", feature = "nats"))]
     pub(crate) fn tools(&self) -> impl Iterator<Item = &ToolDefinition> {
         self.tools
             .iter()
@@ -114,6 +128,7 @@ impl Catalog {
     }
 
     /// The functions remote callers may reach, in name order.
+    #[cfg(feature = "mcp")]
     pub(crate) fn functions(&self) -> impl Iterator<Item = &Function> {
         self.functions.iter().filter(|f| f.api)
     }
@@ -128,6 +143,7 @@ impl Catalog {
     }
 
     /// The tool named `name` (not an alias), offered remotely or not.
+    #[cfg(feature = "mcp")]
     pub(crate) fn tool(&self, name: &str) -> Option<&ToolDefinition> {
         let at = self
             .tools
@@ -138,6 +154,7 @@ impl Catalog {
 }
 
 /// Whether the catalogue offers the tool `def` to remote callers: its `api`.
+#[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
 pub(crate) fn offered(def: &ToolDefinition) -> bool {
     def.api
 }

@@ -3,15 +3,21 @@
 
 use std::time::Duration;
 
+#[cfg(feature = "mcp")]
 use futures::StreamExt;
+#[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
 use serde_json::Value;
 
 use super::find::Found;
+#[cfg(any(feature = "http", feature = "mcp"))]
 use super::ledger::{Ledger, Track};
 use crate::call::{ToolCall, ToolResult};
+#[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
 use crate::error::ToolError;
 use crate::exec::runner::Runner;
+#[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
 use crate::exec::stream::ToolStream;
+#[cfg(feature = "mcp")]
 use crate::options::CollectLimit;
 
 /// How a found call answers.
@@ -50,11 +56,13 @@ impl Plan {
 
 impl Found {
     /// Runs the call for one value, with `runner`'s options.
+    #[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
     pub(crate) async fn run(self, runner: &Runner, args: Value) -> Result<Value, ToolError> {
         runner.run_resolved(self.into_resolved(), args).await
     }
 
     /// Runs the call for its items.
+    #[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
     pub(crate) fn stream(self, runner: &Runner, args: Value) -> ToolStream {
         runner.stream_resolved(self.into_resolved(), args)
     }
@@ -67,6 +75,7 @@ impl Found {
 
     /// Runs the call to one value: a streaming call's items gathered into an array
     /// within `limit`, each handed to `each` (with its 1-based number) as it comes.
+    #[cfg(feature = "mcp")]
     pub(crate) async fn collect(
         self,
         runner: &Runner,
@@ -95,6 +104,7 @@ impl Found {
     }
 
     /// Starts the call in `ledger`, tracked as `track` says; its id.
+    #[cfg(any(feature = "http", feature = "mcp"))]
     pub(crate) fn track(
         self,
         ledger: &Ledger,

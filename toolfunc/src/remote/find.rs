@@ -28,11 +28,13 @@ pub(crate) struct Lookup {
 
 impl Lookup {
     /// A remote caller naming tools (HTTP, NATS).
+    #[cfg(any(feature = "http", feature = "nats"))]
     pub(crate) const TOOL: Self = Self {
         functions: false,
         remote: true,
     };
     /// A remote caller naming functions (MCP).
+    #[cfg(feature = "mcp")]
     pub(crate) const FUNCTION: Self = Self {
         functions: true,
         remote: true,
@@ -113,6 +115,7 @@ fn find_function(registry: &Registry, name: &str, lookup: Lookup) -> Option<Foun
 
 /// The call a tracked task runs: its tool (by canonical name) with the act it was
 /// started with chosen, while the tool is still there.
+#[cfg(feature = "mcp")]
 pub(crate) fn find_tracked(registry: &Registry, tool: &str, act: Option<&str>) -> Option<Found> {
     let resolved = registry.resolve(tool)?;
     let act = act.and_then(|act| {
@@ -129,6 +132,7 @@ pub(crate) fn find_tracked(registry: &Registry, tool: &str, act: Option<&str>) -
 /// Whether a poller with `options` may see a tracked call of `tool`: a call whose
 /// tool a layer hides from the poller is, to it, a call that does not exist (one
 /// whose tool is gone stays readable by its caller).
+#[cfg(any(feature = "http", feature = "mcp"))]
 pub(crate) fn tracked_shown(
     registry: &Registry,
     tool: &str,
@@ -146,6 +150,7 @@ pub(crate) fn tracked_shown(
 /// `options` see: a tool they hide is, to that caller, a tool that does not exist.
 /// Without layers and identity, or without a caller to judge (a surface that leaves
 /// it to the execution core), everything.
+#[cfg(any(feature = "http", feature = "mcp"))]
 pub(crate) fn shown_to<'a>(
     registry: &Registry,
     options: Option<&'a CallOptions>,
@@ -215,6 +220,7 @@ impl<'a> Sight<'a> {
     /// The function `name` of `offered`, when this caller may see it: offered to
     /// remote callers, the scopes the function needs held, and its tool shown (by
     /// the layers, and the tool's own scopes held).
+    #[cfg(feature = "mcp")]
     pub(crate) fn function<'c>(
         &self,
         offered: &'c Catalog,
@@ -286,6 +292,7 @@ impl Found {
     /// The call of a prompt's or a resource's function (`tool`), found and
     /// admitted by [`find_prompt`](super::find_prompt) or
     /// [`find_resource`](super::find_resource).
+    #[cfg(feature = "mcp")]
     pub(crate) fn of_function(registry: &Registry, tool: crate::tool::ToolRef) -> Self {
         Self {
             resolved: Resolved {
@@ -298,6 +305,7 @@ impl Found {
     }
 
     /// The tool's canonical name (aliases resolved).
+    #[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
     pub(crate) fn name(&self) -> &str {
         self.resolved.tool.name()
     }
@@ -313,11 +321,13 @@ impl Found {
     }
 
     /// Chooses the act (by its index in the definition's acts).
+    #[cfg(feature = "http")]
     pub(crate) fn choose_act(&mut self, index: usize) {
         self.act = Some(index);
     }
 
     /// The parameters' schema: the act's, or the tool's.
+    #[cfg(feature = "http")]
     pub(crate) fn params(&self) -> &Value {
         self.act()
             .map_or(self.definition().params.value(), |act| &act.params)
@@ -369,6 +379,7 @@ impl Found {
 
     /// Whether the call runs to its end on the calling thread: a sync tool, no act,
     /// no setup still running.
+    #[cfg(feature = "mcp")]
     pub(crate) fn runs_inline(&self) -> bool {
         self.resolved.tool.runs_inline() && self.act.is_none() && self.resolved.ready.is_none()
     }

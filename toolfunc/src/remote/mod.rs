@@ -47,30 +47,34 @@
 //! The [`ledger`] (calls tracked by id, polled, cancelled, swept) lives on this
 //! floor too: it is how a surface answers a call that outlives its request.
 
-// The servers (features `http`, `mcp`, `nats`) each use their part of this floor;
-// the LLM tool-call messages, always built, use `find` and `execute`.
-#![cfg_attr(
-    not(all(feature = "http", feature = "mcp", feature = "nats")),
-    allow(dead_code, unused_imports)
-)]
-
 mod admit;
 mod catalog;
 mod dispatch;
 mod find;
 pub mod ledger;
+#[cfg(any(feature = "http", feature = "mcp"))]
 mod prompts_resources;
 pub(crate) mod search;
 
-pub(crate) use admit::{Admitted, Refusal, RemoteCall, admit, precheck};
+#[cfg(feature = "mcp")]
+pub(crate) use admit::Admitted;
+#[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
+pub(crate) use admit::{Refusal, precheck};
+pub(crate) use admit::{RemoteCall, admit};
+#[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
 pub(crate) use catalog::Catalog;
+#[cfg(any(feature = "http", feature = "mcp"))]
 pub(crate) use dispatch::Plan;
-pub(crate) use find::{
-    Found, INSUFFICIENT_SCOPE, Lookup, Needs, Sight, find_tracked, insufficient_scope,
-    tracked_shown,
-};
-pub(crate) use prompts_resources::{
-    MAX_URI_BYTES, any_scoped, bounded_contents, find_prompt, find_resource, find_template,
-    get_prompt, prompts, prompts_seen, read, resources, resources_seen,
-};
+pub(crate) use find::{Found, Lookup, Sight};
+#[cfg(any(feature = "http", feature = "mcp"))]
+pub(crate) use find::{INSUFFICIENT_SCOPE, insufficient_scope, tracked_shown};
+#[cfg(feature = "mcp")]
+pub(crate) use find::{Needs, find_tracked};
+#[cfg(any(feature = "http", feature = "mcp"))]
+pub(crate) use prompts_resources::{MAX_URI_BYTES, any_scoped, prompts, resources};
+#[cfg(feature = "mcp")]
+pub(crate) use prompts_resources::{bounded_contents, find_prompt, find_resource, find_template};
+#[cfg(feature = "http")]
+pub(crate) use prompts_resources::{get_prompt, prompts_seen, read, resources_seen};
+#[cfg(any(feature = "http", feature = "mcp"))]
 pub(crate) use search::search;

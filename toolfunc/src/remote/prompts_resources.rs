@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+#[cfg(feature = "http")]
 use serde_json::Value;
 
 use super::find::{Sight, insufficient_scope};
@@ -16,7 +17,9 @@ use crate::content::Resource;
 use crate::error::ToolError;
 use crate::exec::prompts_resources::{not_a_prompt, not_a_resource};
 use crate::options::CallOptions;
-use crate::prompt::{PromptFunc, PromptResult};
+use crate::prompt::PromptFunc;
+#[cfg(feature = "http")]
+use crate::prompt::PromptResult;
 use crate::registry::Registry;
 use crate::resource::ResourceFunc;
 use crate::tool::ToolDefinition;
@@ -129,6 +132,7 @@ pub(crate) fn find_resource(
 /// The resource template written `address` (or the resource that reads that URI),
 /// for a completion asked by a caller with `viewer` options, judged as
 /// [`find_resource`] judges a read.
+#[cfg(feature = "mcp")]
 pub(crate) fn find_template(
     registry: &Registry,
     address: &str,
@@ -153,6 +157,7 @@ pub(crate) fn find_template(
 /// Gets the prompt `name` with `args` for a caller from outside with `options`:
 /// found and admitted as [`find_prompt`] says, then run as a call of that caller
 /// (its identity, deadline, layers).
+#[cfg(feature = "http")]
 pub(crate) async fn get_prompt(
     registry: &Registry,
     name: &str,
@@ -166,6 +171,7 @@ pub(crate) async fn get_prompt(
 /// Reads `uri` for a caller from outside with `options`: found and admitted as
 /// [`find_resource`] says, run as a call of that caller, and its contents bounded
 /// to `max_bytes` ([`bounded_contents`]).
+#[cfg(feature = "http")]
 pub(crate) async fn read(
     registry: &Registry,
     uri: &str,

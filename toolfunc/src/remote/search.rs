@@ -3,17 +3,22 @@
 //! the bounds of what a caller may ask ([`SearchBounds`]), the same for HTTP
 //! discovery's `?q=` and MCP's `search_tools`.
 
+#[cfg(any(feature = "http", feature = "mcp"))]
 use super::catalog::offered;
+#[cfg(any(feature = "http", feature = "mcp"))]
 use super::find::Sight;
 #[cfg(any(feature = "http", feature = "mcp"))]
 use crate::error::ToolError;
+#[cfg(any(feature = "http", feature = "mcp"))]
 use crate::registry::Registry;
+#[cfg(any(feature = "http", feature = "mcp"))]
 use crate::tool::ToolDefinition;
 
 /// The tools offered to remote callers that best match `query`, best first, at
 /// most `limit`, each as the caller of `sight` sees it and as listings advertise it
 /// (an authored `summary` in place of the description). A tool the caller may not
 /// see is not ranked, and so does not count against `limit`.
+#[cfg(any(feature = "http", feature = "mcp"))]
 pub(crate) fn search(
     registry: &Registry,
     query: &str,
@@ -33,22 +38,22 @@ pub(crate) fn search(
         .collect()
 }
 
-#[cfg(any(feature = "http", feature = "mcp"))]
 /// How many tools a search answers when it names no `limit`: 10 (or the largest
 /// `limit`, when that is smaller).
+#[cfg(any(feature = "http", feature = "mcp"))]
 pub const DEFAULT_SEARCH_RESULTS: usize = 10;
 
-#[cfg(any(feature = "http", feature = "mcp"))]
 /// The largest `limit` a search accepts by default: 100.
+#[cfg(any(feature = "http", feature = "mcp"))]
 pub const DEFAULT_MAX_SEARCH_RESULTS: usize = 100;
 
-#[cfg(any(feature = "http", feature = "mcp"))]
 /// The longest query a search accepts by default, in characters: 1,024 (at most
 /// 4 KiB of UTF-8).
+#[cfg(any(feature = "http", feature = "mcp"))]
 pub const DEFAULT_MAX_SEARCH_QUERY: usize = 1024;
 
-#[cfg(any(feature = "http", feature = "mcp"))]
 /// What a caller may ask of a search: its largest `limit` and its longest query.
+#[cfg(any(feature = "http", feature = "mcp"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct SearchBounds {
     /// The largest `limit`, at least 1.

@@ -179,6 +179,7 @@ impl Track {
     /// Counts `bytes` more in the call's share of its caller's quota: what the
     /// surface keeps for the call besides its arguments (a client's declared
     /// capabilities, say).
+    #[cfg(feature = "mcp")]
     #[must_use]
     pub(crate) fn keeps(mut self, bytes: usize) -> Self {
         self.kept = self.kept.saturating_add(bytes);
