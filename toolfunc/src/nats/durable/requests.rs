@@ -94,29 +94,30 @@ async fn answer_all(durable: Durable, asked: Asked, mut requests: async_nats::Su
             let Some(reply) = durable.trust.reply(&message).map(str::to_owned) else {
                 return;
             };
-            let answer = match asked {
-                Asked::Submit => durable.submit(&message).await,
-                Asked::Read => durable.read(&message).await,
-                Asked::Cancel => durable.cancel(&message).await,
+            // The caller, screened and verified once for whatever it asks; a reply
+            // subject that is not its own inbox gets no answer.
+            let headers = message.headers.as_ref();
+            let identity = match durable.trust.screen(headers) {
+                Ok(()) => durable.trust.identity(headers).await,
+                Err(err) => Err(err),
+            };
+            if let Ok(identity) = &identity
+                && !durable.trust.fits(&reply, identity.as_ref())
+            {
+                return;
+            }
+            let answer = match (identity, asked) {
+                (Err(err), _) => Err(err),
+                (Ok(who), Asked::Submit) => durable.submit(&message, who).await,
+                (Ok(who), Asked::Read) => durable.read(&message, who.as_ref()).await,
+                (Ok(who), Asked::Cancel) => durable.cancel(&message, who.as_ref()).await,
             };
             match answer {
                 Ok(answer) => answer_value(&durable.client, &reply, &answer).await,
-                Err(err) if err.code() == NOT_ANSWERED => {}
                 Err(err) => answer_error(&durable.client, &reply, &err).await,
             }
         });
     }
-}
-
-/// The code of a request left unanswered: its reply subject is not its caller's.
-const NOT_ANSWERED: &str = "NOT_ANSWERED";
-
-fn not_answered() -> ToolError {
-    ToolError::custom(
-        NOT_ANSWERED,
-        403,
-        "the reply subject is not the caller's inbox",
-    )
 }
 
 fn bad_id(id: &str) -> ToolError {
@@ -133,15 +134,12 @@ fn bad_id(id: &str) -> ToolError {
 impl Durable {
     /// Stores a submitted call: its record (`queued`) first, so no id is taken
     /// twice, then the call itself; answers `{"id", "status": "queued"}`.
-    async fn submit(&self, message: &async_nats::Message) -> Result<Value, ToolError> {
+    async fn submit(
+        &self,
+        message: &async_nats::Message,
+        identity: Option<Identity>,
+    ) -> Result<Value, ToolError> {
         let headers = message.headers.as_ref();
-        self.trust.screen(headers)?;
-        let identity = self.trust.identity(headers).await?;
-        if let Some(reply) = message.reply.as_deref()
-            && !self.trust.fits(reply, identity.as_ref())
-        {
-            return Err(not_answered());
-        }
         let tool = message
             .subject
             .get(wire::submit_subject(&self.prefix, "").len()..)
@@ -238,8 +236,12 @@ impl Durable {
     /// it, one running is cancelled where it runs; one already done is answered
     /// as it stands. `NOT_FOUND` for an id no call has and for another owner's
     /// call alike.
-    async fn cancel(&self, message: &async_nats::Message) -> Result<Value, ToolError> {
-        let record = self.read(message).await?;
+    async fn cancel(
+        &self,
+        message: &async_nats::Message,
+        identity: Option<&Identity>,
+    ) -> Result<Value, ToolError> {
+        let record = self.read(message, identity).await?;
         let id = record
             .get("id")
             .and_then(Value::as_str)
@@ -266,17 +268,13 @@ impl Durable {
     /// A call's record, for its owner only (`{"id": ..}` in the payload, or a
     /// `Tf-Call-Id` header): `NOT_FOUND` for an id no call has and for another
     /// owner's call alike.
-    async fn read(&self, message: &async_nats::Message) -> Result<Value, ToolError> {
+    async fn read(
+        &self,
+        message: &async_nats::Message,
+        identity: Option<&Identity>,
+    ) -> Result<Value, ToolError> {
         let headers = message.headers.as_ref();
-        self.trust.screen(headers)?;
-        let identity = self.trust.identity(headers).await?;
-        if let Some(reply) = message.reply.as_deref()
-            && !self.trust.fits(reply, identity.as_ref())
-        {
-            return Err(not_answered());
-        }
         let reader = identity
-            .as_ref()
             .map(Identity::key)
             .or_else(|| wire::header(headers, CALLER));
         let asked = serde_json::from_slice::<Value>(&message.payload).ok();
