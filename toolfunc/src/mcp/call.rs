@@ -71,8 +71,14 @@ impl Server {
     ) -> Result<CallToolResponse, ErrorData> {
         // Read once: the SDK parses the version out of `_meta` on every ask.
         let sessionless = sessionless(&context);
-        let (Admitted { found, plan }, early) =
-            self.callable(&request.name, &context, sessionless)?;
+        let (
+            Admitted {
+                found,
+                plan,
+                takes_tasks,
+            },
+            early,
+        ) = self.callable(&request.name, &context, sessionless)?;
         let gate = log_gate(&context, sessionless)?;
         // A retry answering a parked call's questions (2026-07-28).
         if let Some(state) = request.request_state.as_deref()
@@ -83,7 +89,6 @@ impl Server {
             return Box::pin(self.resume_round(&request.name, state, &answers, gate, &context))
                 .await;
         }
-        let takes_tasks = found.may_be_tracked() && tasks::client_takes_tasks(&context);
         let mut arguments = request.arguments.unwrap_or_default();
         found.name_act(&mut arguments);
         let (stream, shape) = shape_of(&found, sessionless);

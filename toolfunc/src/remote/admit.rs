@@ -124,6 +124,13 @@ pub(crate) struct Admitted {
         expect(dead_code, reason = "read by the surfaces that serve it only")
     )]
     pub(crate) plan: Plan,
+    /// Whether the call may be tracked and its caller takes tasks (asked at most
+    /// once, and only of such a call).
+    #[cfg_attr(
+        not(feature = "mcp"),
+        expect(dead_code, reason = "read by the surfaces that serve it only")
+    )]
+    pub(crate) takes_tasks: bool,
 }
 
 /// Why a call from outside is refused: written once here, encoded by each surface
@@ -194,7 +201,11 @@ pub(crate) fn admit(registry: &Registry, call: &RemoteCall<'_>) -> Result<Admitt
     }
     let tracks = call.tracks && takes && !(call.asks_first && found.needs_confirmation());
     let plan = Plan::of(&found, call.stream, tracks);
-    Ok(Admitted { found, plan })
+    Ok(Admitted {
+        found,
+        plan,
+        takes_tasks: takes,
+    })
 }
 
 /// Judges `call` before what runs it is read (a body, a queued submit): found for
