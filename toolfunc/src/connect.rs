@@ -13,7 +13,11 @@ use crate::transport::Transport;
 /// * `http://host:port/api` (feature `http`): the API at that URL, through
 ///   `toolfunc::http::Client` (its discovery is loaded first);
 /// * `nats://host:4222/<prefix>` (feature `nats`): the workers of a NATS service,
-///   through `toolfunc::nats::Client` (the prefix is `toolfunc` without a path).
+///   through `toolfunc::nats::Client` (the prefix is `toolfunc` without a path);
+/// * `mcp+stdio:COMMAND ARG...`, `mcp+http(s)://…` (feature `mcp-client`): an MCP
+///   server's tools, by their own names;
+/// * `openapi+http(s)://…`, `openapi+file:PATH` (feature `openapi-client`): an
+///   OpenAPI document's operations, by `operationId` (see `toolfunc::mount`).
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -49,9 +53,18 @@ pub async fn connect(url: &str) -> Result<Arc<dyn Transport>, ToolError> {
         "nats" | "tls" => Ok(Arc::new(crate::nats::Client::connect(url).await?)),
         #[cfg(not(feature = "nats"))]
         "nats" | "tls" => Err(bad_url(url, "NATS transports need the `nats` feature")),
+        #[cfg(any(feature = "mcp-client", feature = "openapi-client"))]
+        scheme if scheme.starts_with("mcp+") || scheme.starts_with("openapi+") => {
+            let registry = Registry::new();
+            // The tools hold their source open; the handle is not needed to keep it.
+            let _mounted = crate::mount::Mount::new("", url)
+                .into_registry(&registry)
+                .await?;
+            Ok(Arc::new(registry))
+        }
         _ => Err(bad_url(
             url,
-            "the scheme is not one of local, http, https, nats, tls",
+            "the scheme is not one of local, http, https, nats, tls, mcp+stdio, mcp+http(s), openapi+http(s), openapi+file",
         )),
     }
 }

@@ -91,6 +91,8 @@ mod local;
 mod log;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(any(feature = "mcp-client", feature = "openapi-client"))]
+pub mod mount;
 #[cfg(feature = "nats")]
 pub mod nats;
 mod options;
@@ -98,7 +100,12 @@ mod options;
 pub mod otel;
 mod panic;
 pub mod prompt;
-#[cfg(any(feature = "http-client", feature = "mcp", feature = "nats"))]
+#[cfg(any(
+    feature = "http-client",
+    feature = "mcp",
+    feature = "mcp-client",
+    feature = "nats"
+))]
 mod propagate;
 mod quota;
 mod registry;

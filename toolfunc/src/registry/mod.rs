@@ -7,7 +7,7 @@ mod cache;
 mod derived;
 mod events;
 mod lifecycle;
-mod options;
+pub(crate) mod options;
 mod prompts_resources;
 mod register;
 mod search;

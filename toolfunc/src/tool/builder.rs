@@ -124,7 +124,10 @@ impl ToolBuilder {
 
     /// Leaves the arguments unchecked before the handler runs (a remote tool: the
     /// server checks them).
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    #[cfg_attr(
+        not(any(feature = "http-client", feature = "mcp-client")),
+        allow(dead_code)
+    )]
     pub(crate) fn unchecked(mut self) -> Self {
         self.typed = true;
         self.schema_given = false;
