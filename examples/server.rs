@@ -26,6 +26,14 @@
 //! the browser (`Api::cors_origins`): their CORS preflights are answered, and no
 //! other origin's; `examples/browser/` is such a page.
 //!
+//! `--mount NAME=SOURCE` (repeatable) mounts the tools of another server beside the
+//! demo's, each as `NAME_TOOL` (`toolfunc::mount`): `mcp+stdio:COMMAND ARG...` (an
+//! MCP server started as a child process), `openapi+http(s)://…/openapi.json` or
+//! `openapi+file:PATH` (an OpenAPI document's operations). A source that cannot be
+//! read makes the server exit naming the mount; with `--mount-optional` it is
+//! left out, and the server says why. On Ctrl-C or SIGTERM the mounted MCP
+//! servers are ended before the server exits.
+//!
 //! `--metrics` serves per-tool metrics (calls, errors by code, durations, calls in
 //! flight, the ledger's entries, the MCP sessions open) as Prometheus text at `http://127.0.0.1:3000/metrics`;
 //! without it that path is 404.
@@ -47,7 +55,8 @@ fn usage() -> ! {
         "usage: server [--addr HOST:PORT] [--prefix /api] [--extra-tools N] \
          [--auth-issuer URL --auth-audience URI] [--metrics] \
          [--mcp-max-sessions N] [--mcp-max-sessions-per-caller N] \
-         [--mcp-session-idle SECONDS] [--cors-origin ORIGIN]...\n\
+         [--mcp-session-idle SECONDS] [--cors-origin ORIGIN]... \
+         [--mount NAME=SOURCE]... [--mount-optional]\n\
          (PORT in the environment also sets the port)"
     );
     std::process::exit(2)
@@ -139,6 +148,7 @@ async fn main() -> std::io::Result<()> {
     let mut sessions = McpSessions::default();
     let mut metrics = None;
     let mut cors = Vec::new();
+    let (mut mounts, mut mounts_optional) = (Vec::new(), false);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -152,6 +162,8 @@ async fn main() -> std::io::Result<()> {
             "--auth-audience" => audience = Some(args.next().unwrap_or_else(|| usage())),
             "--metrics" => metrics = Some(Metrics::new()),
             "--cors-origin" => cors.push(args.next().unwrap_or_else(|| usage())),
+            "--mount" => mounts.push(args.next().unwrap_or_else(|| usage())),
+            "--mount-optional" => mounts_optional = true,
             _ => usage(),
         }
     }
@@ -175,6 +187,7 @@ async fn main() -> std::io::Result<()> {
         eprintln!("cannot add a generated tool: {err}");
         std::process::exit(1)
     }
+    let mounted = mount_all(&mounts, mounts_optional).await;
     // One ledger for both surfaces: a background call started over HTTP or as an
     // MCP task is listed in one place.
     let ledger = toolfunc::ledger::Ledger::new(Registry::global());
@@ -217,7 +230,63 @@ async fn main() -> std::io::Result<()> {
         );
     }
     print_calls(&base, &mcp);
-    server.serve(listener).await
+    let ended = tokio::select! {
+        outcome = server.serve(listener) => outcome,
+        () = shutdown() => Ok(()),
+    };
+    for mount in mounted {
+        mount.close().await;
+    }
+    ended
+}
+
+/// `--mount NAME=SOURCE`: each source's tools in the global registry as
+/// `NAME_TOOL`. One that cannot be read ends the process, or with
+/// `--mount-optional` is left out with a word on why.
+async fn mount_all(mounts: &[String], optional: bool) -> Vec<toolfunc::mount::Mounted> {
+    let mut mounted = Vec::new();
+    for mount in mounts {
+        let Some((name, source)) = mount.split_once('=') else {
+            eprintln!("--mount takes NAME=SOURCE, not `{mount}`");
+            std::process::exit(2)
+        };
+        match Registry::global().mount(name, source).await {
+            Ok(done) => {
+                println!("mounted `{name}` ({source}): {}", done.names().join(", "));
+                mounted.push(done);
+            }
+            Err(err) if optional => {
+                eprintln!("left out the mount `{name}`: {err}");
+            }
+            Err(err) => {
+                eprintln!("cannot mount `{name}`: {err}");
+                std::process::exit(1)
+            }
+        }
+    }
+    mounted
+}
+
+/// Ctrl-C, or SIGTERM on Unix.
+async fn shutdown() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
 }
 
 /// How to call the demo: a command per kind of call.
