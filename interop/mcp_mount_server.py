@@ -3,10 +3,12 @@ FastMCP), served over stdio, that tests/mount_mcp.rs mounts into a toolfunc
 registry: structured and text results, a raising tool, a tool list that changes,
 and a process that can be made to die.
 
-    mcp_mount_server.py
+    mcp_mount_server.py              # over stdio
+    mcp_mount_server.py --http PORT  # streamable HTTP at http://127.0.0.1:PORT/mcp
 """
 
 import os
+import sys
 
 from pydantic import BaseModel
 
@@ -61,4 +63,7 @@ def die() -> str:
     os._exit(3)
 
 
-server.run("stdio")
+if len(sys.argv) == 3 and sys.argv[1] == "--http":
+    server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+else:
+    server.run("stdio")

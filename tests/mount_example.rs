@@ -1,5 +1,5 @@
-//! The example server with two `--mount`s: a Python MCP server over stdio and
-//! another toolfunc server's OpenAPI document, served beside the demo's own
+//! The example server with three `--mount`s: a Python MCP server over stdio,
+//! another toolfunc server's OpenAPI document and its MCP endpoint, served beside the demo's own
 //! tools over HTTP and MCP; a source that cannot be read ends the server naming
 //! the mount, or with `--mount-optional` is left out; SIGTERM ends the MCP child.
 
@@ -36,6 +36,29 @@ async fn server(args: &[String]) -> (process::Running, String) {
     (running, format!("http://127.0.0.1:{port}"))
 }
 
+/// A sessionless `tools/call` of the 2026-07-28 revision at `{base}/mcp`; the
+/// answer's text.
+async fn mcp_call(http: &reqwest::Client, base: &str, name: &str, arguments: Value) -> String {
+    http.post(format!("{base}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", name)
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": name, "arguments": arguments,
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+                      "io.modelcontextprotocol/clientCapabilities": {}}}}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 fn python_source() -> String {
     let python = interop::python();
     let script = interop::dir().join("mcp_mount_server.py");
@@ -50,6 +73,8 @@ async fn the_example_server_serves_local_and_mounted_tools_side_by_side() {
         python_source(),
         "--mount".into(),
         format!("other=openapi+{upstream}/api/openapi.json"),
+        "--mount".into(),
+        format!("up=mcp+{upstream}/mcp"),
     ])
     .await;
     let http = reqwest::Client::new();
@@ -61,7 +86,15 @@ async fn the_example_server_serves_local_and_mounted_tools_side_by_side() {
         .json()
         .await
         .unwrap();
-    for name in ["add", "py_add", "py_shout", "other_add", "other_users.get"] {
+    for name in [
+        "add",
+        "py_add",
+        "py_shout",
+        "other_add",
+        "other_users.get",
+        "up_add",
+        "up_greeter_hello",
+    ] {
         assert!(listing.get(name).is_some(), "{name} in {listing}");
     }
     let call = |name: &str, args: Value| http.post(format!("{base}/api/{name}")).json(&args).send();
@@ -81,6 +114,13 @@ async fn the_example_server_serves_local_and_mounted_tools_side_by_side() {
         .await
         .unwrap();
     assert_eq!(sum["structuredContent"], json!({"sum": 7.0}));
+    let up: Value = call("up_add", json!({"a": 4, "b": 4}))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(up["content"][0]["text"], "8.0", "{up}");
     let alice: Value = call("other_users.get", json!({"id": "1"}))
         .await
         .unwrap()
@@ -98,25 +138,7 @@ async fn the_example_server_serves_local_and_mounted_tools_side_by_side() {
     assert_eq!(boom.json::<Value>().await.unwrap()["errorCode"], "FAILED");
 
     // Over MCP (a sessionless request of the 2026-07-28 revision).
-    let listed = http
-        .post(format!("{base}/mcp"))
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "py_shout")
-        .json(
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-            "name": "py_shout", "arguments": {"text": "mounted"},
-            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                      "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-                      "io.modelcontextprotocol/clientCapabilities": {}}}}),
-        )
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let listed = mcp_call(&http, &base, "py_shout", json!({"text": "mounted"})).await;
     assert!(listed.contains("MOUNTED"), "{listed}");
 
     // SIGTERM: the server ends its MCP child and exits.

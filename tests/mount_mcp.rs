@@ -221,3 +221,75 @@ async fn a_mounted_mcp_server_is_served_over_mcp() {
         .unwrap();
     assert!(call.contains("\"sum\":9.0"), "{call}");
 }
+
+/// The Python server over streamable HTTP on a free port, once it answers.
+async fn python_over_http() -> (tokio::process::Child, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let child = tokio::process::Command::new(interop::python())
+        .arg(interop::dir().join("mcp_mount_server.py"))
+        .args(["--http", &port.to_string()])
+        .stderr(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    eventually("the Python server listens", async || {
+        tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+    })
+    .await;
+    (child, url)
+}
+
+#[tokio::test]
+async fn a_python_mcp_server_over_streamable_http_is_mounted() {
+    let (_child, url) = python_over_http().await;
+    let registry = Registry::new();
+    let mounted = Mount::new("web", format!("mcp+{url}"))
+        .bearer("mount-token")
+        .into_registry(&registry)
+        .await
+        .unwrap();
+    assert!(
+        mounted.names().contains(&"web_add".to_owned()),
+        "{:?}",
+        mounted.names()
+    );
+    let sum = registry
+        .run("web_add", json!({"a": 20, "b": 22}))
+        .await
+        .unwrap();
+    assert_eq!(sum["structuredContent"], json!({"sum": 42.0}));
+    let err = registry
+        .run("web_boom", json!({"why": "http"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "FAILED");
+    registry
+        .run("web_grow", json!({"name": "later"}))
+        .await
+        .unwrap();
+    // Over HTTP the list change reaches a listener; a mount that hears none lists
+    // again on its timer.
+    let refreshed = Registry::new();
+    let _timer = Mount::new("t", format!("mcp+{url}"))
+        .refresh_every(Duration::from_millis(200))
+        .into_registry(&refreshed)
+        .await
+        .unwrap();
+    registry
+        .run("web_grow", json!({"name": "later2"}))
+        .await
+        .unwrap();
+    eventually("the timer lists the new tool", async || {
+        refreshed.has("t_later2")
+    })
+    .await;
+    mounted.close().await;
+    assert!(registry.names().is_empty());
+}

@@ -1,6 +1,7 @@
 //! An MCP server's tools, through rmcp's client: the server started as a child
-//! process speaking MCP on stdio, kept in step with its tool list and started
-//! again when it dies.
+//! process speaking MCP on stdio, or reached at its streamable HTTP endpoint
+//! (sessionless where it offers the 2026-07-28 revision, else in a session);
+//! kept in step with its tool list, and started or connected again when it ends.
 
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
@@ -14,6 +15,9 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, Peer, RoleClient};
 use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
+};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -80,23 +84,53 @@ struct Running {
     ended: tokio::task::JoinHandle<()>,
 }
 
-/// Starts the child and makes the MCP handshake.
-async fn start(program: &str, args: &[String], changed: &Arc<Notify>) -> Result<Running, String> {
-    let mut command = tokio::process::Command::new(program);
-    command.args(args);
-    let (transport, _) = TokioChildProcess::builder(command)
-        // The server's log goes where this process's goes; a pipe nobody reads
-        // would fill and stop it.
-        .stderr(std::process::Stdio::inherit())
-        .spawn()
-        .map_err(|e| format!("`{program}` could not be started: {e}"))?;
+/// Where the server is.
+#[derive(Clone)]
+enum Target {
+    /// A program started as a child process.
+    Child { program: String, args: Vec<String> },
+    /// A streamable HTTP endpoint, and the client (with the mount's credentials)
+    /// that calls it.
+    Http { url: String, http: reqwest::Client },
+}
+
+impl Target {
+    fn name(&self) -> &str {
+        match self {
+            Self::Child { program, .. } => program,
+            Self::Http { url, .. } => url,
+        }
+    }
+}
+
+/// Starts the child (or opens the endpoint) and makes the MCP handshake.
+async fn start(target: &Target, changed: &Arc<Notify>) -> Result<Running, String> {
     let listener = Listener {
         changed: Arc::clone(changed),
     };
-    let service = listener
-        .serve(transport)
-        .await
-        .map_err(|e| format!("`{program}` did not complete the MCP handshake: {e}"))?;
+    let name = target.name();
+    let service = match target {
+        Target::Child { program, args } => {
+            let mut command = tokio::process::Command::new(program);
+            command.args(args);
+            let (transport, _) = TokioChildProcess::builder(command)
+                // The server's log goes where this process's goes; a pipe nobody
+                // reads would fill and stop it.
+                .stderr(std::process::Stdio::inherit())
+                .spawn()
+                .map_err(|e| format!("`{program}` could not be started: {e}"))?;
+            listener.serve(transport).await
+        }
+        Target::Http { url, http } => {
+            let config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            let transport = StreamableHttpClientTransport::with_client(
+                super::mcp_http::Http(http.clone()),
+                config,
+            );
+            listener.serve(transport).await
+        }
+    }
+    .map_err(|e| format!("`{name}` did not complete the MCP handshake: {e}"))?;
     let peer = service.peer().clone();
     let stop = service.cancellation_token();
     let ended = tokio::spawn(async move {
@@ -110,15 +144,20 @@ pub(super) async fn open(
     source: &Source,
     state: &Arc<MountState>,
 ) -> Result<Box<dyn Opened>, ToolError> {
-    let Source::McpStdio { program, args } = source else {
-        return Err(ToolError::BadUrl {
-            url: state.mount.source.clone(),
-            reason: "MCP over streamable HTTP is not mounted by this build: serve the server over stdio (`mcp+stdio:`)".into(),
-        });
+    let target = match source {
+        Source::McpStdio { program, args } => Target::Child {
+            program: program.clone(),
+            args: args.clone(),
+        },
+        Source::McpHttp(url) => Target::Http {
+            url: url.clone(),
+            http: super::http_client(&state.mount)?,
+        },
+        _ => unreachable!("open is called for MCP sources only"),
     };
     let namespace = state.mount.namespace.clone();
     let changed = Arc::new(Notify::new());
-    let running = start(program, args, &changed)
+    let running = start(&target, &changed)
         .await
         .map_err(|why| unavailable(format!("mount `{namespace}`: {why}")))?;
     let link = Arc::new(Link {
@@ -139,8 +178,7 @@ pub(super) async fn open(
         state: Arc::clone(state),
         link,
         changed,
-        program: program.clone(),
-        args: args.clone(),
+        target,
         stop: stop.clone(),
     };
     let finished = Arc::clone(&done);
@@ -176,8 +214,7 @@ struct Supervisor {
     state: Arc<MountState>,
     link: Arc<Link>,
     changed: Arc<Notify>,
-    program: String,
-    args: Vec<String>,
+    target: Target,
     stop: CancellationToken,
 }
 
@@ -202,8 +239,9 @@ impl Supervisor {
                 () = self.changed.notified() => self.relist(&running.peer).await,
                 () = tick => self.relist(&running.peer).await,
                 _ = &mut running.ended => {
-                    tracing::warn!(program = %self.program, "the MCP server exited; starting it again");
-                    self.link.set(Err(format!("the MCP server `{}` exited; it is being started again", self.program)));
+                    let name = self.target.name();
+                    tracing::warn!(server = %name, "the MCP server ended; starting (or connecting) again");
+                    self.link.set(Err(format!("the MCP server `{name}` ended; it is being started again")));
                     match self.restart().await {
                         Some(next) => {
                             running = next;
@@ -226,7 +264,7 @@ impl Supervisor {
                 () = self.stop.cancelled() => return None,
                 () = tokio::time::sleep(wait) => {}
             }
-            match start(&self.program, &self.args, &self.changed).await {
+            match start(&self.target, &self.changed).await {
                 Ok(running) => return Some(running),
                 Err(why) => {
                     tracing::warn!(%why, retry_in = ?wait, "the MCP server could not be started again");

@@ -43,6 +43,8 @@
 
 #[cfg(feature = "mcp-client")]
 mod mcp;
+#[cfg(feature = "mcp-client")]
+mod mcp_http;
 #[cfg(feature = "openapi-client")]
 mod openapi;
 mod source;
@@ -446,6 +448,27 @@ impl Mounted {
         self.keep.close().await;
         self.state.remove_all();
     }
+}
+
+/// The HTTP client of a mount's requests: its headers (credentials) on each, marked
+/// sensitive so that no log shows them.
+pub(crate) fn http_client(mount: &Mount) -> Result<reqwest::Client, ToolError> {
+    use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+    let bad = |name: &str, err: &dyn std::fmt::Display| ToolError::BadUrl {
+        url: mount.source.clone(),
+        reason: format!("the header `{name}` cannot be sent: {err}"),
+    };
+    let mut headers = HeaderMap::new();
+    for (name, value) in &mount.headers {
+        let header = HeaderName::try_from(name.as_str()).map_err(|e| bad(name, &e))?;
+        let mut value = HeaderValue::try_from(value.as_str()).map_err(|e| bad(name, &e))?;
+        value.set_sensitive(true);
+        headers.insert(header, value);
+    }
+    reqwest::Client::builder()
+        .default_headers(headers)
+        .build()
+        .map_err(|e| unavailable(format!("mount `{}`: {e}", mount.namespace)))
 }
 
 /// A mounted tool goes whatever its registration count (each new listing

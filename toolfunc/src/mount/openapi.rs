@@ -47,18 +47,7 @@ pub(super) async fn open(
     state: &Arc<MountState>,
 ) -> Result<Box<dyn Opened>, ToolError> {
     let mount = &state.mount;
-    let mut headers = HeaderMap::new();
-    for (name, value) in &mount.headers {
-        let name = HeaderName::try_from(name.as_str()).map_err(|e| bad_setting(name, &e))?;
-        let mut value =
-            HeaderValue::try_from(value.as_str()).map_err(|e| bad_setting(name.as_str(), &e))?;
-        value.set_sensitive(true);
-        headers.insert(name, value);
-    }
-    let http = reqwest::Client::builder()
-        .default_headers(headers)
-        .build()
-        .map_err(|e| unavailable(format!("mount `{}`: {e}", mount.namespace)))?;
+    let http = super::http_client(mount)?;
     let (text, document_url) = match source {
         Source::OpenApiUrl(url) => {
             let url = Url::parse(url).map_err(|e| ToolError::BadUrl {
@@ -119,13 +108,6 @@ struct Closed;
 impl Opened for Closed {
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
-    }
-}
-
-fn bad_setting(name: &str, err: &dyn std::fmt::Display) -> ToolError {
-    ToolError::BadUrl {
-        url: name.to_owned(),
-        reason: format!("not a header a request can carry: {err}"),
     }
 }
 
