@@ -28,7 +28,8 @@
 //!
 //! `--mount NAME=SOURCE` (repeatable) mounts the tools of another server beside the
 //! demo's, each as `NAME_TOOL` (`toolfunc::mount`): `mcp+stdio:COMMAND ARG...` (an
-//! MCP server started as a child process), `openapi+http(s)://…/openapi.json` or
+//! MCP server started as a child process; the words after `--mount` up to the next
+//! flag are its arguments, quoted or not), `mcp+http(s)://…/mcp`, `openapi+http(s)://…/openapi.json` or
 //! `openapi+file:PATH` (an OpenAPI document's operations). A source that cannot be
 //! read makes the server exit naming the mount; with `--mount-optional` it is
 //! left out, and the server says why. On Ctrl-C or SIGTERM the mounted MCP
@@ -136,37 +137,88 @@ fn gauge_sessions(metrics: Option<&Metrics>, mcp: &toolfunc::mcp::Server) -> std
         .map_err(std::io::Error::other)
 }
 
+/// The command line, read.
+struct Flags {
+    addr: String,
+    prefix: String,
+    issuer: Option<String>,
+    audience: Option<String>,
+    extra: usize,
+    sessions: McpSessions,
+    metrics: Option<Metrics>,
+    cors: Vec<String>,
+    mounts: Vec<String>,
+    mounts_optional: bool,
+}
+
+impl Flags {
+    /// Reads the flags, or prints the usage and exits.
+    fn read() -> Self {
+        let mut flags = Self {
+            addr: format!(
+                "127.0.0.1:{}",
+                std::env::var("PORT").unwrap_or_else(|_| "3000".into())
+            ),
+            prefix: "/api".to_owned(),
+            issuer: None,
+            audience: None,
+            extra: 0,
+            sessions: McpSessions::default(),
+            metrics: None,
+            cors: Vec::new(),
+            mounts: Vec::new(),
+            mounts_optional: false,
+        };
+        let mut args = std::env::args().skip(1);
+        // Whether the words that follow go on the last `--mount`'s command line.
+        let mut in_mount = false;
+        while let Some(arg) = args.next() {
+            if in_mount && !arg.starts_with("--") {
+                if let Some(last) = flags.mounts.last_mut() {
+                    push_word(last, &arg);
+                }
+                continue;
+            }
+            in_mount = arg == "--mount";
+            let mut value = || args.next().unwrap_or_else(|| usage());
+            match arg.as_str() {
+                "--addr" => flags.addr = value(),
+                "--prefix" => flags.prefix = value(),
+                "--extra-tools" => flags.extra = parsed(Some(value())),
+                "--mcp-max-sessions" => flags.sessions.max = parsed(Some(value())),
+                "--mcp-max-sessions-per-caller" => {
+                    flags.sessions.per_caller = Some(parsed(Some(value())));
+                }
+                "--mcp-session-idle" => {
+                    flags.sessions.idle = Duration::from_secs(parsed(Some(value())));
+                }
+                "--auth-issuer" => flags.issuer = Some(value()),
+                "--auth-audience" => flags.audience = Some(value()),
+                "--metrics" => flags.metrics = Some(Metrics::new()),
+                "--cors-origin" => flags.cors.push(value()),
+                "--mount" => flags.mounts.push(value()),
+                "--mount-optional" => flags.mounts_optional = true,
+                _ => usage(),
+            }
+        }
+        flags
+    }
+}
+
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
-    let mut addr = format!(
-        "127.0.0.1:{}",
-        std::env::var("PORT").unwrap_or_else(|_| "3000".into())
-    );
-    let mut prefix = "/api".to_owned();
-    let (mut issuer, mut audience) = (None, None);
-    let mut extra = 0;
-    let mut sessions = McpSessions::default();
-    let mut metrics = None;
-    let mut cors = Vec::new();
-    let (mut mounts, mut mounts_optional) = (Vec::new(), false);
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--addr" => addr = args.next().unwrap_or_else(|| usage()),
-            "--prefix" => prefix = args.next().unwrap_or_else(|| usage()),
-            "--extra-tools" => extra = parsed(args.next()),
-            "--mcp-max-sessions" => sessions.max = parsed(args.next()),
-            "--mcp-max-sessions-per-caller" => sessions.per_caller = Some(parsed(args.next())),
-            "--mcp-session-idle" => sessions.idle = Duration::from_secs(parsed(args.next())),
-            "--auth-issuer" => issuer = Some(args.next().unwrap_or_else(|| usage())),
-            "--auth-audience" => audience = Some(args.next().unwrap_or_else(|| usage())),
-            "--metrics" => metrics = Some(Metrics::new()),
-            "--cors-origin" => cors.push(args.next().unwrap_or_else(|| usage())),
-            "--mount" => mounts.push(args.next().unwrap_or_else(|| usage())),
-            "--mount-optional" => mounts_optional = true,
-            _ => usage(),
-        }
-    }
+    let Flags {
+        addr,
+        prefix,
+        issuer,
+        audience,
+        extra,
+        sessions,
+        metrics,
+        cors,
+        mounts,
+        mounts_optional,
+    } = Flags::read();
     let auth = match (issuer, audience) {
         (None, None) => None,
         (Some(issuer), Some(audience)) => match Jwt::discover(&issuer, &audience).await {
@@ -238,6 +290,23 @@ async fn main() -> std::io::Result<()> {
         mount.close().await;
     }
     ended
+}
+
+/// Adds `word` to a command line, quoted as a shell would need it to stay one
+/// word (`mcp+stdio:` splits the line again).
+fn push_word(line: &mut String, word: &str) {
+    line.push(' ');
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+    {
+        line.push_str(word);
+    } else {
+        line.push('\'');
+        line.push_str(&word.replace('\'', "'\\''"));
+        line.push('\'');
+    }
 }
 
 /// `--mount NAME=SOURCE`: each source's tools in the global registry as

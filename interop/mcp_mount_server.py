@@ -1,7 +1,7 @@
 """An MCP server written with the official Python SDK (MCPServer, which was
 FastMCP), served over stdio, that tests/mount_mcp.rs mounts into a toolfunc
 registry: structured and text results, a raising tool, a tool list that changes,
-and a process that can be made to die.
+a prompt, a resource and a template, and a process that can be made to die.
 
     mcp_mount_server.py              # over stdio
     mcp_mount_server.py --http PORT  # streamable HTTP at http://127.0.0.1:PORT/mcp
@@ -55,6 +55,24 @@ async def grow(name: str, ctx: Context) -> str:
     server.add_tool(added, name=name, description="Added at run time.")
     await ctx.session.send_tool_list_changed()
     return "grown"
+
+
+@server.prompt()
+def review(code: str) -> str:
+    """Asks for a review of some code."""
+    return f"Please review:\n{code}"
+
+
+@server.resource("demo://readme", mime_type="text/plain")
+def readme() -> str:
+    """The server's readme."""
+    return "mounted from Python"
+
+
+@server.resource("notes://{day}")
+def notes(day: str) -> str:
+    """The notes of a day."""
+    return f"notes of {day}"
 
 
 @server.tool()

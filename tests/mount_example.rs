@@ -59,18 +59,26 @@ async fn mcp_call(http: &reqwest::Client, base: &str, name: &str, arguments: Val
         .unwrap()
 }
 
-fn python_source() -> String {
+/// `--mount py=mcp+stdio:PYTHON SCRIPT`, as a shell passes it unquoted: the
+/// script is a word of its own.
+fn python_mount() -> [String; 3] {
     let python = interop::python();
     let script = interop::dir().join("mcp_mount_server.py");
-    format!("py=mcp+stdio:{} {}", python.display(), script.display())
+    [
+        "--mount".into(),
+        format!("py=mcp+stdio:{}", python.display()),
+        script.display().to_string(),
+    ]
 }
 
 #[tokio::test]
 async fn the_example_server_serves_local_and_mounted_tools_side_by_side() {
     let (_upstream, upstream) = server(&[]).await;
+    let [mount, python, script] = python_mount();
     let (running, base) = server(&[
-        "--mount".into(),
-        python_source(),
+        mount,
+        python,
+        script,
         "--mount".into(),
         format!("other=openapi+{upstream}/api/openapi.json"),
         "--mount".into(),

@@ -177,6 +177,41 @@ async fn a_child_that_dies_is_started_again_and_close_ends_it() {
 }
 
 #[tokio::test]
+async fn an_mcp_servers_prompts_and_resources_are_mounted_too() {
+    let registry = Registry::new();
+    let mounted = registry.mount("py", source()).await.unwrap();
+    let (prompts, resources) = mounted.prompts_and_resources();
+    assert_eq!(prompts, ["py_review"]);
+    assert_eq!(resources, ["demo://readme", "notes://{day}"]);
+    let got = registry
+        .prompt("py_review", json!({"code": "x = 1"}))
+        .await
+        .unwrap();
+    assert_eq!(got.messages.len(), 1);
+    assert!(
+        serde_json::to_string(&got.messages[0])
+            .unwrap()
+            .contains("x = 1")
+    );
+    let read = registry.read("demo://readme").await.unwrap();
+    assert_eq!(read[0].text.as_deref(), Some("mounted from Python"));
+    let day = registry.read("notes://monday").await.unwrap();
+    assert_eq!(day[0].text.as_deref(), Some("notes of monday"));
+    assert_eq!(day[0].uri, "notes://monday");
+    // Without them, on request.
+    let bare = Registry::new();
+    let tools_only = Mount::new("py", source())
+        .prompts_and_resources(false)
+        .into_registry(&bare)
+        .await
+        .unwrap();
+    assert_eq!(tools_only.prompts_and_resources(), (vec![], vec![]));
+    mounted.close().await;
+    assert!(registry.prompt_definitions().is_empty());
+    assert!(registry.read("demo://readme").await.is_err());
+}
+
+#[tokio::test]
 async fn a_mounted_mcp_server_is_served_over_mcp() {
     let registry = Registry::new();
     let _mounted = Mount::new("py", source())

@@ -42,6 +42,7 @@
 //! | serve tools over HTTP, call remote ones | [`http`] (feature `http`): [`http::Api`], [`http::Server`], [`http::Client`] (alone with `http-client`, in the browser too) |
 //! | serve tools to MCP clients | [`mcp`] (feature `mcp`): [`mcp::Server`] over stdio or streamable HTTP |
 //! | spread calls over workers | [`nats`] (feature `nats`): [`nats::Worker`], [`nats::Client`] |
+//! | put the tools of MCP servers and OpenAPI services beside your own | [`mount`] (features `mcp-client`, `openapi-client`): [`Registry::mount`] |
 //! | run local or remote tools the same way | [`Transport`], [`connect`] |
 //! | follow one trace across processes | spans on `tracing`, W3C [`TraceContext`] on every surface; `otel` (feature `otel`) exports them |
 //!

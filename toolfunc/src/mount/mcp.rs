@@ -3,6 +3,7 @@
 //! (sessionless where it offers the 2026-07-28 revision, else in a session);
 //! kept in step with its tool list, and started or connected again when it ends.
 
+use std::fmt::Write as _;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -10,8 +11,9 @@ use futures::future::BoxFuture;
 use rmcp::ServiceExt;
 use rmcp::handler::client::ClientHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
-    MetaObject, RequestMetaObject, Tool,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
+    GetPromptRequestParams, GetPromptResponse, Implementation, MetaObject,
+    ReadResourceRequestParams, RequestMetaObject, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RoleClient};
 use rmcp::transport::TokioChildProcess;
@@ -24,9 +26,11 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::source::Source;
-use super::{MountState, Offer, Opened, unavailable};
+use super::{MountState, Offer, Opened, PromptOffer, unavailable};
 use crate::error::ToolError;
+use crate::prompt::{PromptBuilder, PromptFunc};
 use crate::propagate;
+use crate::resource::{ResourceBuilder, ResourceFunc};
 use crate::tool::{Annotations, ToolFunc};
 
 /// The first wait before a dead child is started again; it doubles to
@@ -62,6 +66,22 @@ struct Listener {
 
 impl ClientHandler for Listener {
     fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.changed.notify_one();
+        std::future::ready(())
+    }
+
+    fn on_prompt_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.changed.notify_one();
+        std::future::ready(())
+    }
+
+    fn on_resource_list_changed(
         &self,
         _context: NotificationContext<RoleClient>,
     ) -> impl Future<Output = ()> + Send + '_ {
@@ -172,6 +192,7 @@ pub(super) async fn open(
         running.stop.cancel();
         return Err(err);
     }
+    list_kinds(state, &link, &running.peer).await;
     let stop = CancellationToken::new();
     let done = Arc::new(Notify::new());
     let supervisor = Supervisor {
@@ -284,6 +305,7 @@ impl Supervisor {
             }
             Err(err) => tracing::warn!(error = %err, "tools/list failed"),
         }
+        list_kinds(&self.state, &self.link, peer).await;
     }
 }
 
@@ -400,4 +422,186 @@ fn answer(result: CallToolResult) -> Result<Value, ToolError> {
         value["structuredContent"] = structured;
     }
     Ok(value)
+}
+
+/// Lists the server's prompts and resources (those it declares it has) and
+/// places them, when the mount takes them.
+async fn list_kinds(state: &MountState, link: &Arc<Link>, peer: &Peer<RoleClient>) {
+    if !state.mount.kinds {
+        return;
+    }
+    let Some(info) = peer.peer_info() else {
+        return;
+    };
+    if info.capabilities.prompts.is_some() {
+        match peer.list_all_prompts().await {
+            Ok(prompts) => state.place_prompts(
+                prompts
+                    .into_iter()
+                    .map(|prompt| {
+                        let link = Arc::clone(link);
+                        let source = prompt.name.clone();
+                        let make: PromptOffer =
+                            Box::new(move |name| mounted_prompt(name, link, &prompt));
+                        (source, make)
+                    })
+                    .collect(),
+            ),
+            Err(err) => tracing::warn!(error = %err, "prompts/list failed"),
+        }
+    }
+    if info.capabilities.resources.is_some() {
+        let mut made = Vec::new();
+        match peer.list_all_resources().await {
+            Ok(resources) => {
+                for resource in resources {
+                    let mut builder =
+                        ResourceFunc::builder(resource.uri.clone(), resource.name.clone());
+                    if let Some(description) = &resource.description {
+                        builder = builder.description(description.clone());
+                    }
+                    if let Some(title) = &resource.title {
+                        builder = builder.title(title.clone());
+                    }
+                    if let Some(mime) = &resource.mime_type {
+                        builder = builder.mime_type(mime.clone());
+                    }
+                    made.push(reads(builder, Arc::clone(link), resource.uri.clone()));
+                }
+            }
+            Err(err) => tracing::warn!(error = %err, "resources/list failed"),
+        }
+        match peer.list_all_resource_templates().await {
+            Ok(templates) => {
+                for template in templates {
+                    let mut builder =
+                        ResourceFunc::builder(template.uri_template.clone(), template.name.clone());
+                    if let Some(description) = &template.description {
+                        builder = builder.description(description.clone());
+                    }
+                    if let Some(title) = &template.title {
+                        builder = builder.title(title.clone());
+                    }
+                    if let Some(mime) = &template.mime_type {
+                        builder = builder.mime_type(mime.clone());
+                    }
+                    made.push(reads(
+                        builder,
+                        Arc::clone(link),
+                        template.uri_template.clone(),
+                    ));
+                }
+            }
+            Err(err) => tracing::warn!(error = %err, "resources/templates/list failed"),
+        }
+        state.place_resources(made);
+    }
+}
+
+/// A mounted prompt: the source's metadata and arguments, got from the source.
+fn mounted_prompt(name: String, link: Arc<Link>, prompt: &rmcp::model::Prompt) -> PromptBuilder {
+    let mut builder = PromptFunc::builder(name);
+    if let Some(description) = &prompt.description {
+        builder = builder.description(description.clone());
+    }
+    if let Some(title) = &prompt.title {
+        builder = builder.title(title.clone());
+    }
+    for argument in prompt.arguments.iter().flatten() {
+        builder = builder.argument(
+            argument.name.clone(),
+            argument.description.clone().unwrap_or_default(),
+            argument.required == Some(true),
+        );
+    }
+    let source = prompt.name.clone();
+    builder.handler(move |_ctx, args| {
+        let link = Arc::clone(&link);
+        let source = source.clone();
+        async move {
+            let peer = link.peer()?;
+            let arguments: serde_json::Map<String, Value> = match args {
+                Value::Object(arguments) => arguments
+                    .into_iter()
+                    .filter(|(_, value)| !value.is_null())
+                    .map(|(key, value)| {
+                        let text = match value {
+                            Value::String(text) => text,
+                            other => other.to_string(),
+                        };
+                        (key, Value::String(text))
+                    })
+                    .collect(),
+                _ => serde_json::Map::new(),
+            };
+            let params = GetPromptRequestParams::new(source.clone()).with_arguments(arguments);
+            match peer.get_prompt_once(params).await {
+                Ok(GetPromptResponse::Complete(result)) => Ok(result),
+                Ok(_) => Err(ToolError::failed(format!(
+                    "the MCP server's prompt `{source}` asks its client for input, which a mount cannot give"
+                ))),
+                Err(err) => Err(unavailable(format!(
+                    "the MCP server's prompts/get of `{source}` failed: {err}"
+                ))),
+            }
+        }
+    })
+}
+
+/// A mounted resource's builder with the handler that reads it at the source:
+/// at its URI, or at the URI its template makes of the variables.
+fn reads(builder: ResourceBuilder, link: Arc<Link>, address: String) -> ResourceBuilder {
+    builder.handler(move |_ctx, vars| {
+        let link = Arc::clone(&link);
+        let uri = expand(&address, &vars);
+        async move {
+            let peer = link.peer()?;
+            let read = peer
+                .read_resource(ReadResourceRequestParams::new(uri.clone()))
+                .await
+                .map_err(|err| {
+                    unavailable(format!(
+                        "the MCP server's resources/read of `{uri}` failed: {err}"
+                    ))
+                })?;
+            Ok(read.contents)
+        }
+    })
+}
+
+/// The URI a template (`{var}`, `{+var}`) makes of `vars`: a `{var}`'s value with
+/// all but unreserved characters percent-encoded, a `{+var}`'s with reserved ones
+/// kept too.
+fn expand(template: &str, vars: &Value) -> String {
+    let mut uri = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        uri.push_str(&rest[..open]);
+        let Some(close) = rest[open..].find('}') else {
+            break;
+        };
+        let expression = &rest[open + 1..open + close];
+        let (reserved, name) = match expression.strip_prefix('+') {
+            Some(name) => (true, name),
+            None => (false, expression),
+        };
+        let value = match vars.get(name) {
+            Some(Value::String(text)) => text.clone(),
+            Some(Value::Null) | None => String::new(),
+            Some(other) => other.to_string(),
+        };
+        for byte in value.bytes() {
+            let keep = byte.is_ascii_alphanumeric()
+                || matches!(byte, b'-' | b'.' | b'_' | b'~')
+                || (reserved && b":/?#[]@!$&'()*+,;=".contains(&byte));
+            if keep {
+                uri.push(char::from(byte));
+            } else {
+                let _ = write!(uri, "%{byte:02X}");
+            }
+        }
+        rest = &rest[open + close + 1..];
+    }
+    uri.push_str(rest);
+    uri
 }

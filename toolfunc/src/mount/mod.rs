@@ -54,8 +54,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::error::ToolError;
+#[cfg(feature = "mcp-client")]
+use crate::prompt::PromptBuilder;
 use crate::registry::Registry;
 use crate::registry::options::{RegisterOptions, UnregisterOptions};
+#[cfg(feature = "mcp-client")]
+use crate::resource::ResourceBuilder;
 use crate::tool::{ToolBuilder, ToolFunc};
 
 pub use source::Source;
@@ -97,6 +101,7 @@ pub struct Mount {
     pub(crate) connect_timeout: Duration,
     pub(crate) call_timeout: Option<Duration>,
     pub(crate) refresh_every: Option<Duration>,
+    pub(crate) kinds: bool,
 }
 
 impl std::fmt::Debug for Mount {
@@ -118,6 +123,7 @@ impl std::fmt::Debug for Mount {
             .field("connect_timeout", &self.connect_timeout)
             .field("call_timeout", &self.call_timeout)
             .field("refresh_every", &self.refresh_every)
+            .field("prompts_and_resources", &self.kinds)
             .finish()
     }
 }
@@ -141,6 +147,7 @@ impl Mount {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             call_timeout: None,
             refresh_every: None,
+            kinds: true,
         }
     }
 
@@ -228,6 +235,13 @@ impl Mount {
         self
     }
 
+    /// Whether an MCP source's prompts and resources are mounted too (`true` unless
+    /// set). Prompts are named as tools are; resources keep their URIs.
+    pub fn prompts_and_resources(mut self, yes: bool) -> Self {
+        self.kinds = yes;
+        self
+    }
+
     /// The name a source's tool `name` takes in the registry, or `None` when the
     /// mount leaves it out (by name; tags are known only to the source).
     pub fn name_for(&self, name: &str) -> Option<String> {
@@ -272,6 +286,8 @@ impl Mount {
             mount: Arc::clone(&mount),
             registry: registry.clone(),
             names: Mutex::new(Vec::new()),
+            prompts: Mutex::new(Vec::new()),
+            resources: Mutex::new(Vec::new()),
         });
         let opened = tokio::time::timeout(mount.connect_timeout, source.open(&state))
             .await
@@ -310,11 +326,19 @@ pub(crate) struct Offer {
     pub(crate) build: Box<dyn FnOnce(String) -> ToolBuilder + Send>,
 }
 
+/// Makes a mounted prompt's builder under its registry name.
+#[cfg(feature = "mcp-client")]
+pub(crate) type PromptOffer = Box<dyn FnOnce(String) -> PromptBuilder + Send>;
+
 /// A mount's place in its registry: the names it holds there.
 pub(crate) struct MountState {
     pub(crate) mount: Arc<Mount>,
     registry: Registry,
     names: Mutex<Vec<String>>,
+    /// The names of the prompts it holds there.
+    prompts: Mutex<Vec<String>>,
+    /// The addresses (URIs and templates) of the resources it holds there.
+    resources: Mutex<Vec<String>>,
 }
 
 impl MountState {
@@ -395,11 +419,97 @@ impl MountState {
             .clone()
     }
 
+    /// Registers `prompts` (each a source name and the builder it makes under a
+    /// registry name) in place of those the mount held; one whose name is another
+    /// prompt's is left out with a warning.
+    #[cfg(feature = "mcp-client")]
+    pub(crate) fn place_prompts(&self, prompts: Vec<(String, PromptOffer)>) {
+        let mut held = self.prompts.lock().unwrap_or_else(PoisonError::into_inner);
+        for name in held.drain(..) {
+            self.registry.unregister_prompt(&name);
+        }
+        for (source_name, make) in prompts {
+            let Some(name) = self.mount.name_for(&source_name) else {
+                continue;
+            };
+            let built = make(name.clone())
+                .scopes(self.mount.scopes.iter().cloned())
+                .build();
+            match built.and_then(|prompt| self.registry.register_prompt(prompt)) {
+                Ok(()) => held.push(name),
+                Err(err) => {
+                    tracing::warn!(mount = %self.mount.namespace, prompt = %name, error = %err, "left out");
+                }
+            }
+        }
+    }
+
+    /// Registers `resources` in place of those the mount held; one at an address
+    /// another resource holds is left out with a warning.
+    #[cfg(feature = "mcp-client")]
+    pub(crate) fn place_resources(&self, resources: Vec<ResourceBuilder>) {
+        let mut held = self
+            .resources
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for address in held.drain(..) {
+            self.registry.unregister_resource(&address);
+        }
+        for make in resources {
+            let built = make.scopes(self.mount.scopes.iter().cloned()).build();
+            match built {
+                Ok(resource) => {
+                    let address = resource.address().to_owned();
+                    match self.registry.register_resource(resource) {
+                        Ok(()) => held.push(address),
+                        Err(err) => {
+                            tracing::warn!(mount = %self.mount.namespace, resource = %address, error = %err, "left out");
+                        }
+                    }
+                }
+                Err(err) => {
+                    tracing::warn!(mount = %self.mount.namespace, error = %err, "a resource left out");
+                }
+            }
+        }
+    }
+
     fn remove_all(&self) {
         let mut held = self.names.lock().unwrap_or_else(PoisonError::into_inner);
         for name in held.drain(..) {
             self.registry.unregister_with(&name, forced());
         }
+        for name in self
+            .prompts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain(..)
+        {
+            self.registry.unregister_prompt(&name);
+        }
+        for address in self
+            .resources
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain(..)
+        {
+            self.registry.unregister_resource(&address);
+        }
+    }
+
+    /// The names of the prompts and the addresses of the resources it holds.
+    fn kinds(&self) -> (Vec<String>, Vec<String>) {
+        let prompts = self
+            .prompts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let resources = self
+            .resources
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        (prompts, resources)
     }
 }
 
@@ -434,6 +544,15 @@ impl Mounted {
         let mut names = self.state.names();
         names.sort();
         names
+    }
+
+    /// The names of the mounted prompts, and the URIs (and templates) of the
+    /// mounted resources, sorted.
+    pub fn prompts_and_resources(&self) -> (Vec<String>, Vec<String>) {
+        let (mut prompts, mut resources) = self.state.kinds();
+        prompts.sort();
+        resources.sort();
+        (prompts, resources)
     }
 
     /// The mount's namespace.
