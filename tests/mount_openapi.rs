@@ -73,6 +73,8 @@ struct Store {
     pets: Mutex<BTreeMap<u64, Value>>,
     /// The `authorization` header of every request the service saw.
     seen: Mutex<Vec<Option<String>>>,
+    /// The `traceparent` header of every request the service saw.
+    traces: Mutex<Vec<Option<String>>>,
 }
 
 impl Store {
@@ -82,6 +84,11 @@ impl Store {
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         self.seen.lock().unwrap().push(auth);
+        let trace = headers
+            .get("traceparent")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        self.traces.lock().unwrap().push(trace);
     }
 }
 
@@ -418,4 +425,67 @@ async fn mounted_operations_are_served_and_the_inbound_token_stays_here() {
         .find(|t| t["name"] == "pets_getPet")
         .unwrap();
     assert_eq!(get_pet["input_schema"]["required"], json!(["petId"]));
+}
+
+/// Refuses every call of a tool whose name says it deletes.
+struct NoDeletes;
+
+impl toolfunc::layer::Layer for NoDeletes {
+    fn call(
+        &self,
+        call: toolfunc::layer::Call,
+        next: toolfunc::layer::Next,
+    ) -> toolfunc::layer::ReplyFuture {
+        if call.tool().contains("delete") {
+            return toolfunc::layer::ReplyFuture::ready(Err(toolfunc::ToolError::custom(
+                "NO_DELETES",
+                403,
+                "not here",
+            )));
+        }
+        next.run(call)
+    }
+}
+
+#[tokio::test]
+async fn mounted_operations_go_through_layers_traces_and_llm_tool_calls() {
+    let (url, store) = petstore().await;
+    let registry = Registry::new();
+    registry
+        .mount("pets", format!("openapi+{url}"))
+        .await
+        .unwrap();
+    let guarded = registry.clone().layer(NoDeletes);
+    let err = guarded
+        .run("pets_delete_pets_petId", json!({"petId": "1"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "NO_DELETES");
+    assert!(
+        store.seen.lock().unwrap().is_empty(),
+        "a refused call sends nothing"
+    );
+
+    // The caller's W3C trace context goes on to the service.
+    let parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let traced =
+        guarded.with(CallOptions::new().insert(toolfunc::TraceContext::new(parent).unwrap()));
+    traced.run("pets_listPets", json!({})).await.unwrap();
+    let headers = store.traces.lock().unwrap().clone();
+    assert_eq!(headers.len(), 1);
+    let sent = headers[0].clone().unwrap();
+    assert!(
+        sent.starts_with("00-0af7651916cd43dd8448eb211c80319c-"),
+        "{sent}"
+    );
+
+    // An LLM's tool call of a mounted operation, answered in the provider's shape.
+    let assistant = json!({"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "pets_createPet", "input": {"body": {"name": "Ada"}}}]});
+    let reply =
+        toolfunc::llm::run_tool_calls(&guarded, toolfunc::llm::Target::Anthropic, &assistant)
+            .await
+            .unwrap();
+    let text = reply["content"][0]["content"].to_string();
+    assert!(text.contains("Ada"), "{reply}");
 }

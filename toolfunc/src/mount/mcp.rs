@@ -111,7 +111,10 @@ enum Target {
     Child { program: String, args: Vec<String> },
     /// A streamable HTTP endpoint, and the client (with the mount's credentials)
     /// that calls it.
-    Http { url: String, http: reqwest::Client },
+    Http {
+        url: String,
+        http: super::mcp_http::Http,
+    },
 }
 
 impl Target {
@@ -143,10 +146,7 @@ async fn start(target: &Target, changed: &Arc<Notify>) -> Result<Running, String
         }
         Target::Http { url, http } => {
             let config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-            let transport = StreamableHttpClientTransport::with_client(
-                super::mcp_http::Http(http.clone()),
-                config,
-            );
+            let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
             listener.serve(transport).await
         }
     }
@@ -169,10 +169,14 @@ pub(super) async fn open(
             program: program.clone(),
             args: args.clone(),
         },
-        Source::McpHttp(url) => Target::Http {
-            url: url.clone(),
-            http: super::http_client(&state.mount)?,
-        },
+        Source::McpHttp(url) => {
+            let client = super::http_client(&state.mount)?;
+            let tokens = super::tokens(&state.mount, &client);
+            Target::Http {
+                url: url.clone(),
+                http: super::mcp_http::Http { client, tokens },
+            }
+        }
         _ => unreachable!("open is called for MCP sources only"),
     };
     let namespace = state.mount.namespace.clone();

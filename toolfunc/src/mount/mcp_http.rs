@@ -17,15 +17,42 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::{Error as SseError, Sse, SseStream};
 
+use super::credentials::Tokens;
+
 const SESSION_ID: &str = "mcp-session-id";
 const LAST_EVENT_ID: &str = "last-event-id";
 const EVENT_STREAM: &str = "text/event-stream";
 const JSON: &str = "application/json";
 
-/// The HTTP client of an MCP mount: the mount's reqwest client (its credentials
-/// among its default headers).
+/// The HTTP client of an MCP mount: the mount's reqwest client (its headers
+/// among its default headers), and its own tokens when it has a
+/// client-credentials grant.
 #[derive(Debug, Clone)]
-pub(super) struct Http(pub(super) reqwest::Client);
+pub(super) struct Http {
+    pub(super) client: reqwest::Client,
+    pub(super) tokens: Option<Arc<Tokens>>,
+}
+
+impl Http {
+    /// The bearer token to send: the mount's own, else the transport's.
+    async fn bearer(&self, given: Option<String>) -> Result<Option<String>, Failed> {
+        match &self.tokens {
+            Some(tokens) => tokens
+                .token()
+                .await
+                .map(Some)
+                .map_err(|e| StreamableHttpError::Client(HttpError(e.to_string()))),
+            None => Ok(given),
+        }
+    }
+
+    /// After a refusal of the mount's token: the next request asks for a new one.
+    async fn refused(&self, failed: &Failed) {
+        if let (Some(tokens), StreamableHttpError::AuthRequired(_)) = (&self.tokens, failed) {
+            tokens.forget().await;
+        }
+    }
+}
 
 /// A failure of the HTTP exchange itself.
 #[derive(Debug)]
@@ -232,8 +259,9 @@ impl StreamableHttpClient for Http {
     ) -> Result<StreamableHttpPostResponse, Failed> {
         let body = serde_json::to_vec(&message)?;
         let with_session = session_id.is_some();
+        let auth_header = self.bearer(auth_header).await?;
         let sent = request(
-            self.0.post(uri.as_ref()),
+            self.client.post(uri.as_ref()),
             session_id.as_deref(),
             auth_header,
             custom_headers,
@@ -245,6 +273,7 @@ impl StreamableHttpClient for Http {
         .await
         .map_err(|e| client(&e))?;
         if let Some(refused) = challenge(&sent) {
+            self.refused(&refused).await;
             return Err(refused);
         }
         let status = sent.status();
@@ -316,8 +345,9 @@ impl StreamableHttpClient for Http {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), Failed> {
+        let auth_header = self.bearer(auth_header).await?;
         let sent = request(
-            self.0.delete(uri.as_ref()),
+            self.client.delete(uri.as_ref()),
             Some(&session_id),
             auth_header,
             custom_headers,
@@ -367,8 +397,9 @@ impl StreamableHttpClient for Http {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Failed> {
+        let auth_header = self.bearer(auth_header).await?;
         let mut builder = request(
-            self.0.get(uri.as_ref()),
+            self.client.get(uri.as_ref()),
             session_id.as_deref(),
             auth_header,
             custom_headers,
@@ -382,6 +413,7 @@ impl StreamableHttpClient for Http {
             return Err(StreamableHttpError::ServerDoesNotSupportSse);
         }
         if let Some(refused) = challenge(&sent) {
+            self.refused(&refused).await;
             return Err(refused);
         }
         if !sent.status().is_success() {

@@ -41,6 +41,7 @@
 //! # Ok(()) }
 //! ```
 
+mod credentials;
 #[cfg(feature = "mcp-client")]
 mod mcp;
 #[cfg(feature = "mcp-client")]
@@ -62,6 +63,7 @@ use crate::registry::options::{RegisterOptions, UnregisterOptions};
 use crate::resource::ResourceBuilder;
 use crate::tool::{ToolBuilder, ToolFunc};
 
+pub use credentials::ClientCredentials;
 pub use source::Source;
 
 /// The longest tool name MCP takes.
@@ -102,6 +104,7 @@ pub struct Mount {
     pub(crate) call_timeout: Option<Duration>,
     pub(crate) refresh_every: Option<Duration>,
     pub(crate) kinds: bool,
+    pub(crate) credentials: Option<ClientCredentials>,
 }
 
 impl std::fmt::Debug for Mount {
@@ -124,6 +127,7 @@ impl std::fmt::Debug for Mount {
             .field("call_timeout", &self.call_timeout)
             .field("refresh_every", &self.refresh_every)
             .field("prompts_and_resources", &self.kinds)
+            .field("credentials", &self.credentials)
             .finish()
     }
 }
@@ -148,6 +152,7 @@ impl Mount {
             call_timeout: None,
             refresh_every: None,
             kinds: true,
+            credentials: None,
         }
     }
 
@@ -199,6 +204,15 @@ impl Mount {
     pub fn bearer(self, token: impl AsRef<str>) -> Self {
         let value = format!("Bearer {}", token.as_ref());
         self.header("authorization", value)
+    }
+
+    /// Asks an authorization server for the mount's own token (an OAuth 2.0
+    /// client-credentials grant) and sends it as a bearer token with every
+    /// request to the source (HTTP sources); a new one is asked for before it
+    /// expires, and after the source refuses it.
+    pub fn client_credentials(mut self, grant: ClientCredentials) -> Self {
+        self.credentials = Some(grant);
+        self
     }
 
     /// Sends a header with every request to the source (HTTP sources).
@@ -588,6 +602,14 @@ pub(crate) fn http_client(mount: &Mount) -> Result<reqwest::Client, ToolError> {
         .default_headers(headers)
         .build()
         .map_err(|e| unavailable(format!("mount `{}`: {e}", mount.namespace)))
+}
+
+/// The mount's token source, when it has a client-credentials grant.
+pub(crate) fn tokens(mount: &Mount, http: &reqwest::Client) -> Option<Arc<credentials::Tokens>> {
+    mount
+        .credentials
+        .clone()
+        .map(|grant| credentials::Tokens::new(grant, http.clone()))
 }
 
 /// A mounted tool goes whatever its registration count (each new listing

@@ -19,6 +19,7 @@ use serde_json::{Map, Value, json};
 use tracing::Instrument;
 use tracing::field::Empty;
 
+use super::credentials::Tokens;
 use super::source::Source;
 use super::{MountState, Offer, Opened, unavailable};
 use crate::error::ToolError;
@@ -91,7 +92,8 @@ pub(super) async fn open(
     let base = base_url(&document, document_url.as_ref(), mount.base_url.as_deref())
         .map_err(|reason| unavailable(format!("mount `{}`: {reason}", mount.namespace)))?;
     let document = Arc::new(document);
-    let api = Arc::new(Api { base, http });
+    let tokens = super::tokens(mount, &http);
+    let api = Arc::new(Api { base, http, tokens });
     let operations = operations(&document)
         .map_err(|reason| unavailable(format!("mount `{}`: {reason}", mount.namespace)))?;
     let offers = operations
@@ -168,6 +170,8 @@ fn base_url(
 struct Api {
     base: Url,
     http: reqwest::Client,
+    /// The mount's own tokens, when it has a client-credentials grant.
+    tokens: Option<Arc<Tokens>>,
 }
 
 /// Where a parameter goes.
@@ -692,12 +696,21 @@ async fn call(
     if !cookies.is_empty() {
         request = request.header(reqwest::header::COOKIE, cookies);
     }
+    if let Some(tokens) = &api.tokens {
+        request = request.bearer_auth(tokens.token().await?);
+    }
     if let (Some(body), Some(value)) = (&operation.body, args.remove("body")) {
         request = with_body(request, body, value)?;
     }
-    send(request, operation.method.clone(), url)
+    let answer = send(request, operation.method.clone(), url)
         .instrument(span)
-        .await
+        .await;
+    if let (Err(err), Some(tokens)) = (&answer, &api.tokens)
+        && err.status() == 401
+    {
+        tokens.forget().await;
+    }
+    answer
 }
 
 /// The operation's path with its path parameters in place.
