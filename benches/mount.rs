@@ -12,7 +12,8 @@
 //!   hand (the same client settings, the answer read as JSON);
 //! * `call/mcp_mounted` vs `call/mcp_by_hand`: one `tools/call` of a toolfunc
 //!   MCP server's `add` (streamable HTTP, in this process) through the mounted
-//!   `up_add` (rmcp's client), and as a sessionless JSON-RPC POST by hand.
+//!   `up_add` (rmcp's client, sessionless), and as a sessionless JSON-RPC POST
+//!   by hand.
 
 use std::hint::black_box;
 use std::time::Duration;

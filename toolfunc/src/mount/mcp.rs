@@ -12,10 +12,10 @@ use rmcp::ServiceExt;
 use rmcp::handler::client::ClientHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
-    GetPromptRequestParams, GetPromptResponse, Implementation, MetaObject,
+    GetPromptRequestParams, GetPromptResponse, Implementation, MetaObject, ProtocolVersion,
     ReadResourceRequestParams, RequestMetaObject, Tool,
 };
-use rmcp::service::{NotificationContext, Peer, RoleClient};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, NotificationContext, Peer, RoleClient};
 use rmcp::transport::TokioChildProcess;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
@@ -147,7 +147,13 @@ async fn start(target: &Target, changed: &Arc<Notify>) -> Result<Running, String
         Target::Http { url, http } => {
             let config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
             let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
-            listener.serve(transport).await
+            // Sessionless (`server/discover`, 2026-07-28) where the server offers it,
+            // else a session of the `initialize` handshake.
+            let lifecycle = ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::LATEST],
+                legacy_version: None,
+            };
+            listener.serve_with_lifecycle(transport, lifecycle).await
         }
     }
     .map_err(|e| format!("`{name}` did not complete the MCP handshake: {e}"))?;

@@ -15,6 +15,7 @@ use rmcp::transport::streamable_http_client::{
     AuthRequiredError, InsufficientScopeError, StreamableHttpClient, StreamableHttpError,
     StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
+use serde_json::Value;
 use sse_stream::{Error as SseError, Sse, SseStream};
 
 use super::credentials::Tokens;
@@ -204,6 +205,25 @@ fn refused_discovery(
     ))
 }
 
+/// A message as the bytes of its POST. A mounted tool reports no progress, so a
+/// request goes without the progress token rmcp's client gives each one: a
+/// server answers a request that can report no progress with one JSON body
+/// rather than an event stream.
+fn body_of(message: &ClientJsonRpcMessage) -> Result<Vec<u8>, Failed> {
+    let mut json = serde_json::to_value(message)?;
+    if matches!(message, ClientJsonRpcMessage::Request(_))
+        && let Some(Value::Object(meta)) = json.pointer_mut("/params/_meta")
+    {
+        meta.remove("progressToken");
+        if meta.is_empty()
+            && let Some(Value::Object(params)) = json.get_mut("params")
+        {
+            params.remove("_meta");
+        }
+    }
+    Ok(serde_json::to_vec(&json)?)
+}
+
 impl StreamableHttpClient for Http {
     type Error = HttpError;
 
@@ -257,7 +277,7 @@ impl StreamableHttpClient for Http {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, Failed> {
-        let body = serde_json::to_vec(&message)?;
+        let body = body_of(&message)?;
         let with_session = session_id.is_some();
         let auth_header = self.bearer(auth_header).await?;
         let sent = request(
