@@ -29,6 +29,32 @@ async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
     panic!("{what}: not within 10 s");
 }
 
+/// `py_add` keeps its source's description, schemas and (served again over MCP)
+/// output schema.
+fn definitions_are_the_sources(registry: &Registry) {
+    let def = registry.get("py_add").unwrap().definition().clone();
+    assert_eq!(def.description.as_deref(), Some("Adds two numbers."));
+    assert_eq!(def.params.value()["required"], json!(["a", "b"]));
+    let result = def.result.clone().unwrap();
+    assert_eq!(
+        result["properties"]["structuredContent"]["properties"]["sum"]["type"],
+        "number"
+    );
+
+    // Served again over MCP, the tool keeps its output schema.
+    let listed = toolfunc::llm::tools(registry, toolfunc::llm::Target::Mcp).unwrap();
+    let add = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "py_add")
+        .unwrap();
+    assert_eq!(
+        add["outputSchema"]["properties"]["sum"]["type"], "number",
+        "{add}"
+    );
+}
+
 #[tokio::test]
 async fn a_python_mcp_servers_tools_are_mounted_and_called() {
     let registry = Registry::new();
@@ -39,14 +65,7 @@ async fn a_python_mcp_servers_tools_are_mounted_and_called() {
             "py_add", "py_boom", "py_die", "py_grow", "py_pid", "py_shout"
         ]
     );
-    let def = registry.get("py_add").unwrap().definition().clone();
-    assert_eq!(def.description.as_deref(), Some("Adds two numbers."));
-    assert_eq!(def.params.value()["required"], json!(["a", "b"]));
-    let result = def.result.clone().unwrap();
-    assert_eq!(
-        result["properties"]["structuredContent"]["properties"]["sum"]["type"],
-        "number"
-    );
+    definitions_are_the_sources(&registry);
 
     // A structured result, and a text one.
     let sum = registry

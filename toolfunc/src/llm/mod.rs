@@ -340,10 +340,16 @@ pub(crate) fn mcp_tool(
     tool.insert("inputSchema".into(), input);
     // An output schema says what `structuredContent` holds. A streaming tool's result
     // is the array of its items, which its schema does not describe; a `Content`
-    // result's blocks are the content itself.
-    if let Some(result @ Value::Object(_)) = &definition.result
+    // result's blocks are the content itself, and its structured value's schema
+    // (an MCP server's output schema, mounted) is the output schema.
+    let result = match &definition.result {
+        Some(result) if crate::content::is_content_schema(Some(result)) => result
+            .pointer("/properties/structuredContent")
+            .filter(|structured| structured.get("type").and_then(Value::as_str) == Some("object")),
+        other => other.as_ref(),
+    };
+    if let Some(result @ Value::Object(_)) = result
         && !definition.stream
-        && !crate::content::is_content_schema(Some(result))
     {
         match listing {
             McpListing::Served => {

@@ -7,20 +7,41 @@
 //! source; the call's span is the parent of the source request's, and W3C trace
 //! context goes with it.
 //!
-//! | source | feature | names |
+//! | source | feature | what is mounted |
 //! | --- | --- | --- |
-//! | `mcp+stdio:COMMAND ARG...`: an MCP server started as a child process (the rest split as a shell would, without a shell) | `mcp-client` | its tools |
-//! | `mcp+http://…`, `mcp+https://…`: an MCP server's streamable HTTP endpoint | `mcp-client` | its tools |
+//! | `mcp+stdio:COMMAND ARG...`: an MCP server started as a child process (the rest split as a shell would, without a shell; its stderr is this process's) | `mcp-client` | its tools, prompts and resources |
+//! | `mcp+http://…`, `mcp+https://…`: an MCP server's streamable HTTP endpoint, sessionless (2026-07-28) where it offers that, else in a session | `mcp-client` | its tools, prompts and resources |
 //! | `openapi+http://…/openapi.json`, `openapi+https://…`, `openapi+file:PATH`: an OpenAPI 3.0 or 3.1 document (JSON) | `openapi-client` | its operations, by `operationId` |
 //!
 //! Each tool enters the registry as `{namespace}_{tool}` ([`Mount::separator`]
 //! sets the `_`; an empty namespace keeps the source's names), with the characters
-//! MCP does not take in a name replaced by `_`. [`Mount`] selects, renames and
+//! MCP does not take in a name replaced by `_`; an MCP source's prompts are named
+//! the same way, its resources keep their URIs. [`Mount`] selects, renames and
 //! guards them; [`Registry::mount`] takes a source as it is.
 //!
-//! A mount's credentials ([`Mount::bearer`], [`Mount::header`]) are the only ones
+//! **MCP sources** answer with MCP's own result (`{"content": [..],
+//! "structuredContent": ..}`, a [`Content`](crate::Content) on every surface); a
+//! result the server marks `isError` is a `FAILED` error with its text. The mount
+//! follows the server's `list_changed` notifications (or lists again every
+//! [`Mount::refresh_every`]); a child that exits is started again, waiting 250 ms
+//! and doubling to 30 s while starts fail, and its tools answer `UNAVAILABLE`
+//! (503) meanwhile. [`Mounted::close`] ends the child.
+//!
+//! **OpenAPI operations** take their path, query, header and cookie parameters by
+//! name (each property's `x-toolfunc-in` says where it goes) and the request body
+//! as `body`, in one arguments object checked against a schema made at its first
+//! read (the document's `$ref`s copied into `$defs`, OpenAPI 3.0's `nullable` and
+//! boolean bounds turned into JSON Schema's). The call goes to the document's
+//! `servers[0].url` (resolved against the document's own URL) or
+//! [`Mount::base_url`]; a JSON answer is the result, other text a string, a 4xx an
+//! `UPSTREAM` error with the source's status and its body in the data, a 5xx the
+//! same as 502.
+//!
+//! **Credentials.** A mount's own ([`Mount::bearer`], [`Mount::header`], an OAuth
+//! client-credentials grant with [`Mount::client_credentials`]) are the only ones
 //! sent to its source: a token an inbound caller presented to this server is
-//! never passed on.
+//! never passed on. A source that cannot be reached when mounted fails the mount
+//! with `UNAVAILABLE`, naming it.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), toolfunc::ToolError> {
