@@ -11,7 +11,7 @@
 //! | --- | --- | --- |
 //! | `mcp+stdio:COMMAND ARG...`: an MCP server started as a child process (the rest split as a shell would, without a shell; its stderr is this process's) | `mcp-client` | its tools, prompts and resources |
 //! | `mcp+http://…`, `mcp+https://…`: an MCP server's streamable HTTP endpoint, sessionless (2026-07-28) where it offers that, else in a session | `mcp-client` | its tools, prompts and resources |
-//! | `openapi+http://…/openapi.json`, `openapi+https://…`, `openapi+file:PATH`: an OpenAPI 3.0 or 3.1 document (JSON) | `openapi-client` | its operations, by `operationId` |
+//! | `openapi+http://…/openapi.json`, `openapi+https://…`, `openapi+file:PATH`: an OpenAPI 3.0 or 3.1 document (JSON or YAML) | `openapi-client` | its operations, by `operationId` |
 //!
 //! Each tool enters the registry as `{namespace}_{tool}` ([`Mount::separator`]
 //! sets the `_`; an empty namespace keeps the source's names), with the characters

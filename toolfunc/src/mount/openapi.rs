@@ -2,10 +2,11 @@
 //! query, header and cookie parameters by name and its request body as `body`, in
 //! one arguments object, and calls the operation at the document's server.
 //!
-//! The document is read as JSON with `serde_json`: the tools need its paths,
-//! parameters, request bodies and servers, and its schemas as JSON Schema, which
-//! `serde_json::Value` keeps as they are for both versions (typed OpenAPI models
-//! read one version each and would be turned back into JSON for every schema).
+//! The document (JSON, or YAML through `yaml_serde`) is read into a
+//! `serde_json::Value`: the tools need its paths, parameters, request bodies and
+//! servers, and its schemas as JSON Schema, which a `Value` keeps as they are for
+//! both versions (typed OpenAPI models read one version each and would be turned
+//! back into JSON for every schema).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -77,18 +78,8 @@ pub(super) async fn open(
         }
         _ => unreachable!("open is called for OpenAPI sources only"),
     };
-    let document: Value = serde_json::from_str(&text).map_err(|e| {
-        let yaml = text.trim_start().starts_with("openapi:");
-        unavailable(format!(
-            "mount `{}`: the OpenAPI document is not JSON{}: {e}",
-            mount.namespace,
-            if yaml {
-                " (a YAML document is read once converted to JSON)"
-            } else {
-                ""
-            }
-        ))
-    })?;
+    let document = read_document(&text)
+        .map_err(|why| unavailable(format!("mount `{}`: {why}", mount.namespace)))?;
     let base = base_url(&document, document_url.as_ref(), mount.base_url.as_deref())
         .map_err(|reason| unavailable(format!("mount `{}`: {reason}", mount.namespace)))?;
     let document = Arc::new(document);
@@ -102,6 +93,19 @@ pub(super) async fn open(
         .collect();
     state.place(offers, true)?;
     Ok(Box::new(Closed))
+}
+
+/// A document's text as JSON: JSON, else YAML (a superset of JSON that most
+/// documents are written in).
+fn read_document(text: &str) -> Result<Value, String> {
+    match serde_json::from_str(text) {
+        Ok(document) => Ok(document),
+        Err(json) if text.trim_start().starts_with(['{', '[']) => {
+            Err(format!("the OpenAPI document is not JSON: {json}"))
+        }
+        Err(_) => yaml_serde::from_str(text)
+            .map_err(|yaml| format!("the OpenAPI document is neither JSON nor YAML: {yaml}")),
+    }
 }
 
 /// An OpenAPI source holds no connection of its own.
@@ -985,6 +989,15 @@ mod tests {
             validator.is_valid(&json!({"id": "1", "body": {"tag": null, "owner": {"age": 3}}}))
         );
         assert!(!validator.is_valid(&json!({"id": "1", "body": {"owner": {"age": 0}}})));
+    }
+
+    #[test]
+    fn a_yaml_document_reads_as_its_json() {
+        let yaml = "openapi: 3.0.0\npaths:\n  /a:\n    get:\n      operationId: getA\n";
+        let document = read_document(yaml).unwrap();
+        assert_eq!(document["paths"]["/a"]["get"]["operationId"], "getA");
+        assert!(read_document("{not json").unwrap_err().contains("not JSON"));
+        assert!(read_document(": : :").is_err());
     }
 
     #[test]
