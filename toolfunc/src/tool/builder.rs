@@ -780,6 +780,7 @@ impl ToolBuilder {
             handler,
             check,
             positional,
+            positional_from: self.typed_order,
             concurrency_limit: self.concurrency.unwrap_or(0),
             concurrency: self
                 .concurrency

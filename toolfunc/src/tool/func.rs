@@ -243,6 +243,9 @@ pub struct ToolFunc {
     /// Made from the parameters schema at the first positional call when the
     /// schema is made at its first read ([`ToolBuilder::params_schema_with`]).
     pub(crate) positional: OnceLock<Vec<String>>,
+    /// How `positional` is made from the schema when it is made late: a typed
+    /// handler's field order, else the schema's `properties`.
+    pub(crate) positional_from: Option<fn(&Value) -> Vec<String>>,
     pub(crate) concurrency_limit: usize,
     pub(crate) depends: Vec<Dependency>,
     pub(crate) setup: Option<Hook>,
@@ -458,8 +461,10 @@ impl ToolFunc {
 
     /// The parameter names positional arguments map onto, in order.
     pub(crate) fn positional(&self) -> &[String] {
-        self.positional
-            .get_or_init(|| super::builder::property_names(&self.definition.params))
+        self.positional.get_or_init(|| match self.positional_from {
+            Some(order) => order(&self.definition.params),
+            None => super::builder::property_names(&self.definition.params),
+        })
     }
 
     /// Checks `args` against the parameters schema compiled at the first call: a

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::definition::Annotations;
 use super::func::{Answer, Handler, ItemStream, ToolFunc};
 use crate::error::ToolError;
+use crate::schema::Schema;
 use crate::exec::ctx::Ctx;
 
 /// What `#[tool]` submits to the global registry: const data only, turned into a
@@ -73,7 +74,10 @@ impl ToolSpec {
         builder.summary = self.summary.map(str::to_owned);
         builder.alias = self.alias.iter().map(|s| (*s).to_owned()).collect();
         builder.tags = self.tags.iter().map(|s| (*s).to_owned()).collect();
-        builder.params = Some((self.params)().into());
+        // Made at its first read (a listing, a search, a positional call), not
+        // when the global registry is built: a program with thousands of tools
+        // starts without making their schemas.
+        builder.params = Some(Schema::with(self.params));
         builder.result = self.result.map(|f| f());
         builder.typed_order = Some(self.param_order);
         builder.handler = Some(match self.handler {
