@@ -14,13 +14,22 @@ fn minus(b: i64, a: i64) -> i64 {
 #[tokio::test]
 async fn a_macro_tools_schema_is_made_at_its_first_read() {
     let tool = Registry::global().get("minus").unwrap();
-    assert!(!tool.definition().params.is_made(), "made when the registry was built");
+    assert!(
+        !tool.definition().params.is_made(),
+        "made when the registry was built"
+    );
     // A call by name needs no schema: the typed handler reads its arguments.
-    let named = Registry::global().run("minus", json!({"b": 5, "a": 2})).await.unwrap();
+    let named = Registry::global()
+        .run("minus", json!({"b": 5, "a": 2}))
+        .await
+        .unwrap();
     assert_eq!(named, json!(3));
     assert!(!tool.definition().params.is_made());
     // Positional arguments map in declaration order (b, a), not the schema's.
-    let positional = Registry::global().run("minus", vec![json!(5), json!(2)]).await.unwrap();
+    let positional = Registry::global()
+        .run("minus", vec![json!(5), json!(2)])
+        .await
+        .unwrap();
     assert_eq!(positional, json!(3));
     assert!(tool.definition().params.is_made());
     assert_eq!(tool.definition().params["required"], json!(["b", "a"]));

@@ -489,3 +489,29 @@ async fn mounted_operations_go_through_layers_traces_and_llm_tool_calls() {
     let text = reply["content"][0]["content"].to_string();
     assert!(text.contains("Ada"), "{reply}");
 }
+
+#[tokio::test]
+async fn an_answer_longer_than_the_bound_fails_the_call() {
+    let (url, _store) = petstore().await;
+    let registry = Registry::new();
+    Mount::new("pets", format!("openapi+{url}"))
+        .max_response_bytes(64)
+        .into_registry(&registry)
+        .await
+        .unwrap();
+    let long_name = "x".repeat(100);
+    // The created pet is answered whole: longer than 64 bytes.
+    let err = registry
+        .run("pets_createPet", json!({"body": {"name": long_name}}))
+        .await
+        .unwrap_err();
+    assert_eq!((err.code(), err.status()), ("UPSTREAM", 502), "{err}");
+    assert!(err.to_string().contains("longer than 64 bytes"), "{err}");
+    // A short answer still comes back.
+    assert!(
+        registry
+            .run("pets_getPet", json!({"petId": "7"}))
+            .await
+            .is_err_and(|e| e.status() == 404)
+    );
+}

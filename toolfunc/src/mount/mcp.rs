@@ -114,6 +114,8 @@ enum Target {
     Http {
         url: String,
         http: super::mcp_http::Http,
+        /// The longest answer (or event of a stream) read.
+        limit: usize,
     },
 }
 
@@ -144,8 +146,10 @@ async fn start(target: &Target, changed: &Arc<Notify>) -> Result<Running, String
                 .map_err(|e| format!("`{program}` could not be started: {e}"))?;
             listener.serve(transport).await
         }
-        Target::Http { url, http } => {
-            let config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+        Target::Http { url, http, limit } => {
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            config.max_json_response_size = *limit;
+            config.max_sse_event_size = *limit;
             let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
             // Sessionless (`server/discover`, 2026-07-28) where the server offers it,
             // else a session of the `initialize` handshake.
@@ -181,6 +185,7 @@ pub(super) async fn open(
             Target::Http {
                 url: url.clone(),
                 http: super::mcp_http::Http { client, tokens },
+                limit: state.mount.max_response_bytes,
             }
         }
         _ => unreachable!("open is called for MCP sources only"),

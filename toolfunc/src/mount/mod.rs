@@ -94,6 +94,10 @@ pub const MAX_NAME_LEN: usize = 128;
 /// [`Mount::connect_timeout`] says otherwise.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The longest answer of a source a mounted call reads, unless
+/// [`Mount::max_response_bytes`] says otherwise: 16 MiB.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+
 /// A source and how its tools enter a registry: which, under what names, for which
 /// callers, with which credentials.
 ///
@@ -126,6 +130,7 @@ pub struct Mount {
     pub(crate) refresh_every: Option<Duration>,
     pub(crate) kinds: bool,
     pub(crate) credentials: Option<ClientCredentials>,
+    pub(crate) max_response_bytes: usize,
 }
 
 impl std::fmt::Debug for Mount {
@@ -149,6 +154,7 @@ impl std::fmt::Debug for Mount {
             .field("refresh_every", &self.refresh_every)
             .field("prompts_and_resources", &self.kinds)
             .field("credentials", &self.credentials)
+            .field("max_response_bytes", &self.max_response_bytes)
             .finish()
     }
 }
@@ -174,6 +180,7 @@ impl Mount {
             refresh_every: None,
             kinds: true,
             credentials: None,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 
@@ -183,7 +190,8 @@ impl Mount {
         self
     }
 
-    /// Mounts only the tools of these source names (all unless set).
+    /// Mounts only the tools (and an MCP source's prompts) of these source names
+    /// (all unless set).
     pub fn include<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
         self.include.extend(names.into_iter().map(Into::into));
         self
@@ -260,6 +268,15 @@ impl Mount {
     /// set).
     pub fn call_timeout(mut self, timeout: Duration) -> Self {
         self.call_timeout = Some(timeout);
+        self
+    }
+
+    /// The longest answer of the source a call reads
+    /// ([`DEFAULT_MAX_RESPONSE_BYTES`] unless set): a longer one fails the call
+    /// (`UPSTREAM`, 502) before it is held. For MCP over HTTP it bounds each JSON
+    /// answer and each event of a stream.
+    pub fn max_response_bytes(mut self, bytes: usize) -> Self {
+        self.max_response_bytes = bytes;
         self
     }
 

@@ -66,10 +66,10 @@ pub(super) async fn open(
                     mount.namespace
                 )));
             }
-            let text = response.text().await.map_err(|e| {
-                unavailable(format!("mount `{}`: {url}: {}", mount.namespace, cause(&e)))
-            })?;
-            (text, Some(url))
+            let bytes = bounded(response, MAX_DOCUMENT_BYTES)
+                .await
+                .map_err(|why| unavailable(format!("mount `{}`: {url}: {why}", mount.namespace)))?;
+            (String::from_utf8_lossy(&bytes).into_owned(), Some(url))
         }
         Source::OpenApiFile(path) => {
             let text = std::fs::read_to_string(path)
@@ -84,7 +84,12 @@ pub(super) async fn open(
         .map_err(|reason| unavailable(format!("mount `{}`: {reason}", mount.namespace)))?;
     let document = Arc::new(document);
     let tokens = super::tokens(mount, &http);
-    let api = Arc::new(Api { base, http, tokens });
+    let api = Arc::new(Api {
+        base,
+        http,
+        tokens,
+        max_response: mount.max_response_bytes,
+    });
     let operations = operations(&document)
         .map_err(|reason| unavailable(format!("mount `{}`: {reason}", mount.namespace)))?;
     let offers = operations
@@ -115,6 +120,30 @@ impl Opened for Closed {
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
     }
+}
+
+/// The largest OpenAPI document a mount reads (10,000 operations take ~5 MB).
+const MAX_DOCUMENT_BYTES: usize = 64 * 1024 * 1024;
+
+/// A body of at most `limit` bytes, read as it comes; longer ones are refused
+/// before they are held.
+async fn bounded(response: reqwest::Response, limit: usize) -> Result<Vec<u8>, String> {
+    use futures::StreamExt as _;
+    let too_long =
+        || format!("the answer is longer than {limit} bytes (Mount::max_response_bytes)");
+    if response.content_length().is_some_and(|n| n > limit as u64) {
+        return Err(too_long());
+    }
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.map_err(|e| cause(&e))?;
+        if body.len() + chunk.len() > limit {
+            return Err(too_long());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// A reqwest error with its causes ("error sending request" alone says little).
@@ -176,6 +205,8 @@ struct Api {
     http: reqwest::Client,
     /// The mount's own tokens, when it has a client-credentials grant.
     tokens: Option<Arc<Tokens>>,
+    /// The longest answer a call reads.
+    max_response: usize,
 }
 
 /// Where a parameter goes.
@@ -706,7 +737,7 @@ async fn call(
     if let (Some(body), Some(value)) = (&operation.body, args.remove("body")) {
         request = with_body(request, body, value)?;
     }
-    let answer = send(request, operation.method.clone(), url)
+    let answer = send(request, operation.method.clone(), url, api.max_response)
         .instrument(span)
         .await;
     if let (Err(err), Some(tokens)) = (&answer, &api.tokens)
@@ -861,6 +892,7 @@ async fn send(
     request: reqwest::RequestBuilder,
     method: Method,
     url: Url,
+    limit: usize,
 ) -> Result<Value, ToolError> {
     let response = request.send().await.map_err(|e| {
         if e.is_timeout() {
@@ -878,10 +910,9 @@ async fn send(
         .get(reqwest::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(is_json);
-    let bytes = response
-        .bytes()
-        .await
-        .map_err(|e| unavailable(format!("{method} {url}: {}", cause(&e))))?;
+    let bytes = bounded(response, limit).await.map_err(|why| {
+        ToolError::custom("UPSTREAM", 502, format!("{method} {}: {why}", url.path()))
+    })?;
     let body = if bytes.is_empty() {
         Value::Null
     } else if json {

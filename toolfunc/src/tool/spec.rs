@@ -9,8 +9,8 @@ use serde_json::Value;
 use super::definition::Annotations;
 use super::func::{Answer, Handler, ItemStream, ToolFunc};
 use crate::error::ToolError;
-use crate::schema::Schema;
 use crate::exec::ctx::Ctx;
+use crate::schema::Schema;
 
 /// What `#[tool]` submits to the global registry: const data only, turned into a
 /// [`ToolFunc`] through [`ToolBuilder`] when the global registry is first used.
