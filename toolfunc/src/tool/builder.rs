@@ -882,7 +882,7 @@ fn checked(handler: Handler, schema: Option<&Value>) -> Result<Handler, String> 
 }
 
 /// `schema` with `properties` on its object root: providers expect it, even empty.
-fn with_properties(mut schema: Value) -> Value {
+pub(crate) fn with_properties(mut schema: Value) -> Value {
     if let Some(map) = schema.as_object_mut() {
         map.entry("properties")
             .or_insert_with(|| Value::Object(serde_json::Map::new()));

@@ -77,7 +77,8 @@ impl ToolSpec {
         // Made at its first read (a listing, a search, a positional call), not
         // when the global registry is built: a program with thousands of tools
         // starts without making their schemas.
-        builder.params = Some(Schema::with(self.params));
+        let params = self.params;
+        builder.params = Some(Schema::with(move || super::builder::with_properties(params())));
         builder.result = self.result.map(|f| f());
         builder.typed_order = Some(self.param_order);
         builder.handler = Some(match self.handler {
