@@ -63,7 +63,7 @@
 //!   [`benches/README.md`](https://github.com/toolfunc/toolfunc/blob/main/benches/README.md)
 //!   in the repository.
 #![cfg_attr(
-    all(feature = "http", feature = "mcp", feature = "nats"),
+    all(feature = "http-server", feature = "mcp", feature = "nats"),
     doc = include_str!("docs/security.md")
 )]
 // Libraries report through return values and `tracing`, never by printing.
@@ -80,12 +80,12 @@ pub mod content;
 mod detach;
 mod error;
 mod exec;
-#[cfg(feature = "http-client")]
+#[cfg(any(feature = "http-client", feature = "http-server"))]
 pub mod http;
 mod id;
 mod identity;
 pub mod layer;
-#[cfg(any(feature = "http", feature = "mcp"))]
+#[cfg(any(feature = "http-server", feature = "mcp"))]
 mod listen;
 pub mod llm;
 mod local;
@@ -103,6 +103,7 @@ mod panic;
 pub mod prompt;
 #[cfg(any(
     feature = "http-client",
+    feature = "http-server",
     feature = "mcp",
     feature = "mcp-client",
     feature = "nats"
@@ -120,7 +121,7 @@ pub mod transport;
 
 /// The README's examples, compiled and run as doc tests (they include the HTTP, MCP
 /// and NATS layers).
-#[cfg(all(doctest, feature = "http", feature = "mcp", feature = "nats"))]
+#[cfg(all(doctest, feature = "http-server", feature = "mcp", feature = "nats"))]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
 

@@ -186,7 +186,7 @@ impl std::fmt::Display for BodyTimedOut {
 impl std::error::Error for BodyTimedOut {}
 
 /// Whether `err` (or an error it wraps) is a body that did not arrive in time.
-#[cfg(feature = "http")]
+#[cfg(feature = "http-server")]
 pub(crate) fn timed_out(err: &(dyn std::error::Error + 'static)) -> bool {
     let mut next = Some(err);
     while let Some(err) = next {

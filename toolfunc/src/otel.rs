@@ -223,7 +223,7 @@ impl HttpClient for OnRuntime {
 }
 
 #[cfg_attr(
-    not(any(feature = "http", feature = "mcp", feature = "nats")),
+    not(any(feature = "http-server", feature = "mcp", feature = "nats")),
     allow(dead_code, reason = "the surfaces propagate trace context")
 )]
 /// A [`TraceContext`] as the propagators read it.
@@ -243,7 +243,7 @@ impl Extractor for Incoming<'_> {
 }
 
 #[cfg_attr(
-    not(any(feature = "http", feature = "mcp", feature = "nats")),
+    not(any(feature = "http-server", feature = "mcp", feature = "nats")),
     allow(dead_code, reason = "the surfaces propagate trace context")
 )]
 /// Makes the caller's span (`incoming`) the parent of `span`, which must not have
@@ -269,7 +269,7 @@ pub(crate) fn link(span: &tracing::Span, earlier: &TraceContext) {
 }
 
 #[cfg_attr(
-    not(any(feature = "http", feature = "mcp", feature = "nats")),
+    not(any(feature = "http-server", feature = "mcp", feature = "nats")),
     allow(dead_code, reason = "the surfaces propagate trace context")
 )]
 /// The trace context to send with a call made inside `span`: its own, when the
@@ -285,7 +285,7 @@ pub(crate) fn outgoing(span: &tracing::Span) -> Option<TraceContext> {
     TraceContext::read(|name| fields.get(name).map(String::as_str))
 }
 
-#[cfg(feature = "http-client")]
+#[cfg(any(feature = "http-client", feature = "http-server"))]
 /// Renames `span`'s OpenTelemetry span, started or not: the `tracing` bridge reads
 /// `otel.name` only until the span starts.
 pub(crate) fn rename(span: &tracing::Span, name: String) {

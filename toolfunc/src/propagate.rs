@@ -3,10 +3,16 @@
 //! the `otel` feature, OpenTelemetry's W3C propagator reads and writes it; without,
 //! the context a call came with is sent on unchanged.
 
+#[cfg(any(
+    feature = "http-client",
+    feature = "mcp",
+    feature = "mcp-client",
+    feature = "nats"
+))]
 use crate::exec::ctx::Ctx;
 use crate::trace::TraceContext;
 
-#[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
+#[cfg(any(feature = "http-server", feature = "mcp", feature = "nats"))]
 /// Makes the caller's span (`incoming`) the parent of a surface's `span` (not yet
 /// entered). Without the `otel` feature spans have no remote parent: nothing to do.
 #[cfg_attr(not(feature = "otel"), allow(unused_variables))]
@@ -31,6 +37,12 @@ pub(crate) fn link(span: &tracing::Span, earlier: Option<&TraceContext>) {
 /// The trace context to send with a call made inside `span` for `ctx`'s call: the
 /// span's own when OpenTelemetry records it, else the one `ctx`'s call came with.
 #[cfg_attr(not(feature = "otel"), allow(unused_variables))]
+#[cfg(any(
+    feature = "http-client",
+    feature = "mcp",
+    feature = "mcp-client",
+    feature = "nats"
+))]
 pub(crate) fn outgoing(span: &tracing::Span, ctx: Option<&Ctx>) -> Option<TraceContext> {
     #[cfg(feature = "otel")]
     if let Some(own) = crate::otel::outgoing(span) {
@@ -39,7 +51,7 @@ pub(crate) fn outgoing(span: &tracing::Span, ctx: Option<&Ctx>) -> Option<TraceC
     ctx.and_then(Ctx::get::<TraceContext>).cloned()
 }
 
-#[cfg(feature = "http-client")]
+#[cfg(any(feature = "http-client", feature = "http-server"))]
 /// Names `span` `name` once it is known (its `otel.name` field; with the `otel`
 /// feature, the OpenTelemetry span too, which may have started already).
 pub(crate) fn name(span: &tracing::Span, name: String) {

@@ -3,19 +3,19 @@
 
 /// The name of the W3C `traceparent` header (and MCP `_meta` key).
 #[cfg_attr(
-    not(any(feature = "http", feature = "mcp", feature = "nats")),
+    not(any(feature = "http-server", feature = "mcp", feature = "nats")),
     allow(dead_code, reason = "read and written by the surfaces only")
 )]
 pub(crate) const TRACEPARENT: &str = "traceparent";
 /// The name of the W3C `tracestate` header (and MCP `_meta` key).
 #[cfg_attr(
-    not(any(feature = "http", feature = "mcp", feature = "nats")),
+    not(any(feature = "http-server", feature = "mcp", feature = "nats")),
     allow(dead_code, reason = "read and written by the surfaces only")
 )]
 pub(crate) const TRACESTATE: &str = "tracestate";
 /// The name of the W3C `baggage` header (and MCP `_meta` key).
 #[cfg_attr(
-    not(any(feature = "http", feature = "mcp", feature = "nats")),
+    not(any(feature = "http-server", feature = "mcp", feature = "nats")),
     allow(dead_code, reason = "read and written by the surfaces only")
 )]
 pub(crate) const BAGGAGE: &str = "baggage";
@@ -99,7 +99,7 @@ impl TraceContext {
     }
 
     #[cfg_attr(
-        not(any(feature = "http", feature = "mcp", feature = "nats")),
+        not(any(feature = "http-server", feature = "mcp", feature = "nats")),
         allow(dead_code, reason = "read and written by the surfaces only")
     )]
     /// The context read from a carrier (headers, `_meta`) by name; `None` without a

@@ -27,7 +27,7 @@
 
 #[cfg(feature = "jwt")]
 pub mod jwt;
-#[cfg(any(feature = "http", feature = "mcp"))]
+#[cfg(any(feature = "http-server", feature = "mcp"))]
 pub(crate) mod web;
 
 use std::fmt;

@@ -158,7 +158,7 @@ impl Runner {
 
     /// Gets `prompt` (already found, and admitted by whoever found it) with `args`,
     /// as [`prompt`](Runner::prompt) does with a name.
-    #[cfg(feature = "http")]
+    #[cfg(feature = "http-server")]
     pub(crate) async fn get_found_prompt(
         &self,
         prompt: &PromptFunc,
@@ -169,7 +169,7 @@ impl Runner {
 
     /// Reads `uri` from `resource` (already found, and admitted by whoever found
     /// it), as [`read`](Runner::read) does.
-    #[cfg(feature = "http")]
+    #[cfg(feature = "http-server")]
     pub(crate) async fn read_found(
         &self,
         resource: &ResourceFunc,

@@ -1,10 +1,12 @@
 //! What travels over HTTP: error bodies, discovery, and the parameter lists of
 //! JavaScript servers. Shared by the server and the client.
 
-use serde_json::{Map, Value, json};
+#[cfg(feature = "http-client")]
+use serde_json::json;
+use serde_json::{Map, Value};
 
 use crate::error::ToolError;
-#[cfg(feature = "http")]
+#[cfg(feature = "http-server")]
 use crate::remote::{Catalog, Sight};
 use crate::tool::ToolDefinition;
 
@@ -18,23 +20,23 @@ pub(crate) const RPC_RES_ID: &str = "rpc-res-id";
 pub(crate) const REQ_ID: &str = "req-id";
 /// How long to wait before polling a background call, in milliseconds.
 pub(crate) const RPC_RETRY_AFTER: &str = "rpc-retry-after";
-#[cfg(feature = "http")]
+#[cfg(feature = "http-server")]
 /// The request id proxies and tracing set up front; echoed like `req-id`.
 pub(crate) const X_REQUEST_ID: &str = "x-request-id";
-#[cfg(feature = "http")]
+#[cfg(feature = "http-server")]
 /// The caller's timeout for the call, in milliseconds.
 pub(crate) const RPC_TIMEOUT: &str = "rpc-timeout";
-#[cfg(feature = "http")]
+#[cfg(feature = "http-server")]
 /// The largest `rpc-timeout` read ([`millis`]: the range of the `u64` it is read
 /// into); the OpenAPI document gives it as the header's `maximum`.
 pub(crate) const RPC_TIMEOUT_MAX: u64 = u64::MAX;
-#[cfg(feature = "http")]
+#[cfg(feature = "http-server")]
 /// The caller's id (not verified), as the JavaScript clients send it.
 pub(crate) const CLIENT_IDS: [&str; 2] = ["rpc-client-id", "x-client-id"];
 /// The content type of a streamed response: one JSON value per line.
 pub(crate) const NDJSON: &str = "application/x-ndjson";
 
-#[cfg(feature = "http")]
+#[cfg(feature = "http-server")]
 /// The error body: the shape both generations of the JavaScript client read
 /// (`error` is the message, `code` the HTTP status), plus `errorCode`, the stable
 /// [`ToolError::code`], so a toolfunc client gets the same variant back.
@@ -64,6 +66,7 @@ pub(crate) fn error_body(tool: Option<&str>, err: &ToolError) -> Value {
     Value::Object(body)
 }
 
+#[cfg(feature = "http-client")]
 /// The [`ToolError`] an error response stands for, from any of the shapes servers
 /// send: toolfunc's (with `errorCode`), the 0.1.1 JavaScript one
 /// (`{"error": "msg", "code": n, "data": ..}`) and the 1.x one
@@ -126,7 +129,7 @@ pub(crate) fn error_from_body(status: u16, body: &[u8], tool: &str) -> ToolError
     }
 }
 
-#[cfg(feature = "http")]
+#[cfg(feature = "http-server")]
 /// Discovery: the registry's advertised definitions keyed by name, as the caller
 /// of `sight` sees them: no tool with `api = false`, none a layer hides from it or
 /// whose scopes it lacks, and no act of a service it lacks the scopes of. Every entry carries `isApi: true` as the JavaScript servers write it;
@@ -167,11 +170,11 @@ pub(crate) fn discovery(offered: &Catalog, sight: &Sight<'_>) -> Vec<u8> {
     body
 }
 
-#[cfg(feature = "http")]
+#[cfg(feature = "http-server")]
 /// The size of catalogue past which discovery is written on several cores.
 const PARALLEL_FROM: usize = 2048;
 
-#[cfg(feature = "http")]
+#[cfg(feature = "http-server")]
 /// The entries of `tools` the caller of `sight` sees, comma-separated.
 fn entries(tools: &[&ToolDefinition], sight: &Sight<'_>) -> Vec<u8> {
     let mut body = Vec::new();
@@ -192,7 +195,7 @@ fn entries(tools: &[&ToolDefinition], sight: &Sight<'_>) -> Vec<u8> {
     body
 }
 
-#[cfg(feature = "http")]
+#[cfg(feature = "http-server")]
 /// `"<name>":<definition with isApi: true>` into `body`.
 fn entry_into(body: &mut Vec<u8>, def: &ToolDefinition) {
     // Strings and definitions always serialise.
@@ -210,7 +213,7 @@ fn entry_into(body: &mut Vec<u8>, def: &ToolDefinition) {
     }
 }
 
-#[cfg(feature = "http")]
+#[cfg(feature = "http-server")]
 /// Discovery of `found` (a search's tools, best first): the same object, its keys
 /// written in the order given (a `serde_json::Map` would sort them).
 pub(crate) fn ranked_discovery(found: &[ToolDefinition]) -> Vec<u8> {
@@ -225,6 +228,7 @@ pub(crate) fn ranked_discovery(found: &[ToolDefinition]) -> Vec<u8> {
     body
 }
 
+#[cfg(feature = "http-client")]
 /// A definition from a discovery entry. JavaScript servers write `params` as
 /// `{name: {type, ..} | "type"}` or as a positional list: both become a JSON
 /// Schema (`"any"` is no constraint). Unknown fields (`func`, `fetchOptions`) are
@@ -248,6 +252,7 @@ pub(crate) fn definition_from_wire(name: &str, entry: &Value) -> Option<ToolDefi
     serde_json::from_value(Value::Object(entry)).ok()
 }
 
+#[cfg(feature = "http-client")]
 /// A JSON Schema for the `params` of a discovery entry.
 fn params_schema(params: &Value) -> Value {
     if params.get("type").and_then(Value::as_str) == Some("object")
@@ -306,7 +311,7 @@ fn params_schema(params: &Value) -> Value {
     schema
 }
 
-#[cfg(feature = "http")]
+#[cfg(feature = "http-server")]
 /// A text value from a URL (a path id, a query parameter) as the type the
 /// parameter's schema asks for (`"42"` → `42` for an integer); left a string when
 /// the schema says string, says nothing, or the text does not parse.
@@ -349,13 +354,13 @@ pub(crate) fn cast(text: &str, schema: Option<&Value>) -> Value {
     Value::from(text)
 }
 
-#[cfg(feature = "http")]
+#[cfg(feature = "http-server")]
 /// The schema of argument `name` in a parameters schema.
 pub(crate) fn property<'a>(params: &'a Value, name: &str) -> Option<&'a Value> {
     params.get("properties").and_then(|p| p.get(name))
 }
 
-#[cfg(feature = "http")]
+#[cfg(feature = "http-server")]
 /// Whether a value counts as "yes" the way the JavaScript servers test it.
 pub(crate) fn truthy(value: Option<&Value>) -> bool {
     match value {
@@ -367,7 +372,7 @@ pub(crate) fn truthy(value: Option<&Value>) -> bool {
     }
 }
 
-#[cfg(feature = "http")]
+#[cfg(feature = "http-server")]
 /// A whole number of milliseconds as `rpc-timeout` carries it: ASCII digits
 /// between optional blanks, no sign, no fraction, no exponent, at most
 /// [`RPC_TIMEOUT_MAX`]. Anything else is `None`.

@@ -408,7 +408,7 @@ impl Extensions for CallOptions {
 }
 
 /// The viewer calls made with `options` would have.
-#[cfg_attr(not(any(feature = "http", feature = "mcp")), allow(dead_code))]
+#[cfg_attr(not(any(feature = "http-server", feature = "mcp")), allow(dead_code))]
 pub(crate) fn viewer_of(options: &CallOptions) -> Viewer<'_> {
     Viewer::new(
         options.caller.as_deref(),

@@ -20,7 +20,7 @@ use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard};
 
 use tokio::sync::broadcast;
 
-#[cfg(feature = "http")]
+#[cfg(feature = "http-server")]
 pub(crate) use cache::generation;
 use derived::Derived;
 pub(crate) use events::Observer;
@@ -492,7 +492,7 @@ impl Registry {
     }
 
     /// Whether calls made through this registry pass any layer.
-    #[cfg_attr(not(any(feature = "http", feature = "mcp")), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "http-server", feature = "mcp")), allow(dead_code))]
     pub(crate) fn has_layers(&self) -> bool {
         // Flags only: no lock, no list built.
         let mut registry = Some(self);

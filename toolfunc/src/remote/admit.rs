@@ -65,7 +65,7 @@ impl<'a> RemoteCall<'a> {
 
     /// The caller's options: the layers judge what it may see with them, and its
     /// verified identity (if any) is judged by scopes.
-    #[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
+    #[cfg(any(feature = "http-server", feature = "mcp", feature = "nats"))]
     pub(crate) fn caller(mut self, options: &'a CallOptions) -> Self {
         self.viewer = Some(options);
         self.identity = options.identity.as_ref();
@@ -210,7 +210,7 @@ pub(crate) fn admit(registry: &Registry, call: &RemoteCall<'_>) -> Result<Admitt
 
 /// Judges `call` before what runs it is read (a body, a queued submit): found for
 /// its caller, with the scopes its identity holds.
-#[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
+#[cfg(any(feature = "http-server", feature = "mcp", feature = "nats"))]
 pub(crate) fn precheck(registry: &Registry, call: &RemoteCall<'_>) -> Result<Found, Refusal> {
     judged(registry, call)
 }

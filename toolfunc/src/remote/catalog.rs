@@ -12,14 +12,14 @@ use crate::tool::ToolDefinition;
 /// `summary` replaces the description), and the functions they make.
 pub(crate) struct Catalog {
     #[cfg_attr(
-        not(any(feature = "http", feature = "mcp", feature = "nats")),
+        not(any(feature = "http-server", feature = "mcp", feature = "nats")),
         expect(dead_code, reason = "read by the surfaces that serve it only")
     )]
     tools: Vec<Arc<ToolDefinition>>,
     functions: Vec<Function>,
     /// Every scope a tool or act offered remotely declares, sorted, each once.
     #[cfg_attr(
-        not(any(feature = "http", feature = "mcp")),
+        not(any(feature = "http-server", feature = "mcp")),
         expect(dead_code, reason = "read by the surfaces that serve it only")
     )]
     scopes: Vec<String>,
@@ -113,13 +113,13 @@ impl Catalog {
 
     /// Every scope the tools and acts offered remotely declare, sorted: what the
     /// protected-resource metadata lists as `scopes_supported`.
-    #[cfg(any(feature = "http", feature = "mcp"))]
+    #[cfg(any(feature = "http-server", feature = "mcp"))]
     pub(crate) fn scopes(&self) -> &[String] {
         &self.scopes
     }
 
     /// The tools remote callers may reach (`api`), in name order.
-    #[cfg(any(feature = "http", feature = "nats"))]
+    #[cfg(any(feature = "http-server", feature = "nats"))]
     pub(crate) fn tools(&self) -> impl Iterator<Item = &ToolDefinition> {
         self.tools
             .iter()
@@ -154,7 +154,7 @@ impl Catalog {
 }
 
 /// Whether the catalogue offers the tool `def` to remote callers: its `api`.
-#[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
+#[cfg(any(feature = "http-server", feature = "mcp", feature = "nats"))]
 pub(crate) fn offered(def: &ToolDefinition) -> bool {
     def.api
 }

@@ -5,17 +5,17 @@ use std::time::Duration;
 
 #[cfg(feature = "mcp")]
 use futures::StreamExt;
-#[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
+#[cfg(any(feature = "http-server", feature = "mcp", feature = "nats"))]
 use serde_json::Value;
 
 use super::find::Found;
-#[cfg(any(feature = "http", feature = "mcp"))]
+#[cfg(any(feature = "http-server", feature = "mcp"))]
 use super::ledger::{Ledger, Track};
 use crate::call::{ToolCall, ToolResult};
-#[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
+#[cfg(any(feature = "http-server", feature = "mcp", feature = "nats"))]
 use crate::error::ToolError;
 use crate::exec::runner::Runner;
-#[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
+#[cfg(any(feature = "http-server", feature = "mcp", feature = "nats"))]
 use crate::exec::stream::ToolStream;
 #[cfg(feature = "mcp")]
 use crate::options::CollectLimit;
@@ -56,13 +56,13 @@ impl Plan {
 
 impl Found {
     /// Runs the call for one value, with `runner`'s options.
-    #[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
+    #[cfg(any(feature = "http-server", feature = "mcp", feature = "nats"))]
     pub(crate) async fn run(self, runner: &Runner, args: Value) -> Result<Value, ToolError> {
         runner.run_resolved(self.into_resolved(), args).await
     }
 
     /// Runs the call for its items.
-    #[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
+    #[cfg(any(feature = "http-server", feature = "mcp", feature = "nats"))]
     pub(crate) fn stream(self, runner: &Runner, args: Value) -> ToolStream {
         runner.stream_resolved(self.into_resolved(), args)
     }
@@ -104,7 +104,7 @@ impl Found {
     }
 
     /// Starts the call in `ledger`, tracked as `track` says; its id.
-    #[cfg(any(feature = "http", feature = "mcp"))]
+    #[cfg(any(feature = "http-server", feature = "mcp"))]
     pub(crate) fn track(
         self,
         ledger: &Ledger,

@@ -28,7 +28,7 @@ pub(crate) struct Lookup {
 
 impl Lookup {
     /// A remote caller naming tools (HTTP, NATS).
-    #[cfg(any(feature = "http", feature = "nats"))]
+    #[cfg(any(feature = "http-server", feature = "nats"))]
     pub(crate) const TOOL: Self = Self {
         functions: false,
         remote: true,
@@ -132,7 +132,7 @@ pub(crate) fn find_tracked(registry: &Registry, tool: &str, act: Option<&str>) -
 /// Whether a poller with `options` may see a tracked call of `tool`: a call whose
 /// tool a layer hides from the poller is, to it, a call that does not exist (one
 /// whose tool is gone stays readable by its caller).
-#[cfg(any(feature = "http", feature = "mcp"))]
+#[cfg(any(feature = "http-server", feature = "mcp"))]
 pub(crate) fn tracked_shown(
     registry: &Registry,
     tool: &str,
@@ -150,7 +150,7 @@ pub(crate) fn tracked_shown(
 /// `options` see: a tool they hide is, to that caller, a tool that does not exist.
 /// Without layers and identity, or without a caller to judge (a surface that leaves
 /// it to the execution core), everything.
-#[cfg(any(feature = "http", feature = "mcp"))]
+#[cfg(any(feature = "http-server", feature = "mcp"))]
 pub(crate) fn shown_to<'a>(
     registry: &Registry,
     options: Option<&'a CallOptions>,
@@ -305,7 +305,7 @@ impl Found {
     }
 
     /// The tool's canonical name (aliases resolved).
-    #[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
+    #[cfg(any(feature = "http-server", feature = "mcp", feature = "nats"))]
     pub(crate) fn name(&self) -> &str {
         self.resolved.tool.name()
     }
@@ -321,13 +321,13 @@ impl Found {
     }
 
     /// Chooses the act (by its index in the definition's acts).
-    #[cfg(feature = "http")]
+    #[cfg(feature = "http-server")]
     pub(crate) fn choose_act(&mut self, index: usize) {
         self.act = Some(index);
     }
 
     /// The parameters' schema: the act's, or the tool's.
-    #[cfg(feature = "http")]
+    #[cfg(feature = "http-server")]
     pub(crate) fn params(&self) -> &Value {
         self.act()
             .map_or(self.definition().params.value(), |act| &act.params)

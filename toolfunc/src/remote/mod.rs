@@ -52,29 +52,29 @@ mod catalog;
 mod dispatch;
 mod find;
 pub mod ledger;
-#[cfg(any(feature = "http", feature = "mcp"))]
+#[cfg(any(feature = "http-server", feature = "mcp"))]
 mod prompts_resources;
 pub(crate) mod search;
 
 #[cfg(feature = "mcp")]
 pub(crate) use admit::Admitted;
-#[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
+#[cfg(any(feature = "http-server", feature = "mcp", feature = "nats"))]
 pub(crate) use admit::{Refusal, precheck};
 pub(crate) use admit::{RemoteCall, admit};
-#[cfg(any(feature = "http", feature = "mcp", feature = "nats"))]
+#[cfg(any(feature = "http-server", feature = "mcp", feature = "nats"))]
 pub(crate) use catalog::Catalog;
-#[cfg(any(feature = "http", feature = "mcp"))]
+#[cfg(any(feature = "http-server", feature = "mcp"))]
 pub(crate) use dispatch::Plan;
 pub(crate) use find::{Found, Lookup, Sight};
-#[cfg(any(feature = "http", feature = "mcp"))]
+#[cfg(any(feature = "http-server", feature = "mcp"))]
 pub(crate) use find::{INSUFFICIENT_SCOPE, insufficient_scope, tracked_shown};
 #[cfg(feature = "mcp")]
 pub(crate) use find::{Needs, find_tracked};
-#[cfg(any(feature = "http", feature = "mcp"))]
+#[cfg(any(feature = "http-server", feature = "mcp"))]
 pub(crate) use prompts_resources::{MAX_URI_BYTES, any_scoped, prompts, resources};
 #[cfg(feature = "mcp")]
 pub(crate) use prompts_resources::{bounded_contents, find_prompt, find_resource, find_template};
-#[cfg(feature = "http")]
+#[cfg(feature = "http-server")]
 pub(crate) use prompts_resources::{get_prompt, prompts_seen, read, resources_seen};
-#[cfg(any(feature = "http", feature = "mcp"))]
+#[cfg(any(feature = "http-server", feature = "mcp"))]
 pub(crate) use search::search;

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-#[cfg(feature = "http")]
+#[cfg(feature = "http-server")]
 use serde_json::Value;
 
 use super::find::{Sight, insufficient_scope};
@@ -18,7 +18,7 @@ use crate::error::ToolError;
 use crate::exec::prompts_resources::{not_a_prompt, not_a_resource};
 use crate::options::CallOptions;
 use crate::prompt::PromptFunc;
-#[cfg(feature = "http")]
+#[cfg(feature = "http-server")]
 use crate::prompt::PromptResult;
 use crate::registry::Registry;
 use crate::resource::ResourceFunc;
@@ -157,7 +157,7 @@ pub(crate) fn find_template(
 /// Gets the prompt `name` with `args` for a caller from outside with `options`:
 /// found and admitted as [`find_prompt`] says, then run as a call of that caller
 /// (its identity, deadline, layers).
-#[cfg(feature = "http")]
+#[cfg(feature = "http-server")]
 pub(crate) async fn get_prompt(
     registry: &Registry,
     name: &str,
@@ -171,7 +171,7 @@ pub(crate) async fn get_prompt(
 /// Reads `uri` for a caller from outside with `options`: found and admitted as
 /// [`find_resource`] says, run as a call of that caller, and its contents bounded
 /// to `max_bytes` ([`bounded_contents`]).
-#[cfg(feature = "http")]
+#[cfg(feature = "http-server")]
 pub(crate) async fn read(
     registry: &Registry,
     uri: &str,

@@ -3,22 +3,22 @@
 //! the bounds of what a caller may ask ([`SearchBounds`]), the same for HTTP
 //! discovery's `?q=` and MCP's `search_tools`.
 
-#[cfg(any(feature = "http", feature = "mcp"))]
+#[cfg(any(feature = "http-server", feature = "mcp"))]
 use super::catalog::offered;
-#[cfg(any(feature = "http", feature = "mcp"))]
+#[cfg(any(feature = "http-server", feature = "mcp"))]
 use super::find::Sight;
-#[cfg(any(feature = "http", feature = "mcp"))]
+#[cfg(any(feature = "http-server", feature = "mcp"))]
 use crate::error::ToolError;
-#[cfg(any(feature = "http", feature = "mcp"))]
+#[cfg(any(feature = "http-server", feature = "mcp"))]
 use crate::registry::Registry;
-#[cfg(any(feature = "http", feature = "mcp"))]
+#[cfg(any(feature = "http-server", feature = "mcp"))]
 use crate::tool::ToolDefinition;
 
 /// The tools offered to remote callers that best match `query`, best first, at
 /// most `limit`, each as the caller of `sight` sees it and as listings advertise it
 /// (an authored `summary` in place of the description). A tool the caller may not
 /// see is not ranked, and so does not count against `limit`.
-#[cfg(any(feature = "http", feature = "mcp"))]
+#[cfg(any(feature = "http-server", feature = "mcp"))]
 pub(crate) fn search(
     registry: &Registry,
     query: &str,
@@ -40,20 +40,20 @@ pub(crate) fn search(
 
 /// How many tools a search answers when it names no `limit`: 10 (or the largest
 /// `limit`, when that is smaller).
-#[cfg(any(feature = "http", feature = "mcp"))]
+#[cfg(any(feature = "http-server", feature = "mcp"))]
 pub const DEFAULT_SEARCH_RESULTS: usize = 10;
 
 /// The largest `limit` a search accepts by default: 100.
-#[cfg(any(feature = "http", feature = "mcp"))]
+#[cfg(any(feature = "http-server", feature = "mcp"))]
 pub const DEFAULT_MAX_SEARCH_RESULTS: usize = 100;
 
 /// The longest query a search accepts by default, in characters: 1,024 (at most
 /// 4 KiB of UTF-8).
-#[cfg(any(feature = "http", feature = "mcp"))]
+#[cfg(any(feature = "http-server", feature = "mcp"))]
 pub const DEFAULT_MAX_SEARCH_QUERY: usize = 1024;
 
 /// What a caller may ask of a search: its largest `limit` and its longest query.
-#[cfg(any(feature = "http", feature = "mcp"))]
+#[cfg(any(feature = "http-server", feature = "mcp"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct SearchBounds {
     /// The largest `limit`, at least 1.
@@ -62,7 +62,7 @@ pub(crate) struct SearchBounds {
     pub(crate) max_query: usize,
 }
 
-#[cfg(any(feature = "http", feature = "mcp"))]
+#[cfg(any(feature = "http-server", feature = "mcp"))]
 impl Default for SearchBounds {
     fn default() -> Self {
         Self {
@@ -72,7 +72,7 @@ impl Default for SearchBounds {
     }
 }
 
-#[cfg(any(feature = "http", feature = "mcp"))]
+#[cfg(any(feature = "http-server", feature = "mcp"))]
 impl SearchBounds {
     /// The `limit` a search takes when it names none.
     pub(crate) fn default_limit(&self) -> usize {

@@ -32,7 +32,7 @@ mod bound;
 mod check;
 mod lazy;
 // Only the OpenAPI document of the `http` feature rewrites schemas so far.
-#[cfg(feature = "http")]
+#[cfg(feature = "http-server")]
 pub(crate) mod rewrite;
 
 pub use check::{Validator, validate};

@@ -78,7 +78,9 @@ impl ToolSpec {
         // when the global registry is built: a program with thousands of tools
         // starts without making their schemas.
         let params = self.params;
-        builder.params = Some(Schema::with(move || super::builder::with_properties(params())));
+        builder.params = Some(Schema::with(move || {
+            super::builder::with_properties(params())
+        }));
         builder.result = self.result.map(|f| f());
         builder.typed_order = Some(self.param_order);
         builder.handler = Some(match self.handler {

@@ -100,7 +100,7 @@ enum Finds {
 enum Callee<'a> {
     Named(&'a str),
     #[cfg_attr(
-        not(any(feature = "http", feature = "mcp")),
+        not(any(feature = "http-server", feature = "mcp")),
         expect(dead_code, reason = "read by the surfaces that serve it only")
     )]
     Found(Resolved),
@@ -226,7 +226,7 @@ impl Ledger {
 
     /// [`start_with`](Self::start_with) for a tool already found (a remote call,
     /// found once on the remote floor): it runs without a second lookup.
-    #[cfg(any(feature = "http", feature = "mcp"))]
+    #[cfg(any(feature = "http-server", feature = "mcp"))]
     pub(crate) fn start_found(
         &self,
         found: Resolved,
