@@ -515,3 +515,25 @@ async fn an_answer_longer_than_the_bound_fails_the_call() {
             .is_err_and(|e| e.status() == 404)
     );
 }
+
+#[tokio::test]
+async fn a_source_that_never_answers_fails_the_mount_at_its_timeout() {
+    // Accepts connections and says nothing.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let registry = Registry::new();
+    let err = Mount::new("mute", format!("openapi+http://{addr}/openapi.json"))
+        .connect_timeout(std::time::Duration::from_millis(200))
+        .into_registry(&registry)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "UNAVAILABLE");
+    assert!(err.to_string().contains("did not answer within"), "{err}");
+    assert!(registry.names().is_empty());
+}

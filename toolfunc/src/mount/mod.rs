@@ -341,14 +341,16 @@ impl Mount {
             prompts: Mutex::new(Vec::new()),
             resources: Mutex::new(Vec::new()),
         });
-        let opened = tokio::time::timeout(mount.connect_timeout, source.open(&state))
-            .await
-            .map_err(|_| {
-                unavailable(format!(
-                    "mount `{}`: {} did not answer within {:?}",
-                    mount.namespace, mount.source, mount.connect_timeout
-                ))
-            })??;
+        let Ok(opened) = tokio::time::timeout(mount.connect_timeout, source.open(&state)).await
+        else {
+            // What the source had placed before time ran out goes with it.
+            state.remove_all();
+            return Err(unavailable(format!(
+                "mount `{}`: {} did not answer within {:?}",
+                mount.namespace, mount.source, mount.connect_timeout
+            )));
+        };
+        let opened = opened?;
         Ok(Mounted {
             state,
             keep: opened,
