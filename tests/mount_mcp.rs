@@ -3,8 +3,10 @@
 //! over MCP; structured and text results; a raising tool's error; a tool list that
 //! changes; a child killed and started again; the child ended by `close`.
 
-#[path = "support/interop.rs"]
-mod interop;
+#[path = "support/nats.rs"]
+mod nats_server;
+
+use nats_server::interop;
 
 use std::time::Duration;
 
@@ -346,4 +348,28 @@ async fn a_python_mcp_server_over_streamable_http_is_mounted() {
     .await;
     mounted.close().await;
     assert!(registry.names().is_empty());
+}
+
+#[tokio::test]
+async fn a_mounted_mcp_tool_is_served_by_a_nats_worker() {
+    let registry = Registry::new();
+    let _mounted = Mount::new("py", source())
+        .include(["add"])
+        .into_registry(&registry)
+        .await
+        .unwrap();
+    let server = nats_server::NatsServer::start();
+    let _worker = toolfunc::nats::Worker::builder(registry)
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let client = toolfunc::nats::Client::connect(&server.url())
+        .await
+        .unwrap();
+    assert_eq!(client.names(), ["py_add"]);
+    let sum = client
+        .run("py_add", json!({"a": 20, "b": 1}))
+        .await
+        .unwrap();
+    assert_eq!(sum["structuredContent"], json!({"sum": 21.0}));
 }
