@@ -6,6 +6,8 @@
 
 #[path = "support/interop.rs"]
 mod interop;
+#[path = "support/mcp.rs"]
+mod mcp;
 #[path = "support/process.rs"]
 mod process;
 
@@ -100,19 +102,8 @@ async fn the_everything_server_is_mounted_and_served_over_http_and_mcp() {
         .await
         .unwrap();
     assert!(answer.to_string().contains("over http"), "{answer}");
-    let over_mcp = http
-        .post(format!("http://{addr}/mcp"))
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "ev_echo")
-        .json(
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-            "name": "ev_echo", "arguments": {"message": "over mcp"},
-            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                      "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-                      "io.modelcontextprotocol/clientCapabilities": {}}}}),
-        )
+    let call = json!({"name": "ev_echo", "arguments": {"message": "over mcp"}});
+    let over_mcp = mcp::modern_request(&http, &format!("http://{addr}/mcp"), 1, "tools/call", call)
         .send()
         .await
         .unwrap()

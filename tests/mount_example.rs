@@ -5,6 +5,8 @@
 
 #[path = "support/interop.rs"]
 mod interop;
+#[path = "support/mcp.rs"]
+mod mcp;
 #[path = "support/process.rs"]
 mod process;
 
@@ -39,18 +41,8 @@ async fn server(args: &[String]) -> (process::Running, String) {
 /// A sessionless `tools/call` of the 2026-07-28 revision at `{base}/mcp`; the
 /// answer's text.
 async fn mcp_call(http: &reqwest::Client, base: &str, name: &str, arguments: Value) -> String {
-    http.post(format!("{base}/mcp"))
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", name)
-        .json(
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-            "name": name, "arguments": arguments,
-            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                      "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-                      "io.modelcontextprotocol/clientCapabilities": {}}}}),
-        )
+    let call = json!({"name": name, "arguments": arguments});
+    mcp::modern_request(http, &format!("{base}/mcp"), 1, "tools/call", call)
         .send()
         .await
         .unwrap()
