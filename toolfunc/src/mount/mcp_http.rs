@@ -70,14 +70,7 @@ impl std::error::Error for HttpError {}
 type Failed = StreamableHttpError<HttpError>;
 
 fn client(err: &reqwest::Error) -> Failed {
-    let mut message = err.to_string();
-    let mut source = std::error::Error::source(err);
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    StreamableHttpError::Client(HttpError(message))
+    StreamableHttpError::Client(HttpError(super::cause(err)))
 }
 
 /// Whether a `Content-Type` names `kind`.

@@ -652,6 +652,19 @@ pub(crate) fn tokens(mount: &Mount, http: &reqwest::Client) -> Option<Arc<creden
         .map(|grant| credentials::Tokens::new(grant, http.clone()))
 }
 
+/// A reqwest error with its causes (its own message, "error sending request",
+/// says little).
+pub(crate) fn cause(err: &reqwest::Error) -> String {
+    let mut message = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(inner) = source {
+        message.push_str(": ");
+        message.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    message
+}
+
 /// A mounted tool goes whatever its registration count (each new listing
 /// registers it again in place).
 fn forced() -> UnregisterOptions {

@@ -22,7 +22,7 @@ use tracing::field::Empty;
 
 use super::credentials::Tokens;
 use super::source::Source;
-use super::{MountState, Offer, Opened, unavailable};
+use super::{MountState, Offer, Opened, cause, unavailable};
 use crate::error::ToolError;
 use crate::exec::ctx::Ctx;
 use crate::propagate;
@@ -144,18 +144,6 @@ async fn bounded(response: reqwest::Response, limit: usize) -> Result<Vec<u8>, S
         body.extend_from_slice(&chunk);
     }
     Ok(body)
-}
-
-/// A reqwest error with its causes ("error sending request" alone says little).
-fn cause(err: &reqwest::Error) -> String {
-    let mut message = err.to_string();
-    let mut source = std::error::Error::source(err);
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    message
 }
 
 /// Where the operations are called: the mount's base URL, else the document's
