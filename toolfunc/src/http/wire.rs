@@ -391,7 +391,7 @@ pub(crate) fn request_id() -> String {
     crate::id::random_hex()
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "http-server"))]
 mod tests {
     use super::*;
 

@@ -69,6 +69,8 @@ mod mcp;
 mod mcp_http;
 #[cfg(feature = "openapi-client")]
 mod openapi;
+#[cfg(feature = "openapi-client")]
+mod openapi_schema;
 mod source;
 
 use std::collections::BTreeMap;
