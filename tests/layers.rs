@@ -802,3 +802,53 @@ async fn a_per_caller_limit_before_a_shared_one_gives_each_caller_a_share() {
     assert!(bob.run("nap", json!({"ms": 1})).await.is_ok());
     assert_eq!(first.await.unwrap(), json!(300));
 }
+
+/// Counts how often the layers are asked whether a caller sees `add`.
+#[derive(Clone, Default)]
+struct CountsSight(Arc<AtomicUsize>);
+
+impl Layer for CountsSight {
+    fn call(&self, call: Call, next: Next) -> ReplyFuture {
+        next.run(call)
+    }
+
+    fn visible(&self, tool: &toolfunc::ToolDefinition, _viewer: &layer::Viewer<'_>) -> bool {
+        if tool.name == "add" {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+        true
+    }
+}
+
+#[tokio::test]
+async fn each_call_asks_the_layers_once_whether_its_caller_sees_the_tool() {
+    let asked = CountsSight::default();
+    let registry = Registry::global().isolate().layer(asked.clone());
+    let taken = || asked.0.swap(0, Ordering::Relaxed);
+    // In process.
+    assert_eq!(
+        registry.run("add", json!({"a": 1, "b": 2})).await.unwrap(),
+        3.0
+    );
+    assert_eq!(taken(), 1, "in process");
+    // Over HTTP: found and judged on the remote floor, not again when it runs.
+    let addr = http_support::start(toolfunc::http::Api::new(registry.clone())).await;
+    let answer = http_support::post(addr, "/api/add", r#"{"a":1,"b":2}"#).await;
+    assert_eq!(answer.status, 200);
+    assert_eq!(taken(), 1, "HTTP");
+    // Over MCP.
+    let url = mcp_support::serve_http(toolfunc::mcp::Server::new(registry).router()).await;
+    let call = mcp_support::Answer::read(
+        mcp_support::modern_request(
+            &reqwest::Client::new(),
+            &url,
+            1,
+            "tools/call",
+            json!({"name": "add", "arguments": {"a": 1, "b": 2}}),
+        ),
+        mcp_support::LIMIT,
+    )
+    .await;
+    assert_eq!(call.response(1)["result"]["isError"], false);
+    assert_eq!(taken(), 1, "MCP");
+}

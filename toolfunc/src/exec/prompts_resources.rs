@@ -14,11 +14,13 @@ use crate::resource::ResourceFunc;
 
 impl Calls<'_> {
     /// Runs `prompt`'s function with `args` (strings read as JSON where the
-    /// argument is not a string) and reads its messages.
+    /// argument is not a string) and reads its messages; `shown` when the layers
+    /// already let the caller see it.
     pub(crate) async fn get_prompt(
         self,
         prompt: &PromptFunc,
         args: Value,
+        shown: bool,
     ) -> Result<PromptResult, ToolError> {
         let args = if args.is_null() {
             Value::Object(serde_json::Map::new())
@@ -29,15 +31,18 @@ impl Calls<'_> {
             tool: prompt.tool().clone(),
             owner: self.registry.clone(),
             ready: None,
+            shown,
         };
         PromptResult::from_value(self.run_found(found, None, args).await?)
     }
 
-    /// Runs `resource`'s function for a read of `uri`, and its contents.
+    /// Runs `resource`'s function for a read of `uri`, and its contents; `shown`
+    /// when the layers already let the caller see it.
     pub(crate) async fn read_resource(
         self,
         resource: &ResourceFunc,
         uri: &str,
+        shown: bool,
     ) -> Result<Vec<Resource>, ToolError> {
         let Some(args) = resource.arguments(uri) else {
             return Err(not_a_resource(uri));
@@ -46,6 +51,7 @@ impl Calls<'_> {
             tool: resource.tool().clone(),
             owner: self.registry.clone(),
             ready: None,
+            shown,
         };
         let value = self.run_found(found, None, args).await?;
         resource.contents(uri, value)
@@ -120,7 +126,7 @@ macro_rules! kind_methods {
                 .registry
                 .get_prompt(name)
                 .ok_or_else(|| not_a_prompt(name))?;
-            calls.get_prompt(&prompt, args).await
+            calls.get_prompt(&prompt, args, false).await
         }
 
         /// Reads the resource at `uri`: a fixed resource there, or the first
@@ -132,7 +138,7 @@ macro_rules! kind_methods {
                 .registry
                 .get_resource(uri)
                 .ok_or_else(|| not_a_resource(uri))?;
-            calls.read_resource(&resource, uri).await
+            calls.read_resource(&resource, uri, false).await
         }
 
         /// Completes an argument of a prompt or a variable of a resource template
@@ -164,7 +170,7 @@ impl Runner {
         prompt: &PromptFunc,
         args: Value,
     ) -> Result<PromptResult, ToolError> {
-        self.calls().get_prompt(prompt, args).await
+        self.calls().get_prompt(prompt, args, true).await
     }
 
     /// Reads `uri` from `resource` (already found, and admitted by whoever found
@@ -175,6 +181,6 @@ impl Runner {
         resource: &ResourceFunc,
         uri: &str,
     ) -> Result<Vec<Resource>, ToolError> {
-        self.calls().read_resource(resource, uri).await
+        self.calls().read_resource(resource, uri, true).await
     }
 }

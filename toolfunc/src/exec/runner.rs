@@ -302,6 +302,22 @@ impl<'a> Calls<'a> {
         chain::layers(self.registry, self.scope)
     }
 
+    /// `NOT_FOUND` for `name` unless every layer lets the caller see the tool:
+    /// asked here unless the remote floor already asked the registry's layers
+    /// (`shown`) and these calls add none of their own.
+    fn check_visible(
+        self,
+        layers: &Layers,
+        shown: bool,
+        ctx: &Ctx,
+        name: &str,
+    ) -> Result<(), ToolError> {
+        if shown && self.scope.layers().is_none() {
+            return Ok(());
+        }
+        chain::check_visible(layers, ctx, name)
+    }
+
     /// A value call through `layers`.
     async fn layered(
         self,
@@ -311,9 +327,9 @@ impl<'a> Calls<'a> {
         call_id: Option<Arc<str>>,
         args: Value,
     ) -> Result<Value, ToolError> {
-        let (ready, tool) = (found.ready.clone(), found.tool.clone());
+        let (ready, tool, shown) = (found.ready.clone(), found.tool.clone(), found.shown);
         let ctx = self.ctx(found, call_id);
-        chain::check_visible(&layers, &ctx, name)?;
+        self.check_visible(&layers, shown, &ctx, name)?;
         let reply = chain::finish(chain::start(layers, ctx, ready, Mode::Value, args)).await?;
         chain::value_of(reply, self.scope.collect_limit(), &tool).await
     }
@@ -405,9 +421,9 @@ impl<'a> Calls<'a> {
         let tool = found.tool.clone();
         let name = tool.name();
         if let Some(layers) = self.layers() {
-            let ready = found.ready.clone();
+            let (ready, shown) = (found.ready.clone(), found.shown);
             let ctx = self.ctx(found, None).streaming();
-            if let Err(err) = chain::check_visible(&layers, &ctx, name) {
+            if let Err(err) = self.check_visible(&layers, shown, &ctx, name) {
                 return ToolStream::failed(err);
             }
             let mut running = chain::start(layers, ctx, ready, Mode::Stream, args);
@@ -451,11 +467,11 @@ impl<'a> Calls<'a> {
         };
         let tool = found.tool.clone();
         let name = tool.name();
-        let ready = found.ready.clone();
+        let (ready, shown) = (found.ready.clone(), found.shown);
         let ctx = self.ctx(found, None);
         let state = Arc::clone(ctx.state());
         if let Some(layers) = self.layers() {
-            if let Err(err) = chain::check_visible(&layers, &ctx, name) {
+            if let Err(err) = self.check_visible(&layers, shown, &ctx, name) {
                 return CallHandle::failed(err);
             }
             let (bound, tool) = (self.scope.collect_limit(), ctx.tool().clone());

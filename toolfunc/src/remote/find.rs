@@ -74,7 +74,7 @@ pub(crate) fn find(
             act: None,
         })
     };
-    let Some(found) = found else {
+    let Some(mut found) = found else {
         // The program's own callers learn where an unregistered service was declared;
         // a remote caller learns nothing of the program's source.
         return Err(if lookup.remote {
@@ -87,6 +87,9 @@ pub(crate) fn find(
     if (lookup.remote && !def.api) || !Sight::of(registry, viewer).layers_show(def) {
         return Err(ToolError::not_found(name));
     }
+    // The layers judged the caller of `viewer` here; the execution core does not
+    // ask them again.
+    found.resolved.shown = viewer.is_some();
     // Its scopes are judged by `admit`, with the act the call settles on.
     Ok(found)
 }
@@ -291,7 +294,7 @@ pub(crate) enum Needs {
 impl Found {
     /// The call of a prompt's or a resource's function (`tool`), found and
     /// admitted by [`find_prompt`](super::find_prompt) or
-    /// [`find_resource`](super::find_resource).
+    /// [`find_resource`](super::find_resource) (whose layers judged its caller).
     #[cfg(feature = "mcp")]
     pub(crate) fn of_function(registry: &Registry, tool: crate::tool::ToolRef) -> Self {
         Self {
@@ -299,6 +302,7 @@ impl Found {
                 tool,
                 owner: registry.clone(),
                 ready: None,
+                shown: true,
             },
             act: None,
         }
