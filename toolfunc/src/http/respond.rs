@@ -114,7 +114,7 @@ pub(super) async fn respond(api: &Api, request: Request) -> Response {
             .filter(|v| !v.is_empty())
             .map(str::to_owned)
     };
-    let auth = |tool: Option<&str>, act: Option<&str>| authorize(api, &parts, tool, act);
+    let auth = |tool: Option<&str>, act: Option<&str>| hook_refusal(api, &parts, tool, act);
     // A bad header is answered once the auth hook had its say.
     let (mut options, malformed) = call_options(api, &parts.headers, &header_str);
     if let Some(identity) = parts.extensions.get::<Identity>() {
@@ -358,7 +358,7 @@ fn is_docs_page(api: &Api, parts: &axum::http::request::Parts) -> bool {
 }
 
 /// The auth hook's refusal of a request, if it refuses it.
-fn authorize(
+fn hook_refusal(
     api: &Api,
     parts: &axum::http::request::Parts,
     tool: Option<&str>,
@@ -779,7 +779,7 @@ pub(super) async fn metrics_text(State(api): State<Arc<Api>>, request: Request) 
             Err(refused) => return refused,
         }
     }
-    if let Some(refused) = authorize(&api, &parts, None, None) {
+    if let Some(refused) = hook_refusal(&api, &parts, None, None) {
         return refused;
     }
     let Some(metrics) = &api.metrics else {

@@ -166,13 +166,7 @@ impl Gate {
         if message.get("method").and_then(Value::as_str) != Some("subscriptions/listen") {
             return None;
         }
-        let mut options = CallOptions::new().surface(Surface::Mcp);
-        if let Some(identity) = identity {
-            options = options.identity(identity.clone());
-        }
-        if self.registry.has_layers() {
-            options = options.insert(parts.headers.clone());
-        }
+        let options = self.caller_before_body(parts, identity);
         let uris = message
             .pointer_mut("/params/notifications/resourceSubscriptions")?
             .as_array_mut()?;
@@ -183,6 +177,20 @@ impl Gate {
             })
         });
         (uris.len() != before).then(|| serde_json::to_vec(&message).unwrap_or_default())
+    }
+
+    /// The options of a request's caller as far as they are known before its
+    /// body is read (its identity, and its headers for layers to judge by): what
+    /// the remote floor judges a call early with.
+    fn caller_before_body(&self, parts: &Parts, identity: Option<&Identity>) -> CallOptions {
+        let mut options = CallOptions::new().surface(Surface::Mcp);
+        if let Some(identity) = identity {
+            options = options.identity(identity.clone());
+        }
+        if self.registry.has_layers() {
+            options = options.insert(parts.headers.clone());
+        }
+        options
     }
 
     /// The 403 refusing a `tools/call` in `body` whose tool needs scopes the
@@ -199,12 +207,7 @@ impl Gate {
                 .pointer("/params/arguments/name")
                 .and_then(Value::as_str)?;
         }
-        let mut options = CallOptions::new()
-            .surface(Surface::Mcp)
-            .identity(identity.clone());
-        if self.registry.has_layers() {
-            options = options.insert(parts.headers.clone());
-        }
+        let options = self.caller_before_body(parts, Some(identity));
         let call = RemoteCall::new(name, Lookup::FUNCTION).caller(&options);
         let Err(Refusal::Scope(needed)) = remote::precheck(&self.registry, &call) else {
             return None;

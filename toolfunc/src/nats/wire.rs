@@ -7,6 +7,8 @@ use async_nats::header::HeaderValue;
 use serde_json::{Map, Value, json};
 
 use crate::error::ToolError;
+use crate::identity::Identity;
+use crate::options::{CallOptions, Surface};
 use crate::registry::Registry;
 use crate::remote::{Catalog, Sight};
 use crate::tool::ToolDefinition;
@@ -167,6 +169,23 @@ impl Drop for Abort {
     fn drop(&mut self) {
         self.0.abort();
     }
+}
+
+/// The options of a NATS request's caller as its headers and verified identity
+/// name it (the surface, the caller it says it is, the identity): what the layers
+/// and scopes judge it by, on a worker and at a durable submit alike.
+pub(crate) fn caller_options(
+    headers: Option<&HeaderMap>,
+    identity: Option<Identity>,
+) -> CallOptions {
+    let mut options = CallOptions::new().surface(Surface::Nats);
+    if let Some(caller) = header(headers, CALLER) {
+        options = options.caller(caller);
+    }
+    if let Some(identity) = identity {
+        options = options.identity(identity);
+    }
+    options
 }
 
 /// A header's text, trimmed; `None` when absent or empty.

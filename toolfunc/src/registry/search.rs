@@ -542,7 +542,7 @@ fn fields(def: &ToolDefinition, mut each: impl FnMut(&str, f32)) {
     }
     params(&def.params, &mut each);
     for act in &def.acts {
-        each(act.name.trim_start_matches('$'), PARAM_NAME);
+        each(act.method(), PARAM_NAME);
         if let Some(title) = &act.title {
             each(title, TEXT);
         }

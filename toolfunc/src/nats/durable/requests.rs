@@ -19,7 +19,6 @@ use crate::id::random_hex;
 use crate::identity::Identity;
 use crate::nats::trust::Trust;
 use crate::nats::wire::{self, CALL_ID, CALLER};
-use crate::options::CallOptions;
 use crate::registry::Registry;
 use crate::remote::{self, Lookup, Refusal, RemoteCall};
 use crate::trace::TraceContext;
@@ -157,8 +156,8 @@ impl Durable {
         let args = wire::arguments(&message.payload)?;
         // A tool or act the caller lacks the scopes for is refused now, not when
         // it runs (a tool this worker does not serve is judged by one that does).
-        if let Some(identity) = &identity {
-            let options = CallOptions::new().identity(identity.clone());
+        if identity.is_some() {
+            let options = wire::caller_options(headers, identity.clone());
             let call = RemoteCall::new(tool, Lookup::TOOL)
                 .caller(&options)
                 .args(&args);

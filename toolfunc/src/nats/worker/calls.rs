@@ -22,7 +22,7 @@ use crate::nats::spans::process_span;
 use crate::nats::wire::{
     self, CALL_ID, CALLER, CONTROL, CONTROL_KEY, HEARTBEAT, KIND, STREAM, lock,
 };
-use crate::options::{CallOptions, Surface};
+use crate::options::CallOptions;
 use crate::propagate;
 use crate::remote::{self, Lookup, RemoteCall};
 use crate::trace::TraceContext;
@@ -64,19 +64,13 @@ fn asked(
             })
             .transpose()
     };
-    let mut options = CallOptions::new().surface(Surface::Nats);
+    let mut options = wire::caller_options(headers, identity);
     let timeout = number(wire::TIMEOUT)?.map(Duration::from_millis);
     // A call that names no deadline gets the worker's (a stream ends by its own
     // idle rule): a caller that has gone without a word holds no slot for ever.
     let streams = wire::header(headers, STREAM).is_some();
     if let Some(timeout) = timeout.or((!streams).then_some(default_deadline)) {
         options = options.timeout(timeout);
-    }
-    if let Some(caller) = wire::header(headers, CALLER) {
-        options = options.caller(caller);
-    }
-    if let Some(identity) = identity {
-        options = options.identity(identity);
     }
     if let Some(parent) = wire::header(headers, wire::TRACEPARENT) {
         #[allow(deprecated)] // Still there for the code that reads it.
