@@ -30,7 +30,7 @@ use crate::listen::{self};
 use crate::options::{CallOptions, Surface};
 use crate::propagate;
 use crate::remote::ledger::{TaskPoll, Track};
-use crate::remote::{self, Found, Lookup, Plan, Refusal, RemoteCall};
+use crate::remote::{self, Found, Lookup, Plan, RemoteCall};
 use crate::tool::service::REST_VERBS;
 use crate::trace::TraceContext;
 
@@ -183,13 +183,33 @@ pub(super) async fn respond(api: &Api, request: Request) -> Response {
         Err(refused) => return *refused,
     };
     // A bad header, else the act's scopes (now settled) with the tool's.
-    let identity = options.identity.as_ref();
-    let settled = || (call.found.settle(identity, Some(&call.params))).map_err(Refusal::into_error);
-    if let Err(err) = malformed.map_or_else(settled, Err) {
+    if let Some(err) = malformed {
         return refusal(api, &parts, Some(call.found.name()), &err);
     }
-    let req_id = header_str(REQ_ID);
-    run(api, call, options, req_id).await
+    match admit(call, &options) {
+        Ok((planned, params)) => run(api, planned, params, options, header_str(REQ_ID)).await,
+        Err((name, err)) => refusal(api, &parts, Some(&name), &err),
+    }
+}
+
+/// Admits a call read in full on the remote floor: its act's scopes, and how it
+/// answers (a stream when the caller asks for one, a task past a soft deadline).
+fn admit(
+    call: Prepared,
+    options: &CallOptions,
+) -> Result<((Found, Plan), Value), (String, ToolError)> {
+    let Prepared { found, params } = call;
+    let name = found.name().to_owned();
+    let stream = wants_stream(&found, &params);
+    let admitted = RemoteCall::new(&name, Lookup::TOOL)
+        .caller(options)
+        .args(&params)
+        .stream(stream)
+        .tracks();
+    match remote::admit_judged(found, &admitted) {
+        Ok(admitted) => Ok(((admitted.found, admitted.plan), params)),
+        Err(refused) => Err((name, refused.into_error())),
+    }
 }
 
 /// Names the request's span for the tool it calls: `http.route` is the API's
@@ -704,16 +724,21 @@ fn parse_object(bytes: &[u8], path: &str) -> Result<Value, ToolError> {
 
 /// Whether the call asks for a stream: the tool (or act) streams and, when it
 /// declares a `stream` parameter, the call sets it.
-fn wants_stream(call: &Prepared) -> bool {
-    call.found.streams()
-        && (wire::property(call.found.params(), "stream").is_none()
-            || wire::truthy(call.params.get("stream")))
+fn wants_stream(found: &Found, params: &Value) -> bool {
+    found.streams()
+        && (wire::property(found.params(), "stream").is_none()
+            || wire::truthy(params.get("stream")))
 }
 
-async fn run(api: &Api, call: Prepared, options: CallOptions, req_id: Option<String>) -> Response {
-    let name = call.found.name().to_owned();
-    let plan = Plan::of(&call.found, wants_stream(&call), true);
-    let Prepared { found, params } = call;
+/// Runs an admitted call as its plan says.
+async fn run(
+    api: &Api,
+    (found, plan): (Found, Plan),
+    params: Value,
+    options: CallOptions,
+    req_id: Option<String>,
+) -> Response {
+    let name = found.name().to_owned();
     let mut items = match plan {
         Plan::Tracked { soft, streamed } => {
             return run_in_background(api, (found, params), options, soft, streamed, req_id).await;

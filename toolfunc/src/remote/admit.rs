@@ -85,9 +85,17 @@ impl<'a> RemoteCall<'a> {
     }
 
     /// Whether the caller takes a streaming call's items one by one.
-    #[cfg(feature = "mcp")]
+    #[cfg(any(feature = "http-server", feature = "mcp"))]
     pub(crate) fn stream(mut self, stream: bool) -> Self {
         self.stream = stream;
+        self
+    }
+
+    /// The caller takes a tracked task for a call that may become one, and may be
+    /// given one now (a surface that does not ask its callers, as HTTP).
+    #[cfg(feature = "http-server")]
+    pub(crate) fn tracks(mut self) -> Self {
+        self.tracks = true;
         self
     }
 
@@ -120,7 +128,7 @@ impl<'a> RemoteCall<'a> {
 pub(crate) struct Admitted {
     pub(crate) found: Found,
     #[cfg_attr(
-        not(feature = "mcp"),
+        not(any(feature = "http-server", feature = "mcp")),
         expect(dead_code, reason = "read by the surfaces that serve it only")
     )]
     pub(crate) plan: Plan,
@@ -178,6 +186,21 @@ impl Refusal {
 /// answers decided.
 pub(crate) fn admit(registry: &Registry, call: &RemoteCall<'_>) -> Result<Admitted, Refusal> {
     let found = judged(registry, call)?;
+    admitted(found, call)
+}
+
+/// Admits a call [`precheck`] judged, now that what runs it is read (its
+/// arguments, the act the surface chose): the scopes of the tool and that act held,
+/// what the tool needs of its caller declared, and the way it answers decided, as
+/// [`admit`] does.
+#[cfg(feature = "http-server")]
+pub(crate) fn admit_judged(found: Found, call: &RemoteCall<'_>) -> Result<Admitted, Refusal> {
+    found.settle(call.identity, call.args)?;
+    admitted(found, call)
+}
+
+/// What [`admit`] decides once the call is found and its scopes held.
+fn admitted(found: Found, call: &RemoteCall<'_>) -> Result<Admitted, Refusal> {
     let def = found.definition();
     if let Some(declared) = call.declared
         && !def.needs_client.is_empty()

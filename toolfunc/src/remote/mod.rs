@@ -58,8 +58,12 @@ pub(crate) mod search;
 
 #[cfg(feature = "mcp")]
 pub(crate) use admit::Admitted;
+#[cfg(any(feature = "mcp", feature = "nats"))]
+pub(crate) use admit::Refusal;
+#[cfg(feature = "http-server")]
+pub(crate) use admit::admit_judged;
 #[cfg(any(feature = "http-server", feature = "mcp", feature = "nats"))]
-pub(crate) use admit::{Refusal, precheck};
+pub(crate) use admit::precheck;
 pub(crate) use admit::{RemoteCall, admit};
 #[cfg(any(feature = "http-server", feature = "mcp", feature = "nats"))]
 pub(crate) use catalog::Catalog;
