@@ -8,10 +8,7 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, header};
 use axum::response::Response;
-use axum::routing::{any, get};
 
-use super::respond::metrics_text;
-use super::server::handle;
 use crate::auth::Authenticator;
 use crate::error::ToolError;
 use crate::identity::Identity;
@@ -102,7 +99,7 @@ pub struct Api {
     /// Where background calls are tracked, and `rpcTask` reads them.
     pub(super) ledger: Ledger,
     /// How `<prefix>/openapi.json` describes the API, and the document last made.
-    pub(super) openapi: super::openapi::Settings,
+    pub(super) openapi: super::doc_settings::Settings,
     /// The largest `limit` and the longest `q` of a discovery search.
     pub(super) search: SearchBounds,
     /// What [`METRICS_PATH`] serves, when set.
@@ -155,7 +152,7 @@ impl Api {
             docs: false,
             ledger: Ledger::new(&registry),
             registry,
-            openapi: super::openapi::Settings::default(),
+            openapi: super::doc_settings::Settings::default(),
             search: SearchBounds::default(),
             metrics: None,
             metrics_scope: DEFAULT_METRICS_SCOPE.to_owned(),
@@ -470,44 +467,6 @@ impl Api {
         &self.prefix
     }
 
-    /// The axum router: `<prefix>`, `<prefix>/` and `<prefix>/*`, with an
-    /// [authenticator](Self::authenticate) the protected-resource metadata at
-    /// `/.well-known/oauth-protected-resource<prefix>` and at the path its 401
-    /// challenges name (the metadata path of the [resource](Self::resource), for an
-    /// audience such as `https://tools.example.com` with no path of its own), and
-    /// with [metrics](Self::metrics) `/metrics`.
-    ///
-    /// An API and an MCP router with the same resource both serve its metadata:
-    /// serve them together through [`Server`](super::Server) (`Server::merge`),
-    /// which serves each metadata path once, rather than merging the two routers
-    /// by hand (axum refuses a route twice).
-    pub fn router(self) -> axum::Router {
-        Self::router_of(Arc::new(self), true)
-    }
-
-    /// The router of `api`; with `metadata` also the protected-resource metadata
-    /// routes ([`metadata_paths`](Self::metadata_paths)), which a
-    /// [`Server`](super::Server) serves itself instead, once for all its surfaces.
-    pub(super) fn router_of(state: Arc<Self>, metadata: bool) -> axum::Router {
-        let prefix = state.prefix.clone();
-        let root = if prefix.is_empty() { "/" } else { &prefix };
-        let mut router = axum::Router::new().route(root, any(handle));
-        if !prefix.is_empty() {
-            router = router.route(&format!("{prefix}/"), any(handle));
-        }
-        if state.metrics.is_some() {
-            router = router.route(METRICS_PATH, get(metrics_text));
-        }
-        if metadata {
-            for path in state.metadata_paths() {
-                router = router.route(&path, get(resource_metadata));
-            }
-        }
-        router
-            .route(&format!("{prefix}/{{*rest}}"), any(handle))
-            .with_state(state)
-    }
-
     /// Where this API serves its protected-resource metadata (none without an
     /// authenticator): `/.well-known/oauth-protected-resource<prefix>`, and the
     /// path its challenges name when that is another (an audience with another
@@ -523,27 +482,6 @@ impl Api {
             &self.prefix,
         );
         std::iter::once(own).chain(audience).collect()
-    }
-}
-
-impl Api {
-    /// What the OpenAPI document of this API is made from.
-    pub(super) fn openapi_view(&self) -> super::openapi::View<'_> {
-        super::openapi::View {
-            registry: &self.registry,
-            prefix: &self.prefix,
-            auth: self.auth.is_some(),
-            oauth: self.authenticator.as_ref().map(|authenticator| {
-                let catalog = crate::remote::Catalog::of(&self.registry);
-                super::openapi::oauth_scheme(authenticator.as_ref(), catalog.scopes())
-            }),
-            json_only: self.json_only,
-            writes_over_get: self.writes_over_get,
-            body_limit: self.body_limit,
-            max_search_results: self.search.max_results,
-            max_search_query: self.search.max_query,
-            settings: &self.openapi,
-        }
     }
 }
 
@@ -593,10 +531,4 @@ fn normalize(prefix: &str) -> String {
     } else {
         format!("/{trimmed}")
     }
-}
-
-/// The router serving `registry` under `/api` (see [`Api`] to choose the prefix,
-/// the body limit and an auth hook).
-pub fn router(registry: impl Into<Registry>) -> axum::Router {
-    Api::new(registry).router()
 }

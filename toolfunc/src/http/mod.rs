@@ -8,10 +8,14 @@
 mod answer;
 #[cfg(feature = "http-server")]
 mod api;
+#[cfg(feature = "http-server")]
+mod body;
 #[cfg(feature = "http-client")]
 mod client;
 #[cfg(feature = "http-server")]
 mod cors;
+#[cfg(feature = "http-server")]
+mod doc_settings;
 #[cfg(feature = "http-server")]
 mod docs;
 #[cfg(feature = "http-server")]
@@ -47,11 +51,10 @@ pub use crate::remote::search::{
 #[cfg(feature = "http-server")]
 pub use api::{
     Api, AuthRequest, DEFAULT_BODY_LIMIT, DEFAULT_METRICS_SCOPE, LOOPBACK_HOSTS, METRICS_PATH,
-    router,
 };
 #[cfg(feature = "http-server")]
 pub use axum::http::HeaderMap;
 #[cfg(feature = "http-client")]
 pub use client::Client;
 #[cfg(feature = "http-server")]
-pub use server::{Server, serve};
+pub use server::{Server, router, serve};

@@ -22,20 +22,13 @@ use serde_json::{Value, json};
 
 use super::answer::{error_response, json_response, refusal};
 use super::api::Api;
-use super::respond::body_params;
-use super::routes::{Methods, check_method};
+use super::body::body_params;
+use super::routes::{Methods, PROMPTS, READ, RESOURCES, check_method};
 use crate::error::ToolError;
 use crate::options::CallOptions;
 use crate::propagate;
 use crate::remote;
 use crate::resource::ResourceFunc;
-
-/// The path segment of the prompts.
-pub(super) const PROMPTS: &str = "_prompts";
-/// The path segment of the resources.
-pub(super) const RESOURCES: &str = "_resources";
-/// The segment after [`RESOURCES`] that reads one.
-pub(super) const READ: &str = "read";
 
 /// What a request of the prompts' or the resources' paths is.
 enum Route<'a> {

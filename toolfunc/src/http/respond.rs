@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 
 use super::answer::{error_response, json_response, ndjson_response, refusal};
 use super::api::{Api, AuthRequest};
+use super::body::{body_params, parse_object};
 use super::prompts_resources;
 use super::routes::{
     Methods, TASKS, check_method, method_not_allowed, read_only, rest_method, segments, verb_on_id,
@@ -26,7 +27,6 @@ use crate::auth::Authenticator;
 use crate::auth::web;
 use crate::error::ToolError;
 use crate::identity::Identity;
-use crate::listen::{self};
 use crate::options::{CallOptions, Surface};
 use crate::propagate;
 use crate::remote::ledger::{TaskPoll, Track};
@@ -664,62 +664,6 @@ fn query_params(query: &str) -> Result<(Value, Vec<(String, String)>), ToolError
         }
     }
     Ok((params.unwrap_or_else(|| Value::Object(Map::new())), extras))
-}
-
-/// The JSON body (any content type), at most `body_limit` bytes; empty means `{}`.
-pub(super) async fn body_params(
-    api: &Api,
-    headers: &HeaderMap,
-    body: Body,
-) -> Result<Value, ToolError> {
-    let too_large = || {
-        ToolError::custom(
-            "PAYLOAD_TOO_LARGE",
-            413,
-            format!(
-                "the request body is larger than the limit of {} bytes",
-                api.body_limit
-            ),
-        )
-    };
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > api.body_limit as u64) {
-        return Err(too_large());
-    }
-    let limited = http_body_util::Limited::new(body, api.body_limit);
-    let bytes = match http_body_util::BodyExt::collect(limited).await {
-        Ok(collected) => collected.to_bytes(),
-        Err(err) if err.is::<http_body_util::LengthLimitError>() => return Err(too_large()),
-        Err(err) if listen::timed_out(&*err) => {
-            return Err(ToolError::custom("TIMEOUT", 408, err.to_string()));
-        }
-        Err(err) => {
-            return Err(ToolError::arguments(
-                "",
-                format!("the request body could not be read: {err}"),
-            ));
-        }
-    };
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Value::Object(Map::new()));
-    }
-    parse_object(&bytes, "")
-}
-
-fn parse_object(bytes: &[u8], path: &str) -> Result<Value, ToolError> {
-    let value: Value = serde_json::from_slice(bytes)
-        .map_err(|e| ToolError::arguments(path, format!("malformed JSON: {e}")))?;
-    if value.is_object() {
-        Ok(value)
-    } else {
-        Err(ToolError::arguments(
-            path,
-            "the parameters must be a JSON object of named arguments",
-        ))
-    }
 }
 
 /// Whether the call asks for a stream: the tool (or act) streams and, when it

@@ -261,3 +261,10 @@ pub(super) fn method_not_allowed(tool: Option<&str>, allow: &str, message: Strin
 /// <prefix>/rpcTask/<id>`, `POST <prefix>/rpcTask/<id>` with the act `$cancel`
 /// (the id may come in `rpc-res-id`). A tool of the same name is served instead.
 pub(super) const TASKS: &str = "rpcTask";
+
+/// The path segment of the prompts.
+pub(super) const PROMPTS: &str = "_prompts";
+/// The path segment of the resources.
+pub(super) const RESOURCES: &str = "_resources";
+/// The segment after [`RESOURCES`] that reads one.
+pub(super) const READ: &str = "read";

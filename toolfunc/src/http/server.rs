@@ -8,13 +8,14 @@ use std::time::Duration;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::Response;
+use axum::routing::{any, get};
 use tracing::Instrument;
 use tracing::field::Empty;
 
 use super::answer::{ErrorType, error_response, json_response};
-use super::api::{Api, router};
+use super::api::{Api, METRICS_PATH, resource_metadata};
 use super::cors;
-use super::respond::respond;
+use super::respond::{metrics_text, respond};
 use super::wire::{self, REQ_ID, X_REQUEST_ID};
 use crate::error::ToolError;
 use crate::listen::{self, Limits};
@@ -63,8 +64,7 @@ impl Server {
     pub fn mount(mut self, api: Api) -> Result<Self, ToolError> {
         if api.metrics.is_some() && self.apis.iter().any(|a| a.metrics.is_some()) {
             return Err(ToolError::conflict(format!(
-                "`{}` is served by another API already",
-                super::api::METRICS_PATH
+                "`{METRICS_PATH}` is served by another API already"
             )));
         }
         if self.apis.iter().any(|a| a.prefix == api.prefix) {
@@ -196,7 +196,7 @@ impl Server {
                     let metadata = audiences.iter().find(|(path, _)| path == uri.path());
                     match metadata {
                         Some((_, api)) if method == Method::GET || method == Method::HEAD => {
-                            super::api::resource_metadata(State(Arc::clone(api)), headers).await
+                            resource_metadata(State(Arc::clone(api)), headers).await
                         }
                         _ => json_response(StatusCode::NOT_FOUND, &body),
                     }
@@ -298,4 +298,51 @@ pub(super) async fn handle(State(api): State<Arc<Api>>, mut request: Request) ->
         headers.insert(X_REQUEST_ID, id);
     }
     response
+}
+
+/// The API's routes, answered by [`handle`].
+impl Api {
+    /// The axum router: `<prefix>`, `<prefix>/` and `<prefix>/*`, with an
+    /// [authenticator](Self::authenticate) the protected-resource metadata at
+    /// `/.well-known/oauth-protected-resource<prefix>` and at the path its 401
+    /// challenges name (the metadata path of the [resource](Self::resource), for an
+    /// audience such as `https://tools.example.com` with no path of its own), and
+    /// with [metrics](Self::metrics) `/metrics`.
+    ///
+    /// An API and an MCP router with the same resource both serve its metadata:
+    /// serve them together through [`Server`](super::Server) (`Server::merge`),
+    /// which serves each metadata path once, rather than merging the two routers
+    /// by hand (axum refuses a route twice).
+    pub fn router(self) -> axum::Router {
+        Self::router_of(Arc::new(self), true)
+    }
+
+    /// The router of `api`; with `metadata` also the protected-resource metadata
+    /// routes ([`metadata_paths`](Self::metadata_paths)), which a
+    /// [`Server`](super::Server) serves itself instead, once for all its surfaces.
+    pub(super) fn router_of(state: Arc<Self>, metadata: bool) -> axum::Router {
+        let prefix = state.prefix.clone();
+        let root = if prefix.is_empty() { "/" } else { &prefix };
+        let mut router = axum::Router::new().route(root, any(handle));
+        if !prefix.is_empty() {
+            router = router.route(&format!("{prefix}/"), any(handle));
+        }
+        if state.metrics.is_some() {
+            router = router.route(METRICS_PATH, get(metrics_text));
+        }
+        if metadata {
+            for path in state.metadata_paths() {
+                router = router.route(&path, get(resource_metadata));
+            }
+        }
+        router
+            .route(&format!("{prefix}/{{*rest}}"), any(handle))
+            .with_state(state)
+    }
+}
+
+/// The router serving `registry` under `/api` (see [`Api`] to choose the prefix,
+/// the body limit and an auth hook).
+pub fn router(registry: impl Into<Registry>) -> axum::Router {
+    Api::new(registry).router()
 }

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::components::{clean, reference};
 use super::doc::{Doc, Outcome, Risks, SEGMENT};
 use super::schemas::Adapt;
-use crate::http::prompts_resources::{PROMPTS, READ, RESOURCES};
+use crate::http::routes::{PROMPTS, READ, RESOURCES};
 use crate::prompt::PromptFunc;
 use crate::remote;
 use crate::resource::ResourceFunc;

@@ -7,7 +7,7 @@ use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
 use serde_json::{Map, Value, json};
 
 use super::components::{discovery_schema, error_schema, reference, unique};
-use super::settings::View;
+use crate::http::doc_settings::View;
 use crate::http::wire::NDJSON;
 
 /// The characters of a tool name escaped in a path segment.

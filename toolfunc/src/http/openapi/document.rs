@@ -7,9 +7,8 @@ use super::builtins::FILE;
 use super::components::error_responses;
 use super::doc::Doc;
 use super::security::{AUTH, OAUTH};
-use super::settings::View;
-use crate::http::prompts_resources::{PROMPTS, RESOURCES};
-use crate::http::routes;
+use crate::http::doc_settings::View;
+use crate::http::routes::{self, PROMPTS, RESOURCES};
 use crate::http::wire::{REQ_ID, RPC_TIMEOUT, RPC_TIMEOUT_MAX};
 use crate::remote::{self, Catalog, Lookup, RemoteCall};
 

@@ -10,8 +10,8 @@ use axum::response::Response;
 use serde_json::Value;
 
 use super::document::document;
-use super::settings::{Cache, Made, View, flags};
 use crate::http::api::Api;
+use crate::http::doc_settings::{Cache, Made, View, flags};
 use crate::options::CallOptions;
 use crate::remote::{self, Catalog};
 
@@ -147,6 +147,25 @@ pub(in crate::http) fn response(view: &View<'_>, options: &CallOptions) -> Respo
 }
 
 impl Api {
+    /// What the OpenAPI document of this API is made from.
+    pub(in crate::http) fn openapi_view(&self) -> View<'_> {
+        View {
+            registry: &self.registry,
+            prefix: &self.prefix,
+            auth: self.auth.is_some(),
+            oauth: self.authenticator.as_ref().map(|authenticator| {
+                let catalog = Catalog::of(&self.registry);
+                super::security::oauth_scheme(authenticator.as_ref(), catalog.scopes())
+            }),
+            json_only: self.json_only,
+            writes_over_get: self.writes_over_get,
+            body_limit: self.body_limit,
+            max_search_results: self.search.max_results,
+            max_search_query: self.search.max_query,
+            settings: &self.openapi,
+        }
+    }
+
     /// The OpenAPI 3.1 document of this API, as served at `GET <prefix>/openapi.json`:
     /// one operation per tool, service act and REST verb that discovery lists (tools
     /// with `api = false` are left out), with the routes and methods the server

@@ -42,12 +42,9 @@ mod document;
 mod kept;
 mod schemas;
 mod security;
-mod settings;
 #[cfg(test)]
 mod tests;
 mod tools;
 
 pub(super) use builtins::FILE;
 pub(super) use kept::response;
-pub(super) use security::oauth_scheme;
-pub(super) use settings::{Settings, View};

@@ -11,12 +11,12 @@ use crate::registry::Registry;
 
 /// The document settings of one [`Api`](crate::http::Api) and the document last made for it.
 #[derive(Debug, Default)]
-pub(in crate::http) struct Settings {
-    pub(super) title: Option<String>,
-    pub(super) version: Option<String>,
-    pub(super) security: Option<(String, Value)>,
-    pub(super) cache: Cache,
-    pub(super) seen: Seen,
+pub(super) struct Settings {
+    pub(in crate::http) title: Option<String>,
+    pub(in crate::http) version: Option<String>,
+    pub(in crate::http) security: Option<(String, Value)>,
+    pub(in crate::http) cache: Cache,
+    pub(in crate::http) seen: Seen,
 }
 
 impl Clone for Settings {
@@ -36,13 +36,13 @@ impl Clone for Settings {
 /// decides it: which tools, acts, prompts and resources the caller is shown. Two
 /// callers shown the same get the same document, made once.
 #[derive(Debug, Default)]
-pub(super) struct Seen(pub(super) Mutex<SeenDocs>);
+pub(in crate::http) struct Seen(pub(in crate::http) Mutex<SeenDocs>);
 
 #[derive(Debug, Default)]
-pub(super) struct SeenDocs {
+pub(in crate::http) struct SeenDocs {
     /// The registry generation and the view's settings the documents were made at.
-    pub(super) made_at: Option<(u64, String, Flags, Option<Value>)>,
-    pub(super) docs: HashMap<Vec<u64>, Bytes>,
+    pub(in crate::http) made_at: Option<(u64, String, Flags, Option<Value>)>,
+    pub(in crate::http) docs: HashMap<Vec<u64>, Bytes>,
 }
 
 /// What the document is made from, besides the settings.
@@ -62,21 +62,21 @@ pub(in crate::http) struct View<'a> {
 }
 
 #[derive(Debug, Default)]
-pub(super) struct Cache(pub(super) RwLock<Option<Arc<Made>>>);
+pub(in crate::http) struct Cache(pub(in crate::http) RwLock<Option<Arc<Made>>>);
 
 /// A document, with what it was made from.
 #[derive(Debug)]
-pub(super) struct Made {
-    pub(super) generation: u64,
-    pub(super) prefix: String,
-    pub(super) flags: Flags,
-    pub(super) oauth: Option<Value>,
-    pub(super) value: Value,
-    pub(super) bytes: Bytes,
+pub(in crate::http) struct Made {
+    pub(in crate::http) generation: u64,
+    pub(in crate::http) prefix: String,
+    pub(in crate::http) flags: Flags,
+    pub(in crate::http) oauth: Option<Value>,
+    pub(in crate::http) value: Value,
+    pub(in crate::http) bytes: Bytes,
 }
 
 impl Made {
-    pub(super) fn fits(&self, view: &View<'_>, generation: u64) -> bool {
+    pub(in crate::http) fn fits(&self, view: &View<'_>, generation: u64) -> bool {
         self.generation == generation
             && self.prefix == view.prefix
             && self.flags == flags(view)
@@ -85,9 +85,9 @@ impl Made {
 }
 
 /// The settings of a view the document says something of.
-pub(super) type Flags = (bool, bool, bool, usize, usize, usize);
+pub(in crate::http) type Flags = (bool, bool, bool, usize, usize, usize);
 
-pub(super) fn flags(view: &View<'_>) -> Flags {
+pub(in crate::http) fn flags(view: &View<'_>) -> Flags {
     (
         view.auth,
         view.json_only,
