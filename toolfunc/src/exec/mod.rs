@@ -49,6 +49,7 @@
 pub(crate) mod chain;
 pub(crate) mod ctx;
 pub(crate) mod deadline;
+mod nested;
 pub(crate) mod prompts_resources;
 pub(crate) mod run;
 pub(crate) mod runner;

@@ -343,7 +343,8 @@ impl Mount {
             prompts: Mutex::new(Vec::new()),
             resources: Mutex::new(Vec::new()),
         });
-        let Ok(opened) = tokio::time::timeout(mount.connect_timeout, source.open(&state)).await
+        let Ok(opened) =
+            tokio::time::timeout(mount.connect_timeout, open_source(&source, &state)).await
         else {
             // What the source had placed before time ran out goes with it.
             state.remove_all();
@@ -676,4 +677,25 @@ fn forced() -> UnregisterOptions {
 /// `UNAVAILABLE` (503): a source that cannot be reached or read now.
 pub(crate) fn unavailable(message: impl Into<String>) -> ToolError {
     ToolError::custom("UNAVAILABLE", 503, message)
+}
+
+/// Opens the source and places its tools.
+async fn open_source(
+    source: &Source,
+    state: &Arc<MountState>,
+) -> Result<Box<dyn Opened>, ToolError> {
+    let _ = state;
+    match source {
+        #[cfg(feature = "mcp-client")]
+        Source::McpStdio { .. } | Source::McpHttp(_) => mcp::open(source, state).await,
+        #[cfg(feature = "openapi-client")]
+        Source::OpenApiUrl(_) | Source::OpenApiFile(_) => openapi::open(source, state).await,
+        #[allow(unreachable_patterns)]
+        _ => Err(ToolError::BadUrl {
+            url: state.mount.source.clone(),
+            reason:
+                "this source needs the `mcp-client` (MCP) or `openapi-client` (OpenAPI) feature"
+                    .into(),
+        }),
+    }
 }

@@ -1,8 +1,5 @@
 //! A source's URL, read: which kind of source, and where.
 
-use std::sync::Arc;
-
-use super::{MountState, Opened};
 use crate::error::ToolError;
 
 /// A source of tools, read from its URL (see the [module docs](super)).
@@ -74,24 +71,6 @@ impl Source {
             _ => Err(bad(
                 "a source is mcp+stdio:, mcp+http(s)://, openapi+http(s):// or openapi+file:",
             )),
-        }
-    }
-
-    /// Opens the source and places its tools.
-    pub(super) async fn open(&self, state: &Arc<MountState>) -> Result<Box<dyn Opened>, ToolError> {
-        let _ = state;
-        match self {
-            #[cfg(feature = "mcp-client")]
-            Self::McpStdio { .. } | Self::McpHttp(_) => super::mcp::open(self, state).await,
-            #[cfg(feature = "openapi-client")]
-            Self::OpenApiUrl(_) | Self::OpenApiFile(_) => super::openapi::open(self, state).await,
-            #[allow(unreachable_patterns)]
-            _ => Err(ToolError::BadUrl {
-                url: state.mount.source.clone(),
-                reason:
-                    "this source needs the `mcp-client` (MCP) or `openapi-client` (OpenAPI) feature"
-                        .into(),
-            }),
         }
     }
 }

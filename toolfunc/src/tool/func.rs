@@ -11,7 +11,6 @@ use futures::stream::BoxStream;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::builder::ToolBuilder;
 use super::definition::ToolDefinition;
 use super::service::Acts;
 use crate::error::ToolError;
@@ -313,80 +312,6 @@ impl fmt::Debug for ToolFunc {
 }
 
 impl ToolFunc {
-    /// Starts a tool made at run time.
-    ///
-    /// ```
-    /// use serde_json::{json, Value};
-    /// use toolfunc::{Registry, ToolFunc};
-    ///
-    /// let echo = ToolFunc::builder("echo")
-    ///     .description("Return the arguments unchanged.")
-    ///     .params_schema(json!({
-    ///         "type": "object",
-    ///         "properties": {"text": {"type": "string"}},
-    ///         "required": ["text"]
-    ///     }))
-    ///     .handler_sync(|_ctx, args: Value| Ok(args))
-    ///     .build()
-    ///     .unwrap();
-    ///
-    /// let registry = Registry::new();
-    /// registry.register(echo).unwrap();
-    /// assert_eq!(registry.run_sync("echo", json!({"text": "hi"})).unwrap(), json!({"text": "hi"}));
-    /// // The given schema is enforced before the handler runs.
-    /// assert_eq!(registry.run_sync("echo", json!({"text": 1})).unwrap_err().code(), "ARGUMENTS");
-    /// ```
-    pub fn builder(name: impl Into<String>) -> ToolBuilder {
-        ToolBuilder::new(name.into())
-    }
-
-    /// Starts a tool from a definition (for example one loaded from JSON); add a
-    /// handler and build.
-    pub fn from_definition(definition: ToolDefinition) -> ToolBuilder {
-        let ToolDefinition {
-            name,
-            title,
-            description,
-            summary,
-            params,
-            result,
-            alias,
-            tags,
-            stream: _,
-            timeout,
-            background,
-            background_only,
-            needs_client,
-            scopes,
-            annotations,
-            action,
-            methods,
-            acts,
-            api,
-        } = definition;
-        ToolBuilder {
-            title,
-            description,
-            summary,
-            params: Some(params),
-            result,
-            alias,
-            tags,
-            timeout: timeout.map(Duration::from_millis),
-            background,
-            background_only,
-            needs_client,
-            scopes,
-            annotations,
-            api,
-            action,
-            methods,
-            act_definitions: acts,
-            schema_given: true,
-            ..ToolBuilder::new(name)
-        }
-    }
-
     /// The tool's name.
     pub fn name(&self) -> &str {
         &self.definition.name
@@ -463,7 +388,7 @@ impl ToolFunc {
     pub(crate) fn positional(&self) -> &[String] {
         self.positional.get_or_init(|| match self.positional_from {
             Some(order) => order(&self.definition.params),
-            None => super::builder::property_names(&self.definition.params),
+            None => property_names(&self.definition.params),
         })
     }
 
@@ -579,4 +504,13 @@ pub fn to_output<T: Serialize + ?Sized>(value: &T) -> Result<Value, ToolError> {
         path: None,
         message: e.to_string(),
     })
+}
+
+/// The names of a parameters schema's `properties`, in its order.
+pub(crate) fn property_names(params: &Value) -> Vec<String> {
+    params
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
 }
