@@ -17,7 +17,7 @@ impl Ctx {
     /// caller, call id, progress listener, log listener, cancellation and deadline.
     ///
     /// `name` is first looked up among the running tool's dependency aliases, then
-    /// resolved by the call's [`Binding`]: with `Auto` (the default), a shadow in the
+    /// resolved by the call's [`Binding`](crate::options::Binding): with `Auto` (the default), a shadow in the
     /// calling registry wins when that registry descends from the one holding the
     /// running tool; `Early` keeps to the holding registry; `Late` always resolves in
     /// the calling registry.

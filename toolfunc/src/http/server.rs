@@ -300,7 +300,7 @@ pub(super) async fn handle(State(api): State<Arc<Api>>, mut request: Request) ->
     response
 }
 
-/// The API's routes, answered by [`handle`].
+/// The API's routes, each request answered by `handle`.
 impl Api {
     /// The axum router: `<prefix>`, `<prefix>/` and `<prefix>/*`, with an
     /// [authenticator](Self::authenticate) the protected-resource metadata at

@@ -7,12 +7,9 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::{Value, json};
 
-use crate::identity::Identity;
 use crate::log::LogLevel;
 use crate::options::{CallOptions, Surface};
 use crate::trace::TraceContext;
-
-use super::server::Server;
 
 /// The MCP client a call came from, as its `initialize` (or, for sessionless
 /// clients, its request) named it: in the context of every MCP call
@@ -34,7 +31,7 @@ impl ClientInfo {
     /// whole `Implementation`, icons and all): the request's `_meta` entry, else,
     /// for a request that may lean on its session (not a 2026-07-28 one), the
     /// session's `initialize`.
-    fn of(context: &RequestContext<RoleServer>) -> Option<Self> {
+    pub(super) fn of(context: &RequestContext<RoleServer>) -> Option<Self> {
         Self::read(context, |client| client.map(Self::owned))
     }
 
@@ -46,7 +43,7 @@ impl ClientInfo {
     }
 
     /// `with` the client's name and version, borrowed.
-    fn read<R>(
+    pub(super) fn read<R>(
         context: &RequestContext<RoleServer>,
         with: impl FnOnce(Option<(&str, &str)>) -> R,
     ) -> R {
@@ -70,51 +67,6 @@ impl ClientInfo {
     }
 }
 
-impl Server {
-    /// The options every call of this request carries: the surface, the client,
-    /// and (with layers to read them) the HTTP headers.
-    pub(super) fn caller_options(&self, context: &RequestContext<RoleServer>) -> CallOptions {
-        let mut options = client_options(ClientInfo::of(context));
-        if let Some(parts) = context.extensions.get::<axum::http::request::Parts>() {
-            if let Some(identity) = parts.extensions.get::<Identity>() {
-                options = options.identity(identity.clone());
-            }
-            if self.shared.registry.has_layers() {
-                options = options.insert(parts.headers.clone());
-            }
-        }
-        if let Some(trace) = trace_of(context) {
-            options = options.insert(trace);
-        }
-        options
-    }
-
-    /// The runner of a straight call (no layers: see [`runs_straight`](Self::runs_straight)):
-    /// the client's options and the collect limit, made once per session (once per
-    /// server for sessionless requests) for the client it names.
-    pub(super) fn caller_runner(
-        &self,
-        context: &RequestContext<RoleServer>,
-        sessionless: bool,
-    ) -> crate::exec::runner::Runner {
-        let limit = self.shared.collect_limit;
-        // A sessionless request is a session of its own: its runner is kept
-        // server-wide, for the client it names.
-        let kept = if sessionless {
-            &self.shared.sessionless_caller
-        } else {
-            &self.session.caller
-        };
-        ClientInfo::read(context, |client| {
-            kept.get(client, |info| {
-                self.shared
-                    .registry
-                    .with(client_options(info).collect_limit(limit))
-            })
-        })
-    }
-}
-
 /// The W3C trace context in a request's `_meta` (SEP-414), if a well-formed one
 /// came.
 pub(super) fn trace_of(context: &RequestContext<RoleServer>) -> Option<TraceContext> {
@@ -123,7 +75,7 @@ pub(super) fn trace_of(context: &RequestContext<RoleServer>) -> Option<TraceCont
 
 /// The options of every call from `client`: the surface, and the client as caller
 /// and in the context.
-fn client_options(client: Option<ClientInfo>) -> CallOptions {
+pub(super) fn client_options(client: Option<ClientInfo>) -> CallOptions {
     let options = CallOptions::new().surface(Surface::Mcp);
     match client {
         Some(client) => options.caller(client.name.as_str()).insert(client),
@@ -146,7 +98,7 @@ impl Clone for KeptRunner {
 impl KeptRunner {
     /// The runner for `client`: the kept one if it was made for the same client
     /// (name and version), else one `make` makes from the client's info, kept.
-    fn get(
+    pub(super) fn get(
         &self,
         client: Option<(&str, &str)>,
         make: impl FnOnce(Option<ClientInfo>) -> crate::exec::runner::Runner,

@@ -202,7 +202,7 @@ impl Gate {
             return None;
         }
         let mut name = message.pointer("/params/name").and_then(Value::as_str)?;
-        if self.search_mode && name == super::search::CALL_TOOL {
+        if self.search_mode && name == super::search_mode::CALL_TOOL {
             name = message
                 .pointer("/params/arguments/name")
                 .and_then(Value::as_str)?;

@@ -15,6 +15,7 @@ mod report;
 mod resting;
 mod rounds;
 mod search;
+mod search_mode;
 mod serve;
 mod server;
 mod sessions;
@@ -31,13 +32,13 @@ pub use crate::listen::{
 };
 pub use caller::ClientInfo;
 pub use rounds::RoundLimits;
-pub use search::{CALL_TOOL, SEARCH_TOOLS};
-pub use serve::{NoDelay, serve};
+pub use search_mode::{CALL_TOOL, SEARCH_TOOLS};
+pub use serve::{NoDelay, router, serve};
 pub use server::{
     DEFAULT_MAX_INITIALIZE_BYTES, DEFAULT_MAX_INITIALIZE_BYTES_PER_CALLER, DEFAULT_MAX_LINE_LENGTH,
     DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SUBSCRIPTIONS, DEFAULT_PAGE_SIZE,
     DEFAULT_SESSION_IDLE_LIFETIME, DEFAULT_SESSION_PARK_AFTER, DEFAULT_SESSIONS_RESERVE_PERCENT,
-    DEFAULT_UNINITIALIZED_SESSION_LIFETIME, PATH, Server, router, serve_stdio,
+    DEFAULT_UNINITIALIZED_SESSION_LIFETIME, PATH, Server, serve_stdio,
 };
 
 /// The bounds of a search from outside (HTTP discovery's `?q=`, MCP's

@@ -1,5 +1,6 @@
-//! The [`Server`]: its settings, the state its sessions share, and serving it over
-//! stdio and streamable HTTP.
+//! The [`Server`]: its settings and limits, the state its sessions share, the
+//! options and runners its callers' calls get, and serving it over stdio (its
+//! streamable HTTP endpoint is in `serve.rs`).
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
@@ -7,27 +8,25 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
-use rmcp::service::ServerInitializeError;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ServerHandler, ServiceExt};
+use rmcp::service::{RequestContext, ServerInitializeError};
+use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::{Authenticator, web};
+use crate::auth::Authenticator;
 use crate::error::ToolError;
+use crate::exec::runner::Runner;
+use crate::identity::Identity;
 use crate::listen;
-use crate::options::CollectLimit;
+use crate::options::{CallOptions, CollectLimit};
 use crate::registry::Registry;
 use crate::remote;
 
-use super::caller::KeptRunner;
-use super::direct::Direct;
-use super::gate::{Endpoint, Gate};
+use super::caller::{ClientInfo, KeptRunner, client_options, trace_of};
 use super::origins::Origins;
-use super::search::SearchMode;
-use super::sessions::{Limits, Sessions, made};
+use super::search_mode::SearchMode;
 use super::{rounds, stdio};
 
-/// Where [`router`] and [`Server::router`] answer.
+/// Where [`router`](super::router) and [`Server::router`] answer.
 pub const PATH: &str = "/mcp";
 
 /// The default of [`Server::max_line_length`]: 4 MiB.
@@ -80,15 +79,15 @@ pub(super) struct Shared {
     /// The most resources one session may subscribe to.
     pub(super) max_subscriptions: usize,
     max_line_length: usize,
-    sessions: Limits,
+    pub(super) sessions: Limits,
     /// What [`Server::serve_http`] accepts connections under.
-    connections: listen::Limits,
-    origins: Origins,
+    pub(super) connections: listen::Limits,
+    pub(super) origins: Origins,
     pub(super) collect_limit: CollectLimit,
     /// Verifies the bearer token of every streamable HTTP request, when set.
     pub(super) authenticator: Option<Arc<dyn Authenticator>>,
     /// The resource URI of the HTTP endpoint, when set.
-    resource: Option<String>,
+    pub(super) resource: Option<String>,
     /// The runner of straight sessionless calls, for the last client that made one
     /// (such clients name themselves again in every request).
     pub(super) sessionless_caller: KeptRunner,
@@ -99,7 +98,7 @@ pub(super) struct Shared {
     /// The search mode's settings.
     pub(super) search: SearchMode,
     /// The HTTP sessions open on the endpoints made from this server.
-    open_sessions: Arc<AtomicUsize>,
+    pub(super) open_sessions: Arc<AtomicUsize>,
 }
 
 /// The running program's name: its executable's file name without extension.
@@ -572,139 +571,11 @@ impl Server {
             .map_err(|err| transport_error(&err))?;
         Ok(())
     }
-
-    /// The streamable HTTP endpoint as a tower service (a router answering at any
-    /// path), to mount where it should answer (`axum::Router::nest_service`).
-    /// `config` sets allowed hosts (loopback only by default), SSE keep-alives and
-    /// the body limit; the session limits and allowed origins are this server's
-    /// ([`max_sessions`](Self::max_sessions),
-    /// [`allowed_origins`](Self::allowed_origins) and the others).
-    pub fn http_service(self, config: StreamableHttpServerConfig) -> axum::Router {
-        self.http_service_at(config, None)
-    }
-
-    /// [`http_service`](Self::http_service), mounted at `path` when known.
-    fn http_service_at(
-        self,
-        config: StreamableHttpServerConfig,
-        path: Option<&'static str>,
-    ) -> axum::Router {
-        let mut config = self.shared.origins.apply(config);
-        let mut limits = self.shared.sessions;
-        // Parked sessions come back through the SDK's session restore: a config
-        // that brings a session store of its own turns parking off.
-        let parks = config.session_store.is_none();
-        limits.parks = parks;
-        let sessions = Sessions::new(limits, Arc::clone(&self.shared.open_sessions));
-        if parks {
-            config.session_store = Some(sessions.store());
-        }
-        let gate = Gate {
-            sessions: Arc::clone(&sessions),
-            max_body: config.max_request_body_bytes,
-            authenticator: self.shared.authenticator.clone(),
-            resource: self.shared.resource.clone(),
-            path,
-            registry: self.shared.registry.clone(),
-            search_mode: self.shared.search.on,
-        };
-        let direct = Direct::new(self.session());
-        let service =
-            StreamableHttpService::new(move || Ok(made(self.session())), sessions, config);
-        axum::Router::new()
-            .fallback(super::gate::answer)
-            .with_state(Arc::new(Endpoint {
-                service,
-                gate,
-                direct,
-            }))
-    }
-
-    /// An axum router answering streamable HTTP at [`PATH`] (`/mcp`), with the
-    /// SDK's default settings (loopback hosts only) but JSON answers (a sessionless
-    /// request answered with one message gets a JSON body, not an SSE stream, as
-    /// `StreamableHttpServerConfig::json_response` says), and this server's limits and
-    /// allowed origins (loopback pages only by default); merge it into an app, and
-    /// serve that with [`serve`](super::serve()) (or `toolfunc::http::Server::merge`,
-    /// or `axum::serve` on a [`NoDelay`](super::serve::NoDelay) listener): see there why.
-    pub fn router(self) -> axum::Router {
-        let audience_path = self
-            .shared
-            .authenticator
-            .as_deref()
-            .and_then(|authenticator| {
-                web::resource_metadata_path(self.shared.resource.as_deref(), authenticator, PATH)
-            });
-        let metadata = self.shared.authenticator.clone().map(|authenticator| {
-            let resource = self.shared.resource.clone();
-            let registry = self.shared.registry.clone();
-            move |headers: axum::http::HeaderMap| async move {
-                let resource =
-                    web::resource(resource.as_deref(), authenticator.as_ref(), &headers, PATH);
-                let scopes = remote::Catalog::of(&registry);
-                web::metadata_response(&web::metadata(
-                    &resource,
-                    authenticator.as_ref(),
-                    scopes.scopes(),
-                ))
-            }
-        });
-        // A sessionless request answered with one message gets it as a JSON body,
-        // not a one-message SSE stream; one that says something first (progress,
-        // a log line, a question) still streams, so nothing is lost.
-        let config = StreamableHttpServerConfig::default().with_json_response(true);
-        let router =
-            axum::Router::new().nest_service(PATH, self.http_service_at(config, Some(PATH)));
-        match metadata {
-            Some(metadata) => {
-                let router = router.route(
-                    &format!("{}{PATH}", web::WELL_KNOWN),
-                    axum::routing::get(metadata.clone()),
-                );
-                // The metadata the challenges name, when the resource is an origin
-                // alone or another path than `/mcp`.
-                match audience_path {
-                    Some(path) => router.route(&path, axum::routing::get(metadata)),
-                    None => router,
-                }
-            }
-            None => router,
-        }
-    }
-
-    /// Serves [`router`](Self::router) on `listener` until the process ends, on the
-    /// accept loop `toolfunc::http::Server` runs: `TCP_NODELAY` on every
-    /// connection, at most [`max_connections`](Self::max_connections) open, a
-    /// [header timeout](Self::header_timeout), an [idle timeout](Self::idle_timeout)
-    /// and a lingering close after a body left unread ([`drain_limit`](Self::drain_limit)).
-    ///
-    /// ```no_run
-    /// # async fn demo() -> Result<(), toolfunc::ToolError> {
-    /// use toolfunc::{mcp::Server, Registry};
-    ///
-    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:3001")
-    ///     .await
-    ///     .map_err(|err| toolfunc::ToolError::failed(err.to_string()))?;
-    /// Server::new(Registry::global()).serve_http(listener).await
-    /// # }
-    /// ```
-    pub async fn serve_http(self, listener: tokio::net::TcpListener) -> Result<(), ToolError> {
-        let limits = self.shared.connections;
-        listen::serve(listener, self.router(), limits)
-            .await
-            .map_err(|err| transport_error(&err))
-    }
 }
 
 /// Serves `registry` over this process's stdin and stdout (see [`Server`]).
 pub async fn serve_stdio(registry: impl Into<Registry>) -> Result<(), ToolError> {
     Server::new(registry).serve_stdio().await
-}
-
-/// An axum router serving `registry` over streamable HTTP at `/mcp` (see
-/// [`Server::router`]); serve it with [`serve`](super::serve()).
-pub fn router(registry: impl Into<Registry>) -> axum::Router {
-    Server::new(registry).router()
 }
 
 /// One connection's state. Its token is cancelled when the last copy of its handler
@@ -746,6 +617,83 @@ impl Drop for Session {
     }
 }
 
-fn transport_error(err: &dyn std::fmt::Display) -> ToolError {
+pub(super) fn transport_error(err: &dyn std::fmt::Display) -> ToolError {
     ToolError::failed(format!("MCP transport: {err}"))
+}
+
+impl Server {
+    /// The options every call of this request carries: the surface, the client,
+    /// and (with layers to read them) the HTTP headers.
+    pub(super) fn caller_options(&self, context: &RequestContext<RoleServer>) -> CallOptions {
+        let mut options = client_options(ClientInfo::of(context));
+        if let Some(parts) = context.extensions.get::<axum::http::request::Parts>() {
+            if let Some(identity) = parts.extensions.get::<Identity>() {
+                options = options.identity(identity.clone());
+            }
+            if self.shared.registry.has_layers() {
+                options = options.insert(parts.headers.clone());
+            }
+        }
+        if let Some(trace) = trace_of(context) {
+            options = options.insert(trace);
+        }
+        options
+    }
+
+    /// The runner of a straight call (no layers: see [`runs_straight`](Self::runs_straight)):
+    /// the client's options and the collect limit, made once per session (once per
+    /// server for sessionless requests) for the client it names.
+    pub(super) fn caller_runner(
+        &self,
+        context: &RequestContext<RoleServer>,
+        sessionless: bool,
+    ) -> Runner {
+        let limit = self.shared.collect_limit;
+        // A sessionless request is a session of its own: its runner is kept
+        // server-wide, for the client it names.
+        let kept = if sessionless {
+            &self.shared.sessionless_caller
+        } else {
+            &self.session.caller
+        };
+        ClientInfo::read(context, |client| {
+            kept.get(client, |info| {
+                self.shared
+                    .registry
+                    .with(client_options(info).collect_limit(limit))
+            })
+        })
+    }
+}
+
+/// The limits on the HTTP sessions of a server.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Limits {
+    pub(super) max_sessions: usize,
+    /// The most sessions one caller (subject, else client label) holds at once;
+    /// `None`: all but a reserve for others.
+    pub(super) max_per_caller: Option<usize>,
+    /// The most bytes of `initialize` parameters one session keeps.
+    pub(super) initialize_bytes: usize,
+    /// The most bytes of `initialize` parameters one caller's sessions keep.
+    pub(super) caller_bytes: usize,
+    pub(super) uninitialized_lifetime: Duration,
+    pub(super) idle_lifetime: Duration,
+    /// How long a session stays quiet (nothing in flight, no stream open) before
+    /// its SDK session is closed and only what brings it back is kept; at or past
+    /// the idle lifetime a running session ends before it would be parked.
+    pub(super) park_after: Duration,
+    /// Whether sessions may be at rest (this server keeps what brings them back:
+    /// no session store of the caller's own).
+    pub(super) parks: bool,
+}
+
+impl Limits {
+    /// The most sessions one caller may hold at once.
+    pub(super) fn per_caller(&self) -> usize {
+        self.max_per_caller.unwrap_or_else(|| {
+            let reserve = self.max_sessions * DEFAULT_SESSIONS_RESERVE_PERCENT / 100;
+            self.max_sessions.saturating_sub(reserve).max(1)
+        })
+    }
 }

@@ -27,38 +27,7 @@ use rmcp::transport::{Transport, WorkerTransport};
 use tokio_util::sync::CancellationToken;
 
 use super::resting::{Asked, Resting};
-use super::server::{Server, Session};
-
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Limits {
-    pub(super) max_sessions: usize,
-    /// The most sessions one caller (subject, else client label) holds at once;
-    /// `None`: all but a reserve for others.
-    pub(super) max_per_caller: Option<usize>,
-    /// The most bytes of `initialize` parameters one session keeps.
-    pub(super) initialize_bytes: usize,
-    /// The most bytes of `initialize` parameters one caller's sessions keep.
-    pub(super) caller_bytes: usize,
-    pub(super) uninitialized_lifetime: Duration,
-    pub(super) idle_lifetime: Duration,
-    /// How long a session stays quiet (nothing in flight, no stream open) before
-    /// its SDK session is closed and only what brings it back is kept; at or past
-    /// the idle lifetime a running session ends before it would be parked.
-    pub(super) park_after: Duration,
-    /// Whether sessions may be at rest (this server keeps what brings them back:
-    /// no session store of the caller's own).
-    pub(super) parks: bool,
-}
-
-impl Limits {
-    /// The most sessions one caller may hold at once.
-    pub(super) fn per_caller(&self) -> usize {
-        self.max_per_caller.unwrap_or_else(|| {
-            let reserve = self.max_sessions * super::server::DEFAULT_SESSIONS_RESERVE_PERCENT / 100;
-            self.max_sessions.saturating_sub(reserve).max(1)
-        })
-    }
-}
+use super::server::{Limits, Server, Session};
 
 /// What the serving of one HTTP request tells the session manager, and what the
 /// manager and the service factory tell it back.
