@@ -16,7 +16,7 @@ use super::task::Running;
 use crate::call::{Args, ToolCall, ToolResult};
 use crate::error::ToolError;
 use crate::exec::ctx::Ctx;
-use crate::layer::{Layer, Layers, Mode, Reply, ReplyFuture};
+use crate::layer::{Layer, Layers, Mode, Reply, ReplyFuture, Viewer};
 use crate::options::CallOptions;
 use crate::registry::Registry;
 use crate::registry::{Observer, Resolved};
@@ -81,13 +81,23 @@ impl Runner {
     /// Whether the layers of this runner (and its registry) let its caller see a
     /// tool: the rule [`definitions`](Self::definitions) filters with.
     pub(crate) fn layers_show(&self) -> impl Fn(&ToolDefinition) -> bool + '_ {
-        let layers = chain::layers(&self.registry, &self.scope);
-        let viewer = self.scope.viewer();
+        let layers = self.layers();
+        let viewer = self.viewer();
         move |def| {
             layers
                 .as_ref()
                 .is_none_or(|layers| crate::layer::visible(layers, def, &viewer))
         }
+    }
+
+    /// The call middleware of this runner and its registry, outermost first.
+    pub(crate) fn layers(&self) -> Option<Layers> {
+        chain::layers(&self.registry, &self.scope)
+    }
+
+    /// Its caller, as the layers see it.
+    pub(crate) fn viewer(&self) -> Viewer<'_> {
+        self.scope.viewer()
     }
 
     /// Whether calls of this runner pass any call middleware.

@@ -353,7 +353,7 @@ impl fmt::Debug for Viewer<'_> {
 }
 
 /// Typed values a caller or surface attached, looked up by type.
-pub(crate) trait Extensions {
+pub(crate) trait Extensions: Sync {
     fn extension(&self, id: TypeId) -> Option<&(dyn Any + Send + Sync)>;
 }
 

@@ -137,11 +137,12 @@ pub fn tools_for(runner: &crate::exec::runner::Runner, target: Target) -> Result
 /// when the runner has neither layers nor an identity (it sees the whole registry).
 fn visible_definitions(runner: &crate::exec::runner::Runner) -> Option<Vec<ToolDefinition>> {
     let sight = crate::remote::Sight::of_runner(runner);
-    if !runner.has_layers() && !sight.has_identity() {
+    if !sight.judges() {
         return None;
     }
     Some(
         runner
+            .registry()
             .definitions()
             .iter()
             .filter_map(|def| sight.view(def).map(std::borrow::Cow::into_owned))
@@ -194,16 +195,11 @@ pub fn search_for(
     query: &str,
     limit: usize,
 ) -> Vec<SearchHit> {
-    let layers_show = runner.layers_show();
     let sight = crate::remote::Sight::of_runner(runner);
     runner
         .registry()
         .search_by(query, limit, |found| {
-            let def = found.definition();
-            if !layers_show(def) {
-                return None;
-            }
-            sight.view(def).map(|def| def.advertised())
+            sight.view(found.definition()).map(|def| def.advertised())
         })
         .into_iter()
         .map(|ranked| SearchHit::new(ranked.item, ranked.score, ranked.exact))

@@ -173,7 +173,7 @@ impl Gate {
         let before = uris.len();
         uris.retain(|uri| {
             uri.as_str().is_some_and(|uri| {
-                remote::find_resource(&self.registry, uri, Some(&options)).is_ok()
+                remote::admit_resource(&self.registry, uri, Some(&options)).is_ok()
             })
         });
         (uris.len() != before).then(|| serde_json::to_vec(&message).unwrap_or_default())

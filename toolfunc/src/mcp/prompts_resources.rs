@@ -143,7 +143,7 @@ impl Server {
     ) -> Result<GetPromptResponse, ErrorData> {
         let registry = &self.shared.registry;
         let viewer = self.viewer(&context);
-        let prompt = remote::find_prompt(registry, &request.name, viewer.as_ref())
+        let prompt = remote::admit_prompt(registry, &request.name, viewer.as_ref())
             .map_err(|err| refusal(&err, json!({"name": request.name})))?;
         let bound = format!("prompts/get {}", request.name);
         let args = || Ok(prompt.arguments(Value::Object(request.arguments.unwrap_or_default())));
@@ -173,7 +173,7 @@ impl Server {
         let registry = &self.shared.registry;
         let viewer = self.viewer(&context);
         let uri = request.uri;
-        let resource = remote::find_resource(registry, &uri, viewer.as_ref())
+        let resource = remote::admit_resource(registry, &uri, viewer.as_ref())
             .map_err(|err| refusal(&err, json!({"uri": uri})))?;
         let bound = format!("resources/read {uri}");
         let args = || {
@@ -273,7 +273,7 @@ impl Server {
         uri: &str,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        remote::find_resource(&self.shared.registry, uri, self.viewer(context).as_ref())
+        remote::admit_resource(&self.shared.registry, uri, self.viewer(context).as_ref())
             .map_err(|err| refusal(&err, json!({"uri": uri})))?;
         let mut subscribed = self
             .session
@@ -313,12 +313,12 @@ impl Server {
         let viewer = self.viewer(&context);
         let reference = match &request.r#ref {
             Reference::Prompt(prompt) => {
-                remote::find_prompt(registry, &prompt.name, viewer.as_ref())
+                remote::admit_prompt(registry, &prompt.name, viewer.as_ref())
                     .map_err(|err| refusal(&err, json!({"name": prompt.name})))?;
                 CompletionRef::Prompt(prompt.name.clone())
             }
             Reference::Resource(template) => {
-                remote::find_template(registry, &template.uri, viewer.as_ref())
+                remote::admit_template(registry, &template.uri, viewer.as_ref())
                     .map_err(|err| refusal(&err, json!({"uri": template.uri})))?;
                 CompletionRef::Resource(template.uri.clone())
             }

@@ -10,6 +10,7 @@ use super::catalog::Catalog;
 use crate::error::ToolError;
 use crate::exec::runner::Runner;
 use crate::identity::Identity;
+use crate::layer::{Viewer, viewer_of};
 use crate::options::CallOptions;
 use crate::registry::{Registry, Resolved};
 use crate::tool::service::ActDefinition;
@@ -166,8 +167,8 @@ pub(crate) fn shown_to<'a>(
 /// its verified identity holds. Written once here, read by every listing and every
 /// lookup.
 pub(crate) struct Sight<'a> {
-    layers: Option<crate::layer::Layers>,
-    options: Option<&'a CallOptions>,
+    /// The layers that judge, with the caller as they see it.
+    layers: Option<(crate::layer::Layers, Viewer<'a>)>,
     identity: Option<&'a Identity>,
 }
 
@@ -175,25 +176,23 @@ impl<'a> Sight<'a> {
     /// The sight of the caller of `options` on `registry`.
     pub(crate) fn of(registry: &Registry, options: Option<&'a CallOptions>) -> Self {
         Self {
-            layers: options.and(registry.layers()),
-            options,
+            layers: options.and_then(|options| Some((registry.layers()?, viewer_of(options)))),
             identity: options.and_then(|options| options.identity.as_ref()),
         }
     }
 
-    /// The sight of the caller of `runner` on definitions its layers already
-    /// chose: the scopes of its identity.
+    /// The sight of the caller of `runner`: the layers of the runner and its
+    /// registry, and the scopes of its identity.
     pub(crate) fn of_runner(runner: &'a Runner) -> Self {
         Self {
-            layers: None,
-            options: None,
+            layers: runner.layers().map(|layers| (layers, runner.viewer())),
             identity: runner.identity(),
         }
     }
 
-    /// Whether the caller is judged by scopes: it has a verified identity.
-    pub(crate) fn has_identity(&self) -> bool {
-        self.identity.is_some()
+    /// Whether this sight leaves anything out: layers judge, or scopes do.
+    pub(crate) fn judges(&self) -> bool {
+        self.layers.is_some() || self.identity.is_some()
     }
 
     /// Whether the caller holds every scope of `needed` (a caller with no verified
@@ -208,16 +207,28 @@ impl<'a> Sight<'a> {
         self.permits(&def.scopes) && self.layers_show(def)
     }
 
+    /// Whether `def` is offered to this caller from outside: offered to remote
+    /// callers and shown by the layers (a caller that lacks its scopes is offered
+    /// it, and refused with the scopes to ask for).
+    #[cfg(any(feature = "http-server", feature = "mcp"))]
+    pub(crate) fn offers(&self, def: &ToolDefinition) -> bool {
+        def.api && self.layers_show(def)
+    }
+
+    /// Whether `def` is listed for this caller from outside: offered to remote
+    /// callers, shown by the layers, and its scopes held.
+    #[cfg(any(feature = "http-server", feature = "mcp"))]
+    pub(crate) fn lists(&self, def: &ToolDefinition) -> bool {
+        def.api && self.shows(def)
+    }
+
     /// Whether the layers let the caller see `def` (a tool they hide does not
     /// exist for it; one it lacks scopes for exists, and a call is refused with
     /// the scopes to ask for).
     pub(crate) fn layers_show(&self, def: &ToolDefinition) -> bool {
-        match (&self.layers, self.options) {
-            (Some(layers), Some(options)) => {
-                crate::layer::visible(layers, def, &crate::layer::viewer_of(options))
-            }
-            _ => true,
-        }
+        self.layers
+            .as_ref()
+            .is_none_or(|(layers, viewer)| crate::layer::visible(layers, def, viewer))
     }
 
     /// The function `name` of `offered`, when this caller may see it: offered to
@@ -293,8 +304,8 @@ pub(crate) enum Needs {
 
 impl Found {
     /// The call of a prompt's or a resource's function (`tool`), found and
-    /// admitted by [`find_prompt`](super::find_prompt) or
-    /// [`find_resource`](super::find_resource) (whose layers judged its caller).
+    /// admitted by [`admit_prompt`](super::admit_prompt) or
+    /// [`admit_resource`](super::admit_resource) (whose layers judged its caller).
     #[cfg(feature = "mcp")]
     pub(crate) fn of_function(registry: &Registry, tool: crate::tool::ToolRef) -> Self {
         Self {

@@ -77,7 +77,9 @@ pub(crate) use find::{Needs, find_tracked};
 #[cfg(any(feature = "http-server", feature = "mcp"))]
 pub(crate) use prompts_resources::{MAX_URI_BYTES, any_scoped, prompts, resources};
 #[cfg(feature = "mcp")]
-pub(crate) use prompts_resources::{bounded_contents, find_prompt, find_resource, find_template};
+pub(crate) use prompts_resources::{
+    admit_prompt, admit_resource, admit_template, bounded_contents,
+};
 #[cfg(feature = "http-server")]
 pub(crate) use prompts_resources::{get_prompt, prompts_seen, read, resources_seen};
 #[cfg(any(feature = "http-server", feature = "mcp"))]

@@ -27,12 +27,6 @@ use crate::tool::ToolDefinition;
 /// The longest URI a caller from outside may ask to read (bytes).
 pub(crate) const MAX_URI_BYTES: usize = 4096;
 
-/// Whether a caller with `sight` is offered the function `def` at all: served
-/// remotely and not hidden by a layer.
-fn offered(sight: &Sight<'_>, def: &ToolDefinition) -> bool {
-    def.api && sight.shows(def)
-}
-
 /// The prompts a caller with `viewer` options is offered, by name.
 pub(crate) fn prompts(registry: &Registry, viewer: Option<&CallOptions>) -> Vec<Arc<PromptFunc>> {
     prompts_seen(registry, &Sight::of(registry, viewer))
@@ -41,7 +35,7 @@ pub(crate) fn prompts(registry: &Registry, viewer: Option<&CallOptions>) -> Vec<
 /// The prompts a caller with `sight` is offered, by name.
 pub(crate) fn prompts_seen(registry: &Registry, sight: &Sight<'_>) -> Vec<Arc<PromptFunc>> {
     let mut prompts = registry.prompts();
-    prompts.retain(|p| offered(sight, p.tool().definition()));
+    prompts.retain(|p| sight.lists(p.tool().definition()));
     prompts
 }
 
@@ -61,8 +55,8 @@ pub(crate) fn resources_seen(
     sight: &Sight<'_>,
 ) -> (Vec<Arc<ResourceFunc>>, Vec<Arc<ResourceFunc>>) {
     let (mut fixed, mut templates) = registry.resources();
-    fixed.retain(|r| offered(sight, r.tool().definition()));
-    templates.retain(|r| offered(sight, r.tool().definition()));
+    fixed.retain(|r| sight.lists(r.tool().definition()));
+    templates.retain(|r| sight.lists(r.tool().definition()));
     (fixed, templates)
 }
 
@@ -92,7 +86,7 @@ pub(crate) fn any_scoped(registry: &Registry) -> bool {
 
 /// The prompt `name`, for a caller with `viewer` options: `NOT_FOUND` when it is
 /// not offered to that caller, `INSUFFICIENT_SCOPE` when its identity lacks a scope.
-pub(crate) fn find_prompt(
+pub(crate) fn admit_prompt(
     registry: &Registry,
     name: &str,
     viewer: Option<&CallOptions>,
@@ -100,7 +94,7 @@ pub(crate) fn find_prompt(
     let prompt = registry
         .get_prompt(name)
         .ok_or_else(|| not_a_prompt(name))?;
-    admit(registry, prompt.tool().definition(), viewer, || {
+    admit_function(registry, prompt.tool().definition(), viewer, || {
         not_a_prompt(name)
     })?;
     Ok(prompt)
@@ -109,7 +103,7 @@ pub(crate) fn find_prompt(
 /// The resource that reads `uri`, for a caller with `viewer` options: `NOT_FOUND`
 /// when none is offered to that caller (or the URI is longer than
 /// [`MAX_URI_BYTES`]), `INSUFFICIENT_SCOPE` when its identity lacks a scope.
-pub(crate) fn find_resource(
+pub(crate) fn admit_resource(
     registry: &Registry,
     uri: &str,
     viewer: Option<&CallOptions>,
@@ -123,7 +117,7 @@ pub(crate) fn find_resource(
     let resource = registry
         .get_resource(uri)
         .ok_or_else(|| not_a_resource(uri))?;
-    admit(registry, resource.tool().definition(), viewer, || {
+    admit_function(registry, resource.tool().definition(), viewer, || {
         not_a_resource(uri)
     })?;
     Ok(resource)
@@ -131,9 +125,9 @@ pub(crate) fn find_resource(
 
 /// The resource template written `address` (or the resource that reads that URI),
 /// for a completion asked by a caller with `viewer` options, judged as
-/// [`find_resource`] judges a read.
+/// [`admit_resource`] judges a read.
 #[cfg(feature = "mcp")]
-pub(crate) fn find_template(
+pub(crate) fn admit_template(
     registry: &Registry,
     address: &str,
     viewer: Option<&CallOptions>,
@@ -145,17 +139,17 @@ pub(crate) fn find_template(
         .find(|t| t.address() == address);
     match template {
         Some(template) => {
-            admit(registry, template.tool().definition(), viewer, || {
+            admit_function(registry, template.tool().definition(), viewer, || {
                 not_a_resource(address)
             })?;
             Ok(template)
         }
-        None => find_resource(registry, address, viewer),
+        None => admit_resource(registry, address, viewer),
     }
 }
 
 /// Gets the prompt `name` with `args` for a caller from outside with `options`:
-/// found and admitted as [`find_prompt`] says, then run as a call of that caller
+/// found and admitted as [`admit_prompt`] says, then run as a call of that caller
 /// (its identity, deadline, layers).
 #[cfg(feature = "http-server")]
 pub(crate) async fn get_prompt(
@@ -164,12 +158,12 @@ pub(crate) async fn get_prompt(
     args: Value,
     options: CallOptions,
 ) -> Result<PromptResult, ToolError> {
-    let prompt = find_prompt(registry, name, Some(&options))?;
+    let prompt = admit_prompt(registry, name, Some(&options))?;
     registry.with(options).get_found_prompt(&prompt, args).await
 }
 
 /// Reads `uri` for a caller from outside with `options`: found and admitted as
-/// [`find_resource`] says, run as a call of that caller, and its contents bounded
+/// [`admit_resource`] says, run as a call of that caller, and its contents bounded
 /// to `max_bytes` ([`bounded_contents`]).
 #[cfg(feature = "http-server")]
 pub(crate) async fn read(
@@ -178,21 +172,21 @@ pub(crate) async fn read(
     options: CallOptions,
     max_bytes: usize,
 ) -> Result<Vec<Resource>, ToolError> {
-    let resource = find_resource(registry, uri, Some(&options))?;
+    let resource = admit_resource(registry, uri, Some(&options))?;
     let contents = registry.with(options).read_found(&resource, uri).await?;
     bounded_contents(contents, max_bytes)
 }
 
 /// Whether the caller of `viewer` may get or read the function `def`: `unknown()`
 /// when it is not offered to it, `INSUFFICIENT_SCOPE` when it lacks a scope.
-fn admit(
+fn admit_function(
     registry: &Registry,
     def: &ToolDefinition,
     viewer: Option<&CallOptions>,
     unknown: impl FnOnce() -> ToolError,
 ) -> Result<(), ToolError> {
     let sight = Sight::of(registry, viewer);
-    if !def.api || !sight.layers_show(def) {
+    if !sight.offers(def) {
         return Err(unknown());
     }
     if !sight.permits(&def.scopes) {

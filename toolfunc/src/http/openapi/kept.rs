@@ -52,7 +52,7 @@ fn shown(view: &View<'_>, sight: &remote::Sight<'_>) -> Vec<u64> {
             .map(|r| r.tool().definition()),
     );
     for def in defs {
-        push(def.api && sight.shows(def));
+        push(sight.lists(def));
     }
     // The count closes the key, so two sets of different sizes never meet.
     bits.push(count as u64);
