@@ -45,7 +45,7 @@ use crate::complete::{Completer, CompleterSpec, Completers};
 use crate::content::Block;
 use crate::error::ToolError;
 use crate::exec::ctx::Ctx;
-use crate::tool::kind_builder::KindBuilder;
+use crate::tool::kind_builder::{KindBuilder, kind_builder_methods};
 use crate::tool::{Kind, ToolFunc, ToolRef, ToolSpec};
 
 /// The serialisable metadata of a prompt: what `prompts/list` and discovery show.
@@ -71,17 +71,12 @@ pub struct PromptDefinition {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scopes: Vec<String>,
     /// Whether remote callers are offered it (`false`: in process only).
-    #[serde(rename = "isApi", default = "yes", skip_serializing_if = "is_true")]
+    #[serde(
+        rename = "isApi",
+        default = "crate::tool::definition::yes",
+        skip_serializing_if = "crate::tool::definition::is_true"
+    )]
     pub api: bool,
-}
-
-fn yes() -> bool {
-    true
-}
-
-#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
-fn is_true(value: &bool) -> bool {
-    *value
 }
 
 /// One argument of a prompt.
@@ -376,35 +371,14 @@ impl fmt::Debug for PromptBuilder {
 }
 
 impl PromptBuilder {
-    /// A short human-readable title.
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.parts.title(title.into());
-        self
-    }
-
-    /// What the prompt is for.
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.parts.description(description.into());
-        self
-    }
-
-    /// Adds a grouping label.
-    pub fn tag(mut self, tag: impl Into<String>) -> Self {
-        self.parts.tag(tag.into());
-        self
-    }
-
-    /// The OAuth scopes a caller from outside needs to see and get it.
-    pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
-        self.parts
-            .scopes(scopes.into_iter().map(Into::into).collect());
-        self
-    }
-
-    /// Whether remote callers are offered it (default `true`).
-    pub fn api(mut self, api: bool) -> Self {
-        self.parts.api(api);
-        self
+    kind_builder_methods! {
+        for: "What the prompt is for.",
+        caller: "The OAuth scopes a caller from outside needs to see and get it.",
+        complete: "Completes `argument` with `completer`.",
+        handler: "Renders the prompt with an async function of the arguments object; it \
+                  returns what [`PromptResult::from_value`] reads (a string, messages, a \
+                  `PromptResult`).",
+        handler_sync: "Renders the prompt with a sync function of the arguments object.",
     }
 
     /// Adds a string argument.
@@ -420,35 +394,6 @@ impl PromptBuilder {
             description: Some(description.into()),
             required,
         });
-        self
-    }
-
-    /// Completes `argument` with `completer`.
-    pub fn complete(mut self, argument: impl Into<String>, completer: Completer) -> Self {
-        self.parts.complete(argument.into(), completer);
-        self
-    }
-
-    /// Renders the prompt with an async function of the arguments object; it
-    /// returns what [`PromptResult::from_value`] reads (a string, messages, a
-    /// `PromptResult`).
-    pub fn handler<F, Fut, R>(mut self, f: F) -> Self
-    where
-        F: Fn(Ctx, Value) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
-        R: Serialize,
-    {
-        self.parts.handler(f);
-        self
-    }
-
-    /// Renders the prompt with a sync function of the arguments object.
-    pub fn handler_sync<F, R>(mut self, f: F) -> Self
-    where
-        F: Fn(&Ctx, Value) -> Result<R, ToolError> + Send + Sync + 'static,
-        R: Serialize,
-    {
-        self.parts.handler_sync(f);
         self
     }
 

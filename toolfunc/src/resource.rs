@@ -50,7 +50,7 @@ use crate::content::Resource;
 use crate::error::ToolError;
 use crate::exec::ctx::Ctx;
 use crate::prompt::coerce;
-use crate::tool::kind_builder::KindBuilder;
+use crate::tool::kind_builder::{KindBuilder, kind_builder_methods};
 use crate::tool::{Kind, ToolFunc, ToolRef, ToolSpec};
 
 /// The serialisable metadata of a resource or a resource template: what
@@ -83,17 +83,12 @@ pub struct ResourceDefinition {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scopes: Vec<String>,
     /// Whether remote callers are offered it (`false`: in process only).
-    #[serde(rename = "isApi", default = "yes", skip_serializing_if = "is_true")]
+    #[serde(
+        rename = "isApi",
+        default = "crate::tool::definition::yes",
+        skip_serializing_if = "crate::tool::definition::is_true"
+    )]
     pub api: bool,
-}
-
-fn yes() -> bool {
-    true
-}
-
-#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
-fn is_true(value: &bool) -> bool {
-    *value
 }
 
 impl ResourceDefinition {
@@ -503,68 +498,18 @@ impl fmt::Debug for ResourceBuilder {
 }
 
 impl ResourceBuilder {
-    /// A short human-readable title.
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.parts.title(title.into());
-        self
-    }
-
-    /// What it is.
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.parts.description(description.into());
-        self
+    kind_builder_methods! {
+        for: "What it is.",
+        caller: "The OAuth scopes a caller from outside needs to see and read it.",
+        complete: "Completes the template's variable `argument` with `completer`.",
+        handler: "Reads the resource with an async function of the template's variables (an \
+                  object of strings; empty for a fixed resource).",
+        handler_sync: "Reads the resource with a sync function of the template's variables.",
     }
 
     /// The MIME type of its contents.
     pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
         self.mime_type = Some(mime_type.into());
-        self
-    }
-
-    /// Adds a grouping label.
-    pub fn tag(mut self, tag: impl Into<String>) -> Self {
-        self.parts.tag(tag.into());
-        self
-    }
-
-    /// The OAuth scopes a caller from outside needs to see and read it.
-    pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
-        self.parts
-            .scopes(scopes.into_iter().map(Into::into).collect());
-        self
-    }
-
-    /// Whether remote callers are offered it (default `true`).
-    pub fn api(mut self, api: bool) -> Self {
-        self.parts.api(api);
-        self
-    }
-
-    /// Completes the template's `variable` with `completer`.
-    pub fn complete(mut self, variable: impl Into<String>, completer: Completer) -> Self {
-        self.parts.complete(variable.into(), completer);
-        self
-    }
-
-    /// Reads the resource with an async function of the template's variables (an
-    /// object of strings; empty for a fixed resource).
-    pub fn handler<F, Fut, R>(mut self, f: F) -> Self
-    where
-        F: Fn(Ctx, Value) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
-        R: Serialize,
-    {
-        self.parts.handler(f);
-        self
-    }
-
-    /// Reads the resource with a sync function of the template's variables.
-    pub fn handler_sync<F, R>(mut self, f: F) -> Self
-    where
-        F: Fn(&Ctx, Value) -> Result<R, ToolError> + Send + Sync + 'static,
-        R: Serialize,
-    {
-        self.parts.handler_sync(f);
         self
     }
 

@@ -290,6 +290,25 @@ where
     }
 }
 
+/// The token of an `Authorization` header's text: `Bearer <token>` (the scheme in
+/// any case), an error for another scheme or an empty token. Every surface that
+/// takes bearer tokens reads them here.
+#[cfg(any(feature = "http-server", feature = "mcp", feature = "nats"))]
+pub(crate) fn bearer_token(text: &str) -> Result<&str, AuthError> {
+    let text = text.trim();
+    let (scheme, token) = text.split_once(' ').unwrap_or((text, ""));
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Err(AuthError::Invalid(
+            "only `Authorization: Bearer` credentials are taken".into(),
+        ));
+    }
+    let token = token.trim();
+    if token.is_empty() {
+        return Err(AuthError::Invalid("the bearer token is empty".into()));
+    }
+    Ok(token)
+}
+
 #[cfg(test)]
 mod tests {
     use super::same_bytes;

@@ -38,17 +38,7 @@ pub(crate) fn bearer(parts: &Parts) -> Result<Option<&str>, AuthError> {
     let text = value
         .to_str()
         .map_err(|_| AuthError::Invalid("the `Authorization` header is not text".into()))?;
-    let (scheme, token) = text.trim().split_once(' ').unwrap_or((text.trim(), ""));
-    if !scheme.eq_ignore_ascii_case("bearer") {
-        return Err(AuthError::Invalid(
-            "only `Authorization: Bearer` credentials are taken".into(),
-        ));
-    }
-    let token = token.trim();
-    if token.is_empty() {
-        return Err(AuthError::Invalid("the bearer token is empty".into()));
-    }
-    Ok(Some(token))
+    super::bearer_token(text).map(Some)
 }
 
 /// The resource a surface is: the one set on it, else the authenticator's

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use async_nats::{HeaderMap, Message};
 
 use super::wire::{self, AUTHORIZATION};
-use crate::auth::{AuthError, Authenticator};
+use crate::auth::{AuthError, Authenticator, bearer_token};
 use crate::error::ToolError;
 use crate::identity::Identity;
 
@@ -155,17 +155,7 @@ pub(crate) fn bearer(headers: Option<&HeaderMap>) -> Result<Option<&str>, AuthEr
     let Some(text) = wire::header(headers, AUTHORIZATION) else {
         return Ok(None);
     };
-    let (scheme, token) = text.split_once(' ').unwrap_or((text, ""));
-    if !scheme.eq_ignore_ascii_case("bearer") {
-        return Err(AuthError::Invalid(
-            "only `Authorization: Bearer` credentials are taken".into(),
-        ));
-    }
-    let token = token.trim();
-    if token.is_empty() {
-        return Err(AuthError::Invalid("the bearer token is empty".into()));
-    }
-    Ok(Some(token))
+    bearer_token(text).map(Some)
 }
 
 /// Whether two secrets are equal, in a time that depends on their lengths only.

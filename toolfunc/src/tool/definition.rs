@@ -105,10 +105,12 @@ pub struct ToolDefinition {
     pub api: bool,
 }
 
+/// `true`: the default of a definition's `isApi` (tools, prompts, resources).
 pub(crate) fn yes() -> bool {
     true
 }
 
+/// Whether `isApi` is left out of a definition written out (it is `true`).
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
 pub(crate) fn is_true(value: &bool) -> bool {
     *value

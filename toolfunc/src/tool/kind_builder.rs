@@ -128,3 +128,76 @@ impl KindBuilder {
         Ok((handler(builder).build()?, self.completers))
     }
 }
+
+/// The builder methods a prompt's and a resource's builders share, each handing its
+/// value to the builder's `parts` ([`KindBuilder`]): written once for both. The
+/// literals say, in their docs, what the kind is for, what its caller does with it,
+/// what its completed arguments are called, and what its handlers do.
+macro_rules! kind_builder_methods {
+    (
+        for: $for:literal,
+        caller: $caller:literal,
+        complete: $complete:literal,
+        handler: $handler:literal,
+        handler_sync: $handler_sync:literal $(,)?
+    ) => {
+        /// A short human-readable title.
+        pub fn title(mut self, title: impl Into<String>) -> Self {
+            self.parts.title(title.into());
+            self
+        }
+
+        #[doc = $for]
+        pub fn description(mut self, description: impl Into<String>) -> Self {
+            self.parts.description(description.into());
+            self
+        }
+
+        /// Adds a grouping label.
+        pub fn tag(mut self, tag: impl Into<String>) -> Self {
+            self.parts.tag(tag.into());
+            self
+        }
+
+        #[doc = $caller]
+        pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+            self.parts
+                .scopes(scopes.into_iter().map(Into::into).collect());
+            self
+        }
+
+        /// Whether remote callers are offered it (default `true`).
+        pub fn api(mut self, api: bool) -> Self {
+            self.parts.api(api);
+            self
+        }
+
+        #[doc = $complete]
+        pub fn complete(mut self, argument: impl Into<String>, completer: Completer) -> Self {
+            self.parts.complete(argument.into(), completer);
+            self
+        }
+
+        #[doc = $handler]
+        pub fn handler<F, Fut, R>(mut self, f: F) -> Self
+        where
+            F: Fn(Ctx, Value) -> Fut + Send + Sync + 'static,
+            Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
+            R: Serialize,
+        {
+            self.parts.handler(f);
+            self
+        }
+
+        #[doc = $handler_sync]
+        pub fn handler_sync<F, R>(mut self, f: F) -> Self
+        where
+            F: Fn(&Ctx, Value) -> Result<R, ToolError> + Send + Sync + 'static,
+            R: Serialize,
+        {
+            self.parts.handler_sync(f);
+            self
+        }
+    };
+}
+pub(crate) use kind_builder_methods;

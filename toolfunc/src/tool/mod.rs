@@ -2,7 +2,7 @@
 //! metadata) and `ToolBuilder` (tools made at run time).
 
 mod builder;
-mod definition;
+pub(crate) mod definition;
 mod func;
 pub(crate) mod kind_builder;
 pub mod service;
