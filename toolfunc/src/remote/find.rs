@@ -85,7 +85,13 @@ pub(crate) fn find(
         });
     };
     let def = found.resolved.tool.definition();
-    if (lookup.remote && !def.api) || !Sight::of(registry, viewer).layers_show(def) {
+    let sight = Sight::of(registry, viewer);
+    let seen = if lookup.remote {
+        sight.offers(def)
+    } else {
+        sight.layers_show(def)
+    };
+    if !seen {
         return Err(ToolError::not_found(name));
     }
     // The layers judged the caller of `viewer` here; the execution core does not
@@ -210,7 +216,6 @@ impl<'a> Sight<'a> {
     /// Whether `def` is offered to this caller from outside: offered to remote
     /// callers and shown by the layers (a caller that lacks its scopes is offered
     /// it, and refused with the scopes to ask for).
-    #[cfg(any(feature = "http-server", feature = "mcp"))]
     pub(crate) fn offers(&self, def: &ToolDefinition) -> bool {
         def.api && self.layers_show(def)
     }
