@@ -27,7 +27,7 @@ impl Ctx {
             .ok_or_else(|| ToolError::not_found(name))?;
         let args = found.tool.named_args(args.into())?.into_owned();
         self.with(CallOptions::new())
-            .run_resolved(found, args)
+            .run_resolved(found, args, false)
             .await
     }
 

@@ -31,9 +31,8 @@ impl Calls<'_> {
             tool: prompt.tool().clone(),
             owner: self.registry.clone(),
             ready: None,
-            shown,
         };
-        PromptResult::from_value(self.run_found(found, None, args).await?)
+        PromptResult::from_value(self.run_found(found, None, args, shown).await?)
     }
 
     /// Runs `resource`'s function for a read of `uri`, and its contents; `shown`
@@ -51,9 +50,8 @@ impl Calls<'_> {
             tool: resource.tool().clone(),
             owner: self.registry.clone(),
             ready: None,
-            shown,
         };
-        let value = self.run_found(found, None, args).await?;
+        let value = self.run_found(found, None, args, shown).await?;
         resource.contents(uri, value)
     }
 

@@ -116,18 +116,26 @@ impl Runner {
     }
 
     /// Runs an already resolved tool (a nested call after binding, a remote call
-    /// found once on the remote floor): no second lookup by name.
+    /// found once on the remote floor): no second lookup by name. `shown` when
+    /// the registry's layers already let the caller see it (the remote floor
+    /// asked them): they are not asked again.
     pub(crate) async fn run_resolved(
         &self,
         found: Resolved,
         args: Value,
+        shown: bool,
     ) -> Result<Value, ToolError> {
-        self.calls().run_found(found, None, args).await
+        self.calls().run_found(found, None, args, shown).await
     }
 
     /// [`run_resolved`](Self::run_resolved) for a correlated call: its id is the
     /// call's id, and the result carries it.
-    pub(crate) async fn execute_resolved(&self, found: Resolved, call: ToolCall) -> ToolResult {
+    pub(crate) async fn execute_resolved(
+        &self,
+        found: Resolved,
+        call: ToolCall,
+        shown: bool,
+    ) -> ToolResult {
         let ToolCall {
             id,
             name,
@@ -135,19 +143,19 @@ impl Runner {
         } = call;
         let output = self
             .calls()
-            .run_found(found, Some(Arc::from(id.as_str())), arguments)
+            .run_found(found, Some(Arc::from(id.as_str())), arguments, shown)
             .await;
         ToolResult::new(id, name, output)
     }
 
     /// Streams an already resolved tool's items (see [`Registry::run_stream`]).
-    pub(crate) fn stream_resolved(&self, found: Resolved, args: Value) -> ToolStream {
-        self.calls().stream_found(found, args)
+    pub(crate) fn stream_resolved(&self, found: Resolved, args: Value, shown: bool) -> ToolStream {
+        self.calls().stream_found(found, args, shown)
     }
 
     /// Spawns an already resolved tool (see [`Registry::spawn`]).
-    pub(crate) fn spawn_resolved(&self, found: Resolved, args: Value) -> CallHandle {
-        self.calls().spawn_found(found, args)
+    pub(crate) fn spawn_resolved(&self, found: Resolved, args: Value, shown: bool) -> CallHandle {
+        self.calls().spawn_found(found, args, shown)
     }
 }
 
@@ -261,7 +269,12 @@ impl Future for Run<'_> {
                 let observer = calls.observe(&ctx);
                 *this = Run::Running(Box::pin(ToolFunc::call(ctx, args).observed(observer)));
             } else {
-                *this = Run::Running(Box::pin(calls.run_found(found, None, args.into_owned())));
+                *this = Run::Running(Box::pin(calls.run_found(
+                    found,
+                    None,
+                    args.into_owned(),
+                    false,
+                )));
             }
         }
         match this {
@@ -336,8 +349,9 @@ impl<'a> Calls<'a> {
         name: &str,
         call_id: Option<Arc<str>>,
         args: Value,
+        shown: bool,
     ) -> Result<Value, ToolError> {
-        let (ready, tool, shown) = (found.ready.clone(), found.tool.clone(), found.shown);
+        let (ready, tool) = (found.ready.clone(), found.tool.clone());
         let ctx = self.ctx(found, call_id);
         self.check_visible(&layers, shown, &ctx, name)?;
         let reply = chain::finish(chain::start(layers, ctx, ready, Mode::Value, args)).await?;
@@ -381,11 +395,12 @@ impl<'a> Calls<'a> {
         found: Resolved,
         call_id: Option<Arc<str>>,
         args: Value,
+        shown: bool,
     ) -> Result<Value, ToolError> {
         if let Some(layers) = self.layers() {
             let tool = found.tool.clone();
             return self
-                .layered(layers, found, tool.name(), call_id, args)
+                .layered(layers, found, tool.name(), call_id, args, shown)
                 .await;
         }
         if let Some(ready) = &found.ready {
@@ -424,14 +439,14 @@ impl<'a> Calls<'a> {
             Ok(args) => args.into_owned(),
             Err(err) => return ToolStream::failed(err),
         };
-        self.stream_found(found, args)
+        self.stream_found(found, args, false)
     }
 
-    fn stream_found(self, found: Resolved, args: Value) -> ToolStream {
+    fn stream_found(self, found: Resolved, args: Value, shown: bool) -> ToolStream {
         let tool = found.tool.clone();
         let name = tool.name();
         if let Some(layers) = self.layers() {
-            let (ready, shown) = (found.ready.clone(), found.shown);
+            let ready = found.ready.clone();
             let ctx = self.ctx(found, None).streaming();
             if let Err(err) = self.check_visible(&layers, shown, &ctx, name) {
                 return ToolStream::failed(err);
@@ -468,16 +483,16 @@ impl<'a> Calls<'a> {
             Ok(args) => args.into_owned(),
             Err(err) => return CallHandle::failed(err),
         };
-        self.spawn_found(found, args)
+        self.spawn_found(found, args, false)
     }
 
-    fn spawn_found(self, found: Resolved, args: Value) -> CallHandle {
+    fn spawn_found(self, found: Resolved, args: Value, shown: bool) -> CallHandle {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return CallHandle::failed(ToolError::failed("spawn needs a running tokio runtime"));
         };
         let tool = found.tool.clone();
         let name = tool.name();
-        let (ready, shown) = (found.ready.clone(), found.shown);
+        let ready = found.ready.clone();
         let ctx = self.ctx(found, None);
         let state = Arc::clone(ctx.state());
         if let Some(layers) = self.layers() {
@@ -527,7 +542,7 @@ impl<'a> Calls<'a> {
         } = call;
         let output = match self.find(&name) {
             Ok(found) => {
-                self.run_found(found, Some(Arc::from(id.as_str())), arguments)
+                self.run_found(found, Some(Arc::from(id.as_str())), arguments, false)
                     .await
             }
             Err(err) => Err(err),

@@ -30,7 +30,7 @@ use crate::identity::Identity;
 use crate::options::{CallOptions, Surface};
 use crate::propagate;
 use crate::remote::ledger::{TaskPoll, Track};
-use crate::remote::{self, Found, Lookup, Plan, RemoteCall};
+use crate::remote::{self, Found, Lookup, Plan, Refusal, RemoteCall};
 use crate::tool::service::REST_VERBS;
 use crate::trace::TraceContext;
 
@@ -186,30 +186,21 @@ pub(super) async fn respond(api: &Api, request: Request) -> Response {
     if let Some(err) = malformed {
         return refusal(api, &parts, Some(call.found.name()), &err);
     }
-    match admit(call, &options) {
-        Ok((planned, params)) => run(api, planned, params, options, header_str(REQ_ID)).await,
-        Err((name, err)) => refusal(api, &parts, Some(&name), &err),
+    match admit(&call, &options) {
+        Ok(plan) => run(api, (call, plan), options, header_str(REQ_ID)).await,
+        Err(err) => refusal(api, &parts, Some(call.found.name()), &err),
     }
 }
 
 /// Admits a call read in full on the remote floor: its act's scopes, and how it
 /// answers (a stream when the caller asks for one, a task past a soft deadline).
-fn admit(
-    call: Prepared,
-    options: &CallOptions,
-) -> Result<((Found, Plan), Value), (String, ToolError)> {
-    let Prepared { found, params } = call;
-    let name = found.name().to_owned();
-    let stream = wants_stream(&found, &params);
-    let admitted = RemoteCall::new(&name, Lookup::TOOL)
+fn admit(call: &Prepared, options: &CallOptions) -> Result<Plan, ToolError> {
+    let admitted = RemoteCall::new(call.found.name(), Lookup::TOOL)
         .caller(options)
-        .args(&params)
-        .stream(stream)
+        .args(&call.params)
+        .stream(wants_stream(&call.found, &call.params))
         .tracks();
-    match remote::admit_judged(found, &admitted) {
-        Ok(admitted) => Ok(((admitted.found, admitted.plan), params)),
-        Err(refused) => Err((name, refused.into_error())),
-    }
+    remote::admit_judged(&call.found, &admitted).map_err(Refusal::into_error)
 }
 
 /// Names the request's span for the tool it calls: `http.route` is the API's
@@ -677,11 +668,11 @@ fn wants_stream(found: &Found, params: &Value) -> bool {
 /// Runs an admitted call as its plan says.
 async fn run(
     api: &Api,
-    (found, plan): (Found, Plan),
-    params: Value,
+    (call, plan): (Prepared, Plan),
     options: CallOptions,
     req_id: Option<String>,
 ) -> Response {
+    let Prepared { found, params } = call;
     let name = found.name().to_owned();
     let mut items = match plan {
         Plan::Tracked { soft, streamed } => {

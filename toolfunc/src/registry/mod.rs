@@ -404,7 +404,6 @@ impl Registry {
                 tool: ToolRef::from_static(tool),
                 owner: self.clone(),
                 ready: None,
-                shown: false,
             });
         }
         self.resolve_here_or_up(name)
@@ -428,7 +427,6 @@ impl Registry {
                         tool: slot.tool.clone(),
                         owner: registry.clone(),
                         ready: slot.ready.clone(),
-                        shown: false,
                     });
                 }
             }
@@ -667,10 +665,6 @@ pub(crate) struct Resolved {
     pub(crate) tool: ToolRef,
     pub(crate) owner: Registry,
     pub(crate) ready: Option<Ready>,
-    /// Whether the layers of the registry it was found through already let the
-    /// call's caller see it (the remote floor judged that, once): the execution
-    /// core does not ask them again.
-    pub(crate) shown: bool,
 }
 
 /// A handle to the same registry (a cheap clone), so that what takes

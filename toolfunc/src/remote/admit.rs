@@ -128,7 +128,7 @@ impl<'a> RemoteCall<'a> {
 pub(crate) struct Admitted {
     pub(crate) found: Found,
     #[cfg_attr(
-        not(any(feature = "http-server", feature = "mcp")),
+        not(feature = "mcp"),
         expect(dead_code, reason = "read by the surfaces that serve it only")
     )]
     pub(crate) plan: Plan,
@@ -186,21 +186,27 @@ impl Refusal {
 /// answers decided.
 pub(crate) fn admit(registry: &Registry, call: &RemoteCall<'_>) -> Result<Admitted, Refusal> {
     let found = judged(registry, call)?;
-    admitted(found, call)
+    let (plan, takes_tasks) = planned(&found, call)?;
+    Ok(Admitted {
+        found,
+        plan,
+        takes_tasks,
+    })
 }
 
 /// Admits a call [`precheck`] judged, now that what runs it is read (its
 /// arguments, the act the surface chose): the scopes of the tool and that act held,
-/// what the tool needs of its caller declared, and the way it answers decided, as
-/// [`admit`] does.
+/// what the tool needs of its caller declared, and the way it answers decided (its
+/// plan), as [`admit`] does.
 #[cfg(feature = "http-server")]
-pub(crate) fn admit_judged(found: Found, call: &RemoteCall<'_>) -> Result<Admitted, Refusal> {
+pub(crate) fn admit_judged(found: &Found, call: &RemoteCall<'_>) -> Result<Plan, Refusal> {
     found.settle(call.identity, call.args)?;
-    admitted(found, call)
+    planned(found, call).map(|(plan, _)| plan)
 }
 
-/// What [`admit`] decides once the call is found and its scopes held.
-fn admitted(found: Found, call: &RemoteCall<'_>) -> Result<Admitted, Refusal> {
+/// What [`admit`] decides once the call is found and its scopes held: how it
+/// answers, and whether its caller takes tasks.
+fn planned(found: &Found, call: &RemoteCall<'_>) -> Result<(Plan, bool), Refusal> {
     let def = found.definition();
     if let Some(declared) = call.declared
         && !def.needs_client.is_empty()
@@ -223,12 +229,7 @@ fn admitted(found: Found, call: &RemoteCall<'_>) -> Result<Admitted, Refusal> {
         return Err(Refusal::Needs(Needs::Tasks));
     }
     let tracks = call.tracks && takes && !(call.asks_first && found.needs_confirmation());
-    let plan = Plan::of(&found, call.stream, tracks);
-    Ok(Admitted {
-        found,
-        plan,
-        takes_tasks: takes,
-    })
+    Ok((Plan::of(found, call.stream, tracks), takes))
 }
 
 /// Judges `call` before what runs it is read (a body, a queued submit): found for

@@ -58,19 +58,24 @@ impl Found {
     /// Runs the call for one value, with `runner`'s options.
     #[cfg(any(feature = "http-server", feature = "mcp", feature = "nats"))]
     pub(crate) async fn run(self, runner: &Runner, args: Value) -> Result<Value, ToolError> {
-        runner.run_resolved(self.into_resolved(), args).await
+        let shown = self.shown();
+        runner.run_resolved(self.into_resolved(), args, shown).await
     }
 
     /// Runs the call for its items.
     #[cfg(any(feature = "http-server", feature = "mcp", feature = "nats"))]
     pub(crate) fn stream(self, runner: &Runner, args: Value) -> ToolStream {
-        runner.stream_resolved(self.into_resolved(), args)
+        let shown = self.shown();
+        runner.stream_resolved(self.into_resolved(), args, shown)
     }
 
     /// Runs a correlated call (its id, and its name as the caller gave it, come back
     /// in the result).
     pub(crate) async fn execute(self, runner: &Runner, call: ToolCall) -> ToolResult {
-        runner.execute_resolved(self.into_resolved(), call).await
+        let shown = self.shown();
+        runner
+            .execute_resolved(self.into_resolved(), call, shown)
+            .await
     }
 
     /// Runs the call to one value: a streaming call's items gathered into an array
@@ -111,6 +116,7 @@ impl Found {
         args: Value,
         track: Track,
     ) -> Result<String, ToolError> {
-        ledger.start_found(self.into_resolved(), args, track)
+        let shown = self.shown();
+        ledger.start_found((self.into_resolved(), shown), args, track)
     }
 }

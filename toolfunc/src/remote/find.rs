@@ -53,7 +53,12 @@ impl Lookup {
 /// execution core runs it as it is, without looking the name up again.
 pub(crate) struct Found {
     resolved: Resolved,
-    act: Option<usize>,
+    /// The chosen act's index (`u32`, so the flag below fits beside it: a found
+    /// call moves through every surface's futures, and stays as small as it was).
+    act: Option<u32>,
+    /// Whether the registry's layers already let the caller see it (asked here,
+    /// once): the execution core does not ask them again.
+    shown: bool,
 }
 
 /// Resolves `name` once, as `lookup` says, for a caller with `viewer` options (when
@@ -73,6 +78,7 @@ pub(crate) fn find(
         registry.resolve(name).map(|resolved| Found {
             resolved,
             act: None,
+            shown: false,
         })
     };
     let Some(mut found) = found else {
@@ -96,7 +102,7 @@ pub(crate) fn find(
     }
     // The layers judged the caller of `viewer` here; the execution core does not
     // ask them again.
-    found.resolved.shown = viewer.is_some();
+    found.shown = viewer.is_some();
     // Its scopes are judged by `admit`, with the act the call settles on.
     Ok(found)
 }
@@ -108,7 +114,10 @@ fn find_function(registry: &Registry, name: &str, lookup: Lookup) -> Option<Foun
     let catalog = Catalog::of(registry);
     let (tool, act) = match catalog.function(name) {
         Some(function) if lookup.remote && !function.api => return None,
-        Some(function) => (function.tool.as_str(), function.act),
+        Some(function) => (
+            function.tool.as_str(),
+            function.act.and_then(|index| u32::try_from(index).ok()),
+        ),
         None => (name, None),
     };
     let resolved = registry.resolve(tool)?;
@@ -116,10 +125,14 @@ fn find_function(registry: &Registry, name: &str, lookup: Lookup) -> Option<Foun
     // The catalogue's entry may be older than the registry (a tool replaced since):
     // an act must still exist, and a service is reached only through one.
     match act {
-        Some(index) if index >= def.acts.len() => None,
+        Some(index) if index as usize >= def.acts.len() => None,
         // The program's own callers may still name a service with its `act`.
         None if lookup.remote && !def.acts.is_empty() => None,
-        _ => Some(Found { resolved, act }),
+        _ => Some(Found {
+            resolved,
+            act,
+            shown: false,
+        }),
     }
 }
 
@@ -135,8 +148,13 @@ pub(crate) fn find_tracked(registry: &Registry, tool: &str, act: Option<&str>) -
             .acts
             .iter()
             .position(|a| a.name == act)
+            .and_then(|index| u32::try_from(index).ok())
     });
-    Some(Found { resolved, act })
+    Some(Found {
+        resolved,
+        act,
+        shown: false,
+    })
 }
 
 /// Whether a poller with `options` may see a tracked call of `tool`: a call whose
@@ -318,9 +336,9 @@ impl Found {
                 tool,
                 owner: registry.clone(),
                 ready: None,
-                shown: true,
             },
             act: None,
+            shown: true,
         }
     }
 
@@ -337,13 +355,14 @@ impl Found {
 
     /// The act the call runs, when one is chosen.
     pub(crate) fn act(&self) -> Option<&ActDefinition> {
-        self.act.and_then(|index| self.definition().acts.get(index))
+        self.act
+            .and_then(|index| self.definition().acts.get(index as usize))
     }
 
     /// Chooses the act (by its index in the definition's acts).
     #[cfg(feature = "http-server")]
     pub(crate) fn choose_act(&mut self, index: usize) {
-        self.act = Some(index);
+        self.act = u32::try_from(index).ok();
     }
 
     /// The parameters' schema: the act's, or the tool's.
@@ -426,5 +445,10 @@ impl Found {
     /// The resolved tool, for the execution core.
     pub(crate) fn into_resolved(self) -> Resolved {
         self.resolved
+    }
+
+    /// Whether the registry's layers already let its caller see it.
+    pub(crate) fn shown(&self) -> bool {
+        self.shown
     }
 }

@@ -58,7 +58,7 @@ pub(crate) mod search;
 
 #[cfg(feature = "mcp")]
 pub(crate) use admit::Admitted;
-#[cfg(any(feature = "mcp", feature = "nats"))]
+#[cfg(any(feature = "http-server", feature = "mcp", feature = "nats"))]
 pub(crate) use admit::Refusal;
 #[cfg(feature = "http-server")]
 pub(crate) use admit::admit_judged;

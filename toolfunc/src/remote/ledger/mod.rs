@@ -103,14 +103,16 @@ enum Callee<'a> {
         not(any(feature = "http-server", feature = "mcp")),
         expect(dead_code, reason = "read by the surfaces that serve it only")
     )]
-    Found(Resolved),
+    /// A call found on the remote floor, and whether its layers already let its
+    /// caller see it.
+    Found((Resolved, bool)),
 }
 
 impl Callee<'_> {
     fn name(&self) -> &str {
         match self {
             Self::Named(name) => name,
-            Self::Found(found) => found.tool.name(),
+            Self::Found((found, _)) => found.tool.name(),
         }
     }
 }
@@ -229,7 +231,7 @@ impl Ledger {
     #[cfg(any(feature = "http-server", feature = "mcp"))]
     pub(crate) fn start_found(
         &self,
-        found: Resolved,
+        found: (Resolved, bool),
         args: Value,
         track: Track,
     ) -> Result<String, ToolError> {
@@ -356,7 +358,7 @@ impl Ledger {
         if streamed {
             let items = match callee {
                 Callee::Named(name) => runner.run_stream(name, args),
-                Callee::Found(found) => runner.stream_resolved(found, args),
+                Callee::Found((found, shown)) => runner.stream_resolved(found, args, shown),
             };
             crate::exec::start::collect(
                 Box::pin(std::future::ready(Ok(Box::pin(items) as _))),
@@ -366,7 +368,7 @@ impl Ledger {
         } else {
             Box::pin(match callee {
                 Callee::Named(name) => runner.spawn(name, args),
-                Callee::Found(found) => runner.spawn_resolved(found, args),
+                Callee::Found((found, shown)) => runner.spawn_resolved(found, args, shown),
             })
         }
     }
