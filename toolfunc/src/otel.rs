@@ -222,10 +222,6 @@ impl HttpClient for OnRuntime {
     }
 }
 
-#[cfg_attr(
-    not(any(feature = "http-server", feature = "mcp", feature = "nats")),
-    allow(dead_code, reason = "the surfaces propagate trace context")
-)]
 /// A [`TraceContext`] as the propagators read it.
 struct Incoming<'a>(&'a TraceContext);
 
@@ -244,7 +240,7 @@ impl Extractor for Incoming<'_> {
 
 #[cfg_attr(
     not(any(feature = "http-server", feature = "mcp", feature = "nats")),
-    allow(dead_code, reason = "the surfaces propagate trace context")
+    expect(dead_code, reason = "the servers adopt trace context")
 )]
 /// Makes the caller's span (`incoming`) the parent of `span`, which must not have
 /// been entered yet. Without the OpenTelemetry layer (or with `span` disabled)
@@ -258,7 +254,15 @@ pub(crate) fn adopt(span: &tracing::Span, incoming: &TraceContext) {
     let _ = span.set_parent(cx);
 }
 
-#[cfg_attr(not(feature = "mcp"), allow(dead_code, reason = "MCP rounds link"))]
+#[cfg_attr(
+    not(any(
+        feature = "http-client",
+        feature = "http-server",
+        feature = "mcp",
+        feature = "nats"
+    )),
+    expect(dead_code, reason = "the surfaces link their rounds")
+)]
 /// Links `span` to the span `earlier` names.
 pub(crate) fn link(span: &tracing::Span, earlier: &TraceContext) {
     let cx = TraceContextPropagator::new().extract(&Incoming(earlier));
@@ -269,8 +273,8 @@ pub(crate) fn link(span: &tracing::Span, earlier: &TraceContext) {
 }
 
 #[cfg_attr(
-    not(any(feature = "http-server", feature = "mcp", feature = "nats")),
-    allow(dead_code, reason = "the surfaces propagate trace context")
+    not(any(feature = "http-client", feature = "mcp", feature = "nats")),
+    expect(dead_code, reason = "the clients send trace context")
 )]
 /// The trace context to send with a call made inside `span`: its own, when the
 /// OpenTelemetry layer records it.

@@ -26,7 +26,7 @@ pub(crate) fn adopt(span: &tracing::Span, incoming: Option<&TraceContext>) {
 /// Links `span` to the span of `earlier` (another request of the same call, such as
 /// the round a retry resumes). Without the `otel` feature there is nothing to do.
 #[cfg_attr(not(feature = "otel"), allow(unused_variables))]
-#[cfg_attr(not(feature = "mcp"), allow(dead_code, reason = "MCP rounds link"))]
+#[cfg_attr(not(feature = "mcp"), expect(dead_code, reason = "MCP rounds link"))]
 pub(crate) fn link(span: &tracing::Span, earlier: Option<&TraceContext>) {
     #[cfg(feature = "otel")]
     if let Some(earlier) = earlier {

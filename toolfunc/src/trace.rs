@@ -2,22 +2,10 @@
 //! carried in its context so that the calls it makes carry it on.
 
 /// The name of the W3C `traceparent` header (and MCP `_meta` key).
-#[cfg_attr(
-    not(any(feature = "http-server", feature = "mcp", feature = "nats")),
-    allow(dead_code, reason = "read and written by the surfaces only")
-)]
 pub(crate) const TRACEPARENT: &str = "traceparent";
 /// The name of the W3C `tracestate` header (and MCP `_meta` key).
-#[cfg_attr(
-    not(any(feature = "http-server", feature = "mcp", feature = "nats")),
-    allow(dead_code, reason = "read and written by the surfaces only")
-)]
 pub(crate) const TRACESTATE: &str = "tracestate";
 /// The name of the W3C `baggage` header (and MCP `_meta` key).
-#[cfg_attr(
-    not(any(feature = "http-server", feature = "mcp", feature = "nats")),
-    allow(dead_code, reason = "read and written by the surfaces only")
-)]
 pub(crate) const BAGGAGE: &str = "baggage";
 
 /// The W3C trace context of a call that came from another process: its
@@ -99,8 +87,16 @@ impl TraceContext {
     }
 
     #[cfg_attr(
-        not(any(feature = "http-server", feature = "mcp", feature = "nats")),
-        allow(dead_code, reason = "read and written by the surfaces only")
+        not(any(
+            feature = "http-server",
+            feature = "mcp",
+            feature = "nats",
+            feature = "otel"
+        )),
+        expect(
+            dead_code,
+            reason = "read by the servers (and the OpenTelemetry link) only"
+        )
     )]
     /// The context read from a carrier (headers, `_meta`) by name; `None` without a
     /// well-formed `traceparent`.
@@ -116,8 +112,8 @@ impl TraceContext {
     }
 
     #[cfg_attr(
-        not(any(feature = "http-client", feature = "nats")),
-        allow(dead_code, reason = "written by the clients only")
+        not(any(feature = "http-client", feature = "nats", feature = "otel")),
+        expect(dead_code, reason = "written by the clients (and OpenTelemetry) only")
     )]
     /// The entries to write into a carrier: `(name, value)`.
     pub(crate) fn entries(&self) -> impl Iterator<Item = (&'static str, &str)> {

@@ -408,7 +408,6 @@ impl Extensions for CallOptions {
 }
 
 /// The viewer calls made with `options` would have.
-#[cfg_attr(not(any(feature = "http-server", feature = "mcp")), allow(dead_code))]
 pub(crate) fn viewer_of(options: &CallOptions) -> Viewer<'_> {
     Viewer::new(
         options.caller.as_deref(),

@@ -311,7 +311,10 @@ pub(crate) enum McpListing {
     /// What this server's `tools/list` sends: schemas as the tools wrote them, and
     /// every output schema (the SDK drops those that do not describe an object for
     /// clients older than 2026-07-28, which take only objects).
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    #[cfg_attr(
+        not(feature = "mcp"),
+        expect(dead_code, reason = "listed by the MCP server only")
+    )]
     Served,
 }
 
@@ -377,7 +380,10 @@ pub(crate) fn mcp_tool(
 }
 
 /// Whether `name` is an MCP tool name: 1 to 128 of `[A-Za-z0-9_.-]`.
-#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+#[cfg_attr(
+    not(feature = "mcp"),
+    expect(dead_code, reason = "read by the MCP server only")
+)]
 pub(crate) fn mcp_name(name: &str) -> bool {
     Target::Mcp.valid_name(name)
 }

@@ -492,7 +492,10 @@ impl Registry {
     }
 
     /// Whether calls made through this registry pass any layer.
-    #[cfg_attr(not(any(feature = "http-server", feature = "mcp")), allow(dead_code))]
+    #[cfg_attr(
+        not(any(feature = "http-server", feature = "mcp")),
+        expect(dead_code, reason = "read by the HTTP and MCP servers only")
+    )]
     pub(crate) fn has_layers(&self) -> bool {
         // Flags only: no lock, no list built.
         let mut registry = Some(self);

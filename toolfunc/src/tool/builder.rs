@@ -125,8 +125,8 @@ impl ToolBuilder {
     /// Leaves the arguments unchecked before the handler runs (a remote tool: the
     /// server checks them).
     #[cfg_attr(
-        not(any(feature = "http-client", feature = "mcp-client")),
-        allow(dead_code)
+        not(any(feature = "http-client", feature = "nats")),
+        expect(dead_code, reason = "the HTTP and NATS clients' remote tools only")
     )]
     pub(crate) fn unchecked(mut self) -> Self {
         self.typed = true;
