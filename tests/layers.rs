@@ -13,6 +13,8 @@
 mod http_support;
 #[path = "support/mcp.rs"]
 mod mcp_support;
+#[path = "support/sight.rs"]
+mod sight;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -803,28 +805,11 @@ async fn a_per_caller_limit_before_a_shared_one_gives_each_caller_a_share() {
     assert_eq!(first.await.unwrap(), json!(300));
 }
 
-/// Counts how often the layers are asked whether a caller sees `add`.
-#[derive(Clone, Default)]
-struct CountsSight(Arc<AtomicUsize>);
-
-impl Layer for CountsSight {
-    fn call(&self, call: Call, next: Next) -> ReplyFuture {
-        next.run(call)
-    }
-
-    fn visible(&self, tool: &toolfunc::ToolDefinition, _viewer: &layer::Viewer<'_>) -> bool {
-        if tool.name == "add" {
-            self.0.fetch_add(1, Ordering::Relaxed);
-        }
-        true
-    }
-}
-
 #[tokio::test]
 async fn each_call_asks_the_layers_once_whether_its_caller_sees_the_tool() {
-    let asked = CountsSight::default();
+    let asked = sight::CountsSight::default();
     let registry = Registry::global().isolate().layer(asked.clone());
-    let taken = || asked.0.swap(0, Ordering::Relaxed);
+    let taken = || asked.take();
     // In process.
     assert_eq!(
         registry.run("add", json!({"a": 1, "b": 2})).await.unwrap(),

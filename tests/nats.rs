@@ -8,6 +8,8 @@
 mod demo;
 #[path = "support/nats.rs"]
 mod nats_server;
+#[path = "support/sight.rs"]
+mod sight;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -782,37 +784,16 @@ async fn concurrent_remote_calls_from_one_handler_are_cancelled_apart() {
     );
 }
 
-/// Counts how often the layers are asked whether a caller sees `add`.
-#[derive(Clone, Default)]
-struct CountsSight(Arc<AtomicUsize>);
-
-impl toolfunc::layer::Layer for CountsSight {
-    fn call(
-        &self,
-        call: toolfunc::layer::Call,
-        next: toolfunc::layer::Next,
-    ) -> toolfunc::layer::ReplyFuture {
-        next.run(call)
-    }
-
-    fn visible(&self, tool: &toolfunc::ToolDefinition, _: &toolfunc::layer::Viewer<'_>) -> bool {
-        if tool.name == "add" {
-            self.0.fetch_add(1, Ordering::Relaxed);
-        }
-        true
-    }
-}
-
 #[tokio::test]
 async fn a_call_asks_the_layers_once_whether_its_caller_sees_the_tool() {
     let server = NatsServer::start();
-    let asked = CountsSight::default();
+    let asked = sight::CountsSight::default();
     let _worker = worker(&server, demo::catalog().layer(asked.clone())).await;
     let client = Client::connect(&server.url()).await.unwrap();
     // Discovery asked about every tool it lists; a call asks once more, on the
     // remote floor, and not again when it runs.
-    asked.0.store(0, Ordering::Relaxed);
+    asked.take();
     let sum = client.run("add", json!({"a": 1, "b": 2})).await.unwrap();
     assert_eq!(sum, json!(3.0));
-    assert_eq!(asked.0.load(Ordering::Relaxed), 1);
+    assert_eq!(asked.take(), 1);
 }
