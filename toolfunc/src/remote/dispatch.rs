@@ -58,24 +58,22 @@ impl Found {
     /// Runs the call for one value, with `runner`'s options.
     #[cfg(any(feature = "http-server", feature = "mcp", feature = "nats"))]
     pub(crate) async fn run(self, runner: &Runner, args: Value) -> Result<Value, ToolError> {
-        let shown = self.shown();
-        runner.run_resolved(self.into_resolved(), args, shown).await
+        let (found, shown) = self.into_parts();
+        runner.run_resolved(found, args, shown).await
     }
 
     /// Runs the call for its items.
     #[cfg(any(feature = "http-server", feature = "mcp", feature = "nats"))]
     pub(crate) fn stream(self, runner: &Runner, args: Value) -> ToolStream {
-        let shown = self.shown();
-        runner.stream_resolved(self.into_resolved(), args, shown)
+        let (found, shown) = self.into_parts();
+        runner.stream_resolved(found, args, shown)
     }
 
     /// Runs a correlated call (its id, and its name as the caller gave it, come back
     /// in the result).
     pub(crate) async fn execute(self, runner: &Runner, call: ToolCall) -> ToolResult {
-        let shown = self.shown();
-        runner
-            .execute_resolved(self.into_resolved(), call, shown)
-            .await
+        let (found, shown) = self.into_parts();
+        runner.execute_resolved(found, call, shown).await
     }
 
     /// Runs the call to one value: a streaming call's items gathered into an array
@@ -116,7 +114,6 @@ impl Found {
         args: Value,
         track: Track,
     ) -> Result<String, ToolError> {
-        let shown = self.shown();
-        ledger.start_found((self.into_resolved(), shown), args, track)
+        ledger.start_found(self.into_parts(), args, track)
     }
 }

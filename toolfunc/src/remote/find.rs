@@ -442,13 +442,9 @@ impl Found {
         }
     }
 
-    /// The resolved tool, for the execution core.
-    pub(crate) fn into_resolved(self) -> Resolved {
-        self.resolved
-    }
-
-    /// Whether the registry's layers already let its caller see it.
-    pub(crate) fn shown(&self) -> bool {
-        self.shown
+    /// The resolved tool, for the execution core, and whether the registry's
+    /// layers already let its caller see it (they are not asked again).
+    pub(crate) fn into_parts(self) -> (Resolved, bool) {
+        (self.resolved, self.shown)
     }
 }
