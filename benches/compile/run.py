@@ -286,7 +286,98 @@ def gen_timing_crate(kind, n, variant):
 
 
 # The feature sets whose binaries are measured, by the size crate's feature names.
-SIZE_SETS = ["core", "http", "mcp", "nats", "jwt", "all"]
+SIZE_SETS = ["core", "validate", "http", "mcp", "nats", "jwt", "all"]
+
+# The same three tools on rmcp's macros, served over stdio: the peer of the core
+# program (rmcp has no registry to run them in process) and of `+mcp`.
+RMCP_SIZE = (
+    '{ version = "3.11", default-features = false, features = ["macros", "server", '
+    '"transport-io"] }'
+)
+
+RMCP_SIZE_MAIN = r'''//! The three tools of `size_tools` on rmcp's macros, served over stdio. Made by
+//! benches/compile/run.py to measure the size of the same program on rmcp.
+
+use rmcp::ServiceExt;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::{tool, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+#[derive(Deserialize, JsonSchema)]
+pub struct AddParams {
+    /// The left operand.
+    pub a: f64,
+    /// The right operand.
+    pub b: f64,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct GreetParams {
+    /// Who to greet.
+    pub name: String,
+    /// Whether to say it politely.
+    pub polite: Option<bool>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct WaitParams {
+    /// How long to wait, in milliseconds.
+    pub ms: u64,
+}
+
+/// The tools' server.
+#[derive(Clone, Default)]
+pub struct Tools;
+
+#[tool_router(server_handler)]
+impl Tools {
+    /// Adds two numbers.
+    #[tool]
+    fn add(&self, Parameters(AddParams { a, b }): Parameters<AddParams>) -> String {
+        (a + b).to_string()
+    }
+
+    /// Greets someone.
+    #[tool]
+    fn greet(&self, Parameters(GreetParams { name, polite }): Parameters<GreetParams>) -> String {
+        if polite.unwrap_or(false) { format!("Good day, {name}.") } else { format!("Hi {name}!") }
+    }
+
+    /// Waits, then answers how long it waited.
+    #[tool]
+    async fn wait_ms(&self, Parameters(WaitParams { ms }): Parameters<WaitParams>) -> String {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        ms.to_string()
+    }
+}
+
+type Failure = Box<dyn std::error::Error + Send + Sync>;
+
+async fn run() -> Result<(), Failure> {
+    let service = Tools.serve(rmcp::transport::stdio()).await?;
+    service.waiting().await?;
+    Ok(())
+}
+
+fn main() -> std::process::ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("no runtime: {err}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("{err}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+'''
+
 
 SIZE_MAIN = r'''//! A small program on toolfunc: three tools, run in process, and served over the
 //! surfaces its features bring (chosen by the first argument). Made by
@@ -396,11 +487,12 @@ fn main() -> std::process::ExitCode {
 def gen_size_crates():
     # Each set's label is also the cfg the program tests: `all` turns every one on.
     features = (
+        'validate = ["toolfunc/validate"]\n'
         'http = ["toolfunc/http"]\n'
         'mcp = ["toolfunc/mcp"]\n'
         'nats = ["toolfunc/nats"]\n'
         'jwt = ["toolfunc/jwt"]\n'
-        'all = ["http", "mcp", "nats", "jwt", "toolfunc/rustls"]\n'
+        'all = ["validate", "http", "mcp", "nats", "jwt", "toolfunc/rustls"]\n'
     )
     deps = [
         ("toolfunc", toolfunc_dep()),
@@ -414,10 +506,13 @@ def gen_size_crates():
         manifest("size_tools", deps, f"[features]\n{features}\n"),
     )
     write_if_changed(BENCH / "size_tools" / "src" / "main.rs", SIZE_MAIN)
+    rmcp_deps = [("rmcp", RMCP_SIZE), ("tokio", TOKIO), ("serde", SERDE), ("schemars", SCHEMARS)]
+    write_if_changed(BENCH / "size_rmcp" / "Cargo.toml", manifest("size_rmcp", rmcp_deps))
+    write_if_changed(BENCH / "size_rmcp" / "src" / "main.rs", RMCP_SIZE_MAIN)
     # examples/server.rs as the root package builds it: toolfunc with the root's
     # features, the example's own dependencies.
     server_deps = [
-        ("toolfunc", toolfunc_dep(["http", "mcp", "rustls", "nats", "jwt"])),
+        ("toolfunc", toolfunc_dep(["validate", "http", "mcp", "rustls", "nats", "jwt"])),
         ("tokio", TOKIO),
         ("serde_json", '"1.0.150"'),
         ("serde", SERDE),
@@ -568,6 +663,11 @@ def measure_sizes():
         kept = out_dir / f"size_tools-{label}"
         shutil.copy(TARGET / "release" / "size_tools", kept)
         sizes[label] = (kept.stat().st_size, stripped_size(kept))
+    log("building the same tools on rmcp (release)")
+    cargo_build(["--release", "-p", "size_rmcp"])
+    kept = out_dir / "size_rmcp"
+    shutil.copy(TARGET / "release" / "size_rmcp", kept)
+    sizes["rmcp"] = (kept.stat().st_size, stripped_size(kept))
     log("building examples/server.rs (release)")
     cargo_build(["--release", "-p", "size_server"])
     kept = out_dir / "server"
@@ -629,18 +729,29 @@ def print_tables(plan, profiles, med, incr, sizes, reps):
         )
     if sizes:
         print()
-        print("| release binary | size | stripped | added to core (stripped) |")
-        print("| --- | --- | --- | --- |")
+        print(
+            "| release binary | size | stripped | added to core (stripped) | "
+            "vs rmcp (stripped) |"
+        )
+        print("| --- | --- | --- | --- | --- |")
         core = sizes["core"][1] or sizes["core"][0]
+        rmcp = sizes.get("rmcp", (0, None))
+        rmcp = rmcp[1] or rmcp[0]
         for label, (size, stripped) in sizes.items():
             what = {
                 "core": "core only (default features, three tools, run in process)",
-                "all": "all: `http`, `mcp`, `nats`, `jwt`, `rustls`",
+                "all": "all: `validate`, `http`, `mcp`, `nats`, `jwt`, `rustls`",
+                "rmcp": "the same three tools on rmcp 3.11 (`macros`, `server`, "
+                "`transport-io`), served over stdio",
                 "server": "`examples/server.rs` (the root's features)",
             }.get(label, f"`+{label}`")
             s = stripped or size
-            added = "" if label == "core" else f"+{mib(s - core)}"
-            print(f"| {what} | {mib(size)} | {mib(stripped) if stripped else 'n/a'} | {added} |")
+            added = "" if label in ("core", "rmcp") else f"+{mib(s - core)}"
+            versus = ratio(s, rmcp) if rmcp and label != "rmcp" else ""
+            print(
+                f"| {what} | {mib(size)} | {mib(stripped) if stripped else 'n/a'} | {added} "
+                f"| {versus} |"
+            )
 
 
 def main():

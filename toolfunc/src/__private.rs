@@ -571,3 +571,29 @@ impl<T> FallbackSerialized<T> for Checked<T> {
         )
     }
 }
+
+/// `check_output` of `#[tool]`: `true` with the `validate` feature, which checks each
+/// result against its JSON Schema; without it, a compile error at the word.
+#[cfg(feature = "validate")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __toolfunc_check_output {
+    () => {
+        true
+    };
+}
+
+/// `check_output` of `#[tool]`: `true` with the `validate` feature, which checks each
+/// result against its JSON Schema; without it, a compile error at the word.
+#[cfg(not(feature = "validate"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __toolfunc_check_output {
+    () => {
+        ::core::compile_error!(
+            "`check_output` checks each result against its JSON Schema, which needs toolfunc's `validate` feature"
+        )
+    };
+}
+
+pub use crate::__toolfunc_check_output as check_output;

@@ -30,7 +30,7 @@
 //! | turn a function into a tool | [`#[tool]`](macro@tool): doc comments become descriptions, parameter types the JSON Schema |
 //! | turn a type's methods into the acts of one tool | [`#[tool_service]`](macro@tool_service), with a typed client generated beside it |
 //! | offer prompts and resources beside tools | [`#[prompt]`](macro@prompt) and [`#[resource]`](macro@resource) (modules [`mod@prompt`], [`mod@resource`]): functions got by name and read by URI, with completers for their arguments ([`complete`]) |
-//! | build a tool at run time | [`ToolFunc::builder`], over raw JSON checked against a schema ([`schema`]) or typed arguments |
+//! | build a tool at run time | [`ToolFunc::builder`], over typed arguments or raw JSON checked against a schema ([`schema`]; feature `validate`) |
 //! | find and run tools by name | [`Registry`]: [`Registry::global`], [`Registry::run`], [`Registry::run_stream`], [`Registry::spawn`], children with [`Registry::isolate`] |
 //! | give calls a caller, a timeout, cancellation, limits | [`CallOptions`] through [`Registry::with`]; inside a tool, [`Ctx`] |
 //! | run correlated calls with isolated errors | [`ToolCall`] / [`ToolResult`] and [`Registry::execute`] |

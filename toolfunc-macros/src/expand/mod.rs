@@ -210,7 +210,11 @@ pub(crate) fn execution_fields(model: &ToolFn, p: &TokenStream) -> TokenStream {
     let timeout = timeout_value(attrs, p);
     let background = attrs.background.is_some();
     let background_only = attrs.background.is_some_and(|(_, only)| only);
-    let check_output = attrs.check_output.is_some();
+    // `true`, or without toolfunc's `validate` feature a compile error at the word.
+    let check_output = attrs.check_output.map_or_else(
+        || quote!(false),
+        |span| quote_spanned!(span=> #p::check_output!()),
+    );
     let needs_client = attrs.needs_client.iter().flatten();
     let scopes = attrs.scopes.iter().flatten();
     quote! {

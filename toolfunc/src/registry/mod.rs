@@ -3,6 +3,8 @@
 //! reference-counted registration with dependencies, overrides, sealing, lifecycle
 //! hooks and events.
 
+#[cfg(test)]
+mod argument_checks;
 mod cache;
 mod derived;
 mod events;

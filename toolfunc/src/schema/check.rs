@@ -1,6 +1,6 @@
 //! Checking arguments against a JSON Schema given as JSON: the `jsonschema` crate
 //! (draft 2020-12 and earlier, `pattern` and `format` enforced), behind the bounds of
-//! [`super::bound`], with its errors reworded into this crate's messages.
+//! [`super::bound`] and [`super::limits`], with its errors reworded into this crate's messages.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -8,7 +8,9 @@ use std::fmt;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use serde_json::Value;
 
-use super::bound::{self, MAX_DEPTH};
+use super::bound;
+use super::limits::{self, MAX_DEPTH};
+use super::locate::{type_label, type_name};
 use super::push_token;
 use crate::error::ToolError;
 
@@ -96,7 +98,7 @@ impl Validator {
     /// [`Validator::definition_error`] (and fails every check); unresolvable `$ref`s
     /// fail only the values that reach them.
     pub(crate) fn compile(schema: &Value) -> Self {
-        let accepts_any_object = bound::accepts_any_object(schema);
+        let accepts_any_object = limits::accepts_any_object(schema);
         let analysis = match bound::analyse(schema) {
             Ok(analysis) => analysis,
             Err(reason) => {
@@ -175,7 +177,7 @@ impl Validator {
                 });
             }
         };
-        if let Some(path) = bound::too_deep(value) {
+        if let Some(path) = limits::too_deep(value) {
             return Err(ToolError::arguments(
                 path,
                 format!("the value is nested deeper than {MAX_DEPTH} levels"),
@@ -194,31 +196,6 @@ impl Validator {
     }
 }
 
-impl Validator {
-    /// The error of `value` as a deserialiser reading it meets one first: a value
-    /// of the wrong kind before a missing property (which serde finds only once it
-    /// has read the whole object). `None` when the schema accepts `value` (or
-    /// cannot be used).
-    #[cold]
-    pub(crate) fn locate(&self, value: &Value) -> Option<ToolError> {
-        let compiled = self.compiled.as_ref().ok()?;
-        if bound::too_deep(value).is_some() {
-            return self.validate(value).err();
-        }
-        let mut first = None;
-        for err in compiled.validator.iter_errors(value) {
-            let missing = matches!(err.kind(), ValidationErrorKind::Required { .. });
-            if !missing {
-                first = Some(err);
-                break;
-            }
-            first.get_or_insert(err);
-        }
-        let (path, message) = compiled.describe(&first?);
-        Some(ToolError::arguments(path, message))
-    }
-}
-
 impl Compiled {
     /// The JSON Pointer and this crate's wording of an error.
     #[cold]
@@ -230,15 +207,18 @@ impl Compiled {
                 let expected = self
                     .schema
                     .pointer(err.schema_path().as_str())
-                    .and_then(type_label)
-                    .unwrap_or_else(|| match kind {
-                        TypeKind::Single(t) => t.to_string(),
-                        TypeKind::Multiple(ts) => ts
-                            .iter()
-                            .map(|t| t.to_string())
-                            .collect::<Vec<_>>()
-                            .join(" or "),
-                    });
+                    .filter(|types| types.is_string() || types.is_array())
+                    .map_or_else(
+                        || match kind {
+                            TypeKind::Single(t) => t.to_string(),
+                            TypeKind::Multiple(ts) => ts
+                                .iter()
+                                .map(|t| t.to_string())
+                                .collect::<Vec<_>>()
+                                .join(" or "),
+                        },
+                        type_label,
+                    );
                 format!("expected {expected}, found {}", type_name(err.instance()))
             }
             K::Enum { options } => format!("expected one of {options}"),
@@ -311,31 +291,5 @@ impl Compiled {
             _ => err.to_string(),
         };
         (path, message)
-    }
-}
-
-/// The schema's own spelling of a `type` keyword: `integer`, `integer or null`.
-fn type_label(types: &Value) -> Option<String> {
-    match types {
-        Value::String(t) => Some(t.clone()),
-        Value::Array(ts) => Some(
-            ts.iter()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join(" or "),
-        ),
-        _ => None,
-    }
-}
-
-fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
     }
 }

@@ -1,7 +1,8 @@
 //! JSON Schemas of tool parameters and results: generation (schemars), argument
 //! parsing with JSON-Pointer error paths, the check of tools whose schema is given
-//! as JSON (the `jsonschema` crate, with bounds on the work of one call), and the
-//! rewriting of schemas placed into other documents (`rewrite`, crate-internal).
+//! as JSON (feature `validate`: the `jsonschema` crate, with bounds on the work of
+//! one call), and the rewriting of schemas placed into other documents (`rewrite`,
+//! crate-internal).
 //!
 //! # Argument checking
 //!
@@ -14,8 +15,11 @@
 //!
 //! Non-object arguments fail at path `""`; a missing field at `/field`. `#[tool]`
 //! and `typed` tools are checked by deserialising into their parameter types
-//! ([`parse_args`]; no second pass). Tools given a JSON schema are checked against
-//! it by [`Validator`], compiled once per tool.
+//! ([`parse_args`]; no second pass), and a failed read is located by walking the
+//! type's schema. Tools given a JSON schema are checked against it by `Validator`,
+//! compiled once per tool: that needs the `validate` feature, without which such a
+//! tool fails to build with `DEFINITION` rather than run unchecked. Prompts and
+//! resource templates built at run time are checked without it.
 
 use std::borrow::Borrow;
 use std::collections::HashMap;
@@ -28,13 +32,18 @@ use serde_json::Value;
 
 use crate::error::ToolError;
 
+#[cfg(feature = "validate")]
 mod bound;
+#[cfg(feature = "validate")]
 mod check;
 mod lazy;
+mod limits;
+mod locate;
 // Only the OpenAPI document of the `http` feature rewrites schemas so far.
 #[cfg(feature = "http-server")]
 pub(crate) mod rewrite;
 
+#[cfg(feature = "validate")]
 pub use check::{Validator, validate};
 pub use lazy::Schema;
 
@@ -225,7 +234,7 @@ fn object_below(schema: &Value, depth: usize) -> bool {
     {
         return true;
     }
-    if depth > bound::MAX_DEPTH {
+    if depth > limits::MAX_DEPTH {
         return true;
     }
     map.iter().any(|(key, value)| match (key.as_str(), value) {
@@ -244,7 +253,7 @@ fn object_below(schema: &Value, depth: usize) -> bool {
 fn nested_array(value: &Value, depth: usize) -> bool {
     match value {
         Value::Array(_) => depth > 0,
-        Value::Object(map) if depth <= bound::MAX_DEPTH => {
+        Value::Object(map) if depth <= limits::MAX_DEPTH => {
             map.values().any(|v| nested_array(v, depth + 1))
         }
         _ => false,
@@ -281,7 +290,7 @@ fn array_where_object(
     path: &mut String,
     depth: usize,
 ) -> bool {
-    if depth > bound::MAX_DEPTH {
+    if depth > limits::MAX_DEPTH {
         return false;
     }
     let schema = resolve(schema, root);
@@ -380,6 +389,31 @@ fn only_objects(schema: &Value, root: &Value, depth: usize) -> bool {
     }
 }
 
+/// Checks `args` against a parameters schema the crate wrote itself (a prompt's or
+/// a resource template's arguments: strings, some required), whose keywords
+/// [`locate`] reads in full; the `validate` feature is not needed for it.
+pub(crate) fn check_own(schema: &Value, args: &Value) -> Result<(), ToolError> {
+    if let Some(path) = limits::too_deep(args) {
+        return Err(ToolError::arguments(
+            path,
+            format!(
+                "the value is nested deeper than {} levels",
+                limits::MAX_DEPTH
+            ),
+        ));
+    }
+    match locate::first_error(schema, args) {
+        Some((path, message)) => Err(ToolError::arguments(path, message)),
+        None => Ok(()),
+    }
+}
+
+/// Whether a parameters schema accepts every object (nothing to check per call).
+#[cfg(not(feature = "validate"))]
+pub(crate) fn accepts_any_object(schema: &Value) -> bool {
+    limits::accepts_any_object(schema)
+}
+
 /// `T` read from `args` with its whole floats as integers, when it has any and
 /// that reads.
 #[cold]
@@ -396,22 +430,18 @@ fn reread_whole_floats<T: DeserializeOwned>(args: &Value) -> Option<T> {
 /// check's, else serde's message (at the field it names as missing, if any).
 #[cold]
 fn located_by_schema(args: &Value, schema: fn() -> Value, message: String) -> ToolError {
-    type Checks = Mutex<HashMap<usize, Arc<Validator>>>;
-    static CHECKS: OnceLock<Checks> = OnceLock::new();
+    type Made = Mutex<HashMap<usize, Arc<Value>>>;
+    static MADE: OnceLock<Made> = OnceLock::new();
     // One schema function per parameters type: a program has finitely many.
     let key = schema as usize;
-    let validator = {
-        let mut checks = CHECKS
-            .get_or_init(Checks::default)
+    let schema = {
+        let mut made = MADE
+            .get_or_init(Made::default)
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        Arc::clone(
-            checks
-                .entry(key)
-                .or_insert_with(|| Arc::new(Validator::compile(&schema()))),
-        )
+        Arc::clone(made.entry(key).or_insert_with(|| Arc::new(schema())))
     };
-    if let Some(err) = validator.locate(args) {
+    if let Err(err) = check_own(&schema, args) {
         return err;
     }
     let mut path = String::new();
@@ -444,7 +474,7 @@ fn retry_whole_floats<T: DeserializeOwned>(args: &Value) -> Result<T, ToolError>
 /// Rewrites whole floats (`3.0`, `-2.0`) as integers; whether any was rewritten.
 fn integers_for_whole_floats(value: &mut Value, depth: usize) -> bool {
     // Deeper values are refused anyway; stop rather than recurse far.
-    if depth > bound::MAX_DEPTH {
+    if depth > limits::MAX_DEPTH {
         return false;
     }
     match value {

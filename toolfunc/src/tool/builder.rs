@@ -19,8 +19,10 @@ use super::func::{
 use super::service::{ActDefinition, Acts};
 use crate::error::ToolError;
 use crate::exec::ctx::Ctx;
+#[cfg(feature = "validate")]
+use crate::schema::Validator;
 use crate::schema::{
-    Schema, Validator, check_params_root, field_order, parse_args_of, result_schema_of, schema_of,
+    Schema, check_params_root, field_order, parse_args_of, result_schema_of, schema_of,
 };
 
 /// Builds a [`ToolFunc`] at run time. Start with [`ToolFunc::builder`].
@@ -62,6 +64,9 @@ pub struct ToolBuilder {
     pub(crate) typed: bool,
     /// Whether the parameters schema was given rather than derived.
     pub(crate) schema_given: bool,
+    /// Whether the given schema is one the crate wrote itself (a prompt's or a
+    /// resource template's arguments), checked without the `validate` feature.
+    pub(crate) own_schema: bool,
     pub(crate) depends: Vec<Dependency>,
     pub(crate) setup: Option<Hook>,
     pub(crate) dispose: Option<Hook>,
@@ -103,6 +108,7 @@ impl ToolBuilder {
             typed_order: None,
             handler: None,
             typed: false,
+            own_schema: false,
             schema_given: false,
             depends: Vec::new(),
             setup: None,
@@ -213,9 +219,23 @@ impl ToolBuilder {
     /// Sets the parameters schema (its root must be `"type": "object"`). Arguments are
     /// checked against it before the handler runs, typed handlers included (whose
     /// deserialisation alone would not enforce bounds such as `minimum`).
+    ///
+    /// The check needs the `validate` feature; without it, [`build`](Self::build)
+    /// refuses with `DEFINITION` a schema that could refuse any object, rather than
+    /// leave the arguments unchecked.
     pub fn params_schema(mut self, schema: Value) -> Self {
         self.params = Some(schema.into());
         self.schema_given = true;
+        self
+    }
+
+    /// The parameters schema of a prompt or a resource template made at run time:
+    /// string arguments, some required, checked by the crate's own reader of the
+    /// schemas it writes.
+    pub(crate) fn params_own(mut self, schema: Value) -> Self {
+        self.params = Some(schema.into());
+        self.schema_given = true;
+        self.own_schema = true;
         self
     }
 
@@ -376,6 +396,10 @@ impl ToolBuilder {
     /// assert_eq!(err.code(), "OUTPUT");
     /// assert_eq!(err.data().unwrap()["path"], "/sum");
     /// ```
+    ///
+    /// The check needs the `validate` feature; without it, [`build`](Self::build)
+    /// refuses the tool with `DEFINITION` (and `#[tool(check_output)]` does not
+    /// compile).
     pub fn check_output(mut self, yes: bool) -> Self {
         self.check_output = yes;
         self
@@ -718,18 +742,10 @@ impl ToolBuilder {
         // Typed handlers check by deserialising; a given schema is checked as well.
         let check = if self.typed && !self.schema_given {
             ArgCheck::Nothing
-        } else if self.defer_schema || lazy {
-            ArgCheck::Deferred(OnceLock::new())
+        } else if self.own_schema {
+            ArgCheck::Own
         } else {
-            let validator = Validator::compile(&params);
-            if let Some(message) = validator.definition_error() {
-                return Err(definition_error(message));
-            }
-            if validator.accepts_any_object() {
-                ArgCheck::Nothing
-            } else {
-                ArgCheck::Schema(validator)
-            }
+            schema_check(&params, self.defer_schema || lazy).map_err(definition_error)?
         };
         self.check_needs().map_err(definition_error)?;
         if let Some(bad) = self.scopes.iter().find(|s| !crate::identity::is_scope(s)) {
@@ -819,7 +835,53 @@ impl ToolBuilder {
     }
 }
 
+/// How the arguments of a tool given `params` as JSON are checked: compiled now, or
+/// at the first call when `deferred`.
+#[cfg(feature = "validate")]
+fn schema_check(params: &Schema, deferred: bool) -> Result<ArgCheck, String> {
+    if deferred {
+        return Ok(ArgCheck::Deferred(OnceLock::new()));
+    }
+    let validator = Validator::compile(params);
+    if let Some(message) = validator.definition_error() {
+        return Err(message);
+    }
+    Ok(if validator.accepts_any_object() {
+        ArgCheck::Nothing
+    } else {
+        ArgCheck::Schema(validator)
+    })
+}
+
+/// Without the `validate` feature, only a schema that accepts every object can be
+/// given as JSON: any other would go unchecked.
+#[cfg(not(feature = "validate"))]
+fn schema_check(params: &Schema, deferred: bool) -> Result<ArgCheck, String> {
+    if !deferred && crate::schema::accepts_any_object(params) {
+        return Ok(ArgCheck::Nothing);
+    }
+    Err(NEEDS_VALIDATE.to_owned())
+}
+
+/// Why a tool given its parameters schema as JSON does not build without the
+/// `validate` feature.
+#[cfg(not(feature = "validate"))]
+const NEEDS_VALIDATE: &str = "its arguments are to be checked against the JSON Schema given \
+     with `params_schema`, which needs toolfunc's `validate` feature: turn it on, or take \
+     the arguments as a type (`typed`, `#[tool]`), which is checked by deserialising";
+
+/// Without the `validate` feature, results cannot be checked against their schema.
+#[cfg(not(feature = "validate"))]
+fn checked(_handler: Handler, _schema: Option<&Value>) -> Result<Handler, String> {
+    Err(
+        "`check_output` checks each result against its JSON Schema, which needs \
+         toolfunc's `validate` feature"
+            .to_owned(),
+    )
+}
+
 /// `handler` with each result (each item, for a stream) checked against `schema`.
+#[cfg(feature = "validate")]
 fn checked(handler: Handler, schema: Option<&Value>) -> Result<Handler, String> {
     let Some(schema) = schema else {
         return Err("`check_output` needs a result schema to check against".into());

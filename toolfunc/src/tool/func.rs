@@ -15,6 +15,7 @@ use super::definition::ToolDefinition;
 use super::service::Acts;
 use crate::error::ToolError;
 use crate::exec::ctx::Ctx;
+#[cfg(feature = "validate")]
 use crate::schema::Validator;
 
 /// A sync handler: it reads its arguments in place, or takes them when they are
@@ -151,10 +152,16 @@ pub(crate) enum ArgCheck {
     /// The handler deserialises into a Rust type; that is the check (no double work),
     /// or the schema accepts any object.
     Nothing,
+    /// The arguments are checked against the definition's `params` schema, one the
+    /// crate wrote itself (a prompt's or a resource template's arguments), by
+    /// [`crate::schema::check_own`].
+    Own,
     /// The arguments are checked against the definition's `params` schema, compiled.
+    #[cfg(feature = "validate")]
     Schema(Validator),
     /// The same, the schema compiled at the first call
     /// ([`ToolBuilder::defer_schema`]).
+    #[cfg(feature = "validate")]
     Deferred(OnceLock<Validator>),
 }
 
@@ -394,6 +401,7 @@ impl ToolFunc {
 
     /// Checks `args` against the parameters schema compiled at the first call: a
     /// schema that cannot be used fails every call with `DEFINITION`.
+    #[cfg(feature = "validate")]
     #[inline(never)]
     fn check_deferred(
         &self,
@@ -442,7 +450,10 @@ impl ToolFunc {
         };
         match &self.check {
             ArgCheck::Nothing => {}
+            ArgCheck::Own => crate::schema::check_own(&self.definition.params, &args)?,
+            #[cfg(feature = "validate")]
             ArgCheck::Schema(validator) => validator.validate(&args)?,
+            #[cfg(feature = "validate")]
             ArgCheck::Deferred(compiled) => self.check_deferred(compiled, &args)?,
         }
         Ok(args)

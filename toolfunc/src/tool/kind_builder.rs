@@ -112,7 +112,7 @@ impl KindBuilder {
             });
         };
         let mut builder = ToolFunc::builder(self.name)
-            .params_schema(params)
+            .params_own(params)
             .param_order(order)
             .scopes(self.scopes)
             .api(self.api);
