@@ -7,7 +7,10 @@
 
 use futures::future::BoxFuture;
 use rmcp::RoleServer;
-use rmcp::model::{ClientCapabilities, CreateMessageRequestParams, ElicitRequestParams};
+use rmcp::model::{
+    ClientCapabilities, ClientResult, CreateMessageRequestParams, ElicitRequest,
+    ElicitRequestParams, ServerRequest,
+};
 use rmcp::service::{Peer, RequestContext, ServiceError};
 use serde_json::{Value, json};
 
@@ -78,11 +81,21 @@ async fn ask(
                     ),
                 )
             })?;
-            let answer = peer
-                .create_elicitation(params)
-                .await
-                .map_err(|e| failed(tool, "elicitation", &e))?;
-            serde_json::to_value(answer).map_err(|e| ToolError::failed(e.to_string()))
+            // The request as rmcp's `create_elicitation` sends it, without its
+            // `elicitation` feature (whose typed helpers bring `url` and its ICU
+            // tables into every MCP server's build).
+            let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+            match peer.send_request(request).await {
+                Ok(ClientResult::ElicitResult(answer)) => {
+                    serde_json::to_value(answer).map_err(|e| ToolError::failed(e.to_string()))
+                }
+                Ok(_) => Err(failed(
+                    tool,
+                    "elicitation",
+                    &ServiceError::UnexpectedResponse,
+                )),
+                Err(e) => Err(failed(tool, "elicitation", &e)),
+            }
         }
         ClientRequest::ListRoots => {
             let answer = peer
