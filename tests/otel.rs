@@ -88,18 +88,6 @@ fn context_of(span: &tracing::Span) -> opentelemetry::trace::SpanContext {
     span.context().span().span_context().clone()
 }
 
-/// A NATS client at `url` that finds every tool of `tools` on the workers (their
-/// endpoints may take a moment to be discoverable; 10 s at most).
-async fn client_for(url: &str, tools: &[&str]) -> toolfunc::nats::Client {
-    for _ in 0..200 {
-        match toolfunc::nats::Client::connect(url).await {
-            Ok(client) if tools.iter().all(|tool| client.has(tool)) => return client,
-            _ => tokio::time::sleep(Duration::from_millis(50)).await,
-        }
-    }
-    panic!("the NATS client finds {tools:?} on the workers within 10 s");
-}
-
 /// The one span named `name` whose parent is `parent`.
 fn child<'a>(spans: &'a [SpanData], parent: SpanId, name: &str) -> &'a SpanData {
     let found: Vec<_> = spans
@@ -319,7 +307,7 @@ async fn one_trace_goes_from_a_client_over_http_and_nats_to_a_worker() {
         .connect(&nats.url())
         .await
         .expect("the worker starts");
-    let workers = client_for(&nats.url(), &["add"]).await;
+    let workers = nats_server::client_finding(&nats.url(), &["add"]).await;
     let relay = ToolFunc::builder("relay")
         .description("Adds on a worker.")
         .handler(move |_ctx, args| {
@@ -406,7 +394,7 @@ async fn a_durable_call_runs_in_its_submitters_trace_and_failures_are_recorded()
         .connect(&nats.url())
         .await
         .expect("the worker starts");
-    let workers = client_for(&nats.url(), &["add", "refuses"]).await;
+    let workers = nats_server::client_finding(&nats.url(), &["add", "refuses"]).await;
 
     let root = tracing::info_span!("submitter");
     let id = workers

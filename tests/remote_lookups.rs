@@ -207,9 +207,7 @@ async fn over_nats(registry: &Registry) {
         .connect(&server.url())
         .await
         .unwrap();
-    let client = toolfunc::nats::Client::connect(&server.url())
-        .await
-        .unwrap();
+    let client = nats_support::client_finding(&server.url(), &["plus"]).await;
     // The client learns the worker's tools first.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while client.run("plus", json!({"a": 0, "b": 0})).await.is_err() {

@@ -96,3 +96,17 @@ impl Drop for NatsServer {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// A NATS client at `url` that finds every tool of `tools` on the workers. A
+/// worker's endpoints may take a moment to be discoverable after it connects,
+/// longer on a loaded machine: the client is made again until they are (10 s at
+/// most).
+pub async fn client_finding(url: &str, tools: &[&str]) -> toolfunc::nats::Client {
+    for _ in 0..200 {
+        match toolfunc::nats::Client::connect(url).await {
+            Ok(client) if tools.iter().all(|tool| client.has(tool)) => return client,
+            _ => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+    panic!("the NATS client finds {tools:?} on the workers within 10 s");
+}
