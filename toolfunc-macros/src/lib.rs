@@ -72,12 +72,20 @@ fn tool_impl(args: TokenStream2, input: &TokenStream2) -> TokenStream2 {
 
 /// `#[tool]`, `#[prompt]` or `#[resource]` (by `position`) on a function.
 fn function_impl(position: Position, args: TokenStream2, input: &TokenStream2) -> TokenStream2 {
-    let item: syn::Item = match syn::parse2(input.clone()) {
-        Ok(item) => item,
-        Err(err) => return fallback::emit(input, &err),
-    };
-    let syn::Item::Fn(func) = item else {
-        return fallback::emit(input, &fallback::not_a_function(&item, position));
+    // A function is read up to its body, which is kept as tokens: nothing reads
+    // it, and rustc reports its own errors in it. Anything else is read as an item
+    // to say what it is.
+    let func = if let Ok(func) = model::parse_fn(input.clone()) {
+        func
+    } else {
+        let item: syn::Item = match syn::parse2(input.clone()) {
+            Ok(item) => item,
+            Err(err) => return fallback::emit(input, &err),
+        };
+        let syn::Item::Fn(func) = item else {
+            return fallback::emit(input, &fallback::not_a_function(&item, position));
+        };
+        func
     };
     let mut errors = Errors::default();
     let attrs = parse_attrs(args, position, &mut errors);

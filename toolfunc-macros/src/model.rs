@@ -338,6 +338,37 @@ pub(crate) const VERBS: [&str; 6] = ["get", "post", "put", "delete", "patch", "l
 /// The verbs whose HTTP route carries the resource id (`GET /users/1`).
 pub(crate) const ID_VERBS: [&str; 4] = ["get", "put", "delete", "patch"];
 
+/// A function item read up to its body: its attributes (inner ones included, as
+/// syn keeps them), visibility and signature parsed, its body's statements kept as
+/// tokens (`Item::Verbatim`), which print back exactly as they came. Parsing a
+/// body statement by statement is most of what reading a function costs, and no
+/// phase reads it.
+pub(crate) fn parse_fn(input: proc_macro2::TokenStream) -> syn::Result<ItemFn> {
+    struct Lazy(ItemFn);
+    impl syn::parse::Parse for Lazy {
+        fn parse(input: syn::parse::ParseStream<'_>) -> syn::Result<Self> {
+            let mut attrs = input.call(Attribute::parse_outer)?;
+            let vis: syn::Visibility = input.parse()?;
+            let sig: syn::Signature = input.parse()?;
+            let content;
+            let brace_token = syn::braced!(content in input);
+            attrs.extend(content.call(Attribute::parse_inner)?);
+            let body: proc_macro2::TokenStream = content.parse()?;
+            let block = syn::Block {
+                brace_token,
+                stmts: vec![syn::Stmt::Item(syn::Item::Verbatim(body))],
+            };
+            Ok(Self(ItemFn {
+                attrs,
+                vis,
+                sig,
+                block: Box::new(block),
+            }))
+        }
+    }
+    syn::parse2::<Lazy>(input).map(|lazy| lazy.0)
+}
+
 /// A `#[tool_service]` impl block.
 pub(crate) struct Service {
     pub(crate) attrs: ToolAttrs,

@@ -358,6 +358,20 @@ impl<T: ::serde::de::DeserializeOwned + ::schemars::JsonSchema> ToolParam for T 
 /// Checks, at the parameter's type, that it can be a tool parameter.
 pub const fn assert_param<T: ToolParam + ?Sized>() {}
 
+/// What `ViaParams` does, called directly for a parameters type the macro knows
+/// to fit (every field a standard type: `String`, `i64`, `Vec<bool>`...): no
+/// autoref probing for the compiler to do, no checks to expand.
+pub fn parse_plain<T: ::serde::de::DeserializeOwned + ::schemars::JsonSchema>(
+    args: &Value,
+) -> Result<T, ToolError> {
+    crate::schema::parse_args_of::<T>(args, schema_of::<T>)
+}
+
+/// What `ViaOutput` does, called directly for a standard result type.
+pub fn output_plain<T: ToolOutput>(value: T) -> Result<Value, ToolError> {
+    to_output(&value)
+}
+
 /// The output type of a `#[tool]` function.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be the result of a #[tool] function",

@@ -64,10 +64,36 @@ pub(crate) fn result_fn(model: &ToolFn, p: &TokenStream) -> TokenStream {
     if model.attrs.position.is_kind() {
         return quote!(#p::None);
     }
+    if let Some(ty) = plain_output(model) {
+        return quote!(#p::Some(#p::result_schema_of::<#ty>));
+    }
     output_type(model, p).map_or_else(
         || quote!(#p::None),
         |ty| quote!(#p::Some(|| (&&#p::Checked::<#ty>::new()).result_schema())),
     )
+}
+
+/// The result type of a tool (not a prompt or a resource) when it is a standard
+/// type (`String`, `f64`, `Vec<i64>`...), which is `Serialize` and `JsonSchema`
+/// for sure: it is converted and described by direct calls, with no check and no
+/// autoref probing for the compiler to resolve.
+pub(crate) fn plain_output(model: &ToolFn) -> Option<&syn::Type> {
+    if model.attrs.position.is_kind() {
+        return None;
+    }
+    match &model.output {
+        Output::Value(ty) | Output::Result { ok: Some(ty), .. } if is_std_type(ty) => Some(ty),
+        _ => None,
+    }
+}
+
+/// Whether nothing in a function's expansion dispatches by autoref: its parameters
+/// type is plain and its result plain or nothing, so the `Via*` traits need not be
+/// in scope.
+pub(crate) fn all_plain(model: &ToolFn, params: &ParamsType) -> bool {
+    params.plain
+        && (plain_output(model).is_some()
+            || matches!(model.output, Output::Unit) && !model.attrs.position.is_kind())
 }
 
 pub(crate) fn some_str(value: Option<&LitStr>, p: &TokenStream) -> TokenStream {
@@ -98,15 +124,15 @@ impl Locals {
 /// A valid `#[tool]` function: the function, its parameters type, checks, handler and
 /// registration.
 pub(crate) fn tool(model: &ToolFn) -> TokenStream {
-    function(model, |_, spec| (quote!(), spec))
+    function(model, |p, spec| (quote!(), quote!(#p::ToolSpec), spec))
 }
 
 /// A valid function of any attribute: the function, its parameters type, checks,
 /// handler, and the registration of what `submit` makes of its `ToolSpec` (the
-/// items it needs beside, and the value submitted).
+/// items it needs beside, the type submitted, and its value).
 pub(crate) fn function(
     model: &ToolFn,
-    submit: impl FnOnce(&TokenStream, TokenStream) -> (TokenStream, TokenStream),
+    submit: impl FnOnce(&TokenStream, TokenStream) -> (TokenStream, TokenStream, TokenStream),
 ) -> TokenStream {
     let attrs = &model.attrs;
     let krate = krate(attrs);
@@ -123,13 +149,17 @@ pub(crate) fn function(
     let alias = attrs.alias.iter().flatten();
     let tags = attrs.tags.iter().flatten();
 
+    let params = params_type(model, &p);
+    let plain = all_plain(model, &params);
     let ParamsType {
         item: params_item,
         ty: params_type,
-    } = params_type(model, &p);
+        plain: plain_params,
+    } = params;
     let checks = checks(model, &p);
     let result_fn = result_fn(model, &p);
-    let handler = handler(model, &p, &params_type, None);
+    let handler = handler(model, &p, &params_type, plain_params, None);
+    let (param_order, params_schema) = params_fns(&params_type, plain_params, &p);
     let kind = handler_kind(model);
     let execution = execution_fields(model, &p);
     let api = attrs.api.as_ref().is_none_or(|lit| lit.value);
@@ -137,27 +167,42 @@ pub(crate) fn function(
     let cfgs = item.attrs.iter().filter(|a| a.path().is_ident("cfg"));
     let location =
         quote_spanned!(fn_ident.span()=> ::core::concat!(::core::file!(), ":", ::core::line!()));
+    // Only the keys the attribute sets are written; the rest are `ToolSpec::new`'s
+    // defaults.
+    let mut set = execution;
+    if attrs.title.is_some() {
+        set.push(quote!(title: #title,));
+    }
+    if attrs.summary.is_some() {
+        set.push(quote!(summary: #summary,));
+    }
+    if alias.clone().next().is_some() {
+        set.push(quote!(alias: &[#(#alias),*],));
+    }
+    if tags.clone().next().is_some() {
+        set.push(quote!(tags: &[#(#tags),*],));
+    }
+    if !api {
+        set.push(quote!(api: false,));
+    }
     let spec = quote! {
         #p::ToolSpec {
-            name: #name,
-            title: #title,
-            description: #description,
-            summary: #summary,
-            alias: &[#(#alias),*],
-            tags: &[#(#tags),*],
-            param_order: |schema| (&&#p::Checked::<#params_type>::new()).param_order(schema),
-            params: || (&&#p::Checked::<#params_type>::new()).params_schema(),
-            result: #result_fn,
-            handler: #p::SpecHandler::#kind(__toolfunc_handler),
-            #execution
-            api: #api,
-            location: #location,
+            #(#set)*
+            ..#p::ToolSpec::new(
+                #name,
+                #description,
+                #param_order,
+                #params_schema,
+                #result_fn,
+                #p::SpecHandler::#kind(__toolfunc_handler),
+                #location,
+            )
         }
     };
-    let (beside, submitted) = submit(&p, spec);
+    let (beside, submitted_type, submitted) = submit(&p, spec);
 
     let allows = user_item_allows();
-    let mut prelude = prelude(&p);
+    let mut prelude = if plain { plain_prelude() } else { prelude(&p) };
     if attrs.position.is_kind() {
         prelude.extend(quote! {
             #[allow(unused_imports)]
@@ -176,10 +221,40 @@ pub(crate) fn function(
             #handler
             #beside
 
-            #p::inventory::submit! {
-                #submitted
-            }
+            // A constant: `inventory::submit!`, a `macro_rules!` of several steps,
+            // carries one token through them instead of the whole spec.
+            const __TOOLFUNC_SUBMITTED: #submitted_type = #submitted;
+            #p::inventory::submit! { __TOOLFUNC_SUBMITTED }
         };
+    }
+}
+
+/// A `ToolSpec`'s `param_order` and `params`: direct paths for a plain parameters
+/// type, closures that dispatch by autoref for the others.
+pub(crate) fn params_fns(
+    params_type: &TokenStream,
+    plain: bool,
+    p: &TokenStream,
+) -> (TokenStream, TokenStream) {
+    if plain {
+        (
+            quote!(#p::field_order::<#params_type>),
+            quote!(#p::schema_of::<#params_type>),
+        )
+    } else {
+        (
+            quote!(|schema| (&&#p::Checked::<#params_type>::new()).param_order(schema)),
+            quote!(|| (&&#p::Checked::<#params_type>::new()).params_schema()),
+        )
+    }
+}
+
+/// The prelude of an expansion with no autoref dispatch: only what the schemars
+/// derive needs.
+pub(crate) fn plain_prelude() -> TokenStream {
+    quote! {
+        #[allow(unused_imports)]
+        use ::core::convert::Into as _;
     }
 }
 
@@ -197,37 +272,47 @@ pub(crate) fn prelude(p: &TokenStream) -> TokenStream {
     }
 }
 
-/// The `ToolSpec` fields about running the tool: timeout, dependencies, concurrency
-/// limit, behaviour hints.
-pub(crate) fn execution_fields(model: &ToolFn, p: &TokenStream) -> TokenStream {
+/// The `ToolSpec` fields about running the tool that its attribute sets (timeout,
+/// dependencies, concurrency limit, behaviour hints...), each `key: value,`.
+pub(crate) fn execution_fields(model: &ToolFn, p: &TokenStream) -> Vec<TokenStream> {
     let attrs = &model.attrs;
-    let depends = attrs.depends.iter().flatten().map(|(alias, name)| {
-        let alias = alias.to_string();
-        quote!((#alias, #name))
-    });
-    let concurrency = concurrency_value(attrs, p);
-    let annotations = annotation_values(attrs, p);
-    let timeout = timeout_value(attrs, p);
-    let background = attrs.background.is_some();
-    let background_only = attrs.background.is_some_and(|(_, only)| only);
-    // `true`, or without toolfunc's `validate` feature a compile error at the word.
-    let check_output = attrs.check_output.map_or_else(
-        || quote!(false),
-        |span| quote_spanned!(span=> #p::check_output!()),
-    );
-    let needs_client = attrs.needs_client.iter().flatten();
-    let scopes = attrs.scopes.iter().flatten();
-    quote! {
-        timeout_ms: #timeout,
-        background: #background,
-        background_only: #background_only,
-        check_output: #check_output,
-        needs_client: &[#(#needs_client),*],
-        scopes: &[#(#scopes),*],
-        depends: &[#(#depends),*],
-        concurrency: #concurrency,
-        annotations: #annotations,
+    let mut set = Vec::new();
+    if attrs.depends.as_ref().is_some_and(|d| !d.is_empty()) {
+        let depends = attrs.depends.iter().flatten().map(|(alias, name)| {
+            let alias = alias.to_string();
+            quote!((#alias, #name))
+        });
+        set.push(quote!(depends: &[#(#depends),*],));
     }
+    if attrs.concurrency.is_some() {
+        let concurrency = concurrency_value(attrs, p);
+        set.push(quote!(concurrency: #concurrency,));
+    }
+    if attrs.annotations.is_some() {
+        let annotations = annotation_values(attrs, p);
+        set.push(quote!(annotations: #annotations,));
+    }
+    if attrs.timeout.is_some() {
+        let timeout = timeout_value(attrs, p);
+        set.push(quote!(timeout_ms: #timeout,));
+    }
+    if let Some((_, only)) = attrs.background {
+        set.push(quote!(background: true, background_only: #only,));
+    }
+    // `true`, or without toolfunc's `validate` feature a compile error at the word.
+    if let Some(span) = attrs.check_output {
+        let check_output = quote_spanned!(span=> #p::check_output!());
+        set.push(quote!(check_output: #check_output,));
+    }
+    if attrs.needs_client.as_ref().is_some_and(|n| !n.is_empty()) {
+        let needs_client = attrs.needs_client.iter().flatten();
+        set.push(quote!(needs_client: &[#(#needs_client),*],));
+    }
+    if attrs.scopes.as_ref().is_some_and(|s| !s.is_empty()) {
+        let scopes = attrs.scopes.iter().flatten();
+        set.push(quote!(scopes: &[#(#scopes),*],));
+    }
+    set
 }
 
 /// `Some(n)` for `concurrency = n`, spanned at the literal.
@@ -261,6 +346,10 @@ pub(crate) struct ParamsType {
     pub(crate) item: TokenStream,
     /// The type the arguments object deserialises into.
     pub(crate) ty: TokenStream,
+    /// Every field of the generated struct is a standard type (`String`, `i64`,
+    /// `Vec<bool>`...) read without a serde attribute naming code: the struct is
+    /// `Deserialize` and `JsonSchema` for sure, and read by direct calls.
+    pub(crate) plain: bool,
 }
 
 /// The parameters type: the user's struct with `args`, else a struct of the arguments
@@ -272,6 +361,7 @@ pub(crate) fn params_type(model: &ToolFn, p: &TokenStream) -> ParamsType {
         return ParamsType {
             item: quote!(),
             ty: quote!(#ty),
+            plain: false,
         };
     }
     let path = quote!(#p).to_string().replace(' ', "");
@@ -304,7 +394,12 @@ pub(crate) fn params_type(model: &ToolFn, p: &TokenStream) -> ParamsType {
         })
         .collect();
     let ty = format_ident!("__ToolfuncParams");
+    let plain = !model.attrs.position.is_kind()
+        && args
+            .iter()
+            .all(|param| is_std_type(&param.ty) && !keeps_its_type(param));
     ParamsType {
+        plain,
         item: quote! {
             #[derive(#p::serde::Deserialize, #p::schemars::JsonSchema)]
             #[serde(crate = #serde_path)]
@@ -365,11 +460,17 @@ pub(crate) fn checks(model: &ToolFn, p: &TokenStream) -> TokenStream {
         Position::Resource => quote!(assert_resource_param),
         _ => quote!(assert_param),
     };
-    let params = model.args().map(|param| {
-        let ty = &param.ty;
-        let assert = respan(quote!(#p::#assert_param), ty.span());
-        quote_spanned!(ty.span()=> #assert::<#ty>();)
-    });
+    // A tool's standard types fit for sure: nothing to check.
+    let plain = |ty: &syn::Type| !position.is_kind() && is_std_type(ty);
+    let params: Vec<TokenStream> = model
+        .args()
+        .filter(|param| model.attrs.args.is_some() || !plain(&param.ty))
+        .map(|param| {
+            let ty = &param.ty;
+            let assert = respan(quote!(#p::#assert_param), ty.span());
+            quote_spanned!(ty.span()=> #assert::<#ty>();)
+        })
+        .collect();
     let contexts = model.params.iter().filter_map(|param| match param.kind {
         ParamKind::Ctx { .. } => {
             let ty = &param.ty;
@@ -392,12 +493,17 @@ pub(crate) fn checks(model: &ToolFn, p: &TokenStream) -> TokenStream {
         (_, Position::Resource) => {
             output_type(model, p).map(|ty| (quote!(#p::assert_resource_output), ty))
         }
+        _ if plain_output(model).is_some() => None,
         _ => output_type(model, p).map(|ty| (quote!(#p::assert_output), ty)),
     }
     .map(|(assert, ty)| {
         let assert = respan(assert, ty.span());
         quote_spanned!(ty.span()=> #assert::<#ty>();)
     });
+    let contexts: Vec<TokenStream> = contexts.collect();
+    if params.is_empty() && contexts.is_empty() && output.is_none() && error.is_empty() {
+        return quote!();
+    }
     quote! {
         #[allow(dead_code)]
         fn __toolfunc_checks() {
@@ -451,6 +557,7 @@ pub(crate) fn handler(
     model: &ToolFn,
     p: &TokenStream,
     params_type: &TokenStream,
+    plain: bool,
     receiver: Option<&Receiver<'_>>,
 ) -> TokenStream {
     let Locals {
@@ -484,9 +591,10 @@ pub(crate) fn handler(
     let convert = conversion(model, p, &out);
     // The arguments are parsed where the handler is called (read in place when the
     // caller lent them), then dropped: the JSON is not kept while the function runs.
+    let read = read_args(params_type, plain, &raw, p);
     let parse = |fail: TokenStream| {
         quote! {
-            let #params: #params_type = match (&&#p::Checked::<#params_type>::new()).parse_args(&#raw) {
+            let #params: #params_type = match #read {
                 #p::Ok(v) => v,
                 #p::Err(e) => return #fail,
             };
@@ -522,7 +630,7 @@ pub(crate) fn handler(
     } else if is_async && model.attrs.local.is_some() && receiver.is_none() {
         local_handler(&ctx, &raw, &body, p)
     } else if is_async {
-        send_future_handler(model, p, params_type, svc_param.as_ref(), &run)
+        send_future_handler(model, p, &read, params_type, svc_param.as_ref(), &run)
     } else {
         quote! {
             fn __toolfunc_handler(
@@ -542,6 +650,7 @@ pub(crate) fn handler(
 fn send_future_handler(
     model: &ToolFn,
     p: &TokenStream,
+    read: &TokenStream,
     params_type: &TokenStream,
     svc_param: Option<&TokenStream>,
     run: &TokenStream,
@@ -556,7 +665,7 @@ fn send_future_handler(
         quote!(#svc,)
     });
     let parse = quote! {
-        let #params: #params_type = match (&&#p::Checked::<#params_type>::new()).parse_args(&#raw) {
+        let #params: #params_type = match #read {
             #p::Ok(v) => v,
             #p::Err(e) => return #p::failed_future(e),
         };
@@ -587,6 +696,15 @@ fn send_future_handler(
     }
 }
 
+/// The expression that reads the arguments (`raw`) into the parameters type.
+fn read_args(params_type: &TokenStream, plain: bool, raw: &Ident, p: &TokenStream) -> TokenStream {
+    if plain {
+        quote!(#p::parse_plain::<#params_type>(&#raw))
+    } else {
+        quote!((&&#p::Checked::<#params_type>::new()).parse_args(&#raw))
+    }
+}
+
 /// Turns the user's function's output (held in `out`) into the handler's result.
 fn conversion(model: &ToolFn, p: &TokenStream, out: &Ident) -> TokenStream {
     // A tool's result is checked to have a schema; a prompt's or a resource's is
@@ -596,11 +714,16 @@ fn conversion(model: &ToolFn, p: &TokenStream, out: &Ident) -> TokenStream {
     } else {
         quote!(output)
     };
+    let plain = plain_output(model).is_some();
     match &model.output {
         Output::Unit => quote! {
             let () = #out;
             #p::Ok(#p::Value::Null)
         },
+        Output::Value(ty) if plain => quote!(#p::output_plain::<#ty>(#out)),
+        Output::Result { ok: Some(ty), .. } if plain => {
+            on_ok(p, out, |ok| quote!(#p::output_plain::<#ty>(#ok)))
+        }
         Output::Value(ty) => quote!((&&#p::Checked::<#ty>::new()).#output(#out)),
         Output::Result { ok: ok_ty, .. } => {
             let ty = ok_ty

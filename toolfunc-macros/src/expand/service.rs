@@ -9,7 +9,7 @@ use syn::{ItemImpl, LitStr, Type};
 
 use super::{
     ParamsType, Receiver, annotation_values, checks, concurrency_value, description_of, handler,
-    handler_kind, krate, params_type, prelude, result_fn, some_str, stream_item_type,
+    handler_kind, krate, params_fns, params_type, prelude, result_fn, some_str, stream_item_type,
     timeout_value, tool_error, user_item_allows,
 };
 use crate::attr::Position;
@@ -155,13 +155,15 @@ fn method_parts(
     let ParamsType {
         item: params_item,
         ty: params_type,
+        plain,
     } = params_type(model, p);
     let checks = checks(model, p);
     let receiver = Receiver {
         self_ty,
         by_arc: model.by_arc(),
     };
-    let handler = handler(model, p, &params_type, Some(&receiver));
+    let handler = handler(model, p, &params_type, plain, Some(&receiver));
+    let (_, params_schema) = params_fns(&params_type, plain, p);
     let kind = handler_kind(model);
     let result_fn = result_fn(model, p);
     let attrs = &model.attrs;
@@ -180,7 +182,7 @@ fn method_parts(
             act: #act,
             title: #title,
             description: #description,
-            params: || (&&#p::Checked::<#params_type>::new()).params_schema(),
+            params: #params_schema,
             result: #result_fn,
             handler: #p::MethodHandler::#kind(__toolfunc_handler),
             timeout_ms: #timeout,

@@ -96,10 +96,13 @@ pub fn result_schema_of<T: JsonSchema + ?Sized>() -> Value {
 
 /// The root schema of `T` under `settings`, made to sit inside a definition.
 fn embedded<T: JsonSchema + ?Sized>(settings: SchemaSettings) -> Value {
-    let mut value = settings
-        .into_generator()
-        .into_root_schema_for::<T>()
-        .to_value();
+    without_root_keys(settings.into_generator().into_root_schema_for::<T>())
+}
+
+/// A root schema without the keys a definition does not carry. Not generic: every
+/// tool's schema function shares it.
+fn without_root_keys(schema: schemars::Schema) -> Value {
+    let mut value = schema.to_value();
     if let Value::Object(map) = &mut value {
         map.remove("$schema");
         map.remove("title");
@@ -163,19 +166,32 @@ pub fn parse_args_of<T: DeserializeOwned>(
     args: &Value,
     schema: fn() -> Value,
 ) -> Result<T, ToolError> {
-    match T::deserialize(args) {
-        // serde's derive reads a struct from an array too, field by field: where
-        // the schema says object, an array is refused as it says.
-        Ok(_)
-            if holds_objects(schema)
-                && nested_array(args, 0)
-                && let Some(err) = array_for_object(args, schema) =>
-        {
-            Err(err)
+    // Only the two readings are generic: what is done around them is shared by
+    // every tool (one copy in the program, not one per parameters type).
+    let err = match T::deserialize(args) {
+        Ok(value) => {
+            return match array_refused(args, schema) {
+                Some(err) => Err(err),
+                None => Ok(value),
+            };
         }
-        Ok(value) => Ok(value),
-        Err(err) => reread_whole_floats::<T>(args)
-            .ok_or_else(|| located_by_schema(args, schema, err.to_string())),
+        Err(err) => err,
+    };
+    if let Some(whole) = with_whole_floats(args)
+        && let Ok(value) = T::deserialize(&whole)
+    {
+        return Ok(value);
+    }
+    Err(located_by_schema(args, schema, err.to_string()))
+}
+
+/// serde's derive reads a struct from an array too, field by field: where the
+/// schema says object, an array is refused as it says.
+fn array_refused(args: &Value, schema: fn() -> Value) -> Option<ToolError> {
+    if holds_objects(schema) && nested_array(args, 0) {
+        array_for_object(args, schema)
+    } else {
+        None
     }
 }
 
@@ -414,16 +430,11 @@ pub(crate) fn accepts_any_object(schema: &Value) -> bool {
     limits::accepts_any_object(schema)
 }
 
-/// `T` read from `args` with its whole floats as integers, when it has any and
-/// that reads.
+/// `args` with its whole floats as integers, when it has any.
 #[cold]
-fn reread_whole_floats<T: DeserializeOwned>(args: &Value) -> Option<T> {
+fn with_whole_floats(args: &Value) -> Option<Value> {
     let mut whole = args.clone();
-    if integers_for_whole_floats(&mut whole, 0) {
-        T::deserialize(&whole).ok()
-    } else {
-        None
-    }
+    integers_for_whole_floats(&mut whole, 0).then_some(whole)
 }
 
 /// The argument error of a value serde refused with `message`: the schema
@@ -540,13 +551,17 @@ fn locate_error<T: DeserializeOwned>(args: &Value) -> ToolError {
 /// positional calls use this.
 #[doc(hidden)]
 pub fn field_order<T: DeserializeOwned>(schema: &Value) -> Vec<String> {
-    let properties = schema.get("properties").and_then(Value::as_object);
-    let listed = |name: &str| properties.is_some_and(|p| p.contains_key(name));
     let mut fields: Option<&'static [&'static str]> = None;
     // The probe fails every request; all it wants is the field list.
     let _ = T::deserialize(FieldsProbe(&mut fields));
+    fields_in_order(fields.unwrap_or_default(), schema)
+}
+
+/// [`field_order`] once the field list is known. Not generic: every tool shares it.
+fn fields_in_order(fields: &[&str], schema: &Value) -> Vec<String> {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let listed = |name: &str| properties.is_some_and(|p| p.contains_key(name));
     let mut names: Vec<String> = fields
-        .unwrap_or_default()
         .iter()
         .filter(|name| listed(name))
         .map(|name| (*name).to_owned())

@@ -67,6 +67,44 @@ pub enum SpecHandler {
 inventory::collect!(ToolSpec);
 
 impl ToolSpec {
+    /// A spec with every optional key at its default: what `#[tool]` writes a
+    /// spec from (`ToolSpec { timeout_ms: .., ..ToolSpec::new(..) }`), naming only
+    /// the keys the attribute sets.
+    #[must_use]
+    pub const fn new(
+        name: &'static str,
+        description: Option<&'static str>,
+        param_order: fn(&Value) -> Vec<String>,
+        params: fn() -> Value,
+        result: Option<fn() -> Value>,
+        handler: SpecHandler,
+        location: &'static str,
+    ) -> Self {
+        Self {
+            name,
+            title: None,
+            description,
+            summary: None,
+            alias: &[],
+            tags: &[],
+            param_order,
+            params,
+            result,
+            handler,
+            timeout_ms: None,
+            background: false,
+            background_only: false,
+            check_output: false,
+            needs_client: &[],
+            scopes: &[],
+            depends: &[],
+            concurrency: None,
+            annotations: Annotations::NONE,
+            api: true,
+            location,
+        }
+    }
+
     pub(crate) fn build(&self) -> Result<ToolFunc, ToolError> {
         let mut builder = ToolFunc::builder(self.name);
         builder.title = self.title.map(str::to_owned);
