@@ -17,6 +17,11 @@
 //! in one process instead: making N tools, registering them, and the first
 //! `tools/list` (or with `http`, the first `GET /api`).
 //! `-- rounds R` sets the rounds (default 15).
+//!
+//! `cargo bench --bench cold_start -- binaries SMALL LARGE` compares two other
+//! servers the same way, each started as `SERVER PORT`: the programs of 10 and
+//! 10,000 `#[tool]` functions that `python3 benches/compile/run.py --parts
+//! coldstart` generates, builds and passes here.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -34,17 +39,22 @@ const SIZES: [usize; 2] = [10, 10_000];
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
+    let rounds_of = |rest: &[&str]| match rest.iter().position(|w| *w == "rounds") {
+        Some(at) => rest.get(at + 1).map_or(15, |n| parse(n)),
+        None => 15,
+    };
     match words.as_slice() {
         ["serve", tools, port, ..] => serve(parse(tools), parse(port)),
+        ["binaries", small, large, rest @ ..] => compare(
+            [Launch::Binary(small), Launch::Binary(large)],
+            rounds_of(rest),
+        ),
         ["phases", tools, "http", ..] => phases(parse(tools), First::Http),
         ["phases", tools, ..] => phases(parse(tools), First::Mcp),
-        rest => {
-            let rounds = match rest.iter().position(|w| *w == "rounds") {
-                Some(at) => rest.get(at + 1).map_or(15, |n| parse(n)),
-                None => 15,
-            };
-            compare(rounds);
-        }
+        rest => compare(
+            [Launch::Own(SIZES[0]), Launch::Own(SIZES[1])],
+            rounds_of(rest),
+        ),
     }
 }
 
@@ -151,14 +161,45 @@ fn free_port() -> u16 {
         .expect("a free port")
 }
 
+/// How a server is started: this binary with `serve N PORT`, or another with `PORT`.
+#[derive(Clone, Copy)]
+enum Launch<'a> {
+    Own(usize),
+    Binary(&'a str),
+}
+
+impl Launch<'_> {
+    fn command(self, port: u16) -> Command {
+        match self {
+            Self::Own(count) => {
+                let exe = std::env::current_exe().expect("the bench's own path");
+                let mut command = Command::new(exe);
+                command.args(["serve", &count.to_string(), &port.to_string()]);
+                command
+            }
+            Self::Binary(path) => {
+                let mut command = Command::new(path);
+                command.arg(port.to_string());
+                command
+            }
+        }
+    }
+
+    fn name(self) -> String {
+        match self {
+            Self::Own(count) => format!("{count:>6} tools"),
+            Self::Binary(path) => path.rsplit('/').next().unwrap_or(path).to_owned(),
+        }
+    }
+}
+
 /// One whole-process start: spawn, then ask until answered.
-fn start_once(count: usize, first: First) -> Duration {
+fn start_once(launch: Launch<'_>, first: First) -> Duration {
     let port = free_port();
     let request = first.request(port);
-    let exe = std::env::current_exe().expect("the bench's own path");
     let started = Instant::now();
-    let mut child: Child = Command::new(exe)
-        .args(["serve", &count.to_string(), &port.to_string()])
+    let mut child: Child = launch
+        .command(port)
         .stdout(Stdio::null())
         .spawn()
         .expect("the server starts");
@@ -182,42 +223,43 @@ fn start_once(count: usize, first: First) -> Duration {
     took
 }
 
-fn compare(rounds: usize) {
+fn compare(launches: [Launch<'_>; 2], rounds: usize) {
     let surfaces = [First::Mcp, First::Http];
-    let mut times: Vec<Vec<Vec<Duration>>> = vec![vec![Vec::new(); SIZES.len()]; surfaces.len()];
+    let mut times: Vec<Vec<Vec<Duration>>> = vec![vec![Vec::new(); launches.len()]; surfaces.len()];
     // One start of each to warm the page cache, not counted.
     for first in surfaces {
-        for count in SIZES {
-            start_once(count, first);
+        for launch in launches {
+            start_once(launch, first);
         }
     }
     for _ in 0..rounds {
         for (s, first) in surfaces.iter().enumerate() {
-            for (at, count) in SIZES.iter().enumerate() {
-                times[s][at].push(start_once(*count, *first));
+            for (at, launch) in launches.iter().enumerate() {
+                times[s][at].push(start_once(*launch, *first));
             }
         }
     }
     for (s, first) in surfaces.iter().enumerate() {
         let mut medians = Vec::new();
-        for (at, count) in SIZES.iter().enumerate() {
+        for (at, launch) in launches.iter().enumerate() {
             let list = &mut times[s][at];
             list.sort();
             let median = list[list.len() / 2];
             medians.push(median);
             println!(
-                "cold start to the first {}, {count:>6} tools: median {:>7.1} ms (min {:.1}, max {:.1}; {rounds} rounds)",
+                "cold start to the first {}, {}: median {:>7.1} ms (min {:.1}, max {:.1}; {rounds} rounds)",
                 first.name(),
+                launch.name(),
                 ms(median),
                 ms(list[0]),
                 ms(list[list.len() - 1]),
             );
         }
         println!(
-            "{}: ratio {} tools / {} tools: {:.2}x; {:.1} ms later",
+            "{}: ratio {} / {}: {:.2}x; {:.1} ms later",
             first.name(),
-            SIZES[1],
-            SIZES[0],
+            launches[1].name().trim(),
+            launches[0].name().trim(),
             medians[1].as_secs_f64() / medians[0].as_secs_f64(),
             ms(medians[1].saturating_sub(medians[0])),
         );

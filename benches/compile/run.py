@@ -20,8 +20,10 @@ first and not timed): `touch src/lib.rs`, then `cargo build` of that crate, with
 publishes for its builders.
 
 Also times the incremental rebuild after one tool body of 100 is edited
-(`CARGO_INCREMENTAL=1`, debug), and builds small release binaries per feature set of
-toolfunc (and `examples/server.rs`) to report their sizes.
+(`CARGO_INCREMENTAL=1`, debug), builds small release binaries per feature set of
+toolfunc (and `examples/server.rs`, and the same three tools on rmcp) to report their
+sizes, and times the cold build of those small programs, dependencies included, into
+an empty target folder, toolfunc's beside rmcp's (`--parts cold`).
 
 Everything is made under target/compile-bench/ (never committed). Standard library
 only: `python3 benches/compile/run.py` (about 30 minutes on 2 cores, most of it
@@ -286,7 +288,7 @@ def gen_timing_crate(kind, n, variant):
 
 
 # The feature sets whose binaries are measured, by the size crate's feature names.
-SIZE_SETS = ["core", "validate", "http", "mcp", "nats", "jwt", "all"]
+SIZE_SETS = ["core", "validate", "http", "mcp", "mcp-http", "nats", "jwt", "all"]
 
 # The same three tools on rmcp's macros, served over stdio: the peer of the core
 # program (rmcp has no registry to run them in process) and of `+mcp`.
@@ -295,8 +297,9 @@ RMCP_SIZE = (
     '"transport-io"] }'
 )
 
-RMCP_SIZE_MAIN = r'''//! The three tools of `size_tools` on rmcp's macros, served over stdio. Made by
-//! benches/compile/run.py to measure the size of the same program on rmcp.
+RMCP_SIZE_MAIN = r'''//! The three tools of `size_tools` on rmcp's macros, served over stdio (or, with
+//! the `http` feature and an address, over streamable HTTP on axum). Made by
+//! benches/compile/run.py to measure the same program on rmcp.
 
 use rmcp::ServiceExt;
 use rmcp::handler::server::wrapper::Parameters;
@@ -355,6 +358,21 @@ impl Tools {
 type Failure = Box<dyn std::error::Error + Send + Sync>;
 
 async fn run() -> Result<(), Failure> {
+    #[cfg(feature = "http")]
+    if let Some(addr) = std::env::args().nth(1) {
+        use rmcp::transport::streamable_http_server::{
+            StreamableHttpService, session::local::LocalSessionManager,
+        };
+        let service = StreamableHttpService::new(
+            || Ok(Tools),
+            LocalSessionManager::default().into(),
+            Default::default(),
+        );
+        let router = axum::Router::new().nest_service("/mcp", service);
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        axum::serve(listener, router).await?;
+        return Ok(());
+    }
     let service = Tools.serve(rmcp::transport::stdio()).await?;
     service.waiting().await?;
     Ok(())
@@ -422,7 +440,7 @@ type Failure = Box<dyn std::error::Error + Send + Sync>;
 
 async fn run(mode: &str, arg: &str) -> Result<(), Failure> {
     match mode {
-        #[cfg(feature = "http")]
+        #[cfg(feature = "http-server")]
         "http" => toolfunc::http::serve(arg, Registry::global()).await?,
         #[cfg(feature = "http")]
         "http-client" => {
@@ -431,6 +449,12 @@ async fn run(mode: &str, arg: &str) -> Result<(), Failure> {
         }
         #[cfg(feature = "mcp")]
         "mcp" => toolfunc::mcp::serve_stdio(Registry::global()).await?,
+        #[cfg(feature = "mcp-http")]
+        "mcp-http" => {
+            let mcp = toolfunc::mcp::Server::new(Registry::global());
+            let server = toolfunc::http::Server::new().merge(mcp.router());
+            server.serve(tokio::net::TcpListener::bind(arg).await?).await?;
+        }
         #[cfg(feature = "nats")]
         "nats" => {
             let worker = toolfunc::nats::Worker::builder(Registry::global()).connect(arg).await?;
@@ -488,8 +512,10 @@ def gen_size_crates():
     # Each set's label is also the cfg the program tests: `all` turns every one on.
     features = (
         'validate = ["toolfunc/validate"]\n'
-        'http = ["toolfunc/http"]\n'
+        'http-server = ["toolfunc/http-server"]\n'
+        'http = ["http-server", "toolfunc/http"]\n'
         'mcp = ["toolfunc/mcp"]\n'
+        'mcp-http = ["mcp", "http-server"]\n'
         'nats = ["toolfunc/nats"]\n'
         'jwt = ["toolfunc/jwt"]\n'
         'all = ["validate", "http", "mcp", "nats", "jwt", "toolfunc/rustls"]\n'
@@ -506,13 +532,25 @@ def gen_size_crates():
         manifest("size_tools", deps, f"[features]\n{features}\n"),
     )
     write_if_changed(BENCH / "size_tools" / "src" / "main.rs", SIZE_MAIN)
-    rmcp_deps = [("rmcp", RMCP_SIZE), ("tokio", TOKIO), ("serde", SERDE), ("schemars", SCHEMARS)]
-    write_if_changed(BENCH / "size_rmcp" / "Cargo.toml", manifest("size_rmcp", rmcp_deps))
+    rmcp_deps = [
+        ("rmcp", RMCP_SIZE),
+        ("tokio", TOKIO),
+        ("serde", SERDE),
+        ("schemars", SCHEMARS),
+        ("axum", '{ version = "0.8", optional = true }'),
+    ]
+    rmcp_features = 'http = ["dep:axum", "rmcp/transport-streamable-http-server"]\n'
+    write_if_changed(
+        BENCH / "size_rmcp" / "Cargo.toml",
+        manifest("size_rmcp", rmcp_deps, f"[features]\n{rmcp_features}\n"),
+    )
     write_if_changed(BENCH / "size_rmcp" / "src" / "main.rs", RMCP_SIZE_MAIN)
     # examples/server.rs as the root package builds it: toolfunc with the root's
     # features, the example's own dependencies.
     server_deps = [
-        ("toolfunc", toolfunc_dep(["validate", "http", "mcp", "rustls", "nats", "jwt"])),
+        ("toolfunc", toolfunc_dep(
+            ["validate", "http", "mcp", "rustls", "nats", "jwt", "mcp-client", "openapi-client"]
+        )),
         ("tokio", TOKIO),
         ("serde_json", '"1.0.150"'),
         ("serde", SERDE),
@@ -535,9 +573,12 @@ def generate(plan):
         for v in VARIANTS:
             gen_timing_crate(kind, n, v)
     gen_size_crates()
+    # Written every time (building them is `--parts coldstart`'s): every member of
+    # the workspace must exist.
+    gen_coldstart_crates()
     # Every crate ever generated stays a member, so that runs with other counts can
     # share the workspace.
-    members = json.dumps([f"{v}_*" for v in VARIANTS] + ["size_*"])
+    members = json.dumps([f"{v}_*" for v in VARIANTS] + ["size_*", "coldstart_*"])
     write_if_changed(
         BENCH / "Cargo.toml",
         "# Made by benches/compile/run.py; a workspace of its own.\n"
@@ -562,9 +603,10 @@ def cargo_env(target, incremental):
     return env
 
 
-def cargo_build(args, target=TARGET, incremental=False):
-    """Runs `cargo build ARGS` in the bench workspace; returns its wall time."""
-    cmd = ["cargo", "build", "--quiet", *args]
+def cargo_timed(args, target=TARGET, incremental=False):
+    """Runs `cargo build ARGS` in the bench workspace; returns its wall time and
+    what cargo printed on stderr."""
+    cmd = ["cargo", "build", *args]
     start = time.perf_counter()
     done = subprocess.run(
         cmd, cwd=BENCH, env=cargo_env(target, incremental), capture_output=True, text=True
@@ -573,7 +615,12 @@ def cargo_build(args, target=TARGET, incremental=False):
     if done.returncode != 0:
         sys.stderr.write(done.stdout + done.stderr)
         raise SystemExit(f"failed: {' '.join(cmd)}")
-    return elapsed
+    return elapsed, done.stderr
+
+
+def cargo_build(args, target=TARGET, incremental=False):
+    """Runs `cargo build --quiet ARGS` in the bench workspace; returns its wall time."""
+    return cargo_timed(["--quiet", *args], target, incremental)[0]
 
 
 def touch(path):
@@ -609,8 +656,9 @@ def time_full(plan, profiles, reps):
 
 
 def time_incremental(n, reps):
-    """Median seconds of an incremental debug rebuild after one tool body of `n`
-    changes (the `seed` literal of the middle tool)."""
+    """Median seconds of an incremental debug rebuild of each variant of `n`
+    functions, keyed `(how, variant)`: after `touch` of its source (`touch`), and
+    after one tool body changes (`edit`: the `seed` literal of the middle tool)."""
     times = {}
     edited = n // 2
     originals = {}
@@ -626,6 +674,10 @@ def time_incremental(n, reps):
             for v in order:
                 name = crate_name("fn", n, v)
                 path = BENCH / name / "src" / "lib.rs"
+                touch(path)
+                t = cargo_build(["-p", name], target=TARGET_INCR, incremental=True)
+                times.setdefault(("touch", v), []).append(t)
+                log(f"round {r + 1}/{reps} incremental after touch {name}: {t:.2f} s")
                 old = f"let seed: i64 = {edited};"
                 new = f"let seed: i64 = {edited + 1000 * (r + 1)};"
                 text = originals[path]
@@ -633,8 +685,8 @@ def time_incremental(n, reps):
                     raise SystemExit(f"{path}: no `{old}` to edit")
                 path.write_text(text.replace(old, new, 1))
                 t = cargo_build(["-p", name], target=TARGET_INCR, incremental=True)
-                times.setdefault(v, []).append(t)
-                log(f"round {r + 1}/{reps} incremental {name}: {t:.2f} s")
+                times.setdefault(("edit", v), []).append(t)
+                log(f"round {r + 1}/{reps} incremental after an edit {name}: {t:.2f} s")
     finally:
         for path, text in originals.items():
             path.write_text(text)
@@ -663,17 +715,142 @@ def measure_sizes():
         kept = out_dir / f"size_tools-{label}"
         shutil.copy(TARGET / "release" / "size_tools", kept)
         sizes[label] = (kept.stat().st_size, stripped_size(kept))
-    log("building the same tools on rmcp (release)")
-    cargo_build(["--release", "-p", "size_rmcp"])
-    kept = out_dir / "size_rmcp"
-    shutil.copy(TARGET / "release" / "size_rmcp", kept)
-    sizes["rmcp"] = (kept.stat().st_size, stripped_size(kept))
+    for label, features in (("rmcp", []), ("rmcp-http", ["--features", "http"])):
+        log(f"building the same tools on rmcp ({label}, release)")
+        cargo_build(["--release", "-p", "size_rmcp", *features])
+        kept = out_dir / f"size_{label}"
+        shutil.copy(TARGET / "release" / "size_rmcp", kept)
+        sizes[label] = (kept.stat().st_size, stripped_size(kept))
     log("building examples/server.rs (release)")
     cargo_build(["--release", "-p", "size_server"])
     kept = out_dir / "server"
     shutil.copy(TARGET / "release" / "size_server", kept)
     sizes["server"] = (kept.stat().st_size, stripped_size(kept))
     return sizes
+
+
+# --- cold start of macro tools -----------------------------------------------
+
+COLDSTART_SIZES = [10, 10_000]
+
+COLDSTART_MAIN = r'''//! N `#[tool]` functions in the global registry, served over HTTP RPC and MCP on
+//! one port (the first argument), as `benches/cold_start.rs` serves its generated
+//! tools. Made by benches/compile/run.py for `cargo bench --bench cold_start --
+//! binaries SMALL LARGE`.
+
+mod tools;
+
+use toolfunc::http::{Api, Server};
+use toolfunc::Registry;
+
+fn main() -> std::process::ExitCode {
+    let port: u16 = match std::env::args().nth(1).map(|p| p.parse()) {
+        Some(Ok(port)) => port,
+        _ => {
+            eprintln!("usage: coldstart PORT");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("no runtime: {err}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let served = runtime.block_on(async move {
+        let api = Api::new(Registry::global()).prefix("/api");
+        let mcp = toolfunc::mcp::Server::new(Registry::global());
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+        let server = Server::new().mount(api)?.merge(mcp.router());
+        server.serve(listener).await?;
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
+    });
+    match served {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("{err}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+'''
+
+
+def gen_coldstart_crates():
+    """`coldstart_N`: N `#[tool]` functions (100 to a module) and the server."""
+    for n in COLDSTART_SIZES:
+        name = f"coldstart_{n}"
+        deps = [
+            ("toolfunc", toolfunc_dep(["http-server", "mcp"])),
+            ("tokio", TOKIO),
+        ]
+        write_if_changed(BENCH / name / "Cargo.toml", manifest(name, deps))
+        write_if_changed(BENCH / name / "src" / "main.rs", COLDSTART_MAIN)
+        modules = []
+        for m, start in enumerate(range(0, n, 100)):
+            idx = range(start, min(start + 100, n))
+            write_if_changed(
+                BENCH / name / "src" / "tools" / f"part_{m:03}.rs",
+                gen_toolfunc_fns(idx),
+            )
+            modules.append(f"mod part_{m:03};\n")
+        write_if_changed(
+            BENCH / name / "src" / "tools" / "mod.rs",
+            f"//! {n} generated `#[tool]` functions.\n\n" + "".join(modules),
+        )
+
+
+def time_coldstart(rounds):
+    """Builds the two servers (release) and runs the cold-start comparison on them."""
+    bins = []
+    for n in COLDSTART_SIZES:
+        log(f"building {n:,} #[tool] functions (release)")
+        t = cargo_build(["--release", "-p", f"coldstart_{n}"])
+        log(f"  {t:.0f} s")
+        bins.append(str(TARGET / "release" / f"coldstart_{n}"))
+    cmd = ["cargo", "bench", "--bench", "cold_start", "--", "binaries", *bins, "rounds", str(rounds)]
+    log(" ".join(cmd))
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.stderr.write(done.stdout + done.stderr)
+        raise SystemExit("the cold-start comparison failed")
+    return done.stdout
+
+
+# The cold builds timed side by side: (label, package, cargo flags).
+COLD_PAIRS = [
+    (
+        ("toolfunc, default features", "size_tools", []),
+        ("rmcp `macros` + `server` (+ `transport-io`)", "size_rmcp", []),
+    ),
+    (
+        ("toolfunc `http-server` + `mcp`", "size_tools", ["--features", "http-server,mcp"]),
+        ("rmcp + streamable HTTP server + axum", "size_rmcp", ["--features", "http"]),
+    ),
+]
+
+
+def time_cold(profiles, reps):
+    """Seconds and crates compiled of each program's build into an empty target
+    folder, dependencies included; the two of a pair alternate."""
+    results = {}
+    cold = BENCH / "target-cold"
+    for profile in profiles:
+        flags = ["--release"] if profile == "release" else []
+        for pair in COLD_PAIRS:
+            for rep in range(reps):
+                for label, package, extra in pair:
+                    shutil.rmtree(cold, ignore_errors=True)
+                    log(f"cold build {rep + 1}/{reps}: {label} ({profile})")
+                    elapsed, printed = cargo_timed([*flags, "-p", package, *extra], cold)
+                    crates = sum(
+                        1 for line in printed.splitlines() if line.strip().startswith("Compiling ")
+                    )
+                    times, _ = results.setdefault((profile, label), ([], crates))
+                    times.append(elapsed)
+    shutil.rmtree(cold, ignore_errors=True)
+    return {k: (statistics.median(t), n) for k, (t, n) in results.items()}
 
 
 # --- the tables ---------------------------------------------------------------
@@ -689,6 +866,21 @@ def ratio(a, b):
 
 def mib(n):
     return f"{n / (1 << 20):.1f} MiB"
+
+
+def print_cold(cold, profiles):
+    print()
+    print("| cold build (dependencies included) | profile | crates | seconds | ratio |")
+    print("| --- | --- | --- | --- | --- |")
+    for profile in profiles:
+        for (ours, _, _), (theirs, _, _) in COLD_PAIRS:
+            if (profile, ours) not in cold:
+                continue
+            (t1, n1), (t2, n2) = cold[(profile, ours)], cold[(profile, theirs)]
+            print(
+                f"| {ours} vs {theirs} | {profile} | {n1} vs {n2} | "
+                f"{t1:.1f} vs {t2:.1f} | {ratio(t1, t2)} |"
+            )
 
 
 def print_tables(plan, profiles, med, incr, sizes, reps):
@@ -719,14 +911,17 @@ def print_tables(plan, profiles, med, incr, sizes, reps):
     if incr:
         print()
         print(
-            "| one tool body of 100 edited, incremental debug rebuild | plain | "
-            "derives only | toolfunc | rmcp |"
+            "| incremental debug rebuild (`CARGO_INCREMENTAL=1`) | plain | derives only | "
+            "toolfunc | rmcp | toolfunc / rmcp | toolfunc / rmcp (over derives only) |"
         )
-        print("| --- | --- | --- | --- | --- |")
-        print(
-            f"| crate rebuilt | {secs(incr['plain'])} | {secs(incr['derives'])} | "
-            f"{secs(incr['toolfunc'])} | {secs(incr['rmcp'])} |"
-        )
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for n, by in sorted(incr.items()):
+            for how, what in (("touch", "after `touch`"), ("edit", "after one tool body edited")):
+                pl, dv, tf, rm = (by[(how, v)] for v in ("plain", "derives", "toolfunc", "rmcp"))
+                print(
+                    f"| {n:,} tools, {what} | {secs(pl)} | {secs(dv)} | {secs(tf)} | {secs(rm)} "
+                    f"| {ratio(tf, rm)} | {ratio(tf - dv, rm - dv)} |"
+                )
     if sizes:
         print()
         print(
@@ -735,19 +930,30 @@ def print_tables(plan, profiles, med, incr, sizes, reps):
         )
         print("| --- | --- | --- | --- | --- |")
         core = sizes["core"][1] or sizes["core"][0]
-        rmcp = sizes.get("rmcp", (0, None))
-        rmcp = rmcp[1] or rmcp[0]
+
+        def stripped_of(label):
+            size, stripped = sizes.get(label, (0, None))
+            return stripped or size
+
         for label, (size, stripped) in sizes.items():
             what = {
                 "core": "core only (default features, three tools, run in process)",
+                "mcp": "`+mcp`, served over stdio",
+                "mcp-http": "`+mcp,http-server`, MCP served over streamable HTTP",
                 "all": "all: `validate`, `http`, `mcp`, `nats`, `jwt`, `rustls`",
                 "rmcp": "the same three tools on rmcp 3.11 (`macros`, `server`, "
                 "`transport-io`), served over stdio",
+                "rmcp-http": "the same on rmcp 3.11 with `transport-streamable-http-server` "
+                "and axum 0.8, served over streamable HTTP",
                 "server": "`examples/server.rs` (the root's features)",
             }.get(label, f"`+{label}`")
             s = stripped or size
-            added = "" if label in ("core", "rmcp") else f"+{mib(s - core)}"
-            versus = ratio(s, rmcp) if rmcp and label != "rmcp" else ""
+            # Each program against rmcp's nearest: the streamable-HTTP server for
+            # MCP over HTTP, the stdio server for the rest (rmcp cannot run a
+            # tool without serving it).
+            peer = stripped_of("rmcp-http" if label == "mcp-http" else "rmcp")
+            added = "" if label in ("core", "rmcp", "rmcp-http") else f"+{mib(s - core)}"
+            versus = ratio(s, peer) if peer and not label.startswith("rmcp") else ""
             print(
                 f"| {what} | {mib(size)} | {mib(stripped) if stripped else 'n/a'} | {added} "
                 f"| {versus} |"
@@ -766,14 +972,15 @@ def main():
     ap.add_argument("--profiles", default="debug,release", help="debug, release or both")
     ap.add_argument(
         "--parts",
-        default="full,incremental,sizes",
-        help="comma-separated: full (the table), incremental, sizes",
+        default="full,incremental,sizes,cold",
+        help="comma-separated: full (the table), incremental, sizes, cold, coldstart "
+        "(10 and 10,000 #[tool] functions, served from a cold start; not in the default)",
     )
     args = ap.parse_args()
     if args.reps < 1:
         ap.error("--reps must be at least 1")
     parts = set(args.parts.split(","))
-    unknown = parts - {"full", "incremental", "sizes"}
+    unknown = parts - {"full", "incremental", "sizes", "cold", "coldstart"}
     if unknown:
         ap.error(f"unknown part(s): {', '.join(sorted(unknown))}")
     profiles = args.profiles.split(",")
@@ -787,22 +994,32 @@ def main():
         ap.error("--tools: each count must be at least 1")
     if args.quick:
         counts, profiles = [n for n in counts if n <= 100], ["debug"]
-        parts.discard("sizes")
+        parts -= {"sizes", "cold", "coldstart"}
     plan = [("fn", n) for n in counts]
     # The service variant: 100 methods over SERVICES services.
     plan.insert(min(2, len(plan)), ("svc", 100))
-    if "incremental" in parts and ("fn", 100) not in plan:
+    if "incremental" in parts and not any(kind == "fn" and n >= 100 for kind, n in plan):
         plan.append(("fn", 100))
     generate(plan)
     med, incr, sizes = {}, {}, {}
     if "full" in parts:
         med, _ = time_full(plan, profiles, args.reps)
     if "incremental" in parts:
-        incr = time_incremental(100, args.reps)
+        # The loop a user lives in, at 100 tools and more (10 is too small to tell).
+        for kind, n in plan:
+            if kind == "fn" and n >= 100:
+                incr[n] = time_incremental(n, args.reps)
     if "sizes" in parts:
         sizes = measure_sizes()
+    cold = time_cold(profiles, args.reps) if "cold" in parts else {}
+    coldstart = time_coldstart(31) if "coldstart" in parts else ""
     timed = [k for k in plan if "full" in parts] if med else []
     print_tables(timed, profiles if med else [], med, incr, sizes, args.reps)
+    if cold:
+        print_cold(cold, profiles)
+    if coldstart:
+        print()
+        print(coldstart)
 
 
 if __name__ == "__main__":
