@@ -661,7 +661,59 @@ pub(crate) fn wire_name(param: &Param) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use quote::{ToTokens, quote};
     use syn::parse_quote;
+
+    #[test]
+    fn a_function_read_up_to_its_body_prints_back_as_it_came() {
+        let input = quote! {
+            /// Adds.
+            #[inline]
+            pub(crate) async fn add<T>(a: f64, b: Option<f64>) -> Result<f64, String>
+            where
+                T: Copy,
+            {
+                #![allow(unused_variables)]
+                //! Inner docs.
+                let c = match b { Some(b) => b, None => 0.0 };
+                if a < 0.0 { return Err("negative".into()); }
+                Ok(a + c)
+            }
+        };
+        let func = parse_fn(input.clone()).unwrap();
+        assert_eq!(func.sig.ident, "add");
+        assert_eq!(func.sig.inputs.len(), 2);
+        // Outer and inner attributes are kept, as syn keeps them.
+        assert_eq!(func.attrs.len(), 4);
+        let full: ItemFn = syn::parse2(input).unwrap();
+        assert_eq!(
+            func.to_token_stream().to_string(),
+            full.to_token_stream().to_string()
+        );
+    }
+
+    #[test]
+    fn what_is_not_a_function_with_a_body_is_not_read_up_to_one() {
+        assert!(
+            parse_fn(quote!(
+                struct S;
+            ))
+            .is_err()
+        );
+        assert!(
+            parse_fn(quote!(
+                fn f();
+            ))
+            .is_err()
+        );
+        assert!(
+            parse_fn(quote!(
+                fn f() {}
+                fn g() {}
+            ))
+            .is_err()
+        );
+    }
 
     fn model(item: ItemFn) -> (ToolFn, Errors) {
         let mut errors = Errors::default();

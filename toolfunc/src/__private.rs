@@ -358,16 +358,18 @@ impl<T: ::serde::de::DeserializeOwned + ::schemars::JsonSchema> ToolParam for T 
 /// Checks, at the parameter's type, that it can be a tool parameter.
 pub const fn assert_param<T: ToolParam + ?Sized>() {}
 
-/// What `ViaParams` does, called directly for a parameters type the macro knows
-/// to fit (every field a standard type: `String`, `i64`, `Vec<bool>`...): no
-/// autoref probing for the compiler to do, no checks to expand.
+/// How a tool's arguments are read into its parameters type: what `ViaParams`
+/// does, and what the macro calls directly for a type it knows to fit (every
+/// field a standard type: `String`, `i64`, `Vec<bool>`...), with no autoref
+/// probing for the compiler to do and no checks to expand.
 pub fn parse_plain<T: ::serde::de::DeserializeOwned + ::schemars::JsonSchema>(
     args: &Value,
 ) -> Result<T, ToolError> {
     crate::schema::parse_args_of::<T>(args, schema_of::<T>)
 }
 
-/// What `ViaOutput` does, called directly for a standard result type.
+/// How a tool's result becomes JSON: what `ViaOutput` does, and what the macro
+/// calls directly for a standard result type.
 pub fn output_plain<T: ToolOutput>(value: T) -> Result<Value, ToolError> {
     to_output(&value)
 }
@@ -406,7 +408,7 @@ pub trait ViaParams<T> {
 
 impl<T: ::serde::de::DeserializeOwned + ::schemars::JsonSchema> ViaParams<T> for &Checked<T> {
     fn parse_args(&self, args: &Value) -> Result<T, ToolError> {
-        crate::schema::parse_args_of::<T>(args, schema_of::<T>)
+        parse_plain(args)
     }
     fn params_schema(&self) -> Value {
         schema_of::<T>()
@@ -443,7 +445,7 @@ pub trait ViaOutput<T> {
 
 impl<T: ToolOutput> ViaOutput<T> for &Checked<T> {
     fn output(&self, value: T) -> Result<Value, ToolError> {
-        to_output(&value)
+        output_plain(value)
     }
     fn result_schema(&self) -> Value {
         result_schema_of::<T>()

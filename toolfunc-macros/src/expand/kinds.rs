@@ -20,7 +20,7 @@ pub(crate) fn prompt(model: &ToolFn) -> TokenStream {
                 completers: &[#(#completers),*],
             }
         };
-        (items, quote!(#p::PromptSpec), spec)
+        (items, spec)
     })
 }
 
@@ -43,7 +43,7 @@ pub(crate) fn resource(model: &ToolFn) -> TokenStream {
                 completers: &[#(#completers),*],
             }
         };
-        (items, quote!(#p::ResourceSpec), spec)
+        (items, spec)
     })
 }
 

@@ -78,13 +78,19 @@ pub(crate) fn result_fn(model: &ToolFn, p: &TokenStream) -> TokenStream {
 /// for sure: it is converted and described by direct calls, with no check and no
 /// autoref probing for the compiler to resolve.
 pub(crate) fn plain_output(model: &ToolFn) -> Option<&syn::Type> {
-    if model.attrs.position.is_kind() {
-        return None;
-    }
     match &model.output {
-        Output::Value(ty) | Output::Result { ok: Some(ty), .. } if is_std_type(ty) => Some(ty),
+        Output::Value(ty) | Output::Result { ok: Some(ty), .. } if plain_type(model, ty) => {
+            Some(ty)
+        }
         _ => None,
     }
+}
+
+/// Whether `ty`, a parameter or result type of a tool (not of a prompt or a
+/// resource, whose types are read by their kind), is a standard type that fits
+/// for sure.
+fn plain_type(model: &ToolFn, ty: &syn::Type) -> bool {
+    !model.attrs.position.is_kind() && is_std_type(ty)
 }
 
 /// Whether nothing in a function's expansion dispatches by autoref: its parameters
@@ -124,15 +130,15 @@ impl Locals {
 /// A valid `#[tool]` function: the function, its parameters type, checks, handler and
 /// registration.
 pub(crate) fn tool(model: &ToolFn) -> TokenStream {
-    function(model, |p, spec| (quote!(), quote!(#p::ToolSpec), spec))
+    function(model, |_, spec| (quote!(), spec))
 }
 
 /// A valid function of any attribute: the function, its parameters type, checks,
 /// handler, and the registration of what `submit` makes of its `ToolSpec` (the
-/// items it needs beside, the type submitted, and its value).
+/// items it needs beside, and the value submitted).
 pub(crate) fn function(
     model: &ToolFn,
-    submit: impl FnOnce(&TokenStream, TokenStream) -> (TokenStream, TokenStream, TokenStream),
+    submit: impl FnOnce(&TokenStream, TokenStream) -> (TokenStream, TokenStream),
 ) -> TokenStream {
     let attrs = &model.attrs;
     let krate = krate(attrs);
@@ -199,7 +205,7 @@ pub(crate) fn function(
             )
         }
     };
-    let (beside, submitted_type, submitted) = submit(&p, spec);
+    let (beside, submitted) = submit(&p, spec);
 
     let allows = user_item_allows();
     let mut prelude = if plain { plain_prelude() } else { prelude(&p) };
@@ -221,10 +227,9 @@ pub(crate) fn function(
             #handler
             #beside
 
-            // A constant: `inventory::submit!`, a `macro_rules!` of several steps,
-            // carries one token through them instead of the whole spec.
-            const __TOOLFUNC_SUBMITTED: #submitted_type = #submitted;
-            #p::inventory::submit! { __TOOLFUNC_SUBMITTED }
+            #p::inventory::submit! {
+                #submitted
+            }
         };
     }
 }
@@ -394,10 +399,9 @@ pub(crate) fn params_type(model: &ToolFn, p: &TokenStream) -> ParamsType {
         })
         .collect();
     let ty = format_ident!("__ToolfuncParams");
-    let plain = !model.attrs.position.is_kind()
-        && args
-            .iter()
-            .all(|param| is_std_type(&param.ty) && !keeps_its_type(param));
+    let plain = args
+        .iter()
+        .all(|param| plain_type(model, &param.ty) && !keeps_its_type(param));
     ParamsType {
         plain,
         item: quote! {
@@ -461,10 +465,9 @@ pub(crate) fn checks(model: &ToolFn, p: &TokenStream) -> TokenStream {
         _ => quote!(assert_param),
     };
     // A tool's standard types fit for sure: nothing to check.
-    let plain = |ty: &syn::Type| !position.is_kind() && is_std_type(ty);
     let params: Vec<TokenStream> = model
         .args()
-        .filter(|param| model.attrs.args.is_some() || !plain(&param.ty))
+        .filter(|param| model.attrs.args.is_some() || !plain_type(model, &param.ty))
         .map(|param| {
             let ty = &param.ty;
             let assert = respan(quote!(#p::#assert_param), ty.span());
