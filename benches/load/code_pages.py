@@ -38,14 +38,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 WINDOW = 64 * 1024
 KINDS = (b"toolfunc-mcp", b"rmcp", b"toolfunc-http")
-# The harness's order of rows in a round: (kind, mode).
-ROWS = [
-    ("toolfunc-mcp", "session per call"),
-    ("rmcp", "session per call"),
-    ("toolfunc-mcp", "sessionless"),
-    ("rmcp", "sessionless"),
-    ("toolfunc-http", "HTTP RPC"),
-]
+# The modes each kind of server is run in, in the harness's order within a round.
+MODES = {
+    "toolfunc-mcp": ["session per call", "sessionless"],
+    "rmcp": ["session per call", "sessionless"],
+    "toolfunc-http": ["HTTP RPC"],
+}
+
+
+def with_modes(kinds):
+    """(kind, mode) of each server, given their kinds in the order they ran."""
+    seen = collections.Counter()
+    rows = []
+    for kind in kinds:
+        modes = MODES[kind]
+        rows.append((kind, modes[min(seen[kind], len(modes) - 1)]))
+        seen[kind] += 1
+    return rows
 
 
 def build():
@@ -174,21 +183,23 @@ def main():
 
     print("| server | mode | resident binary MB | of it .text MB | .rodata MB | other MB |")
     print("| --- | --- | --- | --- | --- | --- |")
-    for (kind, mode), pid in zip(ROWS, sorted(seen)):
+    pids = sorted(seen)
+    for (kind, mode), pid in zip(with_modes(seen[pid][0] for pid in pids), pids):
         pages = collections.Counter(section(o) for o in seen[pid][1])
         total = sum(pages.values())
         text, rodata = pages[".text"], pages[".rodata"]
         mb = lambda n: f"{n * 4096 / 2**20:.1f}"
-        print(f"| {seen[pid][0]} | {mode} | {mb(total)} | {mb(text)} | {mb(rodata)} | {mb(total - text - rodata)} |")
+        print(f"| {kind} | {mode} | {mb(total)} | {mb(text)} | {mb(rodata)} | {mb(total - text - rodata)} |")
 
     # Run 2: under callgrind, the functions each server ran.
     before = set(glob.glob("/tmp/callgrind.load.*"))
     run(exe, secs, {"LOAD_CALLGRIND": "1", "VALGRIND_OPTS": "--demangle=no"})
     files = sorted(set(glob.glob("/tmp/callgrind.load.*")) - before, key=lambda f: int(f.rsplit(".", 1)[1]))
     syms, plain = symbols(exe)
-    ran = []
+    ran, kinds = [], []
     for path in files:
         text = Path(path).read_text()
+        kinds.append(re.search(r"^cmd: .* serve (\S+)", text, re.M).group(1))
         names = {m.group(1) for m in re.finditer(r"^c?fn=\(\d+\) (.*)$", text, re.M)}
         windows = collections.defaultdict(collections.Counter)
         size = 0
@@ -201,11 +212,13 @@ def main():
         os.remove(path)
     print("\n| server | mode | functions run | their code KB | 64 KB windows they lie in | MB |")
     print("| --- | --- | --- | --- | --- | --- |")
-    for (kind, mode), (count, size, windows) in zip(ROWS, ran):
+    rows = with_modes(kinds)
+    for (kind, mode), (count, size, windows) in zip(rows, ran):
         print(f"| {kind} | {mode} | {count} | {size // 1024} | {len(windows)} | {len(windows) * WINDOW / 2**20:.1f} |")
-    for mode, (ours, theirs) in (("session per call", (0, 1)), ("sessionless", (2, 3))):
-        if len(ran) <= theirs:
-            break
+    for mode in ("session per call", "sessionless"):
+        if ("toolfunc-mcp", mode) not in rows or ("rmcp", mode) not in rows:
+            continue
+        ours, theirs = rows.index(("toolfunc-mcp", mode)), rows.index(("rmcp", mode))
         only = set(ran[ours][2]) - set(ran[theirs][2])
         by_crate = collections.Counter()
         for w in only:
